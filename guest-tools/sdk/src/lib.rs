@@ -1,0 +1,118 @@
+//! `toolhost-guest`: write a toolhost tool component in Rust.
+//!
+//! A tool is a type implementing [`Tool`], exported with [`export_tool!`]:
+//!
+//! ```ignore
+//! use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+//!
+//! struct Echo;
+//!
+//! impl Tool for Echo {
+//!     fn describe() -> Descriptor {
+//!         Descriptor::new("demo.echo", "Repeat the text back.")
+//!             .input_schema(serde_json::json!({
+//!                 "type": "object",
+//!                 "properties": { "text": { "type": "string" } },
+//!                 "required": ["text"],
+//!                 "additionalProperties": false
+//!             }))
+//!     }
+//!
+//!     fn call(args: Arguments) -> Result<Output, ToolError> {
+//!         args.only(&["text"])?;
+//!         Ok(Output::text(args.raw_str("text")?))
+//!     }
+//! }
+//!
+//! toolhost_guest::export_tool!(Echo);
+//! ```
+//!
+//! Build with `cargo build --target wasm32-wasip2`; the resulting `.wasm` is a
+//! component. Everything except the host capability calls also compiles
+//! natively, so tool logic is unit-tested with a plain `cargo test`.
+
+pub mod args;
+pub mod log;
+pub mod output;
+pub mod random;
+
+pub use args::Arguments;
+pub use output::{Annotations, Descriptor, Output, ToolError};
+
+/// Raw bindings of `toolhost:host/all-capabilities@0.1.0`. Tool code normally
+/// uses the safe wrappers ([`log`], [`random`]) instead.
+///
+/// Only the capabilities a tool actually calls end up as imports of its
+/// component; the host checks them against the tool's grant at load.
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "toolhost:host/all-capabilities@0.1.0",
+        path: ["../../wit/tool", "../../wit/host"],
+        generate_all,
+        pub_export_macro: true,
+        export_macro_name: "__export_raw",
+        default_bindings_module: "toolhost_guest::bindings",
+    });
+}
+
+pub use bindings::toolhost::tool::types::{
+    AwaitMode, AwaitRequest, CommitMode, CommitRequest, DelegateRequest, Effect, FinishRequest,
+    HandoffRequest, TaskReturnRequest,
+};
+
+/// A tool: a description and one call. Every call runs in a fresh instance,
+/// so a tool keeps no state between calls.
+pub trait Tool {
+    /// The descriptor the host reads once at load.
+    fn describe() -> Descriptor;
+    /// Run once on the model's arguments (already checked to be a JSON object).
+    fn call(args: Arguments) -> Result<Output, ToolError>;
+}
+
+/// Export a [`Tool`] as this component's `toolhost:tool/tool@0.1.0`.
+///
+/// Expands to nothing when not compiling for wasm, so the tool's crate can
+/// also be linked natively (tests, benchmarks) next to other tools.
+#[macro_export]
+macro_rules! export_tool {
+    ($tool:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            struct __ToolhostExport;
+
+            impl $crate::bindings::exports::toolhost::tool::tool::Guest for __ToolhostExport {
+                fn describe() -> $crate::bindings::toolhost::tool::types::Descriptor {
+                    $crate::__private::describe::<$tool>()
+                }
+
+                fn call(
+                    arguments: ::std::string::String,
+                ) -> ::std::result::Result<
+                    $crate::bindings::toolhost::tool::types::ToolOutput,
+                    $crate::bindings::toolhost::tool::types::ToolError,
+                > {
+                    $crate::__private::call::<$tool>(&arguments)
+                }
+            }
+
+    $crate::bindings::__export_raw!(__ToolhostExport with_types_in $crate::bindings);
+        };
+    };
+}
+
+#[doc(hidden)]
+pub mod __private {
+    use crate::bindings::toolhost::tool::types as wit;
+    use crate::{Arguments, Tool};
+
+    pub fn describe<T: Tool>() -> wit::Descriptor {
+        T::describe().into_wit()
+    }
+
+    pub fn call<T: Tool>(arguments: &str) -> Result<wit::ToolOutput, wit::ToolError> {
+        match Arguments::parse(arguments).and_then(T::call) {
+            Ok(output) => Ok(output.into_wit()),
+            Err(error) => Err(error.into_wit()),
+        }
+    }
+}

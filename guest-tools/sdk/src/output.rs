@@ -1,0 +1,193 @@
+//! What a tool returns: its descriptor, a successful output, or a recoverable error.
+
+use serde_json::Value;
+
+use crate::Effect;
+use crate::bindings::toolhost::tool::types as wit;
+
+/// Behaviour hints (see `annotations` in `wit/tool/tool.wit`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pub read_only: bool,
+    pub mutating: bool,
+    pub control: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+    pub source_kind: Option<String>,
+}
+
+impl Annotations {
+    /// Reads and changes nothing; the same arguments give the same answer.
+    pub fn read_only() -> Self {
+        Self {
+            read_only: true,
+            idempotent: true,
+            ..Self::default()
+        }
+    }
+
+    pub fn not_idempotent(mut self) -> Self {
+        self.idempotent = false;
+        self
+    }
+
+    pub fn source_kind(mut self, kind: &str) -> Self {
+        self.source_kind = Some(kind.to_owned());
+        self
+    }
+}
+
+/// A tool's self-description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Descriptor {
+    pub native_name: String,
+    pub title: Option<String>,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Annotations,
+}
+
+impl Descriptor {
+    /// A tool taking no arguments; refine with the builder methods.
+    pub fn new(native_name: &str, description: &str) -> Self {
+        Self {
+            native_name: native_name.to_owned(),
+            title: None,
+            description: description.to_owned(),
+            input_schema: serde_json::json!({
+                "type": "object",
+                "properties": {},
+                "additionalProperties": false
+            }),
+            output_schema: None,
+            annotations: Annotations::default(),
+        }
+    }
+
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.to_owned());
+        self
+    }
+
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    pub(crate) fn into_wit(self) -> wit::Descriptor {
+        wit::Descriptor {
+            native_name: self.native_name,
+            title: self.title,
+            description: self.description,
+            input_schema: self.input_schema.to_string(),
+            output_schema: self.output_schema.map(|schema| schema.to_string()),
+            annotations: wit::Annotations {
+                read_only: self.annotations.read_only,
+                mutating: self.annotations.mutating,
+                control: self.annotations.control,
+                idempotent: self.annotations.idempotent,
+                open_world: self.annotations.open_world,
+                source_kind: self.annotations.source_kind,
+            },
+        }
+    }
+}
+
+/// A successful call: Markdown for the model plus facts for audit and UIs.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub content: String,
+    pub structured: Option<Value>,
+    pub resource_refs: Vec<String>,
+    pub effect: Option<Effect>,
+}
+
+impl Output {
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            structured: None,
+            resource_refs: Vec::new(),
+            effect: None,
+        }
+    }
+
+    pub fn structured(mut self, structured: Value) -> Self {
+        self.structured = Some(structured);
+        self
+    }
+
+    pub fn resource_ref(mut self, reference: impl Into<String>) -> Self {
+        self.resource_refs.push(reference.into());
+        self
+    }
+
+    pub fn effect(mut self, effect: Effect) -> Self {
+        self.effect = Some(effect);
+        self
+    }
+
+    pub(crate) fn into_wit(self) -> wit::ToolOutput {
+        wit::ToolOutput {
+            content: self.content,
+            structured: self.structured.map(|value| value.to_string()),
+            resource_refs: self.resource_refs,
+            effect: self.effect,
+        }
+    }
+}
+
+/// A recoverable failure the model reads (`code: message`) before it tries again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    pub code: String,
+    pub message: String,
+    pub structured: Option<Value>,
+}
+
+impl ToolError {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+            structured: None,
+        }
+    }
+
+    /// `tool.invalid_arguments`: the arguments break the tool's schema.
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        Self::new("tool.invalid_arguments", message)
+    }
+
+    pub fn structured(mut self, structured: Value) -> Self {
+        self.structured = Some(structured);
+        self
+    }
+
+    pub(crate) fn into_wit(self) -> wit::ToolError {
+        wit::ToolError {
+            code: self.code,
+            message: self.message,
+            structured: self.structured.map(|value| value.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}

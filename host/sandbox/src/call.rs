@@ -1,0 +1,463 @@
+//! One call: a fresh store from the cached `InstancePre`, every limit armed,
+//! the export invoked, the outcome classified and checked.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use toolhost_core::{AwaitMode, CommitMode, ToolEffect, ToolFailure, ToolOutcome, ToolSuccess};
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use crate::component::ToolComponent;
+use crate::engine::Sandbox;
+use crate::failure::SandboxFailure;
+use crate::limits::{Limits, MemoryLimitExceeded, TableLimitExceeded};
+use crate::state::{CallEntropy, CallState, GuestLog, bindings};
+
+use bindings::toolhost::tool::types as wit;
+
+/// Everything known about one finished call.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallReport {
+    /// The tool's own answer, or why the sandbox stopped it.
+    #[serde(skip)]
+    pub result: Result<ToolOutcome, SandboxFailure>,
+    pub elapsed_us: u64,
+    pub fuel_consumed: u64,
+    pub peak_memory_bytes: u64,
+    /// The recorded inputs: call again with these to replay the call.
+    pub entropy: CallEntropy,
+    pub random_draws: u64,
+    pub logs: Vec<GuestLog>,
+    pub logs_dropped: u64,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CallReport {
+    /// The result as the model sees it: a sandbox failure becomes a
+    /// recoverable error with its `sandbox.*` code.
+    pub fn outcome(&self) -> ToolOutcome {
+        match &self.result {
+            Ok(outcome) => outcome.clone(),
+            Err(failure) => ToolOutcome::Error(failure.to_tool_failure()),
+        }
+    }
+}
+
+pub(crate) enum Export<'a> {
+    Describe,
+    Call(&'a str),
+}
+
+pub(crate) enum ExportResult {
+    Descriptor(wit::Descriptor),
+    Call(Result<wit::ToolOutput, wit::ToolError>),
+}
+
+pub(crate) struct Invocation {
+    pub(crate) result: Result<ExportResult, SandboxFailure>,
+    elapsed: Duration,
+    fuel_consumed: u64,
+    state: CallState,
+    entropy: CallEntropy,
+}
+
+/// Marks a store stopped by its own wall-clock deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("the call's deadline passed")]
+struct DeadlineReached;
+
+impl Sandbox {
+    /// Call `tool` once with `arguments` (a JSON object). Never panics and
+    /// never takes the host down: every guest misbehaviour is a typed
+    /// [`SandboxFailure`] in the report. Dropping the future cancels the call.
+    pub async fn call(
+        &self,
+        tool: &ToolComponent,
+        arguments: &Value,
+        entropy: CallEntropy,
+    ) -> CallReport {
+        if !arguments.is_object() {
+            return early(
+                entropy,
+                Ok(ToolOutcome::Error(ToolFailure::new(
+                    "tool.invalid_arguments",
+                    "arguments must be an object",
+                ))),
+            );
+        }
+        let text = arguments.to_string();
+        if text.len() as u64 > tool.limits.argument_bytes {
+            return early(
+                entropy,
+                Err(SandboxFailure::ArgumentsTooLarge {
+                    limit: tool.limits.argument_bytes,
+                    size: text.len() as u64,
+                }),
+            );
+        }
+
+        let invocation = self
+            .invoke(
+                &tool.label,
+                &tool.pre,
+                &tool.limits,
+                entropy,
+                Export::Call(&text),
+            )
+            .await;
+        let result = invocation.result.and_then(|result| match result {
+            ExportResult::Call(Ok(output)) => accept_output(tool, output).map(ToolOutcome::Success),
+            ExportResult::Call(Err(error)) => accept_error(tool, error).map(ToolOutcome::Error),
+            ExportResult::Descriptor(_) => unreachable!("call() returns a call result"),
+        });
+        let state = invocation.state;
+        CallReport {
+            result,
+            elapsed_us: invocation.elapsed.as_micros() as u64,
+            fuel_consumed: invocation.fuel_consumed,
+            peak_memory_bytes: state.limiter.peak_memory,
+            entropy: invocation.entropy,
+            random_draws: state.random_draws,
+            logs: state.logs,
+            logs_dropped: state.logs_dropped,
+            stdout: String::from_utf8_lossy(&state.stdout.contents()).into_owned(),
+            stderr: String::from_utf8_lossy(&state.stderr.contents()).into_owned(),
+        }
+    }
+
+    /// Run one export in a fresh store under `limits`.
+    pub(crate) async fn invoke(
+        &self,
+        label: &Arc<str>,
+        pre: &bindings::AllCapabilitiesPre<CallState>,
+        limits: &Limits,
+        entropy: CallEntropy,
+        export: Export<'_>,
+    ) -> Invocation {
+        // Wait for a slot instead of failing when the pool is busy. The
+        // semaphore is never closed, so acquiring cannot fail.
+        let _slot = self.call_slots.acquire().await.ok();
+        let _ticking = self.ticker.call_started();
+        let started = Instant::now();
+
+        let fuel = limits.fuel.unwrap_or(u64::MAX);
+        let mut store = Store::new(
+            &self.engine,
+            CallState::new(Arc::clone(label), limits, entropy, started),
+        );
+        store.limiter(|state| &mut state.limiter);
+        // Fresh stores start with no fuel and a deadline of 0; arm both.
+        let armed = store.set_fuel(fuel);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|context| {
+            if Instant::now() >= context.data().deadline_at {
+                Err(wasmtime::Error::new(DeadlineReached))
+            } else {
+                // Let the executor run timers and cancellation, then go on.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+
+        // Epochs stop wasm code; this outer timeout also stops time spent in
+        // host calls, which epochs cannot interrupt.
+        let grace = (self.ticker.tick() * 4).max(Duration::from_millis(25));
+        let run = async {
+            armed?;
+            let instance = pre.instantiate_async(&mut store).await?;
+            let tool = instance.toolhost_tool_tool();
+            Ok(match export {
+                Export::Describe => ExportResult::Descriptor(tool.call_describe(&mut store).await?),
+                Export::Call(arguments) => {
+                    ExportResult::Call(tool.call_call(&mut store, arguments).await?)
+                }
+            })
+        };
+        let outcome: Result<wasmtime::Result<ExportResult>, _> =
+            tokio::time::timeout(limits.deadline + grace, run).await;
+        let elapsed = started.elapsed();
+
+        let result = match outcome {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(classify(&error, store.data(), limits, elapsed)),
+            Err(_) => Err(SandboxFailure::DeadlineExceeded {
+                limit: limits.deadline,
+                elapsed,
+            }),
+        };
+        let fuel_consumed = store.get_fuel().map_or(0, |left| fuel - left);
+        Invocation {
+            result,
+            elapsed,
+            fuel_consumed,
+            state: store.into_data(),
+            entropy,
+        }
+    }
+}
+
+fn early(entropy: CallEntropy, result: Result<ToolOutcome, SandboxFailure>) -> CallReport {
+    CallReport {
+        result,
+        elapsed_us: 0,
+        fuel_consumed: 0,
+        peak_memory_bytes: 0,
+        entropy,
+        random_draws: 0,
+        logs: Vec::new(),
+        logs_dropped: 0,
+        stdout: String::new(),
+        stderr: String::new(),
+    }
+}
+
+const MAX_MESSAGE_CHARS: usize = 800;
+
+/// Name the limit a trap came from; anything else is the guest's own crash.
+fn classify(
+    error: &wasmtime::Error,
+    state: &CallState,
+    limits: &Limits,
+    elapsed: Duration,
+) -> SandboxFailure {
+    if error.downcast_ref::<DeadlineReached>().is_some() {
+        return SandboxFailure::DeadlineExceeded {
+            limit: limits.deadline,
+            elapsed,
+        };
+    }
+    if let Some(hit) = error.downcast_ref::<MemoryLimitExceeded>() {
+        return SandboxFailure::MemoryLimit {
+            limit: hit.limit,
+            requested: hit.requested,
+        };
+    }
+    if let Some(hit) = error.downcast_ref::<TableLimitExceeded>() {
+        return SandboxFailure::ResourceLimit {
+            message: hit.to_string(),
+        };
+    }
+    if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return SandboxFailure::GuestTrap {
+            message: format!("the tool exited with status {}", exit.0),
+        };
+    }
+    let stderr = stderr_summary(&state.stderr.contents());
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => SandboxFailure::OutOfFuel {
+            limit: limits.fuel.unwrap_or(u64::MAX),
+        },
+        Some(Trap::Interrupt) => SandboxFailure::DeadlineExceeded {
+            limit: limits.deadline,
+            elapsed,
+        },
+        Some(Trap::StackOverflow) => SandboxFailure::GuestTrap {
+            message: "wasm stack overflow (call stack exhausted), e.g. by unbounded recursion"
+                .to_owned(),
+        },
+        Some(trap) => SandboxFailure::GuestTrap {
+            message: match stderr {
+                Some(said) => format!("{trap}; it reported: {said}"),
+                None => trap.to_string(),
+            },
+        },
+        // Instance, table or memory counts refused by the limiter surface as
+        // untyped instantiation errors.
+        None if format!("{error:#}").contains("resource limit exceeded") => {
+            SandboxFailure::ResourceLimit {
+                message: truncate(&format!("{error:#}")),
+            }
+        }
+        None => SandboxFailure::GuestTrap {
+            message: truncate(&format!("{error:#}")),
+        },
+    }
+}
+
+/// What the guest wrote to stderr before dying (a Rust panic message), on
+/// one line, without the backtrace hint.
+fn stderr_summary(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect();
+    (!lines.is_empty()).then(|| truncate(&lines.join(" ")))
+}
+
+fn truncate(text: &str) -> String {
+    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn check_size(limits: &Limits, size: usize) -> Result<(), SandboxFailure> {
+    if size as u64 > limits.output_bytes {
+        return Err(SandboxFailure::OutputTooLarge {
+            limit: limits.output_bytes,
+            size: size as u64,
+        });
+    }
+    Ok(())
+}
+
+fn invalid(message: impl Into<String>) -> SandboxFailure {
+    SandboxFailure::InvalidOutput {
+        message: message.into(),
+    }
+}
+
+fn parse_json(what: &str, text: Option<&str>) -> Result<Value, SandboxFailure> {
+    match text {
+        None => Ok(Value::Null),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|error| invalid(format!("{what} is not valid JSON ({error})"))),
+    }
+}
+
+fn accept_output(
+    tool: &ToolComponent,
+    output: wit::ToolOutput,
+) -> Result<ToolSuccess, SandboxFailure> {
+    let size = output.content.len()
+        + output.structured.as_ref().map_or(0, String::len)
+        + output.resource_refs.iter().map(String::len).sum::<usize>();
+    check_size(&tool.limits, size)?;
+    let structured = parse_json("structured output", output.structured.as_deref())?;
+    let effect = match output.effect {
+        None => None,
+        Some(_) if !(tool.allow_effects && tool.descriptor.annotation_flag("control")) => {
+            return Err(invalid(
+                "it returned an effect, which only builtin control tools may do",
+            ));
+        }
+        Some(effect) => Some(convert_effect(effect)?),
+    };
+    Ok(ToolSuccess {
+        content: output.content,
+        structured,
+        resource_refs: output.resource_refs,
+        effect,
+    })
+}
+
+/// Error codes are dotted lowercase words; `sandbox.*` belongs to the host,
+/// so a tool cannot dress its own errors up as a sandbox verdict.
+fn is_valid_error_code(code: &str) -> bool {
+    code.len() <= 96
+        && code.contains('.')
+        && !code.starts_with("sandbox.")
+        && code.split('.').all(|part| {
+            part.starts_with(|c: char| c.is_ascii_lowercase())
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+}
+
+fn accept_error(
+    tool: &ToolComponent,
+    error: wit::ToolError,
+) -> Result<ToolFailure, SandboxFailure> {
+    let size =
+        error.code.len() + error.message.len() + error.structured.as_ref().map_or(0, String::len);
+    check_size(&tool.limits, size)?;
+    if !is_valid_error_code(&error.code) {
+        return Err(invalid(format!(
+            "its error code {:?} is not a dotted lowercase code outside `sandbox.`",
+            truncate(&error.code)
+        )));
+    }
+    Ok(ToolFailure {
+        code: error.code,
+        message: error.message,
+        structured: parse_json("error details", error.structured.as_deref())?,
+    })
+}
+
+fn convert_effect(effect: wit::Effect) -> Result<ToolEffect, SandboxFailure> {
+    let object = |what: &str, text: &str| -> Result<Value, SandboxFailure> {
+        let value = parse_json(what, Some(text))?;
+        if value.is_object() {
+            Ok(value)
+        } else {
+            Err(invalid(format!("{what} must be a JSON object")))
+        }
+    };
+    Ok(match effect {
+        wit::Effect::Commit(request) => ToolEffect::Commit {
+            path: request.path,
+            mode: match request.mode {
+                wit::CommitMode::Replace => CommitMode::Replace,
+                wit::CommitMode::Append => CommitMode::Append,
+            },
+            reason: request.reason,
+        },
+        wit::Effect::Finish(request) => ToolEffect::Finish {
+            reason: request.reason,
+        },
+        wit::Effect::Delegate(request) => ToolEffect::Delegate {
+            task: object("the delegated task", &request.task)?,
+            agent_id: request.agent_id,
+        },
+        wit::Effect::Handoff(request) => ToolEffect::Handoff {
+            brief: object("the handoff brief", &request.brief)?,
+            agent_id: request.agent_id,
+        },
+        wit::Effect::AwaitTasks(request) => ToolEffect::AwaitTasks {
+            task_ids: request.task_ids,
+            mode: match request.mode {
+                wit::AwaitMode::NextCompleted => AwaitMode::NextCompleted,
+                wit::AwaitMode::AllCompleted => AwaitMode::AllCompleted,
+                wit::AwaitMode::StatusOnly => AwaitMode::StatusOnly,
+            },
+            timeout_ms: request.timeout_ms,
+        },
+        wit::Effect::TaskReturn(request) => ToolEffect::TaskReturn {
+            report: object("the task report", &request.report)?,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_are_dotted_lowercase_and_not_sandbox() {
+        for good in [
+            "dice.invalid_formula",
+            "tool.invalid_arguments",
+            "workspace.path_is_directory",
+        ] {
+            assert!(is_valid_error_code(good), "{good}");
+        }
+        for bad in [
+            "",
+            "nodot",
+            "Dice.roll",
+            "dice.",
+            ".x",
+            "a..b",
+            "sandbox.out_of_fuel",
+            "a.b c",
+        ] {
+            assert!(!is_valid_error_code(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn stderr_summary_keeps_the_panic_message() {
+        let text = b"thread '<unnamed>' panicked at src/lib.rs:3:9:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(
+            stderr_summary(text).as_deref(),
+            Some("thread '<unnamed>' panicked at src/lib.rs:3:9: boom")
+        );
+        assert_eq!(stderr_summary(b"\n \n"), None);
+    }
+}

@@ -1,0 +1,411 @@
+//! Loading a tool component: integrity, compile or cache, capability check,
+//! link, and one sandboxed `describe()` to learn the descriptor.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use toolhost_core::{ToolDescriptor, ToolId, ToolProvider};
+use wasmtime::component::Component;
+
+use crate::cache::{Lookup, Rejected};
+use crate::call::{Export, ExportResult};
+use crate::capability::{CapabilitySet, TOOL_EXPORT, ungranted_imports};
+use crate::engine::Sandbox;
+use crate::failure::SandboxFailure;
+use crate::limits::{Clamped, LimitError, LimitOverrides, Limits};
+use crate::state::{CallEntropy, bindings};
+
+/// What to load and under which grant.
+#[derive(Debug, Clone)]
+pub struct ComponentSpec<'a> {
+    /// Names the component in messages: a package or extension id.
+    pub label: &'a str,
+    pub bytes: &'a [u8],
+    /// When set, the bytes must hash to it (hex sha256).
+    pub expected_sha256: Option<&'a str>,
+    /// The provider the tool's id is formed with.
+    pub provider: ToolProvider,
+    /// The capabilities it may import.
+    pub grant: CapabilitySet,
+    /// Limits it asks for over the defaults; capped by the host policy.
+    pub limits: LimitOverrides,
+    /// Whether a `control` tool may return effects. Only builtins: an
+    /// extension's own annotations never grant it.
+    pub allow_effects: bool,
+}
+
+/// Progress of a load, for terminals and logs.
+#[derive(Debug, Clone)]
+pub enum LoadEvent<'a> {
+    Compiling { label: &'a str, bytes: usize },
+    Compiled { label: &'a str, elapsed: Duration },
+    FromCache { label: &'a str },
+    CacheRejected { label: &'a str, reason: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadedFrom {
+    Compiled,
+    Cache,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("component `{label}` has sha256 {actual}, expected {expected}: refusing to load it")]
+    IntegrityMismatch {
+        label: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("component `{label}`: {source}")]
+    Limits {
+        label: String,
+        #[source]
+        source: LimitError,
+    },
+    #[error("component `{label}` does not compile: {message}")]
+    Compile { label: String, message: String },
+    #[error(transparent)]
+    Cache(#[from] crate::cache::CacheError),
+    #[error(
+        "component `{label}` imports {} that its grant ({grant}) does not include: refusing to load it",
+        imports.join(", ")
+    )]
+    UngrantedImports {
+        label: String,
+        imports: Vec<String>,
+        grant: CapabilitySet,
+    },
+    #[error("component `{label}` does not export {TOOL_EXPORT} (it exports: {})", exports.join(", "))]
+    NotATool { label: String, exports: Vec<String> },
+    #[error("component `{label}` cannot be linked: {message}")]
+    Link { label: String, message: String },
+    #[error("component `{label}` failed in describe(): {failure}")]
+    Describe {
+        label: String,
+        failure: SandboxFailure,
+    },
+    #[error("component `{label}` describes itself wrongly: {message}")]
+    Descriptor { label: String, message: String },
+}
+
+/// A loaded, checked tool, ready to be called any number of times.
+pub struct ToolComponent {
+    pub(crate) label: Arc<str>,
+    pub(crate) descriptor: ToolDescriptor,
+    pub(crate) sha256_hex: String,
+    pub(crate) imports: Vec<String>,
+    pub(crate) grant: CapabilitySet,
+    pub(crate) limits: Limits,
+    pub(crate) clamped: Vec<Clamped>,
+    pub(crate) allow_effects: bool,
+    pub(crate) pre: bindings::AllCapabilitiesPre<crate::state::CallState>,
+    pub(crate) loaded_from: LoadedFrom,
+    pub(crate) load_time: Duration,
+}
+
+impl ToolComponent {
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    pub fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+
+    pub fn id(&self) -> &ToolId {
+        &self.descriptor.id
+    }
+
+    pub fn sha256_hex(&self) -> &str {
+        &self.sha256_hex
+    }
+
+    /// The component's imports, as checked against its grant.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    pub fn grant(&self) -> &CapabilitySet {
+        &self.grant
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Requested limits that the host policy lowered.
+    pub fn clamped_limits(&self) -> &[Clamped] {
+        &self.clamped
+    }
+
+    pub fn loaded_from(&self) -> LoadedFrom {
+        self.loaded_from
+    }
+
+    /// Time spent in `load`, including compilation or the cache read.
+    pub fn load_time(&self) -> Duration {
+        self.load_time
+    }
+}
+
+impl std::fmt::Debug for ToolComponent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolComponent")
+            .field("id", &self.descriptor.id)
+            .field("sha256", &self.sha256_hex)
+            .field("grant", &self.grant)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Load a component. `observe` sees compile and cache events.
+    pub async fn load(
+        &self,
+        spec: ComponentSpec<'_>,
+        observe: &(dyn Fn(LoadEvent<'_>) + Sync),
+    ) -> Result<ToolComponent, LoadError> {
+        let started = Instant::now();
+        let label = spec.label;
+        let sha256_hex = hex::encode(Sha256::digest(spec.bytes));
+        if let Some(expected) = spec.expected_sha256
+            && !expected.eq_ignore_ascii_case(&sha256_hex)
+        {
+            return Err(LoadError::IntegrityMismatch {
+                label: label.to_owned(),
+                expected: expected.to_owned(),
+                actual: sha256_hex,
+            });
+        }
+
+        let (limits, clamped) = self
+            .policy
+            .resolve(Limits::default(), &spec.limits)
+            .map_err(|source| LoadError::Limits {
+                label: label.to_owned(),
+                source,
+            })?;
+        warn_clamped(label, &clamped);
+
+        let (component, loaded_from) = self.compiled(label, spec.bytes, &sha256_hex, observe)?;
+
+        let component_type = component.component_type();
+        let imports: Vec<String> = component_type
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        let extra = ungranted_imports(imports.iter().map(String::as_str), &spec.grant);
+        if !extra.is_empty() {
+            return Err(LoadError::UngrantedImports {
+                label: label.to_owned(),
+                imports: extra,
+                grant: spec.grant,
+            });
+        }
+        let exports: Vec<String> = component_type
+            .exports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        if !exports.iter().any(|name| name == TOOL_EXPORT) {
+            return Err(LoadError::NotATool {
+                label: label.to_owned(),
+                exports,
+            });
+        }
+
+        let link = |error: wasmtime::Error| LoadError::Link {
+            label: label.to_owned(),
+            message: format!("{error:#}"),
+        };
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(link)?;
+        let pre = bindings::AllCapabilitiesPre::new(instance_pre).map_err(link)?;
+
+        let label_arc: Arc<str> = Arc::from(label);
+        let report = self
+            .invoke(
+                &label_arc,
+                &pre,
+                &limits,
+                CallEntropy::seeded(0),
+                Export::Describe,
+            )
+            .await;
+        let descriptor = match report.result {
+            Ok(ExportResult::Descriptor(descriptor)) => descriptor,
+            Ok(ExportResult::Call(_)) => unreachable!("describe() returns a descriptor"),
+            Err(failure) => {
+                return Err(LoadError::Describe {
+                    label: label.to_owned(),
+                    failure,
+                });
+            }
+        };
+        let descriptor = convert_descriptor(&spec.provider, descriptor).map_err(|message| {
+            LoadError::Descriptor {
+                label: label.to_owned(),
+                message,
+            }
+        })?;
+        tracing::debug!(tool = %descriptor.id, ?loaded_from, elapsed = ?started.elapsed(), "component loaded");
+
+        Ok(ToolComponent {
+            label: label_arc,
+            descriptor,
+            sha256_hex,
+            imports,
+            grant: spec.grant,
+            limits,
+            clamped,
+            allow_effects: spec.allow_effects,
+            pre,
+            loaded_from,
+            load_time: started.elapsed(),
+        })
+    }
+
+    /// Apply further overrides (say, from a profile) to a loaded component,
+    /// capped by the host policy like the ones it was loaded with.
+    pub fn override_limits(
+        &self,
+        component: &mut ToolComponent,
+        overrides: &LimitOverrides,
+    ) -> Result<(), LoadError> {
+        let (limits, clamped) =
+            self.policy
+                .resolve(component.limits, overrides)
+                .map_err(|source| LoadError::Limits {
+                    label: component.label.to_string(),
+                    source,
+                })?;
+        warn_clamped(&component.label, &clamped);
+        component.limits = limits;
+        component.clamped.extend(clamped);
+        Ok(())
+    }
+
+    /// The compiled component, from the cache when an intact entry exists.
+    fn compiled(
+        &self,
+        label: &str,
+        bytes: &[u8],
+        sha256_hex: &str,
+        observe: &(dyn Fn(LoadEvent<'_>) + Sync),
+    ) -> Result<(Component, LoadedFrom), LoadError> {
+        let key = format!("{sha256_hex}-{}", self.engine_digest);
+        if let Some(cache) = &self.cache {
+            match cache.get(&key)? {
+                Lookup::Hit(artifact) => {
+                    // SAFETY: the artifact was produced by `Component::serialize`
+                    // under this engine digest, and its sha256 was just verified.
+                    match unsafe { Component::deserialize(&self.engine, &artifact) } {
+                        Ok(component) => {
+                            observe(LoadEvent::FromCache { label });
+                            return Ok((component, LoadedFrom::Cache));
+                        }
+                        Err(error) => {
+                            cache.remove(&key)?;
+                            let reason = format!("wasmtime rejected it: {error:#}");
+                            warn_rejected(label, &reason, observe);
+                        }
+                    }
+                }
+                Lookup::Corrupt(reason) => warn_rejected(label, &rejected_text(&reason), observe),
+                Lookup::Miss => {}
+            }
+        }
+
+        observe(LoadEvent::Compiling {
+            label,
+            bytes: bytes.len(),
+        });
+        let started = Instant::now();
+        let component =
+            Component::new(&self.engine, bytes).map_err(|error| LoadError::Compile {
+                label: label.to_owned(),
+                message: format!("{error:#}"),
+            })?;
+        observe(LoadEvent::Compiled {
+            label,
+            elapsed: started.elapsed(),
+        });
+        if let Some(cache) = &self.cache {
+            match component.serialize() {
+                Ok(artifact) => cache.put(&key, &artifact)?,
+                Err(error) => tracing::warn!(label, "cannot serialize for the cache: {error:#}"),
+            }
+        }
+        Ok((component, LoadedFrom::Compiled))
+    }
+}
+
+fn warn_clamped(label: &str, clamped: &[Clamped]) {
+    for Clamped {
+        limit,
+        requested,
+        cap,
+    } in clamped
+    {
+        tracing::warn!(
+            label,
+            limit,
+            requested,
+            cap,
+            "limit lowered to the host policy cap"
+        );
+    }
+}
+
+fn rejected_text(reason: &Rejected) -> String {
+    format!("entry is {reason}; rebuilding")
+}
+
+fn warn_rejected(label: &str, reason: &str, observe: &(dyn Fn(LoadEvent<'_>) + Sync)) {
+    tracing::warn!(label, reason, "discarding a damaged component cache entry");
+    observe(LoadEvent::CacheRejected {
+        label,
+        reason: reason.to_owned(),
+    });
+}
+
+type WitDescriptor = bindings::toolhost::tool::types::Descriptor;
+
+fn convert_descriptor(
+    provider: &ToolProvider,
+    wit: WitDescriptor,
+) -> Result<ToolDescriptor, String> {
+    let id = ToolId::new(provider, &wit.native_name).map_err(|error| error.to_string())?;
+    let parse = |what: &str, text: &str| -> Result<Value, String> {
+        serde_json::from_str(text).map_err(|error| format!("{what} is not JSON: {error}"))
+    };
+    if wit.description.trim().is_empty() {
+        return Err("the description is empty".into());
+    }
+    let annotations = &wit.annotations;
+    let mut annotation_json = json!({
+        "readOnly": annotations.read_only,
+        "mutating": annotations.mutating,
+        "control": annotations.control,
+        "idempotent": annotations.idempotent,
+        "openWorld": annotations.open_world,
+    });
+    if let Some(kind) = &annotations.source_kind {
+        annotation_json["sourceKind"] = json!(kind);
+    }
+    let descriptor = ToolDescriptor {
+        id,
+        title: wit.title.filter(|title| !title.trim().is_empty()),
+        description: Some(wit.description),
+        input_schema: parse("the input schema", &wit.input_schema)?,
+        output_schema: wit
+            .output_schema
+            .as_deref()
+            .map(|text| parse("the output schema", text))
+            .transpose()?,
+        annotations: annotation_json,
+    };
+    descriptor.validate().map_err(|error| error.to_string())?;
+    Ok(descriptor)
+}
