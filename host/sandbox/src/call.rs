@@ -258,11 +258,19 @@ fn classify(
             message: "wasm stack overflow (call stack exhausted), e.g. by unbounded recursion"
                 .to_owned(),
         },
+        // Rust and C guests keep a shadow stack in linear memory, below the
+        // data; overflowing it faults out of bounds.
+        Some(Trap::MemoryOutOfBounds) => SandboxFailure::GuestTrap {
+            message: with_report(
+                format!(
+                    "{} (in a Rust or C tool this is often a stack overflow from deep recursion)",
+                    Trap::MemoryOutOfBounds
+                ),
+                stderr,
+            ),
+        },
         Some(trap) => SandboxFailure::GuestTrap {
-            message: match stderr {
-                Some(said) => format!("{trap}; it reported: {said}"),
-                None => trap.to_string(),
-            },
+            message: with_report(trap.to_string(), stderr),
         },
         // Instance, table or memory counts refused by the limiter surface as
         // untyped instantiation errors.
@@ -274,6 +282,13 @@ fn classify(
         None => SandboxFailure::GuestTrap {
             message: truncate(&format!("{error:#}")),
         },
+    }
+}
+
+fn with_report(message: String, stderr: Option<String>) -> String {
+    match stderr {
+        Some(said) => format!("{message}; it reported: {said}"),
+        None => message,
     }
 }
 
