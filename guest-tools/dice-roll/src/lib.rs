@@ -6,6 +6,9 @@
 //! a leading zero, and there is exactly one `d` and at most one modifier.
 //! Limits: COUNT ≤ 100, SIDES ≤ 1,000,000, |MODIFIER| ≤ 1,000,000.
 
+use std::fmt::Write as _;
+
+use serde::Serialize;
 use serde_json::json;
 use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError, random};
 
@@ -138,6 +141,17 @@ fn invalid(message: String) -> ToolError {
     ToolError::new(INVALID_FORMULA, message)
 }
 
+/// The structured facts of one roll (the tool's output schema).
+#[derive(Debug, Serialize)]
+struct RollFacts<'a> {
+    formula: &'a str,
+    rolls: &'a [u64],
+    modifier: i64,
+    total: i64,
+    min: i64,
+    max: i64,
+}
+
 /// One roll: parse the arguments, draw each die from `next_u64`, render.
 pub fn roll(args: &Arguments, next_u64: &mut impl FnMut() -> u64) -> Result<Output, ToolError> {
     args.only(&["formula"])?;
@@ -148,29 +162,29 @@ pub fn roll(args: &Arguments, next_u64: &mut impl FnMut() -> u64) -> Result<Outp
     let total = rolls.iter().sum::<u64>() as i64 + formula.modifier;
     let normalized = formula.normalized();
 
-    let content = if rolls.len() == 1 && !formula.has_modifier {
-        format!("Rolled {normalized}: {total}.")
-    } else {
-        let mut expression = rolls
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(" + ");
+    // One buffer, no intermediate strings: this runs on every call.
+    let mut content = String::with_capacity(32 + 10 * rolls.len());
+    let _ = write!(content, "Rolled {normalized}: ");
+    if rolls.len() > 1 || formula.has_modifier {
+        for (at, value) in rolls.iter().enumerate() {
+            let _ = write!(content, "{}{value}", if at == 0 { "" } else { " + " });
+        }
         if formula.has_modifier {
             let sign = if formula.modifier < 0 { '-' } else { '+' };
-            expression.push_str(&format!(" {sign} {}", formula.modifier.unsigned_abs()));
+            let _ = write!(content, " {sign} {}", formula.modifier.unsigned_abs());
         }
-        format!("Rolled {normalized}: {expression} = {total}.")
-    };
+        content.push_str(" = ");
+    }
+    let _ = write!(content, "{total}.");
 
-    Ok(Output::text(content).structured(json!({
-        "formula": normalized,
-        "rolls": rolls,
-        "modifier": formula.modifier,
-        "total": total,
-        "min": formula.min(),
-        "max": formula.max(),
-    })))
+    Ok(Output::text(content).structured(RollFacts {
+        formula: &normalized,
+        rolls: &rolls,
+        modifier: formula.modifier,
+        total,
+        min: formula.min(),
+        max: formula.max(),
+    }))
 }
 
 pub struct DiceRoll;
@@ -277,7 +291,7 @@ mod tests {
             "x",
             "1d6 + 2",
             "1 d6",
-            "1d6\t",
+            "1d\t6",
             "１d6",
             "1d6+1.5",
             "1d6+-1",
@@ -339,7 +353,7 @@ mod tests {
         let output = roll_with("3d6+4", &[1, 4, 5]);
         assert_eq!(output.content, "Rolled 3d6+4: 2 + 5 + 6 + 4 = 17.");
         assert_eq!(
-            output.structured,
+            output.structured_value(),
             Some(
                 json!({"formula":"3d6+4","rolls":[2,5,6],"modifier":4,"total":17,"min":7,"max":22})
             )
@@ -364,7 +378,7 @@ mod tests {
         let args = Arguments::parse(r#"{"formula":"100d1000000-5"}"#).expect("object");
         for _ in 0..50 {
             let output = roll(&args, &mut next).expect("valid");
-            let structured = output.structured.expect("structured");
+            let structured = output.structured_value().expect("structured");
             let total = structured["total"].as_i64().expect("total");
             assert!((95..=100_000_000 - 5).contains(&total), "{total}");
         }

@@ -97,6 +97,11 @@ macro_rules! export_tool {
 
     $crate::bindings::__export_raw!(__ToolhostExport with_types_in $crate::bindings);
         };
+        // Natively nothing is exported; still name the tool so the compiler
+        // checks it implements `Tool` and does not call it unused.
+        #[cfg(not(target_arch = "wasm32"))]
+        const _: fn($crate::Arguments) -> ::std::result::Result<$crate::Output, $crate::ToolError> =
+            <$tool as $crate::Tool>::call;
     };
 }
 

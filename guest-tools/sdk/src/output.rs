@@ -1,5 +1,6 @@
 //! What a tool returns: its descriptor, a successful output, or a recoverable error.
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::Effect;
@@ -90,8 +91,8 @@ impl Descriptor {
             native_name: self.native_name,
             title: self.title,
             description: self.description,
-            input_schema: self.input_schema.to_string(),
-            output_schema: self.output_schema.map(|schema| schema.to_string()),
+            input_schema: to_json(&self.input_schema),
+            output_schema: self.output_schema.as_ref().map(to_json),
             annotations: wit::Annotations {
                 read_only: self.annotations.read_only,
                 mutating: self.annotations.mutating,
@@ -108,7 +109,8 @@ impl Descriptor {
 #[derive(Debug, Clone)]
 pub struct Output {
     pub content: String,
-    pub structured: Option<Value>,
+    /// Serialized once, when set: JSON text ready for the host.
+    pub structured: Option<String>,
     pub resource_refs: Vec<String>,
     pub effect: Option<Effect>,
 }
@@ -123,9 +125,18 @@ impl Output {
         }
     }
 
-    pub fn structured(mut self, structured: Value) -> Self {
-        self.structured = Some(structured);
+    /// Attach audit/UI facts. Serialize a typed struct rather than building a
+    /// `serde_json::Value`: it is the cheaper path inside a call.
+    pub fn structured(mut self, structured: impl Serialize) -> Self {
+        self.structured = Some(to_json(&structured));
         self
+    }
+
+    /// The structured facts parsed back (for tests and native callers).
+    pub fn structured_value(&self) -> Option<Value> {
+        self.structured
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
     }
 
     pub fn resource_ref(mut self, reference: impl Into<String>) -> Self {
@@ -141,7 +152,7 @@ impl Output {
     pub(crate) fn into_wit(self) -> wit::ToolOutput {
         wit::ToolOutput {
             content: self.content,
-            structured: self.structured.map(|value| value.to_string()),
+            structured: self.structured,
             resource_refs: self.resource_refs,
             effect: self.effect,
         }
@@ -153,7 +164,8 @@ impl Output {
 pub struct ToolError {
     pub code: String,
     pub message: String,
-    pub structured: Option<Value>,
+    /// JSON text, like [`Output::structured`].
+    pub structured: Option<String>,
 }
 
 impl ToolError {
@@ -170,8 +182,8 @@ impl ToolError {
         Self::new("tool.invalid_arguments", message)
     }
 
-    pub fn structured(mut self, structured: Value) -> Self {
-        self.structured = Some(structured);
+    pub fn structured(mut self, structured: impl Serialize) -> Self {
+        self.structured = Some(to_json(&structured));
         self
     }
 
@@ -179,7 +191,7 @@ impl ToolError {
         wit::ToolError {
             code: self.code,
             message: self.message,
-            structured: self.structured.map(|value| value.to_string()),
+            structured: self.structured,
         }
     }
 }
@@ -191,3 +203,12 @@ impl std::fmt::Display for ToolError {
 }
 
 impl std::error::Error for ToolError {}
+
+/// JSON text of `value`. Serializing plain data cannot fail; should a type
+/// with a failing `Serialize` slip in, the host gets an explicit marker
+/// instead of the guest trapping.
+fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|error| {
+        serde_json::json!({ "serializationError": error.to_string() }).to_string()
+    })
+}

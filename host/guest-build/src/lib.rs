@@ -60,6 +60,8 @@ pub fn build_guests(workspace_root: &Path, packages: &[&str]) -> Vec<BuiltGuest>
         "cargo:rerun-if-changed={}",
         workspace_root.join("Cargo.lock").display()
     );
+    // The `guest` profile lives in the root manifest.
+    println!("cargo:rerun-if-changed={}", manifest.display());
 
     let target_dir = guest_target_dir(workspace_root);
     let mut command = Command::new(&cargo);

@@ -174,7 +174,8 @@ mod tests {
     #[test]
     fn damaged_entries_are_detected_and_removed() {
         let (_dir, cache) = cache();
-        let damage: [(&str, fn(&mut Vec<u8>)); 4] = [
+        type Spoil = fn(&mut Vec<u8>);
+        let damage: [(&str, Spoil); 4] = [
             ("truncated header", |bytes| bytes.truncate(10)),
             ("truncated payload", |bytes| {
                 bytes.pop();

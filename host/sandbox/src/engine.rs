@@ -69,8 +69,8 @@ pub enum SandboxError {
     Engine(String),
     #[error("cannot link the host capabilities: {0}")]
     Linker(String),
-    #[error("cannot start the epoch ticker thread: {0}")]
-    Ticker(#[source] std::io::Error),
+    #[error("cannot start a sandbox thread: {0}")]
+    Thread(#[source] std::io::Error),
     #[error(transparent)]
     Cache(#[from] CacheError),
 }
@@ -129,7 +129,7 @@ impl Sandbox {
 
         let cache = config.cache_dir.map(ComponentCache::open).transpose()?;
         let ticker =
-            EpochTicker::start(&engine, config.epoch_tick).map_err(SandboxError::Ticker)?;
+            EpochTicker::start(&engine, config.epoch_tick).map_err(SandboxError::Thread)?;
         Ok(Self {
             engine_digest: compatibility_digest(&engine),
             engine,
