@@ -5,7 +5,7 @@
 //!
 //! | limit | default | policy cap |
 //! |---|---|---|
-//! | fuel | 4,000,000,000 units (≈ 0.2 s of busy wasm here) | 50,000,000,000 |
+//! | fuel | 4,000,000,000 units (≈ 0.5 s of busy wasm here) | 50,000,000,000 |
 //! | deadline | 5 s wall clock | 60 s |
 //! | memory (all linear memories together) | 64 MiB | 512 MiB |
 //! | table elements (each table) | 100,000 | 1,000,000 |
