@@ -8,11 +8,10 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_conformance::guest;
-use toolhost_core::ToolProvider;
+use toolhost_conformance::{builtin, guest, spec};
 use toolhost_sandbox::{
-    Allocator, AllocatorChoice, CallEntropy, CapabilitySet, ComponentSpec, HostPolicy,
-    LimitOverrides, Limits, Sandbox, SandboxConfig, SandboxFailure, ToolComponent,
+    Allocator, AllocatorChoice, CallEntropy, ComponentSpec, HostPolicy, LimitOverrides, Limits,
+    Sandbox, SandboxConfig, SandboxFailure, ToolComponent,
 };
 
 const CALLS: usize = 20_000;
@@ -42,25 +41,11 @@ fn ms(duration: Duration) -> String {
 }
 
 fn builtin_specs() -> Vec<ComponentSpec<'static>> {
-    toolhost_builtins::components()
-        .iter()
-        .map(|builtin| ComponentSpec {
-            label: builtin.package,
-            bytes: builtin.bytes,
-            expected_sha256: Some(builtin.sha256_hex),
-            provider: ToolProvider::Builtin,
-            grant: CapabilitySet::for_world(builtin.world).expect("world"),
-            limits: LimitOverrides::default(),
-            allow_effects: true,
-        })
-        .collect()
+    toolhost_builtins::components().iter().map(spec).collect()
 }
 
 fn dice_spec() -> ComponentSpec<'static> {
-    builtin_specs()
-        .into_iter()
-        .find(|spec| spec.label == "dice-roll")
-        .expect("dice builtin")
+    spec(builtin("dice-roll"))
 }
 
 async fn load(sandbox: &Sandbox, spec: ComponentSpec<'static>) -> ToolComponent {
@@ -132,7 +117,7 @@ async fn per_call_latency() {
     let slots = *slots;
     let dice = load(&pooled, dice_spec()).await;
     // The fixed cost of a call: a tool that does nothing.
-    let empty = load(&pooled, guest("stateful").spec()).await;
+    let empty = load(&pooled, spec(guest("stateful"))).await;
     let on_demand_sandbox = Sandbox::new(config(AllocatorChoice::OnDemand, None)).expect("sandbox");
     let on_demand_dice = load(&on_demand_sandbox, dice_spec()).await;
 
@@ -284,7 +269,7 @@ async fn kill_latency() {
                 deadline: Some(deadline),
                 ..LimitOverrides::default()
             },
-            ..guest("spin").spec()
+            ..spec(guest("spin"))
         },
     )
     .await;
@@ -309,13 +294,13 @@ async fn kill_latency() {
                 fuel: Some(Some(1_000_000_000)),
                 ..LimitOverrides::default()
             },
-            ..guest("spin").spec()
+            ..spec(guest("spin"))
         },
     )
     .await;
     let fuel_kill: Vec<Duration> = futures_elapsed(&sandbox, &fuel_spin, 10).await;
 
-    let bomb = load(&sandbox, guest("membomb").spec()).await;
+    let bomb = load(&sandbox, spec(guest("membomb"))).await;
     let bomb_kill: Vec<Duration> = futures_elapsed(&sandbox, &bomb, 10).await;
 
     println!("## Kill latency\n");

@@ -1,22 +1,16 @@
 //! Hostile guest components (built from `tests/guests/` by `build.rs`) and
-//! helpers for the conformance suite.
+//! helpers for the conformance suite and the benchmark.
 
 use toolhost_core::ToolProvider;
 use toolhost_sandbox::{CapabilitySet, ComponentSpec, LimitOverrides};
 
-/// One hostile component.
-#[derive(Debug, Clone, Copy)]
-pub struct Guest {
-    pub package: &'static str,
-    pub world: &'static str,
-    pub sha256_hex: &'static str,
-    pub bytes: &'static [u8],
-}
+/// Hostile guests are embedded exactly like builtins.
+pub use toolhost_builtins::BuiltinComponent;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
 /// The guest built from `tests/guests/<name>`.
-pub fn guest(name: &str) -> &'static Guest {
+pub fn guest(name: &str) -> &'static BuiltinComponent {
     let package = format!("hostile-{name}");
     GUESTS
         .iter()
@@ -24,17 +18,24 @@ pub fn guest(name: &str) -> &'static Guest {
         .unwrap_or_else(|| panic!("no hostile guest `{name}`"))
 }
 
-impl Guest {
-    /// Load spec granting exactly the world the guest declares.
-    pub fn spec(&self) -> ComponentSpec<'static> {
-        ComponentSpec {
-            label: self.package,
-            bytes: self.bytes,
-            expected_sha256: Some(self.sha256_hex),
-            provider: ToolProvider::Builtin,
-            grant: CapabilitySet::for_world(self.world).expect("known world"),
-            limits: LimitOverrides::default(),
-            allow_effects: false,
-        }
+/// The builtin built from `guest-tools/<package>`.
+pub fn builtin(package: &str) -> &'static BuiltinComponent {
+    toolhost_builtins::components()
+        .iter()
+        .find(|component| component.package == package)
+        .unwrap_or_else(|| panic!("no builtin `{package}`"))
+}
+
+/// A load spec granting exactly the world the component declares, checking
+/// its recorded sha256, and allowing no effects.
+pub fn spec(component: &'static BuiltinComponent) -> ComponentSpec<'static> {
+    ComponentSpec {
+        label: component.package,
+        bytes: component.bytes,
+        expected_sha256: Some(component.sha256_hex),
+        provider: ToolProvider::Builtin,
+        grant: CapabilitySet::for_world(component.world).expect("known world"),
+        limits: LimitOverrides::default(),
+        allow_effects: false,
     }
 }

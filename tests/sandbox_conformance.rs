@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_conformance::guest;
-use toolhost_core::{ToolOutcome, ToolProvider};
+use toolhost_conformance::{builtin, guest, spec};
+use toolhost_core::ToolOutcome;
 use toolhost_sandbox::{
     Allocator, AllocatorChoice, CallEntropy, CallReport, CapabilitySet, ComponentSpec,
     LimitOverrides, LoadError, LoadEvent, LoadedFrom, Sandbox, SandboxConfig, SandboxFailure,
@@ -51,26 +51,14 @@ async fn load_guest(sandbox: &Sandbox, name: &str, limits: LimitOverrides) -> To
         sandbox,
         ComponentSpec {
             limits,
-            ..guest(name).spec()
+            ..spec(guest(name))
         },
     )
     .await
 }
 
 fn dice_spec() -> ComponentSpec<'static> {
-    let dice = toolhost_builtins::components()
-        .iter()
-        .find(|component| component.package == "dice-roll")
-        .expect("dice builtin");
-    ComponentSpec {
-        label: dice.package,
-        bytes: dice.bytes,
-        expected_sha256: Some(dice.sha256_hex),
-        provider: ToolProvider::Builtin,
-        grant: CapabilitySet::for_world(dice.world).expect("world"),
-        limits: LimitOverrides::default(),
-        allow_effects: true,
-    }
+    spec(builtin("dice-roll"))
 }
 
 async fn call(sandbox: &Sandbox, tool: &ToolComponent, arguments: Value) -> CallReport {
@@ -321,7 +309,7 @@ fn refused_imports(error: LoadError) -> Vec<String> {
 async fn ungranted_capability_is_refused_at_load() {
     let sandbox = sandbox();
     let error = sandbox
-        .load(guest("overreach").spec(), &|_| {})
+        .load(spec(guest("overreach")), &|_| {})
         .await
         .expect_err("imports random without the grant");
     let message = error.to_string();
@@ -331,7 +319,7 @@ async fn ungranted_capability_is_refused_at_load() {
     // Granted the capability, the same bytes load and run.
     let granted = ComponentSpec {
         grant: CapabilitySet::for_world("pure-tool").expect("world"),
-        ..guest("overreach").spec()
+        ..spec(guest("overreach"))
     };
     let tool = load(&sandbox, granted).await;
     assert!(call(&sandbox, &tool, json!({})).await.result.is_ok());
@@ -341,7 +329,7 @@ async fn ungranted_capability_is_refused_at_load() {
 async fn unknown_interface_is_refused_at_load() {
     let sandbox = sandbox();
     let error = sandbox
-        .load(guest("foreign-import").spec(), &|_| {})
+        .load(spec(guest("foreign-import")), &|_| {})
         .await
         .expect_err("imports an unknown interface");
     assert_eq!(refused_imports(error), vec!["evil:exfil/upload@1.0.0"]);
@@ -354,7 +342,7 @@ async fn sockets_are_refused_at_load_and_nothing_connects() {
     listener.set_nonblocking(true).expect("nonblocking");
     let sandbox = sandbox();
     let error = sandbox
-        .load(guest("net-probe").spec(), &|_| {})
+        .load(spec(guest("net-probe")), &|_| {})
         .await
         .expect_err("imports wasi:sockets");
     let imports = refused_imports(error);
@@ -437,7 +425,7 @@ async fn malformed_results_are_typed_failures() {
 async fn bad_descriptor_is_refused_at_load() {
     let sandbox = sandbox();
     let error = sandbox
-        .load(guest("bad-descriptor").spec(), &|_| {})
+        .load(spec(guest("bad-descriptor")), &|_| {})
         .await
         .expect_err("non-object schema");
     assert!(matches!(error, LoadError::Descriptor { .. }), "{error}");
@@ -473,7 +461,7 @@ async fn tampered_component_is_refused() {
     let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
     let spec = ComponentSpec {
         bytes,
-        ..guest("stateful").spec()
+        ..spec(guest("stateful"))
     };
     let error = sandbox.load(spec, &|_| {}).await.expect_err("sha mismatch");
     assert!(
