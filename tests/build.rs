@@ -14,8 +14,7 @@ fn main() {
     packages.sort();
     let names: Vec<&str> = packages.iter().map(String::as_str).collect();
     let guests = toolhost_guest_build::build_guests(&workspace_root, &names);
-    let table = toolhost_guest_build::render_table(&guests, "BuiltinComponent");
-    let source = format!("pub static GUESTS: &[BuiltinComponent] = &[\n{table}];\n");
+    let source = toolhost_guest_build::render_table(&guests, "GUESTS");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it")).join("guests.rs");
     std::fs::write(out, source).expect("write the guest table");
     println!(

@@ -298,6 +298,14 @@ async fn panic_is_a_trap_with_the_panic_message() {
     assert_still_serving(&sandbox).await;
 }
 
+/// Loading the guest `name` under its declared world must fail.
+async fn load_error(sandbox: &Sandbox, name: &str) -> LoadError {
+    sandbox
+        .load(spec(guest(name)), &|_| {})
+        .await
+        .expect_err("the host must refuse this component")
+}
+
 fn refused_imports(error: LoadError) -> Vec<String> {
     match error {
         LoadError::UngrantedImports { imports, .. } => imports,
@@ -308,10 +316,7 @@ fn refused_imports(error: LoadError) -> Vec<String> {
 #[tokio::test]
 async fn ungranted_capability_is_refused_at_load() {
     let sandbox = sandbox();
-    let error = sandbox
-        .load(spec(guest("overreach")), &|_| {})
-        .await
-        .expect_err("imports random without the grant");
+    let error = load_error(&sandbox, "overreach").await;
     let message = error.to_string();
     assert_eq!(refused_imports(error), vec!["toolhost:host/random@0.1.0"]);
     assert!(message.contains("grant (log)"), "{message}");
@@ -328,10 +333,7 @@ async fn ungranted_capability_is_refused_at_load() {
 #[tokio::test]
 async fn unknown_interface_is_refused_at_load() {
     let sandbox = sandbox();
-    let error = sandbox
-        .load(spec(guest("foreign-import")), &|_| {})
-        .await
-        .expect_err("imports an unknown interface");
+    let error = load_error(&sandbox, "foreign-import").await;
     assert_eq!(refused_imports(error), vec!["evil:exfil/upload@1.0.0"]);
     assert_still_serving(&sandbox).await;
 }
@@ -341,10 +343,7 @@ async fn sockets_are_refused_at_load_and_nothing_connects() {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("nonblocking");
     let sandbox = sandbox();
-    let error = sandbox
-        .load(spec(guest("net-probe")), &|_| {})
-        .await
-        .expect_err("imports wasi:sockets");
+    let error = load_error(&sandbox, "net-probe").await;
     let imports = refused_imports(error);
     assert!(
         imports
@@ -424,10 +423,7 @@ async fn malformed_results_are_typed_failures() {
 #[tokio::test]
 async fn bad_descriptor_is_refused_at_load() {
     let sandbox = sandbox();
-    let error = sandbox
-        .load(spec(guest("bad-descriptor")), &|_| {})
-        .await
-        .expect_err("non-object schema");
+    let error = load_error(&sandbox, "bad-descriptor").await;
     assert!(matches!(error, LoadError::Descriptor { .. }), "{error}");
     assert!(
         error.to_string().contains("\"type\": \"object\""),

@@ -9,8 +9,7 @@ fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let workspace_root = manifest_dir.join("../..");
     let guests = toolhost_guest_build::build_guests(&workspace_root, BUILTIN_PACKAGES);
-    let table = toolhost_guest_build::render_table(&guests, "BuiltinComponent");
-    let source = format!("pub static COMPONENTS: &[BuiltinComponent] = &[\n{table}];\n");
+    let source = toolhost_guest_build::render_table(&guests, "COMPONENTS");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it")).join("builtins.rs");
     std::fs::write(&out, source).expect("write the builtin table");
 }

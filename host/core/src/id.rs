@@ -132,19 +132,22 @@ fn is_valid_extension_id(id: &str) -> bool {
 /// `<provider>:<native-name>`, validated on construction and on deserialize.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ToolId {
-    /// The canonical text; ordering and equality follow it.
+    /// The canonical text; ordering and equality follow it (the other
+    /// fields are derived from it).
     text: String,
     /// Byte offset of the separating `:`.
     split: usize,
+    provider: ToolProvider,
 }
 
 impl ToolId {
     pub fn new(provider: &ToolProvider, native_name: &str) -> Result<Self, IdError> {
         provider.check_native_name(native_name)?;
-        let provider = provider.to_string();
+        let prefix = provider.to_string();
         Ok(Self {
-            split: provider.len(),
-            text: format!("{provider}:{native_name}"),
+            split: prefix.len(),
+            text: format!("{prefix}:{native_name}"),
+            provider: provider.clone(),
         })
     }
 
@@ -170,9 +173,8 @@ impl ToolId {
         &self.text
     }
 
-    pub fn provider(&self) -> ToolProvider {
-        // Validated on construction, so parsing again cannot fail.
-        ToolProvider::parse(&self.text[..self.split]).unwrap_or(ToolProvider::Builtin)
+    pub fn provider(&self) -> &ToolProvider {
+        &self.provider
     }
 
     pub fn provider_str(&self) -> &str {
@@ -184,7 +186,7 @@ impl ToolId {
     }
 
     pub fn is_builtin(&self) -> bool {
-        self.provider_str() == "builtin"
+        self.provider == ToolProvider::Builtin
     }
 }
 
@@ -230,7 +232,7 @@ mod tests {
     #[test]
     fn parses_each_provider() {
         let id = ToolId::parse("builtin:workspace.read_file").expect("builtin");
-        assert_eq!(id.provider(), ToolProvider::Builtin);
+        assert_eq!(id.provider(), &ToolProvider::Builtin);
         assert_eq!(id.native_name(), "workspace.read_file");
 
         let mcp = ToolId::parse(&format!("mcp/{UUID}:search:exact")).expect("mcp");
@@ -244,7 +246,7 @@ mod tests {
         let ext = ToolId::parse("ext/acme-weather:forecast").expect("ext");
         assert_eq!(
             ext.provider(),
-            ToolProvider::Extension("acme-weather".into())
+            &ToolProvider::Extension("acme-weather".into())
         );
     }
 

@@ -164,17 +164,18 @@ impl AgentToolResult {
         }
     }
 
-    /// Refuse to interpret, store or send a result for another call.
-    pub fn check_identity(&self, invocation: &ToolInvocation) -> Result<(), IdentityMismatch> {
+    /// Refuse to interpret, store or send a result for another call. (Boxed:
+    /// the mismatch is rare and carries four identities.)
+    pub fn check_identity(&self, invocation: &ToolInvocation) -> Result<(), Box<IdentityMismatch>> {
         if self.call_id == invocation.call_id && self.tool_id == invocation.tool_id {
             return Ok(());
         }
-        Err(IdentityMismatch {
+        Err(Box::new(IdentityMismatch {
             call_id: invocation.call_id.clone(),
             tool_id: invocation.tool_id.clone(),
             result_call_id: self.call_id.clone(),
             result_tool_id: self.tool_id.clone(),
-        })
+        }))
     }
 
     /// Exactly the text the model sees for this result.

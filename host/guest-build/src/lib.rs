@@ -131,21 +131,23 @@ pub fn build_guests(workspace_root: &Path, packages: &[&str]) -> Vec<BuiltGuest>
         .collect()
 }
 
-/// Rust source declaring `pub static <NAME>: &[EmbeddedGuest]`-style entries
-/// through a caller-provided constructor expression, e.g.
-/// `Component { package: .., world: .., sha256_hex: .., bytes: include_bytes!(..) }`.
-pub fn render_table(guests: &[BuiltGuest], type_name: &str) -> String {
-    let mut source = String::new();
+/// Rust source for `pub static <static_name>: &[BuiltinComponent] = &[...];`
+/// with one entry per guest (`bytes` via `include_bytes!`), for the including
+/// crate to `include!` where a `BuiltinComponent` type with the fields
+/// `package`, `world`, `sha256_hex` and `bytes` is in scope.
+pub fn render_table(guests: &[BuiltGuest], static_name: &str) -> String {
+    let mut source = format!("pub static {static_name}: &[BuiltinComponent] = &[\n");
     for guest in guests {
         let _ = writeln!(
             source,
-            "    {type_name} {{ package: {:?}, world: {:?}, sha256_hex: {:?}, bytes: include_bytes!({:?}) }},",
+            "    BuiltinComponent {{ package: {:?}, world: {:?}, sha256_hex: {:?}, bytes: include_bytes!({:?}) }},",
             guest.package,
             guest.world,
             guest.sha256_hex,
             guest.wasm.display().to_string(),
         );
     }
+    source.push_str("];\n");
     source
 }
 

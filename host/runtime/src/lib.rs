@@ -44,7 +44,7 @@ pub enum ExecuteError {
     #[error("no executor for tool `{0}`")]
     UnknownTool(ToolId),
     #[error(transparent)]
-    Identity(#[from] IdentityMismatch),
+    Identity(#[from] Box<IdentityMismatch>),
 }
 
 /// Where a catalog entry's code comes from.

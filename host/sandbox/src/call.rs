@@ -297,16 +297,20 @@ fn classify(
         Some(trap) => SandboxFailure::GuestTrap {
             message: with_report(trap.to_string(), stderr),
         },
-        // Instance, table or memory counts refused by the limiter surface as
-        // untyped instantiation errors.
-        None if format!("{error:#}").contains("resource limit exceeded") => {
-            SandboxFailure::ResourceLimit {
-                message: truncate(&format!("{error:#}")),
+        None => {
+            let text = format!("{error:#}");
+            // Instance, table or memory counts refused by the limiter surface
+            // as untyped instantiation errors.
+            if text.contains("resource limit exceeded") {
+                SandboxFailure::ResourceLimit {
+                    message: truncate(&text),
+                }
+            } else {
+                SandboxFailure::GuestTrap {
+                    message: truncate(&text),
+                }
             }
         }
-        None => SandboxFailure::GuestTrap {
-            message: truncate(&format!("{error:#}")),
-        },
     }
 }
 
