@@ -2,20 +2,45 @@
 //!
 //! One model per fact (SPEC §2): [`ToolId`] owns identity, [`ToolDescriptor`]
 //! the neutral description, [`ToolCatalog`] the set of descriptors the current
-//! sources contribute, [`ToolInvocation`] / [`AgentToolResult`] one call.
+//! sources contribute, [`Profile`] what one kind of agent may do,
+//! [`InvocationToolSnapshot`] the tools one invocation was given (frozen),
+//! [`ToolTurnContract`] / [`ModelTurn`] what one model request may call,
+//! [`ToolRequestGate`] the budgets, [`ToolInvocation`] / [`AgentToolResult`]
+//! one call. Errors carry a dotted code and an [`ErrorClass`].
 
 pub mod alias;
+pub mod builtin;
 pub mod catalog;
 pub mod descriptor;
 pub mod dto;
+pub mod error;
+pub mod gate;
 pub mod id;
+pub mod limits;
+pub mod profile;
 pub mod result;
+pub mod snapshot;
+pub mod turn;
+
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use catalog::{CatalogError, LookupError, ToolCatalog};
 pub use descriptor::{DescriptorError, ToolDescriptor};
 pub use dto::{AgentToolCatalogItemDto, ToolSourceDto};
+pub use error::{Classified, ErrorClass};
+pub use gate::{BudgetScope, GateRejection, Reservation, ToolRequestGate};
 pub use id::{IdError, ToolId, ToolProvider};
+pub use profile::{Profile, ProfileError};
 pub use result::{
     AgentToolResult, AwaitMode, CommitMode, IdentityMismatch, TOOL_ERROR_HEADING, ToolEffect,
     ToolFailure, ToolInvocation, ToolOutcome, ToolSuccess,
+};
+pub use snapshot::{
+    CompiledSnapshot, ExitPolicy, InvocationToolSnapshot, SnapshotError, SnapshotSources,
+    ToolBinding,
+};
+pub use turn::{
+    AgentModelTool, ModelCallError, ModelTurn, ProviderToolCall, ToolChoice, ToolTurnContract,
+    TurnError,
 };

@@ -1,0 +1,216 @@
+//! `ToolRequestGate`: every tool call a model asks for passes here before it
+//! runs. In order: the turn belongs to this invocation's snapshot, the tool
+//! is in the snapshot and in the turn, the typed choice allows it, and then
+//! the total and per-tool budgets are checked and reserved in one step (the
+//! gate is `&mut`, owned by the invocation's serial loop, so no other call
+//! can interleave between check and reserve).
+//!
+//! Counters are keyed by canonical ToolId: a builtin `search` and an MCP
+//! `search` are different tools with different budgets.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::error::{Classified, ErrorClass};
+use crate::snapshot::InvocationToolSnapshot;
+use crate::turn::{ToolChoice, ToolTurnContract};
+use crate::{ToolFailure, ToolId};
+
+/// Which budget ran out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BudgetScope {
+    /// `maxCallsPerInvocation`.
+    Invocation,
+    /// The tool's own `maxCalls`.
+    Tool(ToolId),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateRejection {
+    #[error(
+        "tool.turn_snapshot_mismatch: a turn of snapshot `{turn}` reached the gate of snapshot `{snapshot}`"
+    )]
+    SnapshotMismatch { turn: String, snapshot: String },
+    #[error("model.unknown_tool_call: `{0}` is not in this invocation's tools")]
+    NotInSnapshot(ToolId),
+    #[error("model.unknown_tool_call: `{0}` was not offered in this request")]
+    NotInTurn(ToolId),
+    #[error("model.tool_choice_violation: `{tool}` called under tool choice {choice:?}")]
+    ChoiceViolation { tool: ToolId, choice: ToolChoice },
+    #[error("agent.tool_budget_exhausted: {}", .message)]
+    BudgetExhausted {
+        scope: BudgetScope,
+        limit: u32,
+        /// Model-readable, in the model's own names.
+        message: String,
+    },
+}
+
+impl Classified for GateRejection {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::SnapshotMismatch { .. } => "tool.turn_snapshot_mismatch",
+            Self::NotInSnapshot(_) | Self::NotInTurn(_) => "model.unknown_tool_call",
+            Self::ChoiceViolation { .. } => "model.tool_choice_violation",
+            Self::BudgetExhausted { .. } => "agent.tool_budget_exhausted",
+        }
+    }
+
+    fn class(&self) -> ErrorClass {
+        match self {
+            Self::SnapshotMismatch { .. } => ErrorClass::SystemFailure,
+            Self::NotInSnapshot(_) | Self::NotInTurn(_) | Self::ChoiceViolation { .. } => {
+                ErrorClass::PolicyDenied { fail_fast: true }
+            }
+            // The model reads it and works on without that tool.
+            Self::BudgetExhausted { .. } => ErrorClass::PolicyDenied { fail_fast: false },
+        }
+    }
+}
+
+impl GateRejection {
+    /// The result the model reads for a rejection the run survives.
+    pub fn to_tool_failure(&self) -> Option<ToolFailure> {
+        let Self::BudgetExhausted {
+            scope,
+            limit,
+            message,
+        } = self
+        else {
+            return None;
+        };
+        let scope = match scope {
+            BudgetScope::Invocation => json!({"scope": "invocation"}),
+            BudgetScope::Tool(tool) => json!({"scope": "tool", "toolId": tool}),
+        };
+        let mut failure = ToolFailure::new(self.code(), message.clone());
+        failure.structured = json!({
+            "error": {"code": self.code(), "message": message},
+            "budget": {"limit": limit, "scope": scope},
+        });
+        Some(failure)
+    }
+}
+
+/// What a successful reservation used up, counting this call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reservation {
+    pub total_used: u32,
+    pub tool_used: u32,
+}
+
+/// The invocation-local gate. Its counters only ever grow.
+#[derive(Debug, Clone)]
+pub struct ToolRequestGate {
+    snapshot: Arc<InvocationToolSnapshot>,
+    total: u32,
+    per_tool: HashMap<ToolId, u32>,
+}
+
+impl ToolRequestGate {
+    pub fn new(snapshot: Arc<InvocationToolSnapshot>) -> Self {
+        Self {
+            snapshot,
+            total: 0,
+            per_tool: HashMap::new(),
+        }
+    }
+
+    /// A gate for an invocation that already reserved these calls (a run
+    /// reopened from its journal).
+    pub fn resume<'a>(
+        snapshot: Arc<InvocationToolSnapshot>,
+        reserved: impl IntoIterator<Item = &'a ToolId>,
+    ) -> Self {
+        let mut gate = Self::new(snapshot);
+        for tool in reserved {
+            gate.total = gate.total.saturating_add(1);
+            *gate.per_tool.entry(tool.clone()).or_default() += 1;
+        }
+        gate
+    }
+
+    pub fn snapshot(&self) -> &Arc<InvocationToolSnapshot> {
+        &self.snapshot
+    }
+
+    pub fn total_used(&self) -> u32 {
+        self.total
+    }
+
+    pub fn tool_used(&self, tool: &ToolId) -> u32 {
+        self.per_tool.get(tool).copied().unwrap_or(0)
+    }
+
+    /// Authorize `tool` for a call made under `turn` and reserve its budget.
+    pub fn authorize_and_reserve(
+        &mut self,
+        turn: &ToolTurnContract,
+        tool: &ToolId,
+    ) -> Result<Reservation, GateRejection> {
+        if turn.snapshot_id() != self.snapshot.id() {
+            return Err(GateRejection::SnapshotMismatch {
+                turn: turn.snapshot_id().to_owned(),
+                snapshot: self.snapshot.id().to_owned(),
+            });
+        }
+        let Some(binding) = self.snapshot.binding(tool) else {
+            // Charged, so a model can never retry unknown calls for free.
+            self.total = self.total.saturating_add(1);
+            return Err(GateRejection::NotInSnapshot(tool.clone()));
+        };
+        if !turn.contains(tool) {
+            return Err(GateRejection::NotInTurn(tool.clone()));
+        }
+        match turn.choice() {
+            ToolChoice::None => {
+                return Err(GateRejection::ChoiceViolation {
+                    tool: tool.clone(),
+                    choice: ToolChoice::None,
+                });
+            }
+            ToolChoice::Specific(only) if only != tool => {
+                return Err(GateRejection::ChoiceViolation {
+                    tool: tool.clone(),
+                    choice: turn.choice().clone(),
+                });
+            }
+            _ => {}
+        }
+        let limit = self.snapshot.max_calls_per_invocation();
+        if self.total >= limit {
+            return Err(GateRejection::BudgetExhausted {
+                scope: BudgetScope::Invocation,
+                limit,
+                message: format!(
+                    "you have used all {limit} tool calls you are allowed; no tool can be called any more, so finish with what you have"
+                ),
+            });
+        }
+        let used = self.tool_used(tool);
+        if let Some(limit) = binding.max_calls
+            && used >= limit
+        {
+            return Err(GateRejection::BudgetExhausted {
+                scope: BudgetScope::Tool(tool.clone()),
+                limit,
+                message: format!(
+                    "`{}` may be called {limit} time(s) and all are used; go on without it",
+                    binding.model_alias
+                ),
+            });
+        }
+        self.total += 1;
+        let tool_used = used + 1;
+        self.per_tool.insert(tool.clone(), tool_used);
+        Ok(Reservation {
+            total_used: self.total,
+            tool_used,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::snapshot::ToolBinding;
+use crate::test_support::{descriptor, id, mcp};
+
+fn snapshot(total: u32, tools: &[(&ToolId, &str, Option<u32>)]) -> Arc<InvocationToolSnapshot> {
+    let bindings = tools
+        .iter()
+        .map(|(tool, alias, max_calls)| ToolBinding {
+            descriptor: descriptor(tool),
+            model_alias: (*alias).into(),
+            max_calls: *max_calls,
+            limits: None,
+        })
+        .collect();
+    Arc::new(InvocationToolSnapshot::new("inv_root", bindings, total).expect("snapshot"))
+}
+
+fn auto(snapshot: &InvocationToolSnapshot) -> ToolTurnContract {
+    ToolTurnContract::all(snapshot, ToolChoice::Auto).expect("turn")
+}
+
+#[test]
+fn reserves_until_the_total_budget_is_gone_then_answers_recoverably() {
+    let dice = id("builtin:dice.roll");
+    let snapshot = snapshot(2, &[(&dice, "dice_roll", None)]);
+    let turn = auto(&snapshot);
+    let mut gate = ToolRequestGate::new(snapshot);
+    assert_eq!(
+        gate.authorize_and_reserve(&turn, &dice),
+        Ok(Reservation {
+            total_used: 1,
+            tool_used: 1
+        })
+    );
+    assert_eq!(
+        gate.authorize_and_reserve(&turn, &dice),
+        Ok(Reservation {
+            total_used: 2,
+            tool_used: 2
+        })
+    );
+    let rejection = gate
+        .authorize_and_reserve(&turn, &dice)
+        .expect_err("exhausted");
+    assert!(matches!(
+        rejection,
+        GateRejection::BudgetExhausted {
+            scope: BudgetScope::Invocation,
+            limit: 2,
+            ..
+        }
+    ));
+    assert_eq!(rejection.code(), "agent.tool_budget_exhausted");
+    assert_eq!(
+        rejection.class(),
+        ErrorClass::PolicyDenied { fail_fast: false }
+    );
+    assert!(rejection.class().run_continues());
+    let failure = rejection.to_tool_failure().expect("a result for the model");
+    assert_eq!(failure.code, "agent.tool_budget_exhausted");
+    assert_eq!(failure.structured["budget"]["limit"], 2);
+    // A rejected call reserves nothing.
+    assert_eq!(gate.total_used(), 2);
+}
+
+#[test]
+fn per_tool_budgets_count_by_canonical_id() {
+    let builtin = id("builtin:workspace.search_files");
+    let external = mcp("search");
+    let snapshot = snapshot(
+        10,
+        &[
+            (&builtin, "workspace_search_files", Some(1)),
+            (&external, "mcp__srv__search", Some(2)),
+        ],
+    );
+    let turn = auto(&snapshot);
+    let mut gate = ToolRequestGate::new(snapshot);
+    assert!(gate.authorize_and_reserve(&turn, &builtin).is_ok());
+    let rejection = gate
+        .authorize_and_reserve(&turn, &builtin)
+        .expect_err("per tool");
+    match &rejection {
+        GateRejection::BudgetExhausted {
+            scope: BudgetScope::Tool(tool),
+            limit: 1,
+            message,
+        } => {
+            assert_eq!(tool, &builtin);
+            assert!(
+                message.contains("`workspace_search_files`"),
+                "the model's name: {message}"
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    // The same native name under another provider has its own budget.
+    assert!(gate.authorize_and_reserve(&turn, &external).is_ok());
+    assert!(gate.authorize_and_reserve(&turn, &external).is_ok());
+    assert!(gate.authorize_and_reserve(&turn, &external).is_err());
+    assert_eq!(gate.tool_used(&builtin), 1);
+    assert_eq!(gate.tool_used(&external), 2);
+    assert_eq!(gate.total_used(), 3);
+}
+
+#[test]
+fn unknown_tools_are_charged_and_fail_fast() {
+    let dice = id("builtin:dice.roll");
+    let snapshot = snapshot(5, &[(&dice, "dice_roll", None)]);
+    let turn = auto(&snapshot);
+    let mut gate = ToolRequestGate::new(snapshot);
+    let stranger = id("builtin:chat.search");
+    let rejection = gate
+        .authorize_and_reserve(&turn, &stranger)
+        .expect_err("unknown");
+    assert_eq!(rejection, GateRejection::NotInSnapshot(stranger));
+    assert_eq!(rejection.code(), "model.unknown_tool_call");
+    assert!(!rejection.class().run_continues());
+    assert!(rejection.to_tool_failure().is_none());
+    assert_eq!(gate.total_used(), 1, "no free retries");
+}
+
+#[test]
+fn the_turn_must_belong_to_this_snapshot_and_offer_the_tool() {
+    let dice = id("builtin:dice.roll");
+    let search = id("builtin:chat.search");
+    let snapshot = snapshot(
+        5,
+        &[(&dice, "dice_roll", None), (&search, "chat_search", None)],
+    );
+    let mut gate = ToolRequestGate::new(Arc::clone(&snapshot));
+
+    let foreign =
+        ToolTurnContract::new("inv_other", vec![dice.clone()], ToolChoice::Auto).expect("turn");
+    let rejection = gate
+        .authorize_and_reserve(&foreign, &dice)
+        .expect_err("mismatch");
+    assert_eq!(rejection.code(), "tool.turn_snapshot_mismatch");
+    assert_eq!(rejection.class(), ErrorClass::SystemFailure);
+
+    let narrow =
+        ToolTurnContract::new("inv_root", vec![dice.clone()], ToolChoice::Auto).expect("turn");
+    assert_eq!(
+        gate.authorize_and_reserve(&narrow, &search),
+        Err(GateRejection::NotInTurn(search.clone()))
+    );
+    assert_eq!(gate.total_used(), 0);
+}
+
+#[test]
+fn typed_choice_is_enforced_before_budgets() {
+    let dice = id("builtin:dice.roll");
+    let search = id("builtin:chat.search");
+    // A budget of one, already used: the choice error must still win.
+    let snapshot = snapshot(
+        1,
+        &[(&dice, "dice_roll", None), (&search, "chat_search", None)],
+    );
+    let mut gate = ToolRequestGate::resume(Arc::clone(&snapshot), [&dice]);
+    let none = ToolTurnContract::all(&snapshot, ToolChoice::None).expect("turn");
+    let rejection = gate.authorize_and_reserve(&none, &dice).expect_err("none");
+    assert_eq!(rejection.code(), "model.tool_choice_violation");
+
+    let only_search =
+        ToolTurnContract::all(&snapshot, ToolChoice::Specific(search.clone())).expect("turn");
+    let rejection = gate
+        .authorize_and_reserve(&only_search, &dice)
+        .expect_err("specific");
+    assert!(matches!(rejection, GateRejection::ChoiceViolation { .. }));
+    // Allowed by the choice, refused by the (spent) budget.
+    let rejection = gate
+        .authorize_and_reserve(&only_search, &search)
+        .expect_err("budget");
+    assert_eq!(rejection.code(), "agent.tool_budget_exhausted");
+
+    let required = ToolTurnContract::all(&snapshot, ToolChoice::Required).expect("turn");
+    let mut fresh = ToolRequestGate::new(snapshot);
+    assert!(fresh.authorize_and_reserve(&required, &dice).is_ok());
+}
+
+#[test]
+fn resume_restores_counters() {
+    let dice = id("builtin:dice.roll");
+    let snapshot = snapshot(3, &[(&dice, "dice_roll", Some(2))]);
+    let turn = auto(&snapshot);
+    let mut gate = ToolRequestGate::resume(snapshot, [&dice, &dice]);
+    assert_eq!(gate.total_used(), 2);
+    let rejection = gate
+        .authorize_and_reserve(&turn, &dice)
+        .expect_err("per tool spent");
+    assert!(matches!(
+        rejection,
+        GateRejection::BudgetExhausted {
+            scope: BudgetScope::Tool(_),
+            ..
+        }
+    ));
+}

@@ -1,0 +1,352 @@
+use serde_json::{Value, json};
+
+use super::*;
+use crate::test_support::{SERVER, id};
+
+/// A minimal valid profile with `patch` merged into it (JSON merge: objects
+/// merge, anything else replaces; `null` removes).
+fn profile_json(patch: Value) -> String {
+    let mut base = json!({
+        "schemaVersion": 1,
+        "kind": "toolhost.agentProfile",
+        "id": "tester",
+        "tools": {"allow": ["workspace.read_file", "dice.roll"]}
+    });
+    merge(&mut base, patch);
+    base.to_string()
+}
+
+fn merge(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(target), Value::Object(patch)) => {
+            for (key, value) in patch {
+                if value.is_null() {
+                    target.remove(&key);
+                } else {
+                    merge(target.entry(key).or_insert(Value::Null), value);
+                }
+            }
+        }
+        (target, patch) => *target = patch,
+    }
+}
+
+fn error(patch: Value) -> ProfileError {
+    Profile::from_json(&profile_json(patch)).expect_err("the profile must be refused")
+}
+
+fn field_error(patch: Value) -> (String, &'static str, String) {
+    match error(patch) {
+        ProfileError::Field {
+            field,
+            code,
+            message,
+        } => (field, code, message),
+        other => panic!("expected a field error, got {other:?}"),
+    }
+}
+
+#[test]
+fn minimal_profile_gets_every_default() {
+    let profile = Profile::from_json(&profile_json(json!({}))).expect("valid");
+    assert_eq!(
+        profile.tools.allow,
+        vec![id("builtin:workspace.read_file"), id("builtin:dice.roll")]
+    );
+    assert_eq!(profile.tools.max_calls_per_run, 80);
+    assert_eq!(profile.tools.max_rounds, 80);
+    assert_eq!(profile.tools.mcp_result_inline_char_limit, 50_000);
+    assert_eq!(profile.workspace.visible_roots, WORKSPACE_ROOTS);
+    assert_eq!(profile.skills.visible, ["*"]);
+    assert_eq!(profile.skills.max_read_chars_per_call, 20_000);
+    assert_eq!(profile.skills.max_read_chars_per_run, 80_000);
+    assert_eq!(profile.delegation.allowed_callers, ["*"]);
+    assert_eq!(profile.delegation.max_handoff_depth, 8);
+    assert_eq!(profile.run.presentation, Presentation::Foreground);
+}
+
+#[test]
+fn resolved_form_round_trips() {
+    let profile = Profile::from_json(&profile_json(json!({
+        "tools": {"maxCallsPerTool": {"dice.roll": 2}},
+        "sandbox": {"limits": {"dice.roll": {"deadlineMs": 200, "fuel": null}}}
+    })))
+    .expect("valid");
+    let resolved = profile.to_resolved_json();
+    assert!(resolved.contains("\"builtin:dice.roll\""), "{resolved}");
+    assert_eq!(Profile::from_json(&resolved).expect("re-read"), profile);
+}
+
+#[test]
+fn allow_order_is_kept_and_ids_or_bare_names_both_work() {
+    let profile = Profile::from_json(&profile_json(json!({
+        "tools": {"allow": [
+            "workspace.write_file",
+            format!("mcp/{SERVER}:search"),
+            "builtin:agent.list",
+            "ext/acme-weather:forecast",
+        ]},
+        "delegation": {"canDelegate": true}
+    })))
+    .expect("valid");
+    let names: Vec<&str> = profile.tools.allow.iter().map(ToolId::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "builtin:workspace.write_file",
+            &format!("mcp/{SERVER}:search"),
+            "builtin:agent.list",
+            "ext/acme-weather:forecast",
+        ]
+    );
+}
+
+#[test]
+fn deny_beats_allow() {
+    let profile = Profile::from_json(&profile_json(json!({
+        "tools": {"deny": ["builtin:dice.roll"]}
+    })))
+    .expect("valid");
+    assert!(!profile.is_visible(&id("builtin:dice.roll")));
+    assert!(profile.is_visible(&id("builtin:workspace.read_file")));
+    assert_eq!(
+        profile.visible_tools().collect::<Vec<_>>(),
+        [&id("builtin:workspace.read_file")]
+    );
+}
+
+#[test]
+fn unknown_fields_are_named() {
+    let (field, code, message) = field_error(json!({"tools": {"alow": []}}));
+    assert_eq!(code, "agent.profile_invalid");
+    assert!(field.starts_with("tools"), "{field}");
+    assert!(message.contains("alow"), "{message}");
+
+    let (field, _, message) = field_error(json!({"colour": "blue"}));
+    assert!(message.contains("colour"), "{field}: {message}");
+
+    let (field, _, message) =
+        field_error(json!({"sandbox": {"limits": {"dice.roll": {"fuell": 5}}}}));
+    assert!(field.starts_with("sandbox.limits"), "{field}");
+    assert!(message.contains("fuell"), "{message}");
+}
+
+#[test]
+fn wrong_types_are_named() {
+    let (field, _, message) = field_error(json!({"tools": {"maxCallsPerRun": "80"}}));
+    assert_eq!(field, "tools.maxCallsPerRun");
+    assert!(message.contains("invalid type"), "{message}");
+
+    let (field, _, _) = field_error(json!({"tools": {"allow": ["dice.roll", 7]}}));
+    assert_eq!(field, "tools.allow[1]");
+
+    let (field, _, _) = field_error(json!({"run": {"presentation": "sideways"}}));
+    assert_eq!(field, "run.presentation");
+
+    let (field, _, _) = field_error(json!({"tools": {"maxCallsPerRun": -1}}));
+    assert_eq!(field, "tools.maxCallsPerRun");
+}
+
+#[test]
+fn impossible_values_are_named() {
+    for (patch, expected) in [
+        (
+            json!({"tools": {"maxCallsPerRun": 0}}),
+            "tools.maxCallsPerRun",
+        ),
+        (json!({"tools": {"maxRounds": 0}}), "tools.maxRounds"),
+        (
+            json!({"tools": {"mcpResultInlineCharLimit": 0}}),
+            "tools.mcpResultInlineCharLimit",
+        ),
+        (
+            json!({"tools": {"maxCallsPerTool": {"dice.roll": 0}}}),
+            "tools.maxCallsPerTool.builtin:dice.roll",
+        ),
+        (
+            json!({"skills": {"maxReadCharsPerCall": 90000}}),
+            "skills.maxReadCharsPerCall",
+        ),
+        (json!({"skills": {"visible": []}}), "skills.visible"),
+        (json!({"skills": {"deny": ["Bad Name"]}}), "skills.deny[0]"),
+        (json!({"model": {"temperature": 3.5}}), "model.temperature"),
+        (
+            json!({"model": {"maxOutputTokens": 0}}),
+            "model.maxOutputTokens",
+        ),
+        (
+            json!({"delegation": {"maxHandoffDepth": 0}}),
+            "delegation.maxHandoffDepth",
+        ),
+        (json!({"id": "Has Spaces"}), "id"),
+        (json!({"kind": "tauritavern.agentProfile"}), "kind"),
+        (json!({"tools": {"allow": []}}), "tools.allow"),
+    ] {
+        let (field, _, message) = field_error(patch.clone());
+        assert_eq!(field, expected, "{patch}: {message}");
+    }
+}
+
+#[test]
+fn unknown_builtins_and_bad_ids_are_refused() {
+    let (field, code, message) =
+        field_error(json!({"tools": {"allow": ["dice.roll", "dice.rol"]}}));
+    assert_eq!(field, "tools.allow[1]");
+    assert_eq!(code, "agent.profile_unknown_tool");
+    assert!(message.contains("dice.rol"), "{message}");
+
+    let (field, code, _) = field_error(json!({"tools": {"allow": ["builtin:shell.run"]}}));
+    assert_eq!(
+        (field.as_str(), code),
+        ("tools.allow[0]", "agent.profile_unknown_tool")
+    );
+
+    let (field, code, _) = field_error(json!({"tools": {"deny": ["mcp/not-a-uuid:x"]}}));
+    assert_eq!(
+        (field.as_str(), code),
+        ("tools.deny[0]", "agent.profile_invalid_tool_id")
+    );
+}
+
+#[test]
+fn duplicates_are_refused() {
+    let (field, code, _) =
+        field_error(json!({"tools": {"allow": ["dice.roll", "builtin:dice.roll"]}}));
+    assert_eq!(field, "tools.allow[1]");
+    assert_eq!(code, "agent.profile_tools_allow_duplicate");
+
+    let (field, _, message) = field_error(json!({"tools": {"maxCallsPerTool": {
+        "dice.roll": 1, "builtin:dice.roll": 2
+    }}}));
+    assert_eq!(field, "tools.maxCallsPerTool");
+    assert!(message.contains("both name"), "{message}");
+}
+
+#[test]
+fn task_return_is_runtime_only() {
+    let (field, code, _) = field_error(json!({"tools": {"allow": ["dice.roll", "task.return"]}}));
+    assert_eq!(field, "tools.allow[1]");
+    assert_eq!(code, "agent.profile_task_return_not_allowed");
+}
+
+#[test]
+fn limits_must_target_visible_tools() {
+    let (field, code, message) = field_error(json!({"tools": {
+        "deny": ["dice.roll"],
+        "maxCallsPerTool": {"dice.roll": 3}
+    }}));
+    assert_eq!(field, "tools.maxCallsPerTool.builtin:dice.roll");
+    assert_eq!(code, "agent.profile_tool_not_visible");
+    assert!(message.contains("denied"), "{message}");
+
+    let (field, code, message) =
+        field_error(json!({"sandbox": {"limits": {"workspace.write_file": {"fuel": 10}}}}));
+    assert_eq!(field, "sandbox.limits.builtin:workspace.write_file");
+    assert_eq!(code, "agent.profile_tool_not_visible");
+    assert!(message.contains("not in tools.allow"), "{message}");
+}
+
+#[test]
+fn sandbox_overrides_are_checked() {
+    let profile = Profile::from_json(&profile_json(json!({
+        "sandbox": {"limits": {"builtin:dice.roll": {"deadlineMs": 250, "memoryBytes": 1048576}}}
+    })))
+    .expect("valid");
+    let overrides = profile.sandbox.limits[&id("builtin:dice.roll")];
+    assert_eq!(
+        overrides.deadline,
+        Some(std::time::Duration::from_millis(250))
+    );
+    assert_eq!(overrides.memory_bytes, Some(1_048_576));
+
+    let (field, _, _) =
+        field_error(json!({"sandbox": {"limits": {"dice.roll": {"deadlineMs": 0}}}}));
+    assert_eq!(field, "sandbox.limits.builtin:dice.roll.deadlineMs");
+
+    let mcp_tool = format!("mcp/{SERVER}:search");
+    let (field, _, message) = field_error(json!({
+        "tools": {"allow": ["dice.roll", mcp_tool.clone()]},
+        "sandbox": {"limits": {mcp_tool.clone(): {"fuel": 10}}}
+    }));
+    assert_eq!(field, format!("sandbox.limits.{mcp_tool}"));
+    assert!(message.contains("MCP"), "{message}");
+}
+
+#[test]
+fn workspace_roots_only_narrow() {
+    let profile = Profile::from_json(&profile_json(json!({
+        "workspace": {"visibleRoots": ["output", "plan"], "writableRoots": ["output"]}
+    })))
+    .expect("valid");
+    assert_eq!(profile.workspace.writable_roots, ["output"]);
+
+    let (field, _, _) = field_error(json!({"workspace": {"visibleRoots": ["output", "input"]}}));
+    assert_eq!(field, "workspace.visibleRoots[1]");
+    let (field, _, _) = field_error(json!({
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output", "plan"]}
+    }));
+    assert_eq!(field, "workspace.writableRoots[1]");
+    let (field, _, _) =
+        field_error(json!({"workspace": {"visibleRoots": [], "writableRoots": []}}));
+    assert_eq!(field, "workspace.visibleRoots");
+}
+
+#[test]
+fn delegation_tools_need_their_policy() {
+    let (field, code, _) = field_error(json!({"tools": {"allow": ["agent.delegate"]}}));
+    assert_eq!(
+        (field.as_str(), code),
+        ("delegation.canDelegate", "agent.profile_cannot_delegate")
+    );
+    let (field, code, _) = field_error(json!({"tools": {"allow": ["agent.handoff"]}}));
+    assert_eq!(
+        (field.as_str(), code),
+        ("delegation.canHandoff", "agent.profile_cannot_handoff")
+    );
+    let (field, _, _) = field_error(json!({"tools": {"allow": ["agent.list"]}}));
+    assert_eq!(field, "delegation.canDelegate");
+    assert!(
+        Profile::from_json(&profile_json(json!({
+            "tools": {"allow": ["agent.list"]}, "delegation": {"canHandoff": true}
+        })))
+        .is_ok()
+    );
+
+    let (field, _, _) = field_error(json!({"delegation": {"allowAsSubagent": true}}));
+    assert_eq!(field, "delegation.callable");
+    let (field, _, _) = field_error(json!({"delegation": {"callable": true}}));
+    assert_eq!(field, "delegation.callable");
+    let (field, _, _) = field_error(json!({"run": {"directRunnable": false}}));
+    assert_eq!(field, "run.directRunnable");
+    let (field, _, _) = field_error(json!({"delegation": {"allowedCallers": ["ok", "Not Ok"]}}));
+    assert_eq!(field, "delegation.allowedCallers[1]");
+}
+
+#[test]
+fn version_is_checked_first() {
+    let text = profile_json(json!({"schemaVersion": 2, "tools": "whatever"}));
+    assert!(matches!(
+        Profile::from_json(&text),
+        Err(ProfileError::UnsupportedVersion { .. })
+    ));
+    let (field, _, _) = field_error(json!({"schemaVersion": null}));
+    assert_eq!(field, "schemaVersion");
+    assert!(matches!(
+        Profile::from_json("{ not json"),
+        Err(ProfileError::Syntax(_))
+    ));
+    assert!(matches!(
+        Profile::from_json("[1]"),
+        Err(ProfileError::Field { .. })
+    ));
+}
+
+#[test]
+fn shipped_default_profile_is_valid_and_leaves_dice_off() {
+    let profile = Profile::default_writer().expect("profiles/default.json is valid");
+    assert_eq!(profile.id, "default-writer");
+    assert!(!profile.is_visible(&id("builtin:dice.roll")));
+    assert!(profile.is_visible(&id("builtin:workspace.write_file")));
+    assert!(profile.is_visible(&id("builtin:workspace.finish")));
+    assert!(!profile.is_visible(&id("builtin:task.return")));
+}

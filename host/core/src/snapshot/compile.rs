@@ -1,0 +1,155 @@
+//! The snapshot compiler: profile + catalog + exit policy → one frozen
+//! [`InvocationToolSnapshot`] and the reasons any allowed tool was left out.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::{ExitPolicy, InvocationToolSnapshot, SnapshotError, ToolBinding};
+use crate::alias::{AliasAllocator, builtin_alias, extension_alias_base, mcp_alias_base};
+use crate::builtin::{CHILD_EXCLUDED, TASK_RETURN};
+use crate::profile::Profile;
+use crate::{ToolCatalog, ToolId, ToolProvider};
+
+/// Where descriptors and source names come from.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotSources<'a> {
+    pub catalog: &'a ToolCatalog,
+    /// Display names of MCP registrations, for aliases. A registration
+    /// without one gets the `server` fallback.
+    pub mcp_server_names: &'a BTreeMap<Uuid, String>,
+}
+
+/// Why an allowed tool is not in the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum OmitReason {
+    /// Listed in `tools.deny` (deny beats allow).
+    Denied,
+    /// No source provides it now: a builtin this build does not ship, an MCP
+    /// tool with no cached catalog entry, an extension not installed.
+    Unavailable,
+    /// A return-mode child reports with `task.return` instead.
+    ExcludedForChild,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotDiagnostic {
+    pub tool_id: ToolId,
+    pub reason: OmitReason,
+    pub message: String,
+}
+
+impl SnapshotDiagnostic {
+    fn new(tool_id: &ToolId, reason: OmitReason) -> Self {
+        let message = match (reason, tool_id.provider()) {
+            (OmitReason::Denied, _) => "denied by tools.deny".to_owned(),
+            (OmitReason::ExcludedForChild, _) => {
+                "a return-mode child reports with task.return instead".to_owned()
+            }
+            (OmitReason::Unavailable, ToolProvider::Builtin) => {
+                "this build ships no component for this builtin".to_owned()
+            }
+            (OmitReason::Unavailable, ToolProvider::Mcp(_)) => {
+                "no cached catalog entry for this MCP tool (refresh the server's catalog)"
+                    .to_owned()
+            }
+            (OmitReason::Unavailable, ToolProvider::Extension(_)) => {
+                "the extension is not installed or not granted".to_owned()
+            }
+        };
+        Self {
+            tool_id: tool_id.clone(),
+            reason,
+            message,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CompiledSnapshot {
+    pub snapshot: InvocationToolSnapshot,
+    /// Allowed tools left out, in allow order.
+    pub diagnostics: Vec<SnapshotDiagnostic>,
+}
+
+/// Compile the snapshot of invocation `id`.
+///
+/// Tools come in the profile's allow order; denied tools are dropped; every
+/// binding copies its descriptor from the catalog, takes its per-tool budget
+/// and sandbox limits from the profile, and gets an alias. A return-mode
+/// child loses the finishing and delegating tools and gains `task.return`
+/// last. Builtin aliases are reserved before any external tool is given one,
+/// so an MCP or extension tool can never shadow a builtin.
+pub fn compile(
+    profile: &Profile,
+    sources: SnapshotSources<'_>,
+    id: &str,
+    exit_policy: ExitPolicy,
+) -> Result<CompiledSnapshot, SnapshotError> {
+    let child = exit_policy == ExitPolicy::TaskReturnRequired;
+    let task_return = ToolId::builtin(TASK_RETURN).ok();
+
+    let mut aliases = AliasAllocator::new();
+    for tool in profile.visible_tools().filter(|tool| tool.is_builtin()) {
+        aliases.reserve(&builtin_alias(tool.native_name()));
+    }
+    aliases.reserve(&builtin_alias(TASK_RETURN));
+
+    let mut bindings = Vec::new();
+    let mut diagnostics = Vec::new();
+    for tool in &profile.tools.allow {
+        if profile.tools.deny.contains(tool) {
+            diagnostics.push(SnapshotDiagnostic::new(tool, OmitReason::Denied));
+            continue;
+        }
+        if child && tool.is_builtin() && CHILD_EXCLUDED.contains(&tool.native_name()) {
+            diagnostics.push(SnapshotDiagnostic::new(tool, OmitReason::ExcludedForChild));
+            continue;
+        }
+        let Some(descriptor) = sources.catalog.get(tool) else {
+            diagnostics.push(SnapshotDiagnostic::new(tool, OmitReason::Unavailable));
+            continue;
+        };
+        let model_alias = match tool.provider() {
+            ToolProvider::Builtin => builtin_alias(tool.native_name()),
+            ToolProvider::Mcp(registration) => {
+                let server = sources
+                    .mcp_server_names
+                    .get(registration)
+                    .map_or("", String::as_str);
+                aliases.allocate(&mcp_alias_base(server, tool.native_name()))
+            }
+            ToolProvider::Extension(extension) => {
+                aliases.allocate(&extension_alias_base(extension, tool.native_name()))
+            }
+        };
+        bindings.push(ToolBinding {
+            descriptor: descriptor.clone(),
+            model_alias,
+            max_calls: profile.tools.max_calls_per_tool.get(tool).copied(),
+            limits: profile.sandbox.limits.get(tool).copied(),
+        });
+    }
+    if child && let Some(task_return) = task_return {
+        match sources.catalog.get(&task_return) {
+            Some(descriptor) => bindings.push(ToolBinding {
+                descriptor: descriptor.clone(),
+                model_alias: builtin_alias(TASK_RETURN),
+                max_calls: None,
+                limits: None,
+            }),
+            None => diagnostics.push(SnapshotDiagnostic::new(
+                &task_return,
+                OmitReason::Unavailable,
+            )),
+        }
+    }
+    let snapshot = InvocationToolSnapshot::new(id, bindings, profile.tools.max_calls_per_run)?;
+    Ok(CompiledSnapshot {
+        snapshot,
+        diagnostics,
+    })
+}

@@ -1,0 +1,330 @@
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::*;
+use crate::profile::Profile;
+use crate::test_support::{catalog_with, descriptor, id, mcp, server};
+use crate::{ToolCatalog, ToolProvider};
+
+fn profile(patch: serde_json::Value) -> Profile {
+    let mut document = json!({
+        "schemaVersion": 1,
+        "kind": "toolhost.agentProfile",
+        "id": "tester",
+        "tools": {"allow": []}
+    });
+    for (key, value) in patch.as_object().expect("object").clone() {
+        document[key] = value;
+    }
+    Profile::from_json(&document.to_string()).expect("valid profile")
+}
+
+fn names() -> BTreeMap<uuid::Uuid, String> {
+    BTreeMap::from([(server(), "my server".to_owned())])
+}
+
+fn compile_with(
+    profile: &Profile,
+    catalog: &ToolCatalog,
+    exit_policy: ExitPolicy,
+) -> CompiledSnapshot {
+    let names = names();
+    compile(
+        profile,
+        SnapshotSources {
+            catalog,
+            mcp_server_names: &names,
+        },
+        "inv_root",
+        exit_policy,
+    )
+    .expect("compiles")
+}
+
+fn aliases(snapshot: &InvocationToolSnapshot) -> Vec<(&str, &str)> {
+    snapshot
+        .bindings()
+        .iter()
+        .map(|binding| (binding.tool_id().as_str(), binding.model_alias.as_str()))
+        .collect()
+}
+
+#[test]
+fn bindings_follow_allow_order_and_deny_wins() {
+    let catalog = catalog_with(&[mcp("issue.create")]);
+    let mcp_id = mcp("issue.create").to_string();
+    let profile = profile(json!({"tools": {
+        "allow": ["workspace.write_file", mcp_id, "dice.roll", "workspace.read_file"],
+        "deny": ["dice.roll"],
+        "maxCallsPerRun": 12,
+        "maxCallsPerTool": {"workspace.write_file": 3}
+    }}));
+    let compiled = compile_with(&profile, &catalog, ExitPolicy::RunFinishAllowed);
+    let snapshot = &compiled.snapshot;
+    assert_eq!(
+        aliases(snapshot),
+        [
+            ("builtin:workspace.write_file", "workspace_write_file"),
+            (mcp_id.as_str(), "mcp__my_server__issue_create"),
+            ("builtin:workspace.read_file", "workspace_read_file"),
+        ]
+    );
+    assert_eq!(snapshot.max_calls_per_invocation(), 12);
+    assert_eq!(snapshot.bindings()[0].max_calls, Some(3));
+    assert_eq!(snapshot.bindings()[1].max_calls, None);
+    assert_eq!(
+        compiled.diagnostics,
+        [SnapshotDiagnostic {
+            tool_id: id("builtin:dice.roll"),
+            reason: OmitReason::Denied,
+            message: "denied by tools.deny".into(),
+        }]
+    );
+    // Descriptors are copies of the catalog's.
+    assert_eq!(
+        snapshot.bindings()[0].descriptor,
+        *catalog
+            .get(&id("builtin:workspace.write_file"))
+            .expect("in catalog")
+    );
+}
+
+#[test]
+fn tools_no_source_provides_are_omitted_with_a_diagnostic() {
+    let catalog =
+        ToolCatalog::from_descriptors([descriptor(&id("builtin:dice.roll"))]).expect("catalog");
+    let gone = mcp("vanished").to_string();
+    let profile = profile(json!({"tools": {"allow": ["dice.roll", "workspace.read_file", gone]}}));
+    let compiled = compile_with(&profile, &catalog, ExitPolicy::RunFinishAllowed);
+    assert_eq!(
+        aliases(&compiled.snapshot),
+        [("builtin:dice.roll", "dice_roll")]
+    );
+    let reasons: Vec<_> = compiled
+        .diagnostics
+        .iter()
+        .map(|diagnostic| (diagnostic.tool_id.native_name(), diagnostic.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("workspace.read_file", OmitReason::Unavailable),
+            ("vanished", OmitReason::Unavailable)
+        ]
+    );
+    assert!(compiled.diagnostics[1].message.contains("MCP"));
+}
+
+#[test]
+fn return_mode_children_lose_control_tools_and_gain_task_return() {
+    let catalog = catalog_with(&[]);
+    let profile = profile(json!({
+        "tools": {"allow": [
+            "workspace.write_file", "workspace.commit", "workspace.finish",
+            "agent.delegate", "agent.handoff", "agent.await", "agent.list", "chat.search"
+        ]},
+        "delegation": {"canDelegate": true, "canHandoff": true}
+    }));
+    let root = compile_with(&profile, &catalog, ExitPolicy::RunFinishAllowed);
+    assert_eq!(root.snapshot.bindings().len(), 8);
+    assert!(!root.snapshot.contains(&id("builtin:task.return")));
+
+    let child = compile_with(&profile, &catalog, ExitPolicy::TaskReturnRequired);
+    let names: Vec<&str> = child
+        .snapshot
+        .bindings()
+        .iter()
+        .map(|binding| binding.tool_id().native_name())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "workspace.write_file",
+            "agent.list",
+            "chat.search",
+            "task.return"
+        ]
+    );
+    assert_eq!(child.snapshot.bindings()[3].model_alias, "task_return");
+    assert_eq!(
+        child
+            .diagnostics
+            .iter()
+            .filter(|diagnostic| diagnostic.reason == OmitReason::ExcludedForChild)
+            .count(),
+        5
+    );
+}
+
+#[test]
+fn a_child_without_a_task_return_component_says_so() {
+    let catalog =
+        ToolCatalog::from_descriptors([descriptor(&id("builtin:dice.roll"))]).expect("catalog");
+    let profile = profile(json!({"tools": {"allow": ["dice.roll"]}}));
+    let child = compile_with(&profile, &catalog, ExitPolicy::TaskReturnRequired);
+    assert_eq!(
+        aliases(&child.snapshot),
+        [("builtin:dice.roll", "dice_roll")]
+    );
+    assert_eq!(child.diagnostics[0].tool_id, id("builtin:task.return"));
+    assert_eq!(child.diagnostics[0].reason, OmitReason::Unavailable);
+}
+
+#[test]
+fn external_aliases_collide_deterministically_and_never_shadow_builtins() {
+    // Two servers with the same display name and a tool named like a builtin alias.
+    let other = uuid::Uuid::parse_str("00000000-0000-4000-8000-000000000001").expect("uuid");
+    let other_tool = ToolId::new(&ToolProvider::Mcp(other), "issue.create").expect("id");
+    let sneaky = ToolId::new(&ToolProvider::Extension("x".into()), "roll").expect("id");
+    let catalog = catalog_with(&[mcp("issue.create"), other_tool.clone(), sneaky.clone()]);
+    let mut names = names();
+    names.insert(other, "my server".into()); // same display name: a real collision
+    let profile = profile(json!({"tools": {"allow": [
+        mcp("issue.create").to_string(), other_tool.to_string(), "dice.roll", sneaky.to_string()
+    ]}}));
+    let sources = SnapshotSources {
+        catalog: &catalog,
+        mcp_server_names: &names,
+    };
+    let first = compile(&profile, sources, "inv_a", ExitPolicy::RunFinishAllowed).expect("ok");
+    let second = compile(&profile, sources, "inv_b", ExitPolicy::RunFinishAllowed).expect("ok");
+    let got = aliases(&first.snapshot);
+    assert_eq!(got[0].1, "mcp__my_server__issue_create");
+    assert_eq!(got[1].1, "mcp__my_server__issue_create__2");
+    assert_eq!(got[2].1, "dice_roll");
+    assert_eq!(got[3].1, "ext__x__roll");
+    assert_eq!(got, aliases(&second.snapshot), "same inputs, same aliases");
+}
+
+#[test]
+fn invariants_hold_on_construction() {
+    let binding = |tool: &str, alias: &str, max_calls| ToolBinding {
+        descriptor: descriptor(&id(tool)),
+        model_alias: alias.into(),
+        max_calls,
+        limits: None,
+    };
+    let ok = InvocationToolSnapshot::new(
+        "inv_root",
+        vec![binding("builtin:dice.roll", "dice_roll", None)],
+        5,
+    );
+    assert!(ok.is_ok());
+    assert_eq!(
+        InvocationToolSnapshot::new("inv_root", vec![], 0),
+        Err(SnapshotError::BudgetInvalid)
+    );
+    assert!(matches!(
+        InvocationToolSnapshot::new(
+            "inv_root",
+            vec![
+                binding("builtin:dice.roll", "a", None),
+                binding("builtin:dice.roll", "b", None)
+            ],
+            5
+        ),
+        Err(SnapshotError::DuplicateId(_))
+    ));
+    assert!(matches!(
+        InvocationToolSnapshot::new(
+            "inv_root",
+            vec![
+                binding("builtin:dice.roll", "same", None),
+                binding("builtin:chat.search", "same", None)
+            ],
+            5
+        ),
+        Err(SnapshotError::DuplicateAlias { .. })
+    ));
+    assert!(matches!(
+        InvocationToolSnapshot::new("inv_root", vec![binding("builtin:dice.roll", "", None)], 5),
+        Err(SnapshotError::AliasInvalid { .. })
+    ));
+    assert!(matches!(
+        InvocationToolSnapshot::new(
+            "inv_root",
+            vec![binding("builtin:dice.roll", "has.dot", None)],
+            5
+        ),
+        Err(SnapshotError::AliasInvalid { .. })
+    ));
+    assert!(matches!(
+        InvocationToolSnapshot::new(
+            "inv_root",
+            vec![binding("builtin:dice.roll", "d", Some(0))],
+            5
+        ),
+        Err(SnapshotError::ToolBudgetInvalid(_))
+    ));
+    assert!(matches!(
+        InvocationToolSnapshot::new("../escape", vec![], 5),
+        Err(SnapshotError::IdInvalid(_))
+    ));
+}
+
+#[test]
+fn invariants_hold_on_deserialization() {
+    let catalog = catalog_with(&[]);
+    let profile = profile(json!({
+        "tools": {"allow": ["dice.roll", "chat.search"], "maxCallsPerTool": {"dice.roll": 2}},
+        "sandbox": {"limits": {"dice.roll": {"deadlineMs": 300}}}
+    }));
+    let snapshot = compile_with(&profile, &catalog, ExitPolicy::RunFinishAllowed).snapshot;
+    let text = snapshot.to_json_pretty();
+    let back: InvocationToolSnapshot = serde_json::from_str(&text).expect("round trip");
+    assert_eq!(back, snapshot);
+
+    let mut value: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(value["schemaVersion"], 1);
+    assert_eq!(value["bindings"][0]["modelAlias"], "dice_roll");
+    assert_eq!(value["bindings"][0]["maxCalls"], 2);
+    assert!(value["bindings"][1].get("maxCalls").is_none());
+    // Only what the profile set: an unset fuel stays metered.
+    assert_eq!(value["bindings"][0]["limits"], json!({"deadlineMs": 300}));
+    assert_eq!(
+        back.bindings()[0].limits.and_then(|limits| limits.fuel),
+        None
+    );
+
+    let refuse = |value: &serde_json::Value, code: &str| {
+        let error = serde_json::from_value::<InvocationToolSnapshot>(value.clone())
+            .expect_err("must be refused")
+            .to_string();
+        assert!(error.contains(code), "{error}");
+    };
+    let mut tampered = value.clone();
+    tampered["schemaVersion"] = json!(2);
+    refuse(&tampered, "tool.snapshot_schema_unsupported");
+    let mut tampered = value.clone();
+    tampered["maxCallsPerInvocation"] = json!(0);
+    refuse(&tampered, "tool.snapshot_budget_invalid");
+    let mut tampered = value.clone();
+    tampered["bindings"][1]["modelAlias"] = json!("dice_roll");
+    refuse(&tampered, "tool.snapshot_duplicate_alias");
+    let mut tampered = value.clone();
+    tampered["bindings"][1] = tampered["bindings"][0].clone();
+    tampered["bindings"][1]["modelAlias"] = json!("other");
+    refuse(&tampered, "tool.snapshot_duplicate_id");
+    let mut tampered = value.clone();
+    tampered["bindings"][0]["descriptor"]["inputSchema"] = json!({"type": "array"});
+    refuse(&tampered, "tool.snapshot_descriptor_invalid");
+    value["extra"] = json!(true);
+    refuse(&value, "unknown field");
+}
+
+#[test]
+fn summary_is_compact() {
+    let catalog = catalog_with(&[]);
+    let profile = profile(json!({"tools": {"allow": ["dice.roll"]}}));
+    let snapshot = compile_with(&profile, &catalog, ExitPolicy::RunFinishAllowed).snapshot;
+    assert_eq!(
+        snapshot.summary(),
+        json!({
+            "id": "inv_root",
+            "schemaVersion": 1,
+            "maxCallsPerInvocation": 80,
+            "tools": [{"toolId": "builtin:dice.roll", "alias": "dice_roll", "maxCalls": null}]
+        })
+    );
+}
