@@ -1,0 +1,532 @@
+//! Create-only, atomic audit files: tool arguments, tool results, snapshots.
+//!
+//! Each file is written to a temp file in `<run>/.tmp` (same filesystem) and
+//! then moved into place with `persist_noclobber` (rename with NOREPLACE, or
+//! link + unlink): readers never see a partial file, and an existing file is
+//! never overwritten. Under `Fsync` the file and its directory are synced
+//! before returning; under `Batched` both wait for [`RunDirectory::sync`].
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+use tempfile::NamedTempFile;
+use toolhost_core::{AgentToolResult, ToolId};
+
+use crate::fsync::{parent_dir, sync_dir};
+use crate::journal::Durability;
+use crate::layout::{LayoutError, RunLayout, RunPath};
+use crate::run::RunDirectory;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error("{} already exists; create-only files are never overwritten", path.display())]
+    AlreadyExists { path: PathBuf },
+    #[error("call `{call_id}` was already stored at {}", path.display())]
+    DuplicateCallId { call_id: String, path: PathBuf },
+    #[error(
+        "call `{call_id}` maps to {}, which already holds call `{existing_call_id}`",
+        path.display()
+    )]
+    DigestCollision {
+        call_id: String,
+        existing_call_id: String,
+        path: PathBuf,
+    },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("audit record for call `{call_id}` does not serialize: {source}")]
+    Serialize {
+        call_id: String,
+        source: serde_json::Error,
+    },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> AuditError + '_ {
+    move |source| AuditError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolArgsRecord<'a> {
+    call_id: &'a str,
+    tool_id: &'a ToolId,
+    invocation_id: &'a str,
+    round: u32,
+    arguments: &'a Value,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResultRecord<'a> {
+    invocation_id: &'a str,
+    round: u32,
+    result: &'a AgentToolResult,
+}
+
+/// Write `bytes` to `relative` through a temp file, refusing to replace an
+/// existing file. Parents must exist. Syncs the file itself only when asked;
+/// the directory entry is the caller's to sync.
+pub(crate) fn persist_create_only(
+    layout: &RunLayout,
+    relative: &str,
+    bytes: &[u8],
+    sync_file: bool,
+) -> Result<RunPath, AuditError> {
+    let target = layout.resolve(relative)?;
+    let tmp_dir = layout.tmp_dir();
+    // Dropped on every early return, which deletes the temp file.
+    let mut temp = NamedTempFile::new_in(&tmp_dir).map_err(io_error(&tmp_dir))?;
+    temp.write_all(bytes).map_err(io_error(temp.path()))?;
+    if sync_file {
+        temp.as_file().sync_all().map_err(io_error(temp.path()))?;
+    }
+    match temp.persist_noclobber(&target.absolute) {
+        Ok(_) => Ok(target),
+        // `error.file` (the temp file) is dropped here, and so removed.
+        Err(error) if error.error.kind() == io::ErrorKind::AlreadyExists => {
+            Err(AuditError::AlreadyExists {
+                path: target.absolute,
+            })
+        }
+        Err(error) => Err(AuditError::Io {
+            path: target.absolute,
+            source: error.error,
+        }),
+    }
+}
+
+fn pretty(call_id: &str, record: &impl Serialize) -> Result<Vec<u8>, AuditError> {
+    let mut bytes = serde_json::to_vec_pretty(record).map_err(|source| AuditError::Serialize {
+        call_id: call_id.to_owned(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+impl RunDirectory {
+    /// Atomically create `relative` (creating missing parent directories)
+    /// with `bytes`; an existing file is left byte-for-byte unchanged and
+    /// reported as `AlreadyExists`.
+    pub fn write_create_only(&self, relative: &str, bytes: &[u8]) -> Result<(), AuditError> {
+        self.write_create_only_at(relative, bytes).map(|_| ())
+    }
+
+    fn write_create_only_at(&self, relative: &str, bytes: &[u8]) -> Result<RunPath, AuditError> {
+        // Validate before creating any directory for it.
+        self.layout().resolve(relative)?;
+        let fsync = self.durability() == Durability::Fsync;
+        let mut changed_dirs = self.ensure_parents(relative)?;
+        let target = persist_create_only(self.layout(), relative, bytes, fsync)?;
+        changed_dirs.push(parent_dir(&target.absolute).to_owned());
+        if fsync {
+            for dir in &changed_dirs {
+                sync_dir(dir).map_err(io_error(dir))?;
+            }
+        } else {
+            self.defer_sync(target.absolute.clone(), changed_dirs);
+        }
+        Ok(target)
+    }
+
+    /// Create the missing directories above `relative`; returns the
+    /// directories whose entries changed.
+    fn ensure_parents(&self, relative: &str) -> Result<Vec<PathBuf>, AuditError> {
+        let mut changed = Vec::new();
+        let mut dir = self.layout().root().to_path_buf();
+        let mut segments: Vec<&str> = relative.split('/').collect();
+        segments.pop();
+        for segment in segments {
+            let next = dir.join(segment);
+            match fs::create_dir(&next) {
+                Ok(()) => changed.push(dir),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(source) => return Err(AuditError::Io { path: next, source }),
+            }
+            dir = next;
+        }
+        Ok(changed)
+    }
+
+    /// Store a call's arguments as `tool-args/call_<hex>.json`; returns the
+    /// run-relative ref for `tool_call_requested.argumentsRef`.
+    pub fn store_tool_args(
+        &self,
+        call_id: &str,
+        tool_id: &ToolId,
+        invocation_id: &str,
+        round: u32,
+        arguments: &Value,
+    ) -> Result<String, AuditError> {
+        let record = ToolArgsRecord {
+            call_id,
+            tool_id,
+            invocation_id,
+            round,
+            arguments,
+        };
+        let bytes = pretty(call_id, &record)?;
+        let target = self.layout().tool_args(call_id);
+        self.store_call_file(call_id, &target, &bytes, "/callId")
+    }
+
+    /// Store a call's result as `tool-results/call_<hex>.json`; returns the
+    /// run-relative ref for `tool_result_stored.path`.
+    pub fn store_tool_result(
+        &self,
+        invocation_id: &str,
+        round: u32,
+        result: &AgentToolResult,
+    ) -> Result<String, AuditError> {
+        let record = ToolResultRecord {
+            invocation_id,
+            round,
+            result,
+        };
+        let bytes = pretty(&result.call_id, &record)?;
+        let target = self.layout().tool_result(&result.call_id);
+        self.store_call_file(&result.call_id, &target, &bytes, "/result/callId")
+    }
+
+    /// Store an invocation's tool snapshot; create-only, so a snapshot is
+    /// never replaced once the model may have seen it.
+    pub fn write_snapshot(
+        &self,
+        invocation_id: &str,
+        json_bytes: &[u8],
+    ) -> Result<String, AuditError> {
+        let target = self.layout().tool_snapshot(invocation_id)?;
+        self.write_create_only_at(&target.relative, json_bytes)
+            .map(|written| written.relative)
+    }
+
+    fn store_call_file(
+        &self,
+        call_id: &str,
+        target: &RunPath,
+        bytes: &[u8],
+        call_id_pointer: &str,
+    ) -> Result<String, AuditError> {
+        match self.write_create_only_at(&target.relative, bytes) {
+            Ok(written) => Ok(written.relative),
+            Err(AuditError::AlreadyExists { path }) => {
+                Err(classify_existing(call_id, path, call_id_pointer))
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// The stem is a 64-bit digest prefix, so an existing file is either the
+/// same call stored twice or (very rarely) another call with the same stem.
+/// An unreadable existing file stays a plain `AlreadyExists`.
+fn classify_existing(call_id: &str, path: PathBuf, call_id_pointer: &str) -> AuditError {
+    let existing = fs::read(&path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .and_then(|value| {
+            value
+                .pointer(call_id_pointer)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+    match existing {
+        Some(existing) if existing == call_id => AuditError::DuplicateCallId {
+            call_id: call_id.to_owned(),
+            path,
+        },
+        Some(existing_call_id) => AuditError::DigestCollision {
+            call_id: call_id.to_owned(),
+            existing_call_id,
+            path,
+        },
+        None => AuditError::AlreadyExists { path },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{TMP_DIR, audit_stem};
+    use crate::manifest::{RootSpec, RunManifest};
+    use serde_json::json;
+    use toolhost_core::{ToolInvocation, ToolOutcome, ToolSuccess};
+
+    const PROFILE: &[u8] = b"{\"id\":\"default-writer\"}\n";
+
+    fn run(dir: &Path, durability: Durability) -> RunDirectory {
+        let mut roots = RootSpec::default_universe();
+        roots.push(RootSpec::tool_results());
+        let manifest = RunManifest::new("run_test", "default-writer", PROFILE, roots);
+        RunDirectory::create(&dir.join("run"), manifest, PROFILE, durability).expect("create")
+    }
+
+    fn tool() -> ToolId {
+        ToolId::builtin("dice.roll").expect("id")
+    }
+
+    fn result_for(call_id: &str) -> AgentToolResult {
+        let invocation = ToolInvocation {
+            call_id: call_id.into(),
+            tool_id: tool(),
+            arguments: json!({}),
+            provider_metadata: Value::Null,
+        };
+        let success = ToolSuccess {
+            content: "Rolled 4".into(),
+            ..ToolSuccess::default()
+        };
+        AgentToolResult::from_outcome(&invocation, ToolOutcome::Success(success)).0
+    }
+
+    fn tmp_entries(run: &RunDirectory) -> usize {
+        fs::read_dir(run.layout().root().join(TMP_DIR))
+            .expect("tmp dir")
+            .count()
+    }
+
+    #[test]
+    fn a_second_write_fails_and_leaves_the_first_byte_identical() {
+        for durability in [Durability::Fsync, Durability::Batched] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let run = run(dir.path(), durability);
+            run.write_create_only("model-responses/r1.json", b"first")
+                .expect("first");
+            let error = run
+                .write_create_only("model-responses/r1.json", b"second")
+                .expect_err("second");
+            assert!(
+                matches!(&error, AuditError::AlreadyExists { path } if path.ends_with("model-responses/r1.json")),
+                "{error:?}"
+            );
+            let path = run.layout().root().join("model-responses/r1.json");
+            assert_eq!(fs::read(&path).expect("read"), b"first");
+
+            let snapshot = run
+                .write_snapshot("inv_root", b"{\"tools\":[]}")
+                .expect("snapshot");
+            assert_eq!(snapshot, "input/invocations/inv_root/tool_snapshot.json");
+            assert!(matches!(
+                run.write_snapshot("inv_root", b"{\"tools\":[1]}"),
+                Err(AuditError::AlreadyExists { .. })
+            ));
+            assert_eq!(
+                run.read_snapshot("inv_root").expect("read"),
+                Some(b"{\"tools\":[]}".to_vec())
+            );
+            assert_eq!(tmp_entries(&run), 0, "no temp file left after failures");
+        }
+    }
+
+    #[test]
+    fn duplicate_call_ids_and_digest_collisions_are_told_apart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = run(dir.path(), Durability::Batched);
+        let arguments = json!({"formula": "2d6"});
+        let reference = run
+            .store_tool_args("call_A", &tool(), "inv_root", 1, &arguments)
+            .expect("store");
+        assert_eq!(
+            reference,
+            format!("tool-args/{}.json", audit_stem("call_A"))
+        );
+        let path = run.layout().root().join(&reference);
+        let first = fs::read(&path).expect("read");
+
+        let error = run
+            .store_tool_args("call_A", &tool(), "inv_root", 2, &json!({}))
+            .expect_err("duplicate");
+        assert!(
+            matches!(&error, AuditError::DuplicateCallId { call_id, .. } if call_id == "call_A"),
+            "{error:?}"
+        );
+        assert_eq!(fs::read(&path).expect("read"), first, "not overwritten");
+
+        // Force a collision: call_B's stem already holds another call.
+        let collided = run.layout().tool_args("call_B");
+        run.write_create_only(&collided.relative, br#"{"callId":"call_Z"}"#)
+            .expect("pre-write");
+        let error = run
+            .store_tool_args("call_B", &tool(), "inv_root", 1, &arguments)
+            .expect_err("collision");
+        assert!(
+            matches!(
+                &error,
+                AuditError::DigestCollision { call_id, existing_call_id, .. }
+                    if call_id == "call_B" && existing_call_id == "call_Z"
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            fs::read(&collided.absolute).expect("read"),
+            br#"{"callId":"call_Z"}"#
+        );
+
+        // The same for results, where the id sits at result.callId.
+        let stored = run
+            .store_tool_result("inv_root", 1, &result_for("call_A"))
+            .expect("store result");
+        assert_eq!(
+            stored,
+            format!("tool-results/{}.json", audit_stem("call_A"))
+        );
+        assert!(matches!(
+            run.store_tool_result("inv_root", 1, &result_for("call_A")),
+            Err(AuditError::DuplicateCallId { .. })
+        ));
+        let collided = run.layout().tool_result("call_C");
+        run.write_create_only(&collided.relative, br#"{"result":{"callId":"call_Y"}}"#)
+            .expect("pre-write");
+        assert!(matches!(
+            run.store_tool_result("inv_root", 1, &result_for("call_C")),
+            Err(AuditError::DigestCollision { existing_call_id, .. }) if existing_call_id == "call_Y"
+        ));
+        // An unreadable occupant is neither: a plain AlreadyExists.
+        let garbage = run.layout().tool_args("call_D");
+        run.write_create_only(&garbage.relative, b"not json")
+            .expect("pre-write");
+        assert!(matches!(
+            run.store_tool_args("call_D", &tool(), "inv_root", 1, &arguments),
+            Err(AuditError::AlreadyExists { .. })
+        ));
+        assert_eq!(tmp_entries(&run), 0);
+    }
+
+    #[test]
+    fn a_hostile_call_id_becomes_a_safe_stem_and_stays_inside_the_json() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = run(dir.path(), Durability::Fsync);
+        let call_id = format!("{}/../..\\ evil 呼び出し 工具", "x".repeat(1100));
+        assert!(call_id.chars().count() > 1000);
+        let reference = run
+            .store_tool_args(&call_id, &tool(), "inv_root", 3, &json!({"a": 1}))
+            .expect("store");
+        let names: Vec<String> = fs::read_dir(run.layout().root().join("tool-args"))
+            .expect("dir")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .into_string()
+                    .expect("utf-8")
+            })
+            .collect();
+        assert_eq!(names.len(), 1);
+        let name = &names[0];
+        assert_eq!(reference, format!("tool-args/{name}"));
+        assert_eq!(name.len(), "call_".len() + 16 + ".json".len(), "{name}");
+        assert!(name.starts_with("call_") && name.ends_with(".json"));
+        assert!(
+            name[5..21]
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        );
+        let record: Value =
+            serde_json::from_slice(&fs::read(run.layout().root().join(&reference)).expect("read"))
+                .expect("json");
+        assert_eq!(
+            record,
+            json!({
+                "callId": call_id,
+                "toolId": "builtin:dice.roll",
+                "invocationId": "inv_root",
+                "round": 3,
+                "arguments": {"a": 1}
+            })
+        );
+        // Nothing escaped the run directory.
+        let run_entries = fs::read_dir(dir.path()).expect("dir").count();
+        assert_eq!(run_entries, 1);
+    }
+
+    #[test]
+    fn tool_results_are_stored_with_their_invocation_and_round() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = run(dir.path(), Durability::Batched);
+        let result = result_for("call_1");
+        let reference = run
+            .store_tool_result("inv_root", 2, &result)
+            .expect("store");
+        let text = fs::read_to_string(run.layout().root().join(&reference)).expect("read");
+        assert!(
+            text.ends_with("}\n") && text.contains("\n  \"round\": 2"),
+            "pretty: {text}"
+        );
+        let record: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(record["invocationId"], "inv_root");
+        assert_eq!(record["round"], 2);
+        assert_eq!(
+            serde_json::from_value::<AgentToolResult>(record["result"].clone()).expect("result"),
+            result
+        );
+    }
+
+    #[test]
+    fn no_temp_file_is_left_after_success_or_failure() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = run(dir.path(), Durability::Batched);
+        assert_eq!(tmp_entries(&run), 0, "after creation");
+        run.write_create_only("agent-results/a.json", b"{}")
+            .expect("write");
+        assert_eq!(tmp_entries(&run), 0, "after success");
+        assert!(
+            run.write_create_only("agent-results/a.json", b"{}")
+                .is_err()
+        );
+        assert_eq!(tmp_entries(&run), 0, "after AlreadyExists");
+        // A target whose parent is a file fails in persist, not before.
+        run.write_create_only("agent-results/file", b"x")
+            .expect("write");
+        assert!(matches!(
+            run.write_create_only("agent-results/file/child", b"x"),
+            Err(AuditError::Io { .. })
+        ));
+        assert_eq!(tmp_entries(&run), 0, "after an I/O failure");
+    }
+
+    #[test]
+    fn paths_that_leave_the_run_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = run(dir.path(), Durability::Batched);
+        for bad in ["/tmp/x", "../x", "output/../../x", ""] {
+            assert!(
+                matches!(
+                    run.write_create_only(bad, b"x"),
+                    Err(AuditError::Layout(LayoutError::InvalidRelativePath { .. }))
+                ),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            run.write_snapshot("../inv", b"{}"),
+            Err(AuditError::Layout(LayoutError::InvalidSegment { .. }))
+        ));
+        assert!(!dir.path().join("x").exists());
+    }
+
+    #[test]
+    fn batched_defers_file_and_directory_syncs_to_sync() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut run = run(dir.path(), Durability::Batched);
+        run.write_snapshot("inv_child", b"{}").expect("snapshot");
+        let (files, dirs) = run.pending_sync();
+        assert_eq!(files, 1);
+        // The new invocation directory's parent, and the snapshot's directory.
+        assert_eq!(dirs, 2);
+        run.sync().expect("sync");
+        assert_eq!(run.pending_sync(), (0, 0));
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = self::run(dir.path(), Durability::Fsync);
+        run.write_snapshot("inv_child", b"{}").expect("snapshot");
+        assert_eq!(run.pending_sync(), (0, 0), "fsync syncs at once");
+    }
+}

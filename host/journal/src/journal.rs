@@ -1,0 +1,1110 @@
+//! `events.jsonl`: the run's append-only journal.
+//!
+//! One JSON object per line with exactly the keys `seq`, `id`, `runId`,
+//! `timestamp`, `level`, `type`, `payload`; `payload` is always an object
+//! carrying `eventScope`. `seq` runs 1, 2, 3… with no gap.
+//!
+//! Each event is one `write_all` of the whole line to an `O_APPEND` file, so
+//! a crash leaves at most one torn line at the end, which [`Journal::open`]
+//! cuts off (keeping a copy). A bad line anywhere else is corruption and is
+//! never dropped. The journal holds an OS advisory lock while open: one
+//! writer per run.
+
+use std::fmt;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::fsync::{parent_dir, sync_dir};
+
+/// The invocation a run starts with; run-level events are scoped to it.
+pub const ROOT_INVOCATION_ID: &str = "inv_root";
+
+/// Longest event type, in bytes.
+const MAX_EVENT_TYPE_BYTES: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// When appended events reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// `sync_data` after every event.
+    Fsync,
+    /// Every event is written at once (a process crash loses nothing); the
+    /// fsync waits for `sync()`, an `error` event, a `run_*` event or close,
+    /// so only a power loss can lose the events since then.
+    #[default]
+    Batched,
+}
+
+/// Which invocation an event belongs to (and which others it concerns).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventScope {
+    pub invocation_id: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub related_invocation_ids: Vec<String>,
+}
+
+impl EventScope {
+    pub fn new(invocation_id: impl Into<String>) -> Self {
+        Self {
+            invocation_id: invocation_id.into(),
+            related_invocation_ids: Vec::new(),
+        }
+    }
+
+    /// The run's root invocation.
+    pub fn root() -> Self {
+        Self::new(ROOT_INVOCATION_ID)
+    }
+
+    pub fn with_related(mut self, related: impl IntoIterator<Item = String>) -> Self {
+        self.related_invocation_ids.extend(related);
+        self
+    }
+}
+
+/// One line of the journal, as written and as read back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JournalEvent {
+    pub seq: u64,
+    /// `evt_<uuid v4, simple form>`.
+    pub id: String,
+    pub run_id: String,
+    /// RFC 3339, UTC, milliseconds.
+    pub timestamp: String,
+    pub level: Level,
+    pub r#type: String,
+    pub payload: Value,
+}
+
+impl JournalEvent {
+    /// The payload's `eventScope`.
+    pub fn scope(&self) -> Result<EventScope, serde_json::Error> {
+        EventScope::deserialize(self.payload.get("eventScope").unwrap_or(&Value::Null))
+    }
+}
+
+/// An event before the journal numbers, stamps and writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub level: Level,
+    /// `[a-z][a-z0-9_]*`, e.g. `tool_call_started`.
+    pub r#type: String,
+    /// Injected into the payload as `eventScope` (replacing any given there).
+    pub scope: EventScope,
+    pub payload: Map<String, Value>,
+}
+
+impl NewEvent {
+    pub fn new(level: Level, r#type: impl Into<String>, scope: EventScope) -> Self {
+        Self {
+            level,
+            r#type: r#type.into(),
+            scope,
+            payload: Map::new(),
+        }
+    }
+
+    pub fn with_payload(mut self, payload: Map<String, Value>) -> Self {
+        self.payload = payload;
+        self
+    }
+}
+
+/// What [`Journal::open`] found and repaired.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recovery {
+    /// The last whole event; the next append gets `last_seq + 1`.
+    pub last_seq: u64,
+    /// Length of the torn tail that was cut off, if any.
+    pub torn_bytes: Option<u64>,
+    /// Where the torn bytes were kept (`events.jsonl.torn-<unix-ms>`).
+    pub torn_copy: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("journal {}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("journal {} already exists", path.display())]
+    AlreadyExists { path: PathBuf },
+    #[error("journal {} is in use by another writer", path.display())]
+    InUse { path: PathBuf },
+    #[error("journal {} is corrupt at line {line}: {reason}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        line: u64,
+        reason: String,
+    },
+    #[error("journal {} line {line}: expected seq {expected}, found {found}", path.display())]
+    SeqGap {
+        path: PathBuf,
+        line: u64,
+        expected: u64,
+        found: u64,
+    },
+    #[error("journal {} line {line}: runId `{found}` is not this run's `{expected}`", path.display())]
+    RunIdMismatch {
+        path: PathBuf,
+        line: u64,
+        expected: String,
+        found: String,
+    },
+    /// Only from [`read_events`]: the last line is incomplete (a crash mid-
+    /// append, or a writer still writing). `Journal::open` repairs it.
+    #[error("journal {} ends with a torn line of {bytes} bytes at offset {offset}", path.display())]
+    TornTail {
+        path: PathBuf,
+        offset: u64,
+        bytes: u64,
+    },
+    /// An earlier write or fsync failed; what reached the disk is unknown, so
+    /// the journal refuses further events (the run fails).
+    #[error("journal {} is poisoned by an earlier write failure", path.display())]
+    Poisoned { path: PathBuf },
+    #[error("event type `{0}` is invalid: expected `[a-z][a-z0-9_]*`, at most 64 bytes")]
+    InvalidEventType(String),
+    #[error("event `{event_type}` does not serialize: {source}")]
+    Serialize {
+        event_type: String,
+        source: serde_json::Error,
+    },
+    #[error("event `{event_type}` payload is not a JSON object")]
+    PayloadNotObject { event_type: String },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> JournalError + '_ {
+    move |source| JournalError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Produces `(id, timestamp)` for each event; replaceable in tests so runs
+/// can be compared byte for byte.
+type Stamp = Box<dyn FnMut() -> (String, String) + Send>;
+
+fn default_stamp() -> (String, String) {
+    (
+        format!("evt_{}", uuid::Uuid::new_v4().simple()),
+        humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+    )
+}
+
+/// The open, locked journal of one run.
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+    run_id: String,
+    durability: Durability,
+    last_seq: u64,
+    /// Events written since the last fsync.
+    unsynced: bool,
+    poisoned: bool,
+    stamp: Stamp,
+    /// fsyncs issued, so tests can check the durability policy.
+    syncs: u64,
+}
+
+impl fmt::Debug for Journal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Journal")
+            .field("path", &self.path)
+            .field("run_id", &self.run_id)
+            .field("durability", &self.durability)
+            .field("last_seq", &self.last_seq)
+            .field("poisoned", &self.poisoned)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Journal {
+    /// Create a new, empty journal; fails if the file exists.
+    pub fn create(
+        path: impl Into<PathBuf>,
+        run_id: impl Into<String>,
+        durability: Durability,
+    ) -> Result<Self, JournalError> {
+        let path = path.into();
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|source| {
+                if source.kind() == io::ErrorKind::AlreadyExists {
+                    JournalError::AlreadyExists { path: path.clone() }
+                } else {
+                    JournalError::Io {
+                        path: path.clone(),
+                        source,
+                    }
+                }
+            })?;
+        lock(&file, &path)?;
+        // Once per run, whatever the durability: the journal's name must
+        // survive a power loss for the run to be reopened at all.
+        sync_dir(parent_dir(&path)).map_err(io_error(&path))?;
+        Ok(Self::with_file(file, path, run_id.into(), durability, 0))
+    }
+
+    /// Reopen an existing journal to append to it: scans it once, checks
+    /// every line, and cuts off a torn tail left by a crash.
+    pub fn open(
+        path: impl Into<PathBuf>,
+        run_id: impl Into<String>,
+        durability: Durability,
+    ) -> Result<(Self, Recovery), JournalError> {
+        let path = path.into();
+        let run_id = run_id.into();
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_error(&path))?;
+        lock(&file, &path)?;
+        let scan = scan(&path, &file, Some(&run_id), false)?;
+        let mut recovery = Recovery {
+            last_seq: scan.last_seq,
+            ..Recovery::default()
+        };
+        if let Some(torn) = scan.torn {
+            let copy = cut_torn_tail(&file, &path, scan.good_len, &torn)?;
+            tracing::warn!(
+                journal = %path.display(),
+                torn_bytes = torn.len(),
+                copy = %copy.display(),
+                last_seq = scan.last_seq,
+                "journal ended with a torn line; cut it off and kept a copy",
+            );
+            recovery.torn_bytes = Some(torn.len() as u64);
+            recovery.torn_copy = Some(copy);
+        }
+        let journal = Self::with_file(file, path, run_id, durability, scan.last_seq);
+        Ok((journal, recovery))
+    }
+
+    fn with_file(
+        file: File,
+        path: PathBuf,
+        run_id: String,
+        durability: Durability,
+        last_seq: u64,
+    ) -> Self {
+        Self {
+            file,
+            path,
+            run_id,
+            durability,
+            last_seq,
+            unsynced: false,
+            poisoned: false,
+            stamp: Box::new(default_stamp),
+            syncs: 0,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// The last event written (0 for an empty journal).
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// Number, stamp and write one event. Never reads the file. A failed
+    /// write poisons the journal: every later call returns `Poisoned`.
+    pub fn append(&mut self, event: NewEvent) -> Result<JournalEvent, JournalError> {
+        if self.poisoned {
+            return Err(self.poisoned_error());
+        }
+        check_event_type(&event.r#type)?;
+        let NewEvent {
+            level,
+            r#type,
+            scope,
+            mut payload,
+        } = event;
+        let scope = serde_json::to_value(&scope).map_err(|source| JournalError::Serialize {
+            event_type: r#type.clone(),
+            source,
+        })?;
+        payload.insert("eventScope".to_owned(), scope);
+        let (id, timestamp) = (self.stamp)();
+        let event = JournalEvent {
+            seq: self.last_seq + 1,
+            id,
+            run_id: self.run_id.clone(),
+            timestamp,
+            level,
+            r#type,
+            payload: Value::Object(payload),
+        };
+        let mut line = serde_json::to_vec(&event).map_err(|source| JournalError::Serialize {
+            event_type: event.r#type.clone(),
+            source,
+        })?;
+        line.push(b'\n');
+        // One write of the whole line: a crash tears at most this line.
+        if let Err(source) = self.file.write_all(&line) {
+            self.poisoned = true;
+            return Err(JournalError::Io {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        self.last_seq = event.seq;
+        self.unsynced = true;
+        let must_sync = self.durability == Durability::Fsync
+            || level == Level::Error
+            || event.r#type.starts_with("run_");
+        if must_sync {
+            self.sync()?;
+        }
+        Ok(event)
+    }
+
+    /// fsync what has been written. A failed fsync poisons the journal: the
+    /// kernel may already have dropped the dirty pages.
+    pub fn sync(&mut self) -> Result<(), JournalError> {
+        if self.poisoned {
+            return Err(self.poisoned_error());
+        }
+        if !self.unsynced {
+            return Ok(());
+        }
+        if let Err(source) = self.file.sync_data() {
+            self.poisoned = true;
+            return Err(JournalError::Io {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        self.syncs += 1;
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Sync and release the lock, reporting a failure that drop would only log.
+    pub fn close(mut self) -> Result<(), JournalError> {
+        self.sync()
+    }
+
+    fn poisoned_error(&self) -> JournalError {
+        JournalError::Poisoned {
+            path: self.path.clone(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn set_stamp(&mut self, stamp: impl FnMut() -> (String, String) + Send + 'static) {
+        self.stamp = Box::new(stamp);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn sync_count(&self) -> u64 {
+        self.syncs
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if self.unsynced
+            && !self.poisoned
+            && let Err(error) = self.file.sync_data()
+        {
+            tracing::warn!(journal = %self.path.display(), %error, "journal fsync on close failed");
+        }
+    }
+}
+
+/// Read every event, strictly. A torn last line is `TornTail` (distinct from
+/// `Corrupt`): a reader never repairs, and a live writer may be mid-line.
+/// Takes no lock, so it can read a journal another process is writing.
+pub fn read_events(path: impl AsRef<Path>) -> Result<Vec<JournalEvent>, JournalError> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(io_error(path))?;
+    let scan = scan(path, &file, None, true)?;
+    match scan.torn {
+        Some(torn) => Err(JournalError::TornTail {
+            path: path.to_owned(),
+            offset: scan.good_len,
+            bytes: torn.len() as u64,
+        }),
+        None => Ok(scan.events),
+    }
+}
+
+fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(JournalError::InUse {
+            path: path.to_owned(),
+        }),
+        Err(TryLockError::Error(source)) => Err(JournalError::Io {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+fn check_event_type(event_type: &str) -> Result<(), JournalError> {
+    let ok = event_type.len() <= MAX_EVENT_TYPE_BYTES
+        && event_type.starts_with(|c: char| c.is_ascii_lowercase())
+        && event_type
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(JournalError::InvalidEventType(event_type.to_owned()))
+    }
+}
+
+struct Scan {
+    last_seq: u64,
+    /// Byte length of the whole events, i.e. where a torn tail starts.
+    good_len: u64,
+    torn: Option<Vec<u8>>,
+    /// Filled only when asked (readers); `open` keeps memory flat.
+    events: Vec<JournalEvent>,
+}
+
+/// One pass over the file. A bad line is judged only once we know whether
+/// anything follows it: last → torn tail, otherwise → corruption.
+fn scan(
+    path: &Path,
+    file: &File,
+    expected_run_id: Option<&str>,
+    collect: bool,
+) -> Result<Scan, JournalError> {
+    let mut reader = BufReader::new(file);
+    let mut run_id = expected_run_id.map(str::to_owned);
+    let mut out = Scan {
+        last_seq: 0,
+        good_len: 0,
+        torn: None,
+        events: Vec::new(),
+    };
+    let mut pending_bad: Option<(u64, String)> = None;
+    let mut line_no = 0u64;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = reader
+            .by_ref()
+            .read_until(b'\n', &mut line)
+            .map_err(io_error(path))?;
+        if read == 0 {
+            break;
+        }
+        if let Some((line, reason)) = pending_bad.take() {
+            return Err(JournalError::Corrupt {
+                path: path.to_owned(),
+                line,
+                reason,
+            });
+        }
+        line_no += 1;
+        // Only the final read can lack the newline (it stops at EOF).
+        let Some(body) = line.strip_suffix(b"\n") else {
+            pending_bad = Some((line_no, "no trailing newline".to_owned()));
+            out.torn = Some(line.clone());
+            continue;
+        };
+        let event = match parse_line(body) {
+            Ok(event) => event,
+            Err(reason) => {
+                pending_bad = Some((line_no, reason));
+                out.torn = Some(line.clone());
+                continue;
+            }
+        };
+        if event.seq != out.last_seq + 1 {
+            return Err(JournalError::SeqGap {
+                path: path.to_owned(),
+                line: line_no,
+                expected: out.last_seq + 1,
+                found: event.seq,
+            });
+        }
+        match &run_id {
+            Some(expected) if *expected != event.run_id => {
+                return Err(JournalError::RunIdMismatch {
+                    path: path.to_owned(),
+                    line: line_no,
+                    expected: expected.clone(),
+                    found: event.run_id,
+                });
+            }
+            Some(_) => {}
+            None => run_id = Some(event.run_id.clone()),
+        }
+        out.last_seq = event.seq;
+        out.good_len += read as u64;
+        if collect {
+            out.events.push(event);
+        }
+    }
+    Ok(out)
+}
+
+fn parse_line(body: &[u8]) -> Result<JournalEvent, String> {
+    let event: JournalEvent = serde_json::from_slice(body).map_err(|error| error.to_string())?;
+    if !event.payload.is_object() {
+        return Err("payload is not an object".to_owned());
+    }
+    event
+        .scope()
+        .map_err(|error| format!("payload.eventScope: {error}"))?;
+    Ok(event)
+}
+
+/// Keep the torn bytes beside the journal (durably), then cut the journal
+/// back to its last whole event.
+fn cut_torn_tail(
+    file: &File,
+    path: &Path,
+    good_len: u64,
+    torn: &[u8],
+) -> Result<PathBuf, JournalError> {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis())
+        .unwrap_or(0);
+    let mut base = path.as_os_str().to_owned();
+    base.push(format!(".torn-{millis}"));
+    let mut copy_path = PathBuf::from(&base);
+    let mut attempt = 1;
+    let mut copy = loop {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&copy_path)
+        {
+            Ok(copy) => break copy,
+            // Two recoveries in the same millisecond: never overwrite a copy.
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => {
+                let mut next = base.clone();
+                next.push(format!("-{attempt}"));
+                copy_path = PathBuf::from(next);
+                attempt += 1;
+            }
+            Err(source) => {
+                return Err(JournalError::Io {
+                    path: copy_path,
+                    source,
+                });
+            }
+        }
+    };
+    copy.write_all(torn)
+        .and_then(|()| copy.sync_all())
+        .map_err(io_error(&copy_path))?;
+    file.set_len(good_len).map_err(io_error(path))?;
+    file.sync_all().map_err(io_error(path))?;
+    sync_dir(parent_dir(path)).map_err(io_error(path))?;
+    Ok(copy_path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::fs;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    const RUN: &str = "run_20261203T022709Z_0123abcd";
+
+    fn info(event_type: &str, n: u64) -> NewEvent {
+        let mut payload = Map::new();
+        payload.insert("n".into(), json!(n));
+        NewEvent::new(Level::Info, event_type, EventScope::new("inv_root")).with_payload(payload)
+    }
+
+    fn journal_with(dir: &Path, events: u64) -> PathBuf {
+        let path = dir.join("events.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        for n in 1..=events {
+            journal
+                .append(info("tool_call_started", n))
+                .expect("append");
+        }
+        journal.close().expect("close");
+        path
+    }
+
+    fn lines(path: &Path) -> Vec<Value> {
+        let text = fs::read_to_string(path).expect("read");
+        assert!(text.is_empty() || text.ends_with('\n'));
+        text.lines()
+            .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+            .collect()
+    }
+
+    fn fixed_stamps() -> impl FnMut() -> (String, String) + Send + 'static {
+        let counter = Arc::new(AtomicU64::new(0));
+        move || {
+            let n = counter.fetch_add(1, Ordering::Relaxed);
+            (
+                format!("evt_{n:032x}"),
+                format!("2026-12-03T02:27:{:02}.123Z", n % 60),
+            )
+        }
+    }
+
+    #[test]
+    fn seq_continues_after_reopen_and_lines_have_exactly_seven_keys() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 3);
+        let (mut journal, recovery) =
+            Journal::open(&path, RUN, Durability::Batched).expect("reopen");
+        assert_eq!(
+            recovery,
+            Recovery {
+                last_seq: 3,
+                ..Recovery::default()
+            }
+        );
+        let scope = EventScope::new("inv_child").with_related(["inv_root".to_owned()]);
+        let event = journal
+            .append(NewEvent::new(
+                Level::Warn,
+                "tool_call_failed",
+                scope.clone(),
+            ))
+            .expect("append");
+        assert_eq!(event.seq, 4);
+        assert_eq!(journal.last_seq(), 4);
+        drop(journal);
+
+        let all = lines(&path);
+        assert_eq!(all.len(), 4);
+        for (index, line) in all.iter().enumerate() {
+            let object = line.as_object().expect("object");
+            let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+            keys.sort_unstable();
+            assert_eq!(
+                keys,
+                [
+                    "id",
+                    "level",
+                    "payload",
+                    "runId",
+                    "seq",
+                    "timestamp",
+                    "type"
+                ]
+            );
+            assert_eq!(line["seq"], json!(index + 1));
+            assert_eq!(line["runId"], RUN);
+            let id = line["id"].as_str().expect("id");
+            assert!(id.starts_with("evt_") && id.len() == 4 + 32, "{id}");
+            let timestamp = line["timestamp"].as_str().expect("timestamp");
+            assert_eq!(timestamp.len(), "2026-12-03T02:27:09.123Z".len());
+            assert!(timestamp.ends_with('Z'));
+            humantime::parse_rfc3339(timestamp).expect("RFC 3339");
+            assert!(line["payload"]["eventScope"]["invocationId"].is_string());
+        }
+        assert_eq!(
+            all[0]["payload"]["eventScope"],
+            json!({"invocationId": "inv_root"}),
+            "empty relatedInvocationIds is omitted"
+        );
+        assert_eq!(all[0]["payload"]["n"], 1);
+        assert_eq!(
+            all[3]["payload"]["eventScope"],
+            json!({"invocationId": "inv_child", "relatedInvocationIds": ["inv_root"]})
+        );
+        assert_eq!(all[3]["level"], "warn");
+        let events = read_events(&path).expect("read");
+        assert_eq!(events[3].scope().expect("scope"), scope);
+    }
+
+    #[test]
+    fn create_refuses_an_existing_journal() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 1);
+        let before = fs::read(&path).expect("read");
+        assert!(matches!(
+            Journal::create(&path, RUN, Durability::Batched),
+            Err(JournalError::AlreadyExists { .. })
+        ));
+        assert_eq!(fs::read(&path).expect("read"), before);
+    }
+
+    fn assert_recovers(path: &Path, expected_last: u64, torn: &[u8]) {
+        let before = fs::read(path).expect("read");
+        assert!(matches!(
+            read_events(path),
+            Err(JournalError::TornTail { bytes, .. }) if bytes == torn.len() as u64
+        ));
+        let (mut journal, recovery) =
+            Journal::open(path, RUN, Durability::Batched).expect("reopen");
+        assert_eq!(recovery.last_seq, expected_last);
+        assert_eq!(recovery.torn_bytes, Some(torn.len() as u64));
+        let copy = recovery.torn_copy.expect("copy kept");
+        assert!(
+            copy.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("events.jsonl.torn-")),
+            "{copy:?}"
+        );
+        assert_eq!(fs::read(&copy).expect("copy"), torn);
+        assert_eq!(
+            fs::read(path).expect("read"),
+            before[..before.len() - torn.len()],
+            "cut back to the last whole event"
+        );
+        let next = journal
+            .append(info("tool_call_started", 99))
+            .expect("append");
+        assert_eq!(next.seq, expected_last + 1);
+        drop(journal);
+        let events = read_events(path).expect("parses fully afterwards");
+        assert_eq!(events.len() as u64, expected_last + 1);
+        assert_eq!(
+            events.iter().map(|event| event.seq).collect::<Vec<_>>(),
+            (1..=expected_last + 1).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_journal_cut_mid_line_reopens_at_the_last_whole_event() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 3);
+        let bytes = fs::read(&path).expect("read");
+        let last_line_start = bytes[..bytes.len() - 1]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .expect("three lines")
+            + 1;
+        let cut = bytes.len() - 10;
+        fs::write(&path, &bytes[..cut]).expect("chop");
+        assert_recovers(&path, 2, &bytes[last_line_start..cut]);
+    }
+
+    #[test]
+    fn a_journal_with_half_a_line_of_garbage_reopens_at_the_last_whole_event() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 3);
+        let garbage = br#"{"seq":4,"id":"evt_"#;
+        let mut file = OpenOptions::new().append(true).open(&path).expect("open");
+        file.write_all(garbage).expect("garbage");
+        drop(file);
+        assert_recovers(&path, 3, garbage);
+    }
+
+    #[test]
+    fn a_whole_line_without_its_newline_is_still_torn() {
+        // The writer never finished the append, so it was never acknowledged.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 2);
+        let bytes = fs::read(&path).expect("read");
+        fs::write(&path, &bytes[..bytes.len() - 1]).expect("drop the newline");
+        let second = bytes[..bytes.len() - 1]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .expect("two lines")
+            + 1;
+        assert_recovers(&path, 1, &bytes[second..bytes.len() - 1]);
+    }
+
+    #[test]
+    fn an_unparsable_last_line_is_torn() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 2);
+        let mut file = OpenOptions::new().append(true).open(&path).expect("open");
+        file.write_all(b"{\"seq\":3,\n").expect("garbage");
+        drop(file);
+        assert_recovers(&path, 2, b"{\"seq\":3,\n");
+    }
+
+    fn assert_refused_untouched(path: &Path, check: impl Fn(&JournalError) -> bool) {
+        let before = fs::read(path).expect("read");
+        let error = Journal::open(path, RUN, Durability::Batched).expect_err("refused");
+        assert!(check(&error), "{error:?}");
+        assert_eq!(fs::read(path).expect("read"), before, "file untouched");
+        let siblings = fs::read_dir(path.parent().expect("parent"))
+            .expect("dir")
+            .count();
+        assert_eq!(siblings, 1, "no torn copy made");
+    }
+
+    #[test]
+    fn corruption_in_the_middle_is_an_error_and_the_file_is_untouched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 3);
+        let text = fs::read_to_string(&path).expect("read");
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[1] = "{not json";
+        fs::write(&path, lines.join("\n") + "\n").expect("corrupt");
+        assert_refused_untouched(&path, |error| {
+            matches!(error, JournalError::Corrupt { line: 2, .. })
+        });
+        assert!(matches!(
+            read_events(&path),
+            Err(JournalError::Corrupt { line: 2, .. })
+        ));
+
+        // An extra key is corruption too: lines have exactly seven keys.
+        let mut extra: Value =
+            serde_json::from_str(text.lines().next().expect("line")).expect("json");
+        extra["extra"] = json!(1);
+        let rest: Vec<&str> = text.lines().skip(1).collect();
+        fs::write(&path, format!("{extra}\n{}\n", rest.join("\n"))).expect("rewrite");
+        assert_refused_untouched(&path, |error| {
+            matches!(error, JournalError::Corrupt { line: 1, .. })
+        });
+    }
+
+    #[test]
+    fn a_blank_line_in_the_middle_is_corruption() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 2);
+        let text = fs::read_to_string(&path).expect("read");
+        let (first, second) = text.split_once('\n').expect("two lines");
+        fs::write(&path, format!("{first}\n\n{second}")).expect("rewrite");
+        assert_refused_untouched(&path, |error| {
+            matches!(error, JournalError::Corrupt { line: 2, .. })
+        });
+    }
+
+    #[test]
+    fn non_consecutive_seq_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 3);
+        let text = fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        // Drop event 2: 1, 3.
+        fs::write(&path, format!("{}\n{}\n", lines[0], lines[2])).expect("rewrite");
+        assert_refused_untouched(&path, |error| {
+            matches!(
+                error,
+                JournalError::SeqGap {
+                    line: 2,
+                    expected: 2,
+                    found: 3,
+                    ..
+                }
+            )
+        });
+        // Repeat event 1: 1, 1.
+        fs::write(&path, format!("{}\n{}\n", lines[0], lines[0])).expect("rewrite");
+        assert_refused_untouched(&path, |error| {
+            matches!(error, JournalError::SeqGap { found: 1, .. })
+        });
+    }
+
+    #[test]
+    fn a_wrong_run_id_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 2);
+        let before = fs::read(&path).expect("read");
+        let error = Journal::open(&path, "run_other", Durability::Batched).expect_err("refused");
+        assert!(
+            matches!(error, JournalError::RunIdMismatch { line: 1, ref found, .. } if found == RUN),
+            "{error:?}"
+        );
+        assert_eq!(fs::read(&path).expect("read"), before, "file untouched");
+
+        // One foreign line in the middle of our own.
+        let text = fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        let foreign = lines[1].replace(RUN, "run_other");
+        fs::write(&path, format!("{}\n{foreign}\n", lines[0])).expect("rewrite");
+        let error = Journal::open(&path, RUN, Durability::Batched).expect_err("refused");
+        assert!(
+            matches!(error, JournalError::RunIdMismatch { line: 2, .. }),
+            "{error:?}"
+        );
+        assert!(matches!(
+            read_events(&path),
+            Err(JournalError::RunIdMismatch { line: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn a_second_opener_is_refused_while_the_first_holds_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut first = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        first.append(info("tool_call_started", 1)).expect("append");
+        assert!(matches!(
+            Journal::open(&path, RUN, Durability::Batched),
+            Err(JournalError::InUse { .. })
+        ));
+        // Readers take no lock.
+        assert_eq!(read_events(&path).expect("read").len(), 1);
+        drop(first);
+        let (second, _) = Journal::open(&path, RUN, Durability::Batched).expect("now free");
+        assert!(matches!(
+            Journal::open(&path, RUN, Durability::Fsync),
+            Err(JournalError::InUse { .. })
+        ));
+        drop(second);
+    }
+
+    #[test]
+    fn a_failed_write_poisons_the_journal() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        journal
+            .append(info("tool_call_started", 1))
+            .expect("append");
+        // A read-only handle makes the next write fail.
+        journal.file = File::open(&path).expect("read-only");
+        assert!(matches!(
+            journal.append(info("tool_call_started", 2)),
+            Err(JournalError::Io { .. })
+        ));
+        assert!(journal.is_poisoned());
+        assert!(matches!(
+            journal.append(info("tool_call_started", 3)),
+            Err(JournalError::Poisoned { .. })
+        ));
+        assert!(matches!(journal.sync(), Err(JournalError::Poisoned { .. })));
+        assert_eq!(journal.last_seq(), 1);
+    }
+
+    #[test]
+    fn invalid_event_types_are_refused_before_writing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        for bad in ["", "Tool", "tool call", "1x", &"x".repeat(65)] {
+            assert!(
+                matches!(
+                    journal.append(info(bad, 1)),
+                    Err(JournalError::InvalidEventType(_))
+                ),
+                "{bad:?}"
+            );
+        }
+        assert!(!journal.is_poisoned());
+        assert_eq!(journal.append(info("ok_type", 1)).expect("append").seq, 1);
+    }
+
+    #[test]
+    fn the_scope_argument_wins_over_a_payload_event_scope() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        let mut payload = Map::new();
+        payload.insert("eventScope".into(), json!({"invocationId": "forged"}));
+        let event = journal
+            .append(NewEvent::new(Level::Info, "x", EventScope::new("inv_a")).with_payload(payload))
+            .expect("append");
+        assert_eq!(event.scope().expect("scope").invocation_id, "inv_a");
+    }
+
+    #[test]
+    fn batched_syncs_only_when_it_must_and_fsync_always() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("batched.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        journal
+            .append(info("tool_call_started", 1))
+            .expect("append");
+        journal
+            .append(info("tool_call_started", 2))
+            .expect("append");
+        assert_eq!(journal.sync_count(), 0, "info events wait");
+        assert_eq!(
+            read_events(&path).expect("read").len(),
+            2,
+            "but are written at once"
+        );
+        journal.append(info("run_started", 3)).expect("append");
+        assert_eq!(journal.sync_count(), 1, "run_* events sync");
+        journal
+            .append(NewEvent::new(
+                Level::Error,
+                "tool_call_failed",
+                EventScope::root(),
+            ))
+            .expect("append");
+        assert_eq!(journal.sync_count(), 2, "error events sync");
+        journal
+            .append(info("tool_call_started", 5))
+            .expect("append");
+        journal.sync().expect("sync");
+        journal.sync().expect("sync");
+        assert_eq!(journal.sync_count(), 3, "sync() syncs once when needed");
+
+        let path = dir.path().join("fsync.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Fsync).expect("create");
+        for n in 1..=3 {
+            journal
+                .append(info("tool_call_started", n))
+                .expect("append");
+        }
+        assert_eq!(journal.sync_count(), 3);
+    }
+
+    #[test]
+    fn fsync_and_batched_write_the_same_bytes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut outputs = Vec::new();
+        for durability in [Durability::Fsync, Durability::Batched] {
+            let path = dir.path().join(format!("{durability:?}.jsonl"));
+            let mut journal = Journal::create(&path, RUN, durability).expect("create");
+            journal.set_stamp(fixed_stamps());
+            journal.append(info("run_started", 1)).expect("append");
+            journal
+                .append(info("tool_call_started", 2))
+                .expect("append");
+            journal
+                .append(NewEvent::new(
+                    Level::Error,
+                    "run_failed",
+                    EventScope::root(),
+                ))
+                .expect("append");
+            journal.close().expect("close");
+            outputs.push(fs::read(&path).expect("read"));
+        }
+        assert!(!outputs[0].is_empty());
+        assert_eq!(outputs[0], outputs[1]);
+    }
+
+    #[test]
+    fn an_empty_journal_reopens_at_zero() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = journal_with(dir.path(), 0);
+        let (mut journal, recovery) =
+            Journal::open(&path, RUN, Durability::Batched).expect("reopen");
+        assert_eq!(recovery, Recovery::default());
+        assert_eq!(journal.append(info("x", 1)).expect("append").seq, 1);
+        assert!(read_events(dir.path().join("missing.jsonl")).is_err());
+    }
+}

@@ -1,0 +1,35 @@
+//! One agent run on disk: its directory layout, its manifest (`run.json`),
+//! its journal (`events.jsonl`) and its create-only audit files. No wasmtime.
+//!
+//! - [`layout`]: where each file lives, and the path-segment rules.
+//! - [`manifest`]: `run.json`, written once at creation.
+//! - [`journal`]: the append-only event log, its durability modes and its
+//!   crash recovery.
+//! - [`events`]: the typed event vocabulary recorded through [`Journal::record`].
+//! - [`audit`]: atomic create-only files (tool arguments, results, snapshots).
+//! - [`run`]: [`RunDirectory`], which ties them together.
+
+pub mod audit;
+pub mod events;
+mod fsync;
+pub mod journal;
+pub mod layout;
+pub mod manifest;
+pub mod run;
+
+pub use audit::AuditError;
+pub use events::{
+    ContextAssembled, Event, ModelRequestCreated, RunCompleted, RunFailed, RunResumed, RunStarted,
+    ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested, ToolCallStarted,
+    ToolCallSystemFailed, ToolResultStored,
+};
+pub use journal::{
+    Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent,
+    ROOT_INVOCATION_ID, Recovery, read_events,
+};
+pub use layout::{LayoutError, RunLayout, RunPath, audit_stem, new_run_id};
+pub use manifest::{
+    CommitPolicy, JournalRef, Lifecycle, MANIFEST_VERSION, ManifestError, ProfileRef, RootSpec,
+    RunManifest, sha256_hex,
+};
+pub use run::{RunDirectory, RunError};
