@@ -1,20 +1,23 @@
-//! `toolhost`: list the sandboxed tools and call one.
+//! `toolhost`: list the sandboxed tools, call one through the control plane,
+//! and inspect snapshots and run journals.
 //!
 //! Exit status: 0 on success; 1 when the tool answered with a recoverable
 //! error (the `## Tool error` text is printed, as the model would see it);
-//! 2 on a system failure or bad usage.
+//! 2 on a system failure, a policy denial or bad usage.
+
+mod call;
+mod inspect;
+mod load;
+mod table;
+mod tools;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
-use toolhost_core::{AgentToolCatalogItemDto, ToolInvocation, alias};
-use toolhost_runtime::{ToolHost, ToolHostConfig, arguments_from_text};
-use toolhost_sandbox::{CallEntropy, LoadEvent, SandboxConfig};
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+use toolhost_journal::Durability;
+use toolhost_sandbox::CallEntropy;
 
 #[derive(Parser)]
 #[command(
@@ -44,14 +47,36 @@ enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
-    /// Call one tool once, as a model's tool call would.
+    /// Call one tool once, as a model's tool call would go: through a
+    /// profile's snapshot, the gate and the sandbox, journalled in a run
+    /// directory.
     Call {
         /// A canonical id (`builtin:dice.roll`) or a unique native name (`dice.roll`).
         tool: String,
         /// The arguments: a JSON object.
         #[arg(default_value = "{}")]
         arguments: String,
-        /// Print the whole result and the call report as JSON.
+        /// The profile whose snapshot the call goes through [default: a
+        /// profile offering just this tool].
+        #[arg(long, value_name = "FILE")]
+        profile: Option<PathBuf>,
+        /// The run directory: a new run is created there, or an existing run
+        /// is continued (its frozen snapshot and budgets) [default: a new
+        /// directory under --runs-dir].
+        #[arg(long, value_name = "DIR")]
+        run_dir: Option<PathBuf>,
+        /// Where new run directories go.
+        #[arg(
+            long,
+            value_name = "DIR",
+            default_value = "runs",
+            env = "TOOLHOST_RUNS_DIR"
+        )]
+        runs_dir: PathBuf,
+        /// When journal events and audit files reach the disk.
+        #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
+        durability: DurabilityArg,
+        /// Print the whole result, the call report and the run directory as JSON.
         #[arg(long)]
         json: bool,
         /// Replay: use this random seed (from a previous `--json` report).
@@ -60,6 +85,30 @@ enum Command {
         /// Replay: what the tool's wall clock reads, in ms since the Unix epoch.
         #[arg(long, requires = "seed")]
         clock_ms: Option<u64>,
+    },
+    /// Print the snapshot a profile compiles to (JSON on stdout; omitted
+    /// tools and why on stderr).
+    Snapshot {
+        /// The profile [default: the built-in profiles/default.json].
+        #[arg(long, value_name = "FILE")]
+        profile: Option<PathBuf>,
+        /// Compile for a return-mode child (task.return instead of finishing tools).
+        #[arg(long)]
+        child: bool,
+        /// The invocation id the snapshot is for.
+        #[arg(long, default_value = "inv_root")]
+        id: String,
+    },
+    /// Print a run's journal (events.jsonl) as a table.
+    Journal {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// Only the events of this invocation.
+        #[arg(long, value_name = "ID")]
+        invocation: Option<String>,
+        /// The raw events as a JSON array.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -70,6 +119,23 @@ enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DurabilityArg {
+    /// fsync after every event and audit file.
+    Fsync,
+    /// Write every event at once; fsync at run end and on errors.
+    Batched,
+}
+
+impl From<DurabilityArg> for Durability {
+    fn from(value: DurabilityArg) -> Self {
+        match value {
+            DurabilityArg::Fsync => Durability::Fsync,
+            DurabilityArg::Batched => Durability::Batched,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -108,167 +174,56 @@ fn init_tracing(verbose: u8) {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
-    let host = load_host(&cli).await?;
+    // Reading a journal needs no tools: do not load (or compile) any.
+    if let Command::Journal {
+        run_dir,
+        invocation,
+        json,
+    } = &cli.command
+    {
+        inspect::print_journal(run_dir, *json, invocation.as_deref())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let host = load::host(load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache)).await?;
     match cli.command {
         Command::Tools {
             command: ToolsCommand::List { json },
-        } => {
-            list_tools(&host.catalog_items(), json)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        } => tools::list(&host.catalog_items(), json)?,
         Command::Call {
             tool,
             arguments,
+            profile,
+            run_dir,
+            runs_dir,
+            durability,
             json,
             seed,
             clock_ms,
-        } => call(&host, &tool, &arguments, json, seed, clock_ms).await,
-    }
-}
-
-fn cache_dir(cli: &Cli) -> Option<PathBuf> {
-    if cli.no_cache {
-        return None;
-    }
-    let from_env = |key: &str| std::env::var_os(key).filter(|value| !value.is_empty());
-    cli.cache_dir
-        .clone()
-        .or_else(|| from_env("TOOLHOST_CACHE_DIR").map(PathBuf::from))
-        .or_else(|| from_env("XDG_CACHE_HOME").map(|dir| PathBuf::from(dir).join("toolhost")))
-        .or_else(|| from_env("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost")))
-}
-
-async fn load_host(cli: &Cli) -> Result<ToolHost> {
-    let config = ToolHostConfig {
-        sandbox: SandboxConfig {
-            cache_dir: cache_dir(cli),
-            ..SandboxConfig::default()
-        },
-        ..ToolHostConfig::default()
-    };
-    // Compiling a component takes a noticeable moment the first time; show it
-    // on a terminal (indicatif draws nothing when stderr is not one).
-    let progress = ProgressBar::new_spinner();
-    progress.set_style(
-        ProgressStyle::with_template("{spinner} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    let observe = |event: LoadEvent<'_>| match event {
-        LoadEvent::Compiling { label, bytes } => {
-            progress.enable_steady_tick(Duration::from_millis(80));
-            progress.set_message(format!("compiling {label} ({} KiB)", bytes / 1024));
+        } => {
+            let entropy = match seed {
+                None => CallEntropy::fresh(),
+                Some(seed) => CallEntropy {
+                    seed,
+                    clock_ms: clock_ms.unwrap_or_else(|| CallEntropy::fresh().clock_ms),
+                },
+            };
+            let args = call::CallArgs {
+                tool,
+                arguments,
+                json,
+                entropy,
+                profile,
+                run_dir,
+                runs_dir,
+                durability: durability.into(),
+            };
+            return call::call(&host, args).await;
         }
-        LoadEvent::Compiled { label, elapsed } => {
-            progress.println(format!("compiled {label} in {} ms", elapsed.as_millis()));
+        Command::Snapshot { profile, child, id } => {
+            let profile = load::profile(profile.as_deref())?;
+            inspect::print_snapshot(&host, &profile, child, &id)?;
         }
-        LoadEvent::CacheRejected { label, reason } => {
-            progress.println(format!("cache entry for {label} rejected: {reason}"));
-        }
-        LoadEvent::FromCache { .. } => {}
-    };
-    let host = ToolHost::with_builtins(config, &observe)
-        .await
-        .context("loading the builtin tools")?;
-    progress.finish_and_clear();
-    Ok(host)
-}
-
-fn list_tools(items: &[AgentToolCatalogItemDto], json: bool) -> Result<()> {
-    if json {
-        let rows: Vec<_> = items
-            .iter()
-            .map(|item| {
-                let mut row = serde_json::to_value(item)?;
-                row["alias"] = json!(alias::builtin_alias(item.id.native_name()));
-                Ok(row)
-            })
-            .collect::<Result<_, serde_json::Error>>()?;
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
+        Command::Journal { .. } => unreachable!("handled above"),
     }
-    let header = ["ID", "ALIAS", "TITLE", "ANNOTATIONS", "SOURCE"].map(String::from);
-    let rows: Vec<[String; 5]> = items
-        .iter()
-        .map(|item| {
-            [
-                item.id.to_string(),
-                alias::builtin_alias(item.id.native_name()),
-                item.title.clone().unwrap_or_default(),
-                annotation_summary(&item.annotations),
-                format!(
-                    "{} {} ({})",
-                    item.source.kind,
-                    item.source.name,
-                    item.source.capabilities.join(", ")
-                ),
-            ]
-        })
-        .collect();
-    let mut widths = header.clone().map(|cell| cell.len());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    for row in std::iter::once(&header).chain(&rows) {
-        let line: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        println!("{}", line.join("  ").trim_end());
-    }
-    Ok(())
-}
-
-/// The flags that are set, then the source kind: `readOnly, sourceKind=random`.
-fn annotation_summary(annotations: &serde_json::Value) -> String {
-    let Some(map) = annotations.as_object() else {
-        return String::new();
-    };
-    let mut parts: Vec<String> = map
-        .iter()
-        .filter(|(_, value)| value.as_bool() == Some(true))
-        .map(|(key, _)| key.clone())
-        .collect();
-    if let Some(kind) = map.get("sourceKind").and_then(|kind| kind.as_str()) {
-        parts.push(format!("sourceKind={kind}"));
-    }
-    parts.join(", ")
-}
-
-async fn call(
-    host: &ToolHost,
-    tool: &str,
-    arguments: &str,
-    json: bool,
-    seed: Option<u64>,
-    clock_ms: Option<u64>,
-) -> Result<ExitCode> {
-    let descriptor = host.catalog().lookup(tool)?;
-    let invocation = ToolInvocation {
-        call_id: format!("cli_{}", uuid::Uuid::new_v4().simple()),
-        tool_id: descriptor.id.clone(),
-        arguments: arguments_from_text(arguments),
-        provider_metadata: serde_json::Value::Null,
-    };
-    let entropy = match seed {
-        None => CallEntropy::fresh(),
-        Some(seed) => CallEntropy {
-            seed,
-            clock_ms: clock_ms.unwrap_or_else(|| CallEntropy::fresh().clock_ms),
-        },
-    };
-    let execution = host.execute(&invocation, entropy).await?;
-    if json {
-        let output = json!({ "result": execution.result, "report": execution.report });
-        println!("{}", serde_json::to_string_pretty(&output)?);
-    } else {
-        println!("{}", execution.result.model_text());
-    }
-    Ok(if execution.result.is_error {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::SUCCESS)
 }

@@ -5,14 +5,40 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// Run `toolhost` with its cache in `cache`, working in `cache` too, so the
+/// run directories it creates (`runs/…`) stay inside the test's temp dir.
 fn toolhost(cache: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(cache)
         .arg("--cache-dir")
         .arg(cache)
         .args(args)
         .env_remove("TOOLHOST_LOG")
+        .env_remove("TOOLHOST_RUNS_DIR")
         .output()
         .expect("run toolhost")
+}
+
+/// The run directory a `call` reported on stderr (`run: <dir>`).
+fn run_dir(cache: &Path, output: &Output) -> std::path::PathBuf {
+    let text = stderr(output);
+    let line = text
+        .lines()
+        .find_map(|line| line.strip_prefix("run: "))
+        .unwrap_or_else(|| panic!("no run line in {text}"));
+    cache.join(line)
+}
+
+fn journal_types(cache: &Path, run: &Path) -> Vec<String> {
+    let output = toolhost(cache, &["journal", run.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let events: Value = serde_json::from_slice(&output.stdout).expect("json");
+    events
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|event| event["type"].as_str().expect("type").to_owned())
+        .collect()
 }
 
 fn stdout(output: &Output) -> String {
@@ -186,4 +212,210 @@ fn compiled_components_are_cached_between_runs() {
     let output = toolhost(cache.path(), &["call", "dice.roll", r#"{"formula":"d6"}"#]);
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(entries(), first);
+}
+
+#[test]
+fn a_call_is_journalled_and_audited_in_its_run_directory() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let output = toolhost(cache.path(), &["call", "dice.roll", r#"{"formula":"2d4"}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let run = run_dir(cache.path(), &output);
+    assert!(
+        run.starts_with(cache.path().join("runs")),
+        "{}",
+        run.display()
+    );
+    assert_eq!(
+        journal_types(cache.path(), &run),
+        [
+            "run_started",
+            "context_assembled",
+            "model_request_created",
+            "tool_call_requested",
+            "tool_call_started",
+            "tool_result_stored",
+            "tool_call_completed",
+            "run_completed"
+        ]
+    );
+    let args = std::fs::read_dir(run.join("tool-args"))
+        .expect("tool-args")
+        .count();
+    let results = std::fs::read_dir(run.join("tool-results"))
+        .expect("tool-results")
+        .count();
+    assert_eq!((args, results), (1, 1));
+    assert!(
+        run.join("input/invocations/inv_root/tool_snapshot.json")
+            .is_file()
+    );
+
+    // The readable table shows the same events.
+    let output = toolhost(cache.path(), &["journal", run.to_str().expect("utf-8")]);
+    let table = stdout(&output);
+    assert!(table.starts_with("SEQ"), "{table}");
+    assert!(table.contains("tool_call_completed"), "{table}");
+    assert!(table.contains("builtin:dice.roll ok in"), "{table}");
+}
+
+#[test]
+fn budgets_hold_across_calls_in_one_run_directory() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let profile = cache.path().join("roller.json");
+    std::fs::write(
+        &profile,
+        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"roller",
+            "tools":{"allow":["dice.roll"],"maxCallsPerRun":3,"maxCallsPerTool":{"dice.roll":2}}}"#,
+    )
+    .expect("profile");
+    let profile = profile.to_str().expect("utf-8");
+    let call = |extra: &[&str]| {
+        let mut args = vec!["call", "--run-dir", "r", "dice.roll", r#"{"formula":"d6"}"#];
+        args.extend_from_slice(extra);
+        toolhost(cache.path(), &args)
+    };
+    assert_eq!(call(&["--profile", profile]).status.code(), Some(0));
+    assert_eq!(call(&[]).status.code(), Some(0), "continues the run");
+    let third = call(&[]);
+    assert_eq!(third.status.code(), Some(1), "{}", stderr(&third));
+    assert!(
+        stdout(&third).starts_with("## Tool error\n\nagent.tool_budget_exhausted: `dice_roll`"),
+        "{}",
+        stdout(&third)
+    );
+    let types = journal_types(cache.path(), &cache.path().join("r"));
+    assert_eq!(
+        types.iter().filter(|t| *t == "tool_call_started").count(),
+        2
+    );
+    assert_eq!(types.iter().filter(|t| *t == "run_resumed").count(), 2);
+    assert_eq!(types.iter().filter(|t| *t == "tool_call_failed").count(), 1);
+
+    // A continued run keeps its frozen profile: another one is refused.
+    let other = cache.path().join("other.json");
+    std::fs::write(
+        &other,
+        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"other","tools":{"allow":["dice.roll"]}}"#,
+    )
+    .expect("profile");
+    let refused = call(&["--profile", other.to_str().expect("utf-8")]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("was created with profile `roller`"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn a_tool_the_profile_does_not_offer_is_a_policy_denial() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/default.json");
+    let output = toolhost(
+        cache.path(),
+        &[
+            "call",
+            "--profile",
+            default,
+            "dice.roll",
+            r#"{"formula":"d6"}"#,
+        ],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(text.contains("agent.tool_policy_denied"), "{text}");
+    assert!(text.contains("not in tools.allow"), "{text}");
+    let run = run_dir(cache.path(), &output);
+    let types = journal_types(cache.path(), &run);
+    assert_eq!(types.last().map(String::as_str), Some("run_failed"));
+    assert!(!types.iter().any(|t| t == "tool_call_started"));
+
+    let profile = cache.path().join("denied.json");
+    std::fs::write(
+        &profile,
+        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"denied",
+            "tools":{"allow":["dice.roll"],"deny":["builtin:dice.roll"]}}"#,
+    )
+    .expect("profile");
+    let output = toolhost(
+        cache.path(),
+        &[
+            "call",
+            "--profile",
+            profile.to_str().expect("utf-8"),
+            "dice.roll",
+            "{}",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("denied by tools.deny"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_bad_profile_is_refused_naming_the_field() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let profile = cache.path().join("bad.json");
+    std::fs::write(
+        &profile,
+        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"bad",
+            "tools":{"allow":["dice.roll","dice.rol"]}}"#,
+    )
+    .expect("profile");
+    let output = toolhost(
+        cache.path(),
+        &["snapshot", "--profile", profile.to_str().expect("utf-8")],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(text.contains("`tools.allow[1]`"), "{text}");
+    assert!(text.contains("dice.rol"), "{text}");
+}
+
+#[test]
+fn snapshot_prints_the_compiled_snapshot_and_what_was_left_out() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let profile = cache.path().join("p.json");
+    std::fs::write(
+        &profile,
+        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"p",
+            "tools":{"allow":["workspace.finish","dice.roll"],"maxCallsPerRun":7,"maxCallsPerTool":{"dice.roll":2}},
+            "sandbox":{"limits":{"dice.roll":{"deadlineMs":250}}}}"#,
+    )
+    .expect("profile");
+    let profile = profile.to_str().expect("utf-8");
+    let output = toolhost(cache.path(), &["snapshot", "--profile", profile]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let snapshot: Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(snapshot["id"], "inv_root");
+    assert_eq!(snapshot["maxCallsPerInvocation"], 7);
+    assert_eq!(snapshot["bindings"][0]["modelAlias"], "dice_roll");
+    assert_eq!(snapshot["bindings"][0]["maxCalls"], 2);
+    assert_eq!(
+        snapshot["bindings"][0]["limits"],
+        serde_json::json!({"deadlineMs": 250})
+    );
+    assert!(
+        stderr(&output).contains("omitted builtin:workspace.finish"),
+        "{}",
+        stderr(&output)
+    );
+
+    let child = toolhost(cache.path(), &["snapshot", "--profile", profile, "--child"]);
+    assert_eq!(child.status.code(), Some(0));
+    let text = stderr(&child);
+    assert!(
+        text.contains("omitted builtin:workspace.finish: a return-mode child"),
+        "{text}"
+    );
+    assert!(text.contains("omitted builtin:task.return"), "{text}");
+
+    // Without --profile: the built-in default, where dice are off.
+    let default = toolhost(cache.path(), &["snapshot"]);
+    assert_eq!(default.status.code(), Some(0));
+    let snapshot: Value = serde_json::from_slice(&default.stdout).expect("json");
+    assert!(!snapshot.to_string().contains("dice_roll"));
 }

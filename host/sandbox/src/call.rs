@@ -85,6 +85,20 @@ impl Sandbox {
         arguments: &Value,
         entropy: CallEntropy,
     ) -> CallReport {
+        self.call_under(tool, &tool.limits, arguments, entropy)
+            .await
+    }
+
+    /// [`Sandbox::call`] under other limits than the tool's own: a profile's
+    /// overrides, already resolved against the host policy
+    /// ([`HostPolicy::resolve`](crate::HostPolicy::resolve)).
+    pub async fn call_under(
+        &self,
+        tool: &ToolComponent,
+        limits: &Limits,
+        arguments: &Value,
+        entropy: CallEntropy,
+    ) -> CallReport {
         if !arguments.is_object() {
             return early(
                 entropy,
@@ -96,28 +110,24 @@ impl Sandbox {
         }
         // serde_json's writer, not `Display`: this is on every call's path.
         let text = serde_json::to_string(arguments).unwrap_or_default();
-        if text.len() as u64 > tool.limits.argument_bytes {
+        if text.len() as u64 > limits.argument_bytes {
             return early(
                 entropy,
                 Err(SandboxFailure::ArgumentsTooLarge {
-                    limit: tool.limits.argument_bytes,
+                    limit: limits.argument_bytes,
                     size: text.len() as u64,
                 }),
             );
         }
 
         let invocation = self
-            .invoke(
-                &tool.label,
-                &tool.pre,
-                &tool.limits,
-                entropy,
-                Export::Call(&text),
-            )
+            .invoke(&tool.label, &tool.pre, limits, entropy, Export::Call(&text))
             .await;
         let result = invocation.result.and_then(|result| match result {
-            ExportResult::Call(Ok(output)) => accept_output(tool, output).map(ToolOutcome::Success),
-            ExportResult::Call(Err(error)) => accept_error(tool, error).map(ToolOutcome::Error),
+            ExportResult::Call(Ok(output)) => {
+                accept_output(tool, limits, output).map(ToolOutcome::Success)
+            }
+            ExportResult::Call(Err(error)) => accept_error(limits, error).map(ToolOutcome::Error),
             ExportResult::Descriptor(_) => unreachable!("call() returns a call result"),
         });
         CallReport {
@@ -366,12 +376,13 @@ fn parse_json(what: &str, text: Option<&str>) -> Result<Value, SandboxFailure> {
 
 fn accept_output(
     tool: &ToolComponent,
+    limits: &Limits,
     output: wit::ToolOutput,
 ) -> Result<ToolSuccess, SandboxFailure> {
     let size = output.content.len()
         + output.structured.as_ref().map_or(0, String::len)
         + output.resource_refs.iter().map(String::len).sum::<usize>();
-    check_size(&tool.limits, size)?;
+    check_size(limits, size)?;
     let structured = parse_json("structured output", output.structured.as_deref())?;
     let effect = match output.effect {
         None => None,
@@ -404,13 +415,10 @@ fn is_valid_error_code(code: &str) -> bool {
         })
 }
 
-fn accept_error(
-    tool: &ToolComponent,
-    error: wit::ToolError,
-) -> Result<ToolFailure, SandboxFailure> {
+fn accept_error(limits: &Limits, error: wit::ToolError) -> Result<ToolFailure, SandboxFailure> {
     let size =
         error.code.len() + error.message.len() + error.structured.as_ref().map_or(0, String::len);
-    check_size(&tool.limits, size)?;
+    check_size(limits, size)?;
     if !is_valid_error_code(&error.code) {
         return Err(invalid(format!(
             "its error code {:?} is not a dotted lowercase code outside `sandbox.`",

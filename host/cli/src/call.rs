@@ -1,0 +1,171 @@
+//! `toolhost call`: one tool call, as a model's would go — profile →
+//! snapshot → turn → gate → sandbox → audit files and journal — in a run
+//! directory the person can inspect afterwards with `toolhost journal`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use toolhost_core::{
+    Classified, ExitPolicy, Profile, ProviderToolCall, ToolChoice, ToolId, snapshot::OmitReason,
+};
+use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
+use toolhost_runtime::{InvocationSession, Run, RunFailure, ToolHost};
+use toolhost_sandbox::CallEntropy;
+
+use crate::load;
+
+pub struct CallArgs {
+    pub tool: String,
+    pub arguments: String,
+    pub json: bool,
+    pub entropy: CallEntropy,
+    pub profile: Option<PathBuf>,
+    pub run_dir: Option<PathBuf>,
+    pub runs_dir: PathBuf,
+    pub durability: Durability,
+}
+
+pub async fn call(host: &ToolHost, args: CallArgs) -> Result<ExitCode> {
+    let tool = host.catalog().lookup(&args.tool)?.id.clone();
+    // Without a profile the person gets exactly the tool they named.
+    let profile = match &args.profile {
+        Some(path) => Some(load::profile(Some(path))?),
+        None => None,
+    };
+    let (run, mut session) = open_session(host, &args, profile.as_ref(), &tool)?;
+    eprintln!("run: {}", run.root().display());
+
+    if !session.snapshot().contains(&tool) {
+        let reason = not_offered(&session, profile.as_ref(), &tool);
+        return fail(&run, RunFailure::NotOffered(reason));
+    }
+    match call_once(host, &mut session, &tool, &args).await {
+        Ok((text, is_error, details)) => {
+            run.complete()?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&details)?);
+            } else {
+                println!("{text}");
+            }
+            Ok(if is_error {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Err(failure) => fail(&run, failure),
+    }
+}
+
+async fn call_once(
+    host: &ToolHost,
+    session: &mut InvocationSession,
+    tool: &ToolId,
+    args: &CallArgs,
+) -> Result<(String, bool, Value), RunFailure> {
+    let turn = session.begin_turn(ToolChoice::Specific(tool.clone()), "cli")?;
+    // Decode through the turn like a provider's reply, so the arguments are
+    // read exactly as a model's would be.
+    let invocation = turn.decode_call(ProviderToolCall {
+        call_id: Some(format!("cli_{}", uuid::Uuid::new_v4().simple())),
+        name: turn.alias_of(tool).map(str::to_owned),
+        arguments: Some(Value::String(args.arguments.clone())),
+        provider_metadata: Value::Null,
+    })?;
+    let outcome = session.call(host, &turn, invocation, args.entropy).await?;
+    let details = json!({
+        "result": outcome.result,
+        "report": outcome.report,
+        "runDir": session.run().root(),
+        "resultRef": outcome.result_ref,
+    });
+    Ok((outcome.model_text(), outcome.result.is_error, details))
+}
+
+/// Journal the failure, say it, exit 2.
+fn fail(run: &Arc<Run>, failure: RunFailure) -> Result<ExitCode> {
+    if let Err(journal) = run.fail(&failure) {
+        eprintln!("error: could not journal the failure: {journal}");
+    }
+    eprintln!("error: {failure} ({})", failure.class());
+    Ok(ExitCode::from(2))
+}
+
+/// A new run (the default, or `--run-dir` naming an empty or absent
+/// directory), or an existing one continued (`--run-dir` naming a run).
+fn open_session(
+    host: &ToolHost,
+    args: &CallArgs,
+    profile: Option<&Profile>,
+    tool: &ToolId,
+) -> Result<(Arc<Run>, InvocationSession)> {
+    if let Some(dir) = &args.run_dir
+        && dir.join("run.json").exists()
+    {
+        return continue_run(dir, profile);
+    }
+    let profile = match profile {
+        Some(profile) => profile.clone(),
+        None => Profile::for_tools("cli-call", vec![tool.clone()]),
+    };
+    let run = match &args.run_dir {
+        Some(dir) => Run::create(dir, &profile, args.durability)?,
+        None => Run::create_under(&args.runs_dir, &profile, args.durability)?,
+    };
+    let session = run.start_invocation(
+        &profile,
+        host.snapshot_sources(),
+        ROOT_INVOCATION_ID,
+        ExitPolicy::RunFinishAllowed,
+    );
+    match session {
+        Ok(session) => Ok((run, session)),
+        Err(failure) => {
+            let _ = run.fail(&failure);
+            Err(failure.into())
+        }
+    }
+}
+
+/// Go on with an existing run: its frozen profile and snapshot, and a gate
+/// that remembers the calls already made.
+fn continue_run(dir: &Path, profile: Option<&Profile>) -> Result<(Arc<Run>, InvocationSession)> {
+    let (run, recovery) =
+        Run::open(dir).with_context(|| format!("reopening run {}", dir.display()))?;
+    if let Some(torn) = recovery.torn_bytes {
+        eprintln!("note: cut a torn last journal line ({torn} bytes) left by a crash");
+    }
+    if let Some(profile) = profile
+        && !run.was_created_with(profile)
+    {
+        bail!(
+            "run {} was created with profile `{}`; its snapshot is frozen, so omit --profile or start a new run",
+            dir.display(),
+            run.manifest().profile.id
+        );
+    }
+    let session = run
+        .resume_invocation(ROOT_INVOCATION_ID)?
+        .with_context(|| format!("run {} has no root invocation", dir.display()))?;
+    Ok((run, session))
+}
+
+fn not_offered(session: &InvocationSession, profile: Option<&Profile>, tool: &ToolId) -> String {
+    let why = session
+        .diagnostics()
+        .iter()
+        .find(|diagnostic| &diagnostic.tool_id == tool)
+        .map(|diagnostic| match diagnostic.reason {
+            OmitReason::Denied => "it is denied by tools.deny".to_owned(),
+            _ => diagnostic.message.clone(),
+        })
+        .unwrap_or_else(|| match profile {
+            Some(_) => "it is not in tools.allow".to_owned(),
+            None => "the run's frozen snapshot does not offer it".to_owned(),
+        });
+    let profile_id = &session.run().manifest().profile.id;
+    format!("`{tool}` is not offered to profile `{profile_id}`: {why}")
+}

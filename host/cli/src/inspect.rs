@@ -1,0 +1,165 @@
+//! `toolhost snapshot` and `toolhost journal`: look at what a run is given
+//! and what it did.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+use toolhost_core::{ExitPolicy, Profile, snapshot};
+use toolhost_journal::{JournalEvent, RunLayout, read_events};
+use toolhost_runtime::ToolHost;
+
+use crate::table;
+
+/// Compile `profile` against the loaded catalog and print the snapshot
+/// (JSON on stdout; what was left out, and why, on stderr).
+pub fn print_snapshot(host: &ToolHost, profile: &Profile, child: bool, id: &str) -> Result<()> {
+    let exit_policy = if child {
+        ExitPolicy::TaskReturnRequired
+    } else {
+        ExitPolicy::RunFinishAllowed
+    };
+    let compiled = snapshot::compile(profile, host.snapshot_sources(), id, exit_policy)?;
+    println!("{}", compiled.snapshot.to_json_pretty());
+    for diagnostic in &compiled.diagnostics {
+        eprintln!("omitted {}: {}", diagnostic.tool_id, diagnostic.message);
+    }
+    Ok(())
+}
+
+/// Print a run's journal as a table (or its raw events as a JSON array).
+pub fn print_journal(run_dir: &Path, json: bool, invocation: Option<&str>) -> Result<()> {
+    let path = RunLayout::new(run_dir).journal().absolute;
+    let events = read_events(&path).with_context(|| format!("reading {}", path.display()))?;
+    let events: Vec<&JournalEvent> = events
+        .iter()
+        .filter(|event| {
+            invocation.is_none_or(|wanted| {
+                event
+                    .scope()
+                    .is_ok_and(|scope| scope.invocation_id == wanted)
+            })
+        })
+        .collect();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&events)?);
+        return Ok(());
+    }
+    let rows: Vec<[String; 6]> = events
+        .iter()
+        .map(|event| {
+            [
+                event.seq.to_string(),
+                clock_time(&event.timestamp),
+                format!("{:?}", event.level).to_lowercase(),
+                event.r#type.clone(),
+                event
+                    .scope()
+                    .map(|scope| scope.invocation_id)
+                    .unwrap_or_default(),
+                details(event),
+            ]
+        })
+        .collect();
+    table::print(
+        ["SEQ", "TIME", "LEVEL", "TYPE", "INVOCATION", "DETAILS"],
+        &rows,
+    );
+    Ok(())
+}
+
+/// `2026-12-03T02:27:09.123Z` → `02:27:09.123`.
+fn clock_time(timestamp: &str) -> String {
+    timestamp
+        .split_once('T')
+        .map_or(timestamp, |(_, time)| time.trim_end_matches('Z'))
+        .to_owned()
+}
+
+/// One line saying what the event records.
+fn details(event: &JournalEvent) -> String {
+    let payload = &event.payload;
+    let text = |key: &str| payload.get(key).and_then(Value::as_str).unwrap_or("");
+    let number = |key: &str| payload.get(key).and_then(Value::as_u64).unwrap_or(0);
+    match event.r#type.as_str() {
+        "run_started" => format!("profile {}", text("profileId")),
+        "run_resumed" => match payload.get("tornBytes").and_then(Value::as_u64) {
+            Some(torn) => format!(
+                "after seq {}; cut a torn line of {torn} bytes",
+                number("previousSeq")
+            ),
+            None => format!("after seq {}", number("previousSeq")),
+        },
+        "context_assembled" => {
+            let tools: Vec<&str> = payload["snapshot"]["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|tool| tool["alias"].as_str())
+                .collect();
+            let omitted = payload["diagnostics"].as_array().map_or(0, Vec::len);
+            format!(
+                "snapshot {}: {} tool(s) [{}], {omitted} omitted, budget {}",
+                text("snapshotId"),
+                tools.len(),
+                tools.join(", "),
+                payload["snapshot"]["maxCallsPerInvocation"]
+            )
+        }
+        "model_request_created" => format!(
+            "round {}: {} tool(s), choice {}",
+            number("round"),
+            payload["turnContract"]["tools"]
+                .as_array()
+                .map_or(0, Vec::len),
+            payload["turnContract"]["choice"]
+        ),
+        "tool_call_requested" => format!(
+            "{} call {} args {}",
+            text("toolId"),
+            text("callId"),
+            text("argumentsRef")
+        ),
+        "tool_call_started" => format!("{} call {}", text("toolId"), text("callId")),
+        "tool_result_stored" => text("path").to_owned(),
+        "tool_call_completed" => {
+            let fuel = payload["sandbox"]["fuelConsumed"]
+                .as_u64()
+                .map(|fuel| format!(", {fuel} fuel"))
+                .unwrap_or_default();
+            format!("{} ok in {} ms{fuel}", text("toolId"), number("elapsedMs"))
+        }
+        "tool_call_failed" => {
+            let code = payload
+                .get("errorCode")
+                .or_else(|| payload.get("code"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let message = text("message");
+            if message.starts_with(code) {
+                format!("{} {}", text("toolId"), first_line(message))
+            } else {
+                format!("{} {code}: {}", text("toolId"), first_line(message))
+            }
+        }
+        "run_failed" => format!("{}: {}", text("code"), first_line(text("message"))),
+        "run_completed" => String::new(),
+        _ => {
+            let mut compact = payload.clone();
+            if let Some(object) = compact.as_object_mut() {
+                object.remove("eventScope");
+            }
+            first_line(&compact.to_string())
+        }
+    }
+}
+
+/// The first line, at most 100 characters.
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("");
+    let mut cut: String = line.chars().take(100).collect();
+    if cut.len() < line.len() {
+        cut.push('…');
+    }
+    cut
+}

@@ -1,0 +1,70 @@
+//! Loading the tool host for a command: cache location, progress on a terminal.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use toolhost_core::Profile;
+use toolhost_runtime::{ToolHost, ToolHostConfig};
+use toolhost_sandbox::{LoadEvent, SandboxConfig};
+
+/// The component cache directory: the flag, else `$TOOLHOST_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`; none with `--no-cache`.
+pub fn cache_dir(flag: Option<&Path>, no_cache: bool) -> Option<PathBuf> {
+    if no_cache {
+        return None;
+    }
+    let from_env = |key: &str| std::env::var_os(key).filter(|value| !value.is_empty());
+    flag.map(Path::to_path_buf)
+        .or_else(|| from_env("TOOLHOST_CACHE_DIR").map(PathBuf::from))
+        .or_else(|| from_env("XDG_CACHE_HOME").map(|dir| PathBuf::from(dir).join("toolhost")))
+        .or_else(|| from_env("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost")))
+}
+
+pub async fn host(cache_dir: Option<PathBuf>) -> Result<ToolHost> {
+    let config = ToolHostConfig {
+        sandbox: SandboxConfig {
+            cache_dir,
+            ..SandboxConfig::default()
+        },
+        ..ToolHostConfig::default()
+    };
+    // Compiling a component takes a noticeable moment the first time; show it
+    // on a terminal (indicatif draws nothing when stderr is not one).
+    let progress = ProgressBar::new_spinner();
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let observe = |event: LoadEvent<'_>| match event {
+        LoadEvent::Compiling { label, bytes } => {
+            progress.enable_steady_tick(Duration::from_millis(80));
+            progress.set_message(format!("compiling {label} ({} KiB)", bytes / 1024));
+        }
+        LoadEvent::Compiled { label, elapsed } => {
+            progress.println(format!("compiled {label} in {} ms", elapsed.as_millis()));
+        }
+        LoadEvent::CacheRejected { label, reason } => {
+            progress.println(format!("cache entry for {label} rejected: {reason}"));
+        }
+        LoadEvent::FromCache { .. } => {}
+    };
+    let host = ToolHost::with_builtins(config, &observe)
+        .await
+        .context("loading the builtin tools")?;
+    progress.finish_and_clear();
+    Ok(host)
+}
+
+/// A profile file, or the built-in default profile when no path is given.
+pub fn profile(path: Option<&Path>) -> Result<Profile> {
+    match path {
+        None => Ok(Profile::default_writer()?),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading profile {}", path.display()))?;
+            Profile::from_json(&text).with_context(|| format!("profile {}", path.display()))
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! `RunFailure`: what ends a run. Everything else a call can go through —
+//! a tool error, a sandbox limit, an exhausted budget — is a result the model
+//! reads, and never reaches this type.
+
+use toolhost_core::{
+    Classified, ErrorClass, GateRejection, IdentityMismatch, ModelCallError, SnapshotError,
+    TurnError,
+};
+use toolhost_journal::{AuditError, JournalError, RunError};
+
+use crate::host::ExecuteError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunFailure {
+    /// A journal append failed: without its journal the run cannot go on.
+    #[error("journal.append_failed: {0}")]
+    Journal(#[from] JournalError),
+    /// An audit fact could not be stored, or would have overwritten one.
+    #[error("{code}: {0}", code = audit_code(.0))]
+    Audit(#[from] AuditError),
+    /// The run directory could not be created or reopened.
+    #[error("run.directory_failed: {0}")]
+    Directory(#[from] RunError),
+    #[error(transparent)]
+    Identity(#[from] Box<IdentityMismatch>),
+    #[error("{code}: {0}", code = .0.code())]
+    Execute(#[from] ExecuteError),
+    /// A fail-fast gate rejection (turn contract broken, or a runtime bug).
+    #[error(transparent)]
+    Gate(GateRejection),
+    #[error(transparent)]
+    Turn(#[from] TurnError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The provider's reply broke the request's contract.
+    #[error(transparent)]
+    Model(#[from] ModelCallError),
+    /// A person asked for a tool the invocation does not offer (the CLI;
+    /// a model's unknown call is a `Model` or `Gate` failure instead).
+    #[error("agent.tool_policy_denied: {0}")]
+    NotOffered(String),
+    /// A stored file of the run (snapshot, profile) does not parse.
+    #[error("run.state_invalid: {0}")]
+    State(String),
+}
+
+fn audit_code(error: &AuditError) -> &'static str {
+    match error {
+        AuditError::DuplicateCallId { .. } => "audit.duplicate_call_id",
+        AuditError::DigestCollision { .. } => "audit.digest_collision",
+        AuditError::AlreadyExists { .. } => "audit.already_exists",
+        _ => "audit.write_failed",
+    }
+}
+
+impl Classified for RunFailure {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Journal(_) => "journal.append_failed",
+            Self::Audit(error) => audit_code(error),
+            Self::Directory(_) => "run.directory_failed",
+            Self::Identity(_) => "tool.result_identity_mismatch",
+            Self::Execute(error) => error.code(),
+            Self::Gate(rejection) => rejection.code(),
+            Self::Turn(error) => error.code(),
+            Self::Snapshot(error) => error.code(),
+            Self::Model(error) => error.code(),
+            Self::NotOffered(_) => "agent.tool_policy_denied",
+            Self::State(_) => "run.state_invalid",
+        }
+    }
+
+    fn class(&self) -> ErrorClass {
+        match self {
+            Self::Gate(rejection) => rejection.class(),
+            Self::Model(error) => error.class(),
+            Self::NotOffered(_) => ErrorClass::PolicyDenied { fail_fast: true },
+            _ => ErrorClass::SystemFailure,
+        }
+    }
+}

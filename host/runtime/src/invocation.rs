@@ -1,0 +1,274 @@
+//! `InvocationSession`: one invocation's serial tool loop state — its frozen
+//! snapshot, its gate, its round — and the path every tool call takes:
+//!
+//! ```text
+//! arguments stored (create-only) → tool_call_requested
+//!   → gate ── rejected ──────────────────────────────┐
+//!   → tool_call_started → executor → identity check   │
+//!   → result stored (create-only) → tool_result_stored ◄┘
+//!   → tool_call_completed | tool_call_failed
+//! ```
+//!
+//! A rejected or failed call the run survives (budget exhausted, tool error,
+//! sandbox limit) comes back as a [`CallOutcome`] the model reads; anything
+//! that ends the run is a [`RunFailure`], journalled as an `error`-level
+//! `tool_call_failed` before it is returned.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use toolhost_core::{
+    AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ToolChoice, ToolEffect,
+    ToolInvocation, ToolOutcome, ToolRequestGate, ToolTurnContract, snapshot::SnapshotDiagnostic,
+};
+use toolhost_journal::{
+    ModelRequestCreated, ToolCallOutcome, ToolCallRequested, ToolCallStarted, ToolCallSystemFailed,
+    ToolResultStored,
+};
+use toolhost_sandbox::{CallEntropy, CallReport};
+
+use crate::failure::RunFailure;
+use crate::host::ToolExecutor;
+use crate::run::Run;
+
+/// A finished call the run goes on after.
+#[derive(Debug)]
+pub struct CallOutcome {
+    pub result: AgentToolResult,
+    /// For the runtime to apply (control tools only).
+    pub effect: Option<ToolEffect>,
+    /// The sandbox's report, when the call reached the sandbox.
+    pub report: Option<CallReport>,
+    /// Run-relative path of the stored result (`tool-results/call_<hex>.json`).
+    pub result_ref: String,
+}
+
+impl CallOutcome {
+    /// Exactly what the model reads for this call.
+    pub fn model_text(&self) -> String {
+        self.result.model_text()
+    }
+}
+
+#[derive(Debug)]
+pub struct InvocationSession {
+    run: Arc<Run>,
+    invocation_id: String,
+    snapshot: Arc<InvocationToolSnapshot>,
+    gate: ToolRequestGate,
+    round: u32,
+    /// Why allowed tools were left out of the snapshot (empty on resume).
+    diagnostics: Vec<SnapshotDiagnostic>,
+}
+
+impl InvocationSession {
+    pub(crate) fn new(
+        run: Arc<Run>,
+        invocation_id: &str,
+        snapshot: Arc<InvocationToolSnapshot>,
+        gate: Option<ToolRequestGate>,
+        round: u32,
+    ) -> Self {
+        Self {
+            gate: gate.unwrap_or_else(|| ToolRequestGate::new(Arc::clone(&snapshot))),
+            run,
+            invocation_id: invocation_id.to_owned(),
+            snapshot,
+            round,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    pub(crate) fn with_diagnostics(mut self, diagnostics: Vec<SnapshotDiagnostic>) -> Self {
+        self.diagnostics = diagnostics;
+        self
+    }
+
+    pub fn diagnostics(&self) -> &[SnapshotDiagnostic] {
+        &self.diagnostics
+    }
+
+    pub fn invocation_id(&self) -> &str {
+        &self.invocation_id
+    }
+
+    pub fn snapshot(&self) -> &Arc<InvocationToolSnapshot> {
+        &self.snapshot
+    }
+
+    pub fn gate(&self) -> &ToolRequestGate {
+        &self.gate
+    }
+
+    pub fn round(&self) -> u32 {
+        self.round
+    }
+
+    pub fn run(&self) -> &Arc<Run> {
+        &self.run
+    }
+
+    /// Start the next model request: every tool of the snapshot under
+    /// `choice`, journalled as `model_request_created`.
+    pub fn begin_turn(
+        &mut self,
+        choice: ToolChoice,
+        requester: &str,
+    ) -> Result<ModelTurn, RunFailure> {
+        let contract = ToolTurnContract::all(&self.snapshot, choice)?;
+        let turn = ModelTurn::new(&self.snapshot, contract)?;
+        self.round += 1;
+        self.run.record(&ModelRequestCreated {
+            round: self.round,
+            invocation_id: self.invocation_id.clone(),
+            turn_contract: serde_json::to_value(turn.contract()).unwrap_or(Value::Null),
+            request: Run::request_summary(requester, turn.tools().len()),
+        })?;
+        Ok(turn)
+    }
+
+    /// Take one call of `turn` through the gate, the executor and the audit.
+    pub async fn call<E: ToolExecutor>(
+        &mut self,
+        executor: &E,
+        turn: &ModelTurn,
+        invocation: ToolInvocation,
+        entropy: CallEntropy,
+    ) -> Result<CallOutcome, RunFailure> {
+        let started = Instant::now();
+        let tool_id = invocation.tool_id.clone();
+        let name = tool_id.native_name().to_owned();
+        let snapshot_id = self.snapshot.id().to_owned();
+        let round = self.round;
+
+        // The arguments are an audit fact before anything acts on them. A
+        // duplicate call id fails here, before any file is overwritten.
+        let arguments_ref = self.run.dir().store_tool_args(
+            &invocation.call_id,
+            &tool_id,
+            &self.invocation_id,
+            round,
+            &invocation.arguments,
+        )?;
+        self.run.record(&ToolCallRequested {
+            round,
+            invocation_id: self.invocation_id.clone(),
+            call_id: invocation.call_id.clone(),
+            tool_id: tool_id.clone(),
+            snapshot_id: snapshot_id.clone(),
+            name: name.clone(),
+            arguments_ref,
+        })?;
+
+        let execution = match self.gate.authorize_and_reserve(turn.contract(), &tool_id) {
+            Err(rejection) => match rejection.to_tool_failure() {
+                Some(failure) => {
+                    // Denied, but the run goes on: the model reads why.
+                    let (result, _) =
+                        AgentToolResult::from_outcome(&invocation, ToolOutcome::Error(failure));
+                    (result, None, None)
+                }
+                None => {
+                    let failure = RunFailure::Gate(rejection);
+                    return Err(self.system_failure(&invocation, round, failure));
+                }
+            },
+            Ok(_) => {
+                self.run.record(&ToolCallStarted {
+                    round,
+                    invocation_id: self.invocation_id.clone(),
+                    call_id: invocation.call_id.clone(),
+                    tool_id: tool_id.clone(),
+                    snapshot_id: snapshot_id.clone(),
+                    name: name.clone(),
+                })?;
+                let binding = self
+                    .snapshot
+                    .binding(&tool_id)
+                    .ok_or_else(|| RunFailure::State(format!("`{tool_id}` lost its binding")))?;
+                match executor.execute(&invocation, binding, entropy).await {
+                    Ok(execution) => (execution.result, execution.effect, Some(execution.report)),
+                    Err(error) => {
+                        return Err(self.system_failure(&invocation, round, error.into()));
+                    }
+                }
+            }
+        };
+        let (result, effect, report) = execution;
+        // Never interpret or store a result that belongs to another call.
+        if let Err(mismatch) = result.check_identity(&invocation) {
+            return Err(self.system_failure(&invocation, round, mismatch.into()));
+        }
+
+        let result_ref = match self
+            .run
+            .dir()
+            .store_tool_result(&self.invocation_id, round, &result)
+        {
+            Ok(path) => path,
+            Err(error) => return Err(self.system_failure(&invocation, round, error.into())),
+        };
+        self.run.record(&ToolResultStored {
+            round,
+            invocation_id: self.invocation_id.clone(),
+            call_id: invocation.call_id.clone(),
+            tool_id: tool_id.clone(),
+            path: result_ref.clone(),
+        })?;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let sandbox = report.as_ref().map(sandbox_summary);
+        let outcome = ToolCallOutcome::from_result(
+            round,
+            &self.invocation_id,
+            snapshot_id,
+            &result,
+            elapsed_ms,
+            sandbox,
+        );
+        outcome.record(self.run.dir().journal_mut())?;
+        Ok(CallOutcome {
+            result,
+            effect,
+            report,
+            result_ref,
+        })
+    }
+
+    /// Journal a failure that ends the run (best effort: if the journal
+    /// itself is what failed, the original failure is still returned).
+    fn system_failure(
+        &self,
+        invocation: &ToolInvocation,
+        round: u32,
+        failure: RunFailure,
+    ) -> RunFailure {
+        let event = ToolCallSystemFailed {
+            round,
+            invocation_id: self.invocation_id.clone(),
+            call_id: invocation.call_id.clone(),
+            tool_id: invocation.tool_id.clone(),
+            snapshot_id: self.snapshot.id().to_owned(),
+            name: invocation.tool_id.native_name().to_owned(),
+            code: failure.code().to_owned(),
+            message: failure.to_string(),
+        };
+        if let Err(journal) = self.run.record(&event) {
+            tracing::error!(%journal, %failure, "could not journal a failed tool call");
+        }
+        failure
+    }
+}
+
+/// The replayable facts of a sandboxed call: rerun with the same seed and
+/// clock to get the same result.
+fn sandbox_summary(report: &CallReport) -> Value {
+    json!({
+        "seed": report.entropy.seed,
+        "clockMs": report.entropy.clock_ms,
+        "fuelConsumed": report.fuel_consumed,
+        "elapsedUs": report.elapsed_us,
+        "peakMemoryBytes": report.peak_memory_bytes,
+        "randomDraws": report.random_draws,
+    })
+}

@@ -1,0 +1,245 @@
+//! `Run`: one agent run on disk — its directory, manifest and journal — and
+//! the invocations started in it. Every invocation compiles its snapshot
+//! here and journals through it; the run's end is journalled here too.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Value, json};
+use toolhost_core::{
+    Classified, ExitPolicy, InvocationToolSnapshot, Profile, SnapshotSources, ToolChoice, ToolId,
+    ToolRequestGate, ToolTurnContract, profile::WORKSPACE_ROOTS, snapshot,
+};
+use toolhost_journal::{
+    ContextAssembled, Durability, Event, Recovery, RootSpec, RunCompleted, RunDirectory, RunFailed,
+    RunLayout, RunManifest, RunResumed, RunStarted, read_events,
+};
+
+use crate::failure::RunFailure;
+use crate::invocation::InvocationSession;
+
+/// An open run. Shared by its invocations (`Arc<Run>`); the directory is
+/// behind a mutex because the journal has one writer.
+#[derive(Debug)]
+pub struct Run {
+    dir: Mutex<RunDirectory>,
+    layout: RunLayout,
+    manifest: RunManifest,
+}
+
+impl Run {
+    /// Create a run at `root` (absent or an empty directory) for `profile`,
+    /// and journal `run_started`.
+    pub fn create(
+        root: &Path,
+        profile: &Profile,
+        durability: Durability,
+    ) -> Result<Arc<Self>, RunFailure> {
+        Self::create_with_id(root, &toolhost_journal::new_run_id(), profile, durability)
+    }
+
+    /// Create a run in a new directory `<runs_dir>/<run-id>`.
+    pub fn create_under(
+        runs_dir: &Path,
+        profile: &Profile,
+        durability: Durability,
+    ) -> Result<Arc<Self>, RunFailure> {
+        let run_id = toolhost_journal::new_run_id();
+        Self::create_with_id(&runs_dir.join(&run_id), &run_id, profile, durability)
+    }
+
+    fn create_with_id(
+        root: &Path,
+        run_id: &str,
+        profile: &Profile,
+        durability: Durability,
+    ) -> Result<Arc<Self>, RunFailure> {
+        let resolved = profile.to_resolved_json();
+        let manifest = RunManifest::new(run_id, &profile.id, resolved.as_bytes(), roots(profile));
+        let mut dir = RunDirectory::create(root, manifest, resolved.as_bytes(), durability)?;
+        let started = RunStarted::new(dir.manifest());
+        dir.journal_mut().record(&started)?;
+        Ok(Arc::new(Self::wrap(dir)))
+    }
+
+    /// Reopen a run, cutting a torn journal tail, and journal `run_resumed`.
+    pub fn open(root: &Path) -> Result<(Arc<Self>, Recovery), RunFailure> {
+        let (mut dir, recovery) = RunDirectory::open(root)?;
+        let resumed = RunResumed {
+            run_id: dir.manifest().run_id.clone(),
+            previous_seq: recovery.last_seq,
+            torn_bytes: recovery.torn_bytes,
+        };
+        dir.journal_mut().record(&resumed)?;
+        Ok((Arc::new(Self::wrap(dir)), recovery))
+    }
+
+    fn wrap(dir: RunDirectory) -> Self {
+        Self {
+            layout: dir.layout().clone(),
+            manifest: dir.manifest().clone(),
+            dir: Mutex::new(dir),
+        }
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.manifest.run_id
+    }
+
+    pub fn root(&self) -> &Path {
+        self.layout.root()
+    }
+
+    pub fn manifest(&self) -> &RunManifest {
+        &self.manifest
+    }
+
+    /// Whether `profile` resolves to exactly the profile this run froze.
+    pub fn was_created_with(&self, profile: &Profile) -> bool {
+        toolhost_journal::sha256_hex(profile.to_resolved_json().as_bytes())
+            == self.manifest.profile.sha256
+    }
+
+    /// The run directory, for one journal append or audit write. A panic
+    /// while it was held cannot leave it half-written (each write is whole),
+    /// so a poisoned lock is taken over.
+    pub(crate) fn dir(&self) -> MutexGuard<'_, RunDirectory> {
+        self.dir
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn record<E: Event>(&self, event: &E) -> Result<u64, RunFailure> {
+        Ok(self.dir().journal_mut().record(event)?)
+    }
+
+    /// Compile, store (create-only) and journal the snapshot of a new
+    /// invocation, and open its session.
+    pub fn start_invocation(
+        self: &Arc<Self>,
+        profile: &Profile,
+        sources: SnapshotSources<'_>,
+        invocation_id: &str,
+        exit_policy: ExitPolicy,
+    ) -> Result<InvocationSession, RunFailure> {
+        let compiled = snapshot::compile(profile, sources, invocation_id, exit_policy)?;
+        let snapshot = Arc::new(compiled.snapshot);
+        let contract = ToolTurnContract::all(&snapshot, ToolChoice::Auto)?;
+        let diagnostics: Vec<Value> = compiled
+            .diagnostics
+            .iter()
+            .map(|diagnostic| serde_json::to_value(diagnostic).unwrap_or(Value::Null))
+            .collect();
+        let mut dir = self.dir();
+        let snapshot_path =
+            dir.write_snapshot(invocation_id, snapshot.to_json_pretty().as_bytes())?;
+        dir.journal_mut().record(&ContextAssembled {
+            invocation_id: invocation_id.to_owned(),
+            snapshot_id: snapshot.id().to_owned(),
+            snapshot_path,
+            snapshot: snapshot.summary(),
+            turn_contract: serde_json::to_value(&contract).unwrap_or(Value::Null),
+            diagnostics,
+        })?;
+        drop(dir);
+        Ok(
+            InvocationSession::new(Arc::clone(self), invocation_id, snapshot, None, 0)
+                .with_diagnostics(compiled.diagnostics),
+        )
+    }
+
+    /// Reopen an invocation of a reopened run: its stored snapshot, and a
+    /// gate that has already reserved every call the journal shows started.
+    pub fn resume_invocation(
+        self: &Arc<Self>,
+        invocation_id: &str,
+    ) -> Result<Option<InvocationSession>, RunFailure> {
+        let stored = self.dir().read_snapshot(invocation_id)?;
+        let Some(bytes) = stored else {
+            return Ok(None);
+        };
+        let snapshot: InvocationToolSnapshot = serde_json::from_slice(&bytes).map_err(|error| {
+            RunFailure::State(format!(
+                "the stored snapshot of `{invocation_id}` does not load: {error}"
+            ))
+        })?;
+        let events = read_events(self.layout.journal().absolute)?;
+        let mut started = Vec::new();
+        let mut round = 0;
+        for event in &events {
+            let ours = event
+                .scope()
+                .is_ok_and(|scope| scope.invocation_id == invocation_id);
+            if !ours {
+                continue;
+            }
+            match event.r#type.as_str() {
+                "tool_call_started" => {
+                    let tool = event.payload.get("toolId").and_then(Value::as_str);
+                    match tool.map(ToolId::parse) {
+                        Some(Ok(tool)) => started.push(tool),
+                        _ => {
+                            return Err(RunFailure::State(format!(
+                                "journal event {} has no valid toolId",
+                                event.seq
+                            )));
+                        }
+                    }
+                }
+                "model_request_created" => {
+                    let seen = event.payload.get("round").and_then(Value::as_u64);
+                    round = round.max(seen.unwrap_or(0) as u32);
+                }
+                _ => {}
+            }
+        }
+        let snapshot = Arc::new(snapshot);
+        let gate = ToolRequestGate::resume(Arc::clone(&snapshot), started.iter());
+        Ok(Some(InvocationSession::new(
+            Arc::clone(self),
+            invocation_id,
+            snapshot,
+            Some(gate),
+            round,
+        )))
+    }
+
+    /// Journal `run_completed` and make everything durable.
+    pub fn complete(&self) -> Result<(), RunFailure> {
+        let mut dir = self.dir();
+        dir.journal_mut().record(&RunCompleted {})?;
+        dir.sync()?;
+        Ok(())
+    }
+
+    /// Journal `run_failed` for `failure` and make everything durable.
+    pub fn fail(&self, failure: &RunFailure) -> Result<(), RunFailure> {
+        let mut dir = self.dir();
+        dir.journal_mut().record(&RunFailed {
+            code: failure.code().to_owned(),
+            message: failure.to_string(),
+            retryable: false,
+            user_retryable: false,
+        })?;
+        dir.sync()?;
+        Ok(())
+    }
+
+    /// A compact description of a model request, for `model_request_created`.
+    pub(crate) fn request_summary(requester: &str, tools: usize) -> Value {
+        json!({"requester": requester, "toolCount": tools})
+    }
+}
+
+/// The manifest's roots: the whole universe in its fixed order, each shown
+/// and made writable as the profile says, then the runtime's `tool-results/`.
+fn roots(profile: &Profile) -> Vec<RootSpec> {
+    let mut roots = RootSpec::default_universe();
+    for root in &mut roots {
+        debug_assert!(WORKSPACE_ROOTS.contains(&root.path.as_str()));
+        root.visible = profile.workspace.visible_roots.contains(&root.path);
+        root.writable = profile.workspace.writable_roots.contains(&root.path);
+    }
+    roots.push(RootSpec::tool_results());
+    roots
+}
