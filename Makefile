@@ -24,15 +24,26 @@ test: setup
 conformance: setup
 	$(CARGO) test --locked -p toolhost-conformance -- --nocapture
 
-## The main job on the embedded defaults: list the tools, roll dice.
-demo: setup
-	$(CARGO) run --quiet --locked -p toolhost-cli -- tools list
-	$(CARGO) run --quiet --locked -p toolhost-cli -- call dice.roll '{"formula":"3d6+4"}'
-	$(CARGO) run --quiet --locked -p toolhost-cli -- call dice.roll '{"formula":"3d6++4"}' || true
+## The main job on the embedded defaults: list the tools, roll dice through
+## the control plane (a run with a budget of two rolls), show its journal and
+## the default profile's snapshot.
+TOOLHOST := $(CARGO) run --quiet --locked -p toolhost-cli --
+DEMO_RUN := runs/demo
 
-## Per-call latency, start-up and kill latency (release build); see docs/benchmarks.md.
+demo: setup
+	@rm -rf $(DEMO_RUN)
+	$(TOOLHOST) tools list
+	$(TOOLHOST) call --profile profiles/dice-roller.json --run-dir $(DEMO_RUN) dice.roll '{"formula":"3d6+4"}'
+	$(TOOLHOST) call --run-dir $(DEMO_RUN) dice.roll '{"formula":"3d6++4"}' || true
+	$(TOOLHOST) call --run-dir $(DEMO_RUN) dice.roll '{"formula":"d20"}' || true
+	$(TOOLHOST) journal $(DEMO_RUN)
+	$(TOOLHOST) snapshot --profile profiles/default.json > /dev/null
+
+## Per-call latency, start-up, kill latency and control-plane overhead
+## (release build); see docs/benchmarks.md.
 bench: setup
 	$(CARGO) bench --locked -p toolhost-conformance --bench sandbox
+	$(CARGO) bench --locked -p toolhost-runtime --bench control_plane
 
 lint: setup
 	$(CARGO) fmt --all -- --check

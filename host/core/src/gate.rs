@@ -204,7 +204,13 @@ impl ToolRequestGate {
         }
         self.total += 1;
         let tool_used = used + 1;
-        self.per_tool.insert(tool.clone(), tool_used);
+        match self.per_tool.get_mut(tool) {
+            Some(count) => *count = tool_used,
+            // Cloned once per tool, not once per call.
+            None => {
+                self.per_tool.insert(tool.clone(), tool_used);
+            }
+        }
         Ok(Reservation {
             total_used: self.total,
             tool_used,

@@ -17,6 +17,7 @@ pub mod error;
 pub mod gate;
 pub mod id;
 pub mod limits;
+pub mod model;
 pub mod profile;
 pub mod result;
 pub mod snapshot;
@@ -31,6 +32,10 @@ pub use dto::{AgentToolCatalogItemDto, ToolSourceDto};
 pub use error::{Classified, ErrorClass};
 pub use gate::{BudgetScope, GateRejection, Reservation, ToolRequestGate};
 pub use id::{IdError, ToolId, ToolProvider};
+pub use model::{
+    AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelResponse,
+    AgentModelRole, AgentModelSettings, FinishReason, TokenUsage,
+};
 pub use profile::{Profile, ProfileError};
 pub use result::{
     AgentToolResult, AwaitMode, CommitMode, IdentityMismatch, TOOL_ERROR_HEADING, ToolEffect,

@@ -140,11 +140,19 @@ impl RunDirectory {
     /// Create the missing directories above `relative`; returns the
     /// directories whose entries changed.
     fn ensure_parents(&self, relative: &str) -> Result<Vec<PathBuf>, AuditError> {
+        let Some((parent, _)) = relative.rsplit_once('/') else {
+            return Ok(Vec::new());
+        };
+        let mut ensured = self
+            .ensured_dirs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if ensured.contains(parent) {
+            return Ok(Vec::new());
+        }
         let mut changed = Vec::new();
         let mut dir = self.layout().root().to_path_buf();
-        let mut segments: Vec<&str> = relative.split('/').collect();
-        segments.pop();
-        for segment in segments {
+        for segment in parent.split('/') {
             let next = dir.join(segment);
             match fs::create_dir(&next) {
                 Ok(()) => changed.push(dir),
@@ -153,6 +161,7 @@ impl RunDirectory {
             }
             dir = next;
         }
+        ensured.insert(parent.to_owned());
         Ok(changed)
     }
 

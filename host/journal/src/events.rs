@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use toolhost_core::{AgentToolResult, ToolId};
 
-use crate::journal::{EventScope, Journal, JournalError, Level, NewEvent};
+use crate::journal::{EventScope, Journal, JournalError, Level};
 use crate::layout::MANIFEST_FILE;
 use crate::manifest::RunManifest;
 
@@ -22,22 +22,13 @@ impl Journal {
     /// Serialize `event` as a payload object, inject its `eventScope` and
     /// append it. Returns the event's seq.
     pub fn record<E: Event>(&mut self, event: &E) -> Result<u64, JournalError> {
-        let payload = match serde_json::to_value(event) {
-            Ok(Value::Object(payload)) => payload,
-            Ok(_) => {
-                return Err(JournalError::PayloadNotObject {
-                    event_type: E::TYPE.to_owned(),
-                });
-            }
-            Err(source) => {
-                return Err(JournalError::Serialize {
-                    event_type: E::TYPE.to_owned(),
-                    source,
-                });
-            }
-        };
-        let new = NewEvent::new(event.level(), E::TYPE, event.scope()).with_payload(payload);
-        self.append(new).map(|written| written.seq)
+        // Serialized once, straight into the line (no intermediate Value).
+        let payload = serde_json::to_vec(event).map_err(|source| JournalError::Serialize {
+            event_type: E::TYPE.to_owned(),
+            source,
+        })?;
+        self.write_event(event.level(), E::TYPE, &event.scope(), &payload)
+            .map(|(seq, _, _)| seq)
     }
 }
 

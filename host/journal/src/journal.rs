@@ -217,6 +217,8 @@ pub struct Journal {
     unsynced: bool,
     poisoned: bool,
     stamp: Stamp,
+    /// The line being built, reused so an append allocates nothing new.
+    line: Vec<u8>,
     /// fsyncs issued, so tests can check the durability policy.
     syncs: u64,
 }
@@ -314,6 +316,7 @@ impl Journal {
             unsynced: false,
             poisoned: false,
             stamp: Box::new(default_stamp),
+            line: Vec::with_capacity(1024),
             syncs: 0,
         }
     }
@@ -342,53 +345,94 @@ impl Journal {
     /// Number, stamp and write one event. Never reads the file. A failed
     /// write poisons the journal: every later call returns `Poisoned`.
     pub fn append(&mut self, event: NewEvent) -> Result<JournalEvent, JournalError> {
-        if self.poisoned {
-            return Err(self.poisoned_error());
-        }
-        check_event_type(&event.r#type)?;
         let NewEvent {
             level,
             r#type,
             scope,
             mut payload,
         } = event;
-        let scope = serde_json::to_value(&scope).map_err(|source| JournalError::Serialize {
+        // The scope argument wins over anything the payload says.
+        payload.remove("eventScope");
+        let serialize = |source| JournalError::Serialize {
             event_type: r#type.clone(),
             source,
-        })?;
+        };
+        let bytes = serde_json::to_vec(&payload).map_err(serialize)?;
+        let (seq, id, timestamp) = self.write_event(level, &r#type, &scope, &bytes)?;
+        let scope = serde_json::to_value(&scope).map_err(serialize)?;
         payload.insert("eventScope".to_owned(), scope);
-        let (id, timestamp) = (self.stamp)();
-        let event = JournalEvent {
-            seq: self.last_seq + 1,
+        Ok(JournalEvent {
+            seq,
             id,
             run_id: self.run_id.clone(),
             timestamp,
             level,
             r#type,
             payload: Value::Object(payload),
+        })
+    }
+
+    /// Write one event whose payload is `payload`, a serialized JSON object
+    /// without `eventScope`. The line is composed once, in the key order of
+    /// [`JournalEvent`], and written with one `write` call.
+    pub(crate) fn write_event(
+        &mut self,
+        level: Level,
+        event_type: &str,
+        scope: &EventScope,
+        payload: &[u8],
+    ) -> Result<(u64, String, String), JournalError> {
+        if self.poisoned {
+            return Err(self.poisoned_error());
+        }
+        check_event_type(event_type)?;
+        let Some(inner) = payload
+            .strip_prefix(b"{")
+            .and_then(|rest| rest.strip_suffix(b"}"))
+        else {
+            return Err(JournalError::PayloadNotObject {
+                event_type: event_type.to_owned(),
+            });
         };
-        let mut line = serde_json::to_vec(&event).map_err(|source| JournalError::Serialize {
-            event_type: event.r#type.clone(),
-            source,
-        })?;
-        line.push(b'\n');
+        let seq = self.last_seq + 1;
+        let (id, timestamp) = (self.stamp)();
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let composed = compose_line(
+            &mut line,
+            seq,
+            [&id, &self.run_id, &timestamp],
+            level,
+            event_type,
+            inner,
+            scope,
+        );
+        if let Err(source) = composed {
+            self.line = line;
+            return Err(JournalError::Serialize {
+                event_type: event_type.to_owned(),
+                source,
+            });
+        }
         // One write of the whole line: a crash tears at most this line.
-        if let Err(source) = self.file.write_all(&line) {
+        let written = self.file.write_all(&line);
+        self.line = line;
+        if let Err(source) = written {
             self.poisoned = true;
             return Err(JournalError::Io {
                 path: self.path.clone(),
                 source,
             });
         }
-        self.last_seq = event.seq;
+        self.last_seq = seq;
         self.unsynced = true;
         let must_sync = self.durability == Durability::Fsync
             || level == Level::Error
-            || event.r#type.starts_with("run_");
+            || event_type.starts_with("run_");
         if must_sync {
             self.sync()?;
         }
-        Ok(event)
+        Ok((seq, id, timestamp))
     }
 
     /// fsync what has been written. A failed fsync poisons the journal: the
@@ -473,6 +517,39 @@ fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
             source,
         }),
     }
+}
+
+/// `{"seq":…,"id":…,"runId":…,"timestamp":…,"level":…,"type":…,"payload":{…,"eventScope":{…}}}\n`
+fn compose_line(
+    line: &mut Vec<u8>,
+    seq: u64,
+    [id, run_id, timestamp]: [&str; 3],
+    level: Level,
+    event_type: &str,
+    payload_inner: &[u8],
+    scope: &EventScope,
+) -> serde_json::Result<()> {
+    use std::io::Write as _;
+    // Writing into a Vec cannot fail; only serialization can.
+    let _ = write!(line, "{{\"seq\":{seq},\"id\":");
+    serde_json::to_writer(&mut *line, id)?;
+    line.extend_from_slice(b",\"runId\":");
+    serde_json::to_writer(&mut *line, run_id)?;
+    line.extend_from_slice(b",\"timestamp\":");
+    serde_json::to_writer(&mut *line, timestamp)?;
+    line.extend_from_slice(b",\"level\":");
+    serde_json::to_writer(&mut *line, &level)?;
+    line.extend_from_slice(b",\"type\":");
+    serde_json::to_writer(&mut *line, event_type)?;
+    line.extend_from_slice(b",\"payload\":{");
+    line.extend_from_slice(payload_inner);
+    if !payload_inner.is_empty() {
+        line.push(b',');
+    }
+    line.extend_from_slice(b"\"eventScope\":");
+    serde_json::to_writer(&mut *line, scope)?;
+    line.extend_from_slice(b"}}\n");
+    Ok(())
 }
 
 fn check_event_type(event_type: &str) -> Result<(), JournalError> {
@@ -679,6 +756,52 @@ mod tests {
                 format!("2026-12-03T02:27:{:02}.123Z", n % 60),
             )
         }
+    }
+
+    #[test]
+    fn each_line_is_exactly_the_serialization_of_its_event() {
+        // Lines are composed by hand for speed; they must stay byte for byte
+        // what serde writes for the event they parse to, whatever the text.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        let hostile = "quote \" backslash \\ newline \n tab \t nul \u{0} 界 🎲 \u{2028}";
+        let mut payload = Map::new();
+        payload.insert("text".into(), json!(hostile));
+        payload.insert("nested".into(), json!({"list": [1, null, {"a": hostile}]}));
+        let scope = EventScope::new(hostile).with_related([hostile.to_owned()]);
+        journal
+            .append(NewEvent::new(Level::Debug, "odd_text", scope).with_payload(payload))
+            .expect("append");
+        journal
+            .append(NewEvent::new(
+                Level::Error,
+                "empty_payload",
+                EventScope::root(),
+            ))
+            .expect("append");
+        drop(journal);
+        let text = fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        for line in lines {
+            let event: JournalEvent = serde_json::from_str(line).expect("parses");
+            // The envelope, up to the payload, byte for byte; the payload as
+            // JSON (its keys keep the event's field order, eventScope last).
+            let canonical = serde_json::to_string(&event).expect("serialize");
+            let envelope =
+                |text: &str| text[..text.find("\"payload\":").expect("payload")].to_owned();
+            assert_eq!(envelope(line), envelope(&canonical));
+            let reparsed: Value = serde_json::from_str(line).expect("json");
+            assert_eq!(reparsed["payload"], event.payload);
+        }
+        let events = read_events(&path).expect("read back");
+        assert_eq!(events[0].payload["text"], hostile);
+        assert_eq!(events[0].scope().expect("scope").invocation_id, hostile);
+        assert_eq!(
+            events[1].payload,
+            json!({"eventScope": {"invocationId": "inv_root"}})
+        );
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct RunDirectory {
     journal: Journal,
     /// Behind a lock so audit writes can take `&self`.
     pending: Mutex<PendingSync>,
+    /// Run-relative directories known to exist, so an audit write does not
+    /// ask the file system again (a failing `mkdir` costs as much as a write).
+    pub(crate) ensured_dirs: Mutex<std::collections::HashSet<String>>,
 }
 
 impl RunDirectory {
@@ -110,6 +113,7 @@ impl RunDirectory {
             manifest,
             journal,
             pending: Mutex::default(),
+            ensured_dirs: Mutex::default(),
         })
     }
 
@@ -133,6 +137,7 @@ impl RunDirectory {
             manifest,
             journal,
             pending: Mutex::default(),
+            ensured_dirs: Mutex::default(),
         };
         Ok((run, recovery))
     }

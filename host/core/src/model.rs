@@ -1,0 +1,141 @@
+//! The model boundary: what the runtime sends a model and what comes back,
+//! in toolhost's own terms. Provider adapters (`toolhost-providers`) turn an
+//! [`AgentModelRequest`] into a provider's wire format and a provider's reply
+//! into an [`AgentModelResponse`]; nothing above them sees wire JSON.
+//!
+//! Tool calls in a response are already canonical [`ToolInvocation`]s,
+//! resolved through the request's [`ModelTurn`]; tool results in the history
+//! are [`AgentToolResult`]s, which an adapter sends under the current
+//! request's alias of their ToolId (and refuses when that ToolId is not in
+//! the request any more).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::turn::ModelTurn;
+use crate::{AgentToolResult, ToolInvocation};
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AgentModelRole {
+    User,
+    Assistant,
+    /// Tool results going back to the model.
+    Tool,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum AgentModelContentPart {
+    Text { text: String },
+    /// A call the model made (assistant messages).
+    ToolCall { call: ToolInvocation },
+    /// A call's result (tool messages). Only `content` reaches the model,
+    /// with `## Tool error` above it when `is_error`.
+    ToolResult { result: AgentToolResult },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentModelMessage {
+    pub role: AgentModelRole,
+    pub parts: Vec<AgentModelContentPart>,
+    /// Provider data this message must carry back on later requests
+    /// (reasoning signatures, response ids); opaque to the runtime.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub provider_metadata: Value,
+}
+
+impl AgentModelMessage {
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self {
+            role: AgentModelRole::User,
+            parts: vec![AgentModelContentPart::Text { text: text.into() }],
+            provider_metadata: Value::Null,
+        }
+    }
+
+    /// The concatenated text parts.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                AgentModelContentPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolInvocation> {
+        self.parts.iter().filter_map(|part| match part {
+            AgentModelContentPart::ToolCall { call } => Some(call),
+            _ => None,
+        })
+    }
+}
+
+/// Sampling settings for one request (from the profile's `model` section).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentModelSettings {
+    /// The provider's model name.
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+}
+
+/// One model call.
+#[derive(Debug, Clone)]
+pub struct AgentModelRequest {
+    pub settings: AgentModelSettings,
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The conversation so far, oldest first.
+    pub messages: Vec<AgentModelMessage>,
+    /// This request's tools, their aliases and the tool choice: what the
+    /// adapter advertises and the only map it decodes calls through.
+    pub turn: ModelTurn,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FinishReason {
+    /// A natural end of the reply.
+    Stop,
+    /// The reply asks for tool calls.
+    ToolCalls,
+    /// The output token limit cut the reply.
+    Length,
+    /// The provider filtered the reply.
+    ContentFilter,
+    /// A reason this adapter does not know, kept verbatim.
+    Other(String),
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One model reply, decoded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentModelResponse {
+    /// The assistant message: text parts and tool calls, in the order the
+    /// provider gave them. Goes into the history of the next request as is.
+    pub message: AgentModelMessage,
+    pub finish_reason: FinishReason,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    /// The provider's response id, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+}

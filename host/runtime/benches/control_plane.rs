@@ -1,0 +1,357 @@
+//! `make bench` (part 2): what the control plane adds to a tool call — the
+//! gate, the journal and the audit files — with each durability setting, and
+//! a whole `toolhost call` path against a bare sandbox call of `dice.roll`.
+//!
+//! Variants run in interleaved rounds so their ratios compare like with like
+//! on a noisy machine. Output is Markdown, ready for docs/benchmarks.md.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolhost_core::{
+    AgentToolResult, ExitPolicy, ModelTurn, Profile, ProviderToolCall, SnapshotSources,
+    ToolBinding, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolInvocation, ToolOutcome,
+    ToolRequestGate, ToolSuccess, ToolTurnContract,
+};
+use toolhost_journal::{
+    Durability, ToolCallCompleted, ToolCallOutcome, ToolCallRequested, ToolCallStarted,
+    ToolResultStored,
+};
+use toolhost_runtime::{
+    ExecuteError, Execution, InvocationSession, Run, ToolExecutor, ToolHost, ToolHostConfig,
+};
+use toolhost_sandbox::{CallEntropy, CallReport};
+
+const ROUNDS: usize = 10;
+const CALLS_PER_ROUND: usize = 1_000;
+/// fsync costs milliseconds on a VM disk: fewer calls keep the bench short.
+const FSYNC_CALLS_PER_ROUND: usize = 40;
+
+/// Answers at once, so only the control plane is measured.
+struct Answering;
+
+impl ToolExecutor for Answering {
+    async fn execute(
+        &self,
+        invocation: &ToolInvocation,
+        _binding: &ToolBinding,
+        entropy: CallEntropy,
+    ) -> Result<Execution, ExecuteError> {
+        let (result, effect) = AgentToolResult::from_outcome(
+            invocation,
+            ToolOutcome::Success(ToolSuccess {
+                content: "Rolled 1d6: 4.".into(),
+                structured: json!({"total": 4}),
+                ..ToolSuccess::default()
+            }),
+        );
+        Ok(Execution {
+            result,
+            effect,
+            report: CallReport {
+                result: Ok(ToolOutcome::Success(ToolSuccess::default())),
+                elapsed_us: 0,
+                fuel_consumed: 0,
+                peak_memory_bytes: 0,
+                entropy,
+                random_draws: 0,
+                logs: Vec::new(),
+                logs_dropped: 0,
+                stdout: String::new(),
+                stderr: String::new(),
+            },
+        })
+    }
+}
+
+fn dice() -> ToolId {
+    ToolId::builtin("dice.roll").expect("id")
+}
+
+fn profile() -> Profile {
+    let mut profile = Profile::for_tools("bench", vec![dice()]);
+    profile.tools.max_calls_per_run = u32::MAX;
+    profile
+}
+
+fn catalog() -> ToolCatalog {
+    ToolCatalog::from_descriptors([ToolDescriptor {
+        id: dice(),
+        title: None,
+        description: Some("Roll dice.".into()),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: json!({}),
+    }])
+    .expect("catalog")
+}
+
+struct Bench {
+    run: Arc<Run>,
+    session: InvocationSession,
+    turn: ModelTurn,
+    next: u64,
+}
+
+fn bench(dir: &Path, name: &str, durability: Durability, sources: SnapshotSources<'_>) -> Bench {
+    let profile = profile();
+    let run = Run::create(&dir.join(name), &profile, durability).expect("run");
+    let mut session = run
+        .start_invocation(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed)
+        .expect("session");
+    let turn = session.begin_turn(ToolChoice::Auto, "bench").expect("turn");
+    Bench {
+        run,
+        session,
+        turn,
+        next: 0,
+    }
+}
+
+impl Bench {
+    fn invocation(&mut self) -> ToolInvocation {
+        self.next += 1;
+        self.turn
+            .decode_call(ProviderToolCall {
+                call_id: Some(format!("call_{}", self.next)),
+                name: Some("dice_roll".into()),
+                arguments: Some(json!({"formula": "3d6+4"})),
+                provider_metadata: Value::Null,
+            })
+            .expect("decodes")
+    }
+
+    /// Gate and the four journal events of a call, without audit files.
+    fn gate_and_journal(&mut self, gate: &mut ToolRequestGate) {
+        let invocation = self.invocation();
+        let tool_id = invocation.tool_id.clone();
+        let common = |round| (round, "inv_root".to_owned(), invocation.call_id.clone());
+        let (round, invocation_id, call_id) = common(1u32);
+        self.run
+            .record(&ToolCallRequested {
+                round,
+                invocation_id: invocation_id.clone(),
+                call_id: call_id.clone(),
+                tool_id: tool_id.clone(),
+                snapshot_id: "inv_root".into(),
+                name: "dice.roll".into(),
+                arguments_ref: "tool-args/call_0000000000000000.json".into(),
+            })
+            .expect("requested");
+        gate.authorize_and_reserve(self.turn.contract(), &tool_id)
+            .expect("reserved");
+        self.run
+            .record(&ToolCallStarted {
+                round,
+                invocation_id: invocation_id.clone(),
+                call_id: call_id.clone(),
+                tool_id: tool_id.clone(),
+                snapshot_id: "inv_root".into(),
+                name: "dice.roll".into(),
+            })
+            .expect("started");
+        let (result, _) = AgentToolResult::from_outcome(
+            &invocation,
+            ToolOutcome::Success(ToolSuccess {
+                content: "Rolled 1d6: 4.".into(),
+                ..ToolSuccess::default()
+            }),
+        );
+        self.run
+            .record(&ToolResultStored {
+                round,
+                invocation_id: invocation_id.clone(),
+                call_id,
+                tool_id,
+                path: "tool-results/call_0000000000000000.json".into(),
+            })
+            .expect("stored");
+        let outcome =
+            ToolCallOutcome::from_result(round, invocation_id, "inv_root", &result, 0, None);
+        self.run
+            .record(&ToolCallCompleted(outcome))
+            .expect("completed");
+    }
+}
+
+struct Stats {
+    median: Duration,
+    p99: Duration,
+}
+
+fn stats(mut samples: Vec<Duration>) -> Stats {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    Stats {
+        median: at(0.5),
+        p99: at(0.99),
+    }
+}
+
+fn us(duration: Duration) -> String {
+    format!("{:.2}", duration.as_secs_f64() * 1e6)
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio");
+    runtime.block_on(run_benches());
+}
+
+async fn run_benches() {
+    let dir = tempfile::tempdir_in(".").expect("tempdir beside the build, on the real disk");
+    let names = BTreeMap::new();
+    let catalog = catalog();
+    let fake = SnapshotSources {
+        catalog: &catalog,
+        mcp_server_names: &names,
+    };
+    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
+        .await
+        .expect("builtins");
+
+    let gate_only = bench(dir.path(), "gate", Durability::Batched, fake);
+    let mut gate = ToolRequestGate::new(Arc::clone(gate_only.session.snapshot()));
+    let mut journal_batched = bench(dir.path(), "journal-batched", Durability::Batched, fake);
+    let mut journal_gate = ToolRequestGate::new(Arc::clone(journal_batched.session.snapshot()));
+    let mut journal_fsync = bench(dir.path(), "journal-fsync", Durability::Fsync, fake);
+    let mut journal_fsync_gate = ToolRequestGate::new(Arc::clone(journal_fsync.session.snapshot()));
+    let mut full_batched = bench(dir.path(), "full-batched", Durability::Batched, fake);
+    let mut full_fsync = bench(dir.path(), "full-fsync", Durability::Fsync, fake);
+    let mut dice_full = bench(
+        dir.path(),
+        "dice",
+        Durability::Batched,
+        host.snapshot_sources(),
+    );
+    let component = host.component(&dice()).expect("dice component");
+    let contract =
+        ToolTurnContract::all(gate_only.session.snapshot(), ToolChoice::Auto).expect("contract");
+
+    let mut samples: [Vec<Duration>; 7] = Default::default();
+    let arguments = json!({"formula": "3d6+4"});
+    for _ in 0..ROUNDS {
+        for _ in 0..CALLS_PER_ROUND {
+            let tool = dice();
+            let started = Instant::now();
+            std::hint::black_box(gate.authorize_and_reserve(&contract, &tool).expect("gate"));
+            samples[0].push(started.elapsed());
+
+            let started = Instant::now();
+            journal_batched.gate_and_journal(&mut journal_gate);
+            samples[1].push(started.elapsed());
+
+            let invocation = full_batched.invocation();
+            let started = Instant::now();
+            full_batched
+                .session
+                .call(
+                    &Answering,
+                    &full_batched.turn,
+                    invocation,
+                    CallEntropy::seeded(1),
+                )
+                .await
+                .expect("call");
+            samples[3].push(started.elapsed());
+
+            let started = Instant::now();
+            std::hint::black_box(
+                host.sandbox()
+                    .call(component, &arguments, CallEntropy::seeded(1))
+                    .await,
+            );
+            samples[5].push(started.elapsed());
+
+            let invocation = dice_full.invocation();
+            let started = Instant::now();
+            dice_full
+                .session
+                .call(&host, &dice_full.turn, invocation, CallEntropy::seeded(1))
+                .await
+                .expect("call");
+            samples[6].push(started.elapsed());
+        }
+        for _ in 0..FSYNC_CALLS_PER_ROUND {
+            let started = Instant::now();
+            journal_fsync.gate_and_journal(&mut journal_fsync_gate);
+            samples[2].push(started.elapsed());
+
+            let invocation = full_fsync.invocation();
+            let started = Instant::now();
+            full_fsync
+                .session
+                .call(
+                    &Answering,
+                    &full_fsync.turn,
+                    invocation,
+                    CallEntropy::seeded(1),
+                )
+                .await
+                .expect("call");
+            samples[4].push(started.elapsed());
+        }
+    }
+    let [
+        gate_s,
+        journal_b,
+        journal_f,
+        full_b,
+        full_f,
+        sandbox,
+        dice_path,
+    ] = samples.map(stats);
+
+    println!("## Control plane overhead per call\n");
+    println!(
+        "Sandbox allocator: {:?}.\n",
+        host.sandbox().allocator()
+    );
+    println!(
+        "{ROUNDS} interleaved rounds of {CALLS_PER_ROUND} calls ({FSYNC_CALLS_PER_ROUND} per round for the fsync variants); run directories in a temp dir beside the build. \"Journal\" = the four events of a call (`tool_call_requested`, `tool_call_started`, `tool_result_stored`, `tool_call_completed`). \"Whole path\" = `InvocationSession::call` with an executor that answers at once: decode, arguments audit file, four events, gate, identity check, result audit file.\n"
+    );
+    println!("| what | durability | median µs | p99 µs |");
+    println!("|---|---|---|---|");
+    let row = |what: &str, durability: &str, stats: &Stats| {
+        println!(
+            "| {what} | {durability} | {} | {} |",
+            us(stats.median),
+            us(stats.p99)
+        );
+    };
+    row("gate: authorize and reserve", "–", &gate_s);
+    row("gate + journal", "batched", &journal_b);
+    row("gate + journal", "fsync", &journal_f);
+    row(
+        "whole path (gate + journal + 2 audit files)",
+        "batched",
+        &full_b,
+    );
+    row(
+        "whole path (gate + journal + 2 audit files)",
+        "fsync",
+        &full_f,
+    );
+    row("`dice.roll` in the sandbox alone", "–", &sandbox);
+    row("`dice.roll` through the whole path", "batched", &dice_path);
+    println!(
+        "\nControl plane share of a `dice.roll` call: {} µs of {} µs (median difference).",
+        us(dice_path.median.saturating_sub(sandbox.median)),
+        us(dice_path.median)
+    );
+    for bench in [
+        gate_only,
+        journal_batched,
+        journal_fsync,
+        full_batched,
+        full_fsync,
+        dice_full,
+    ] {
+        bench.run.complete().expect("complete");
+    }
+}
