@@ -318,7 +318,7 @@ async fn ungranted_capability_is_refused_at_load() {
     let sandbox = sandbox();
     let error = load_error(&sandbox, "overreach").await;
     let message = error.to_string();
-    assert_eq!(refused_imports(error), vec!["toolhost:host/random@0.1.0"]);
+    assert_eq!(refused_imports(error), vec!["toolhost:host/random@0.1.1"]);
     assert!(message.contains("grant (log)"), "{message}");
 
     // Granted the capability, the same bytes load and run.
@@ -328,6 +328,17 @@ async fn ungranted_capability_is_refused_at_load() {
     };
     let tool = load(&sandbox, granted).await;
     assert!(call(&sandbox, &tool, json!({})).await.result.is_ok());
+}
+
+#[tokio::test]
+async fn a_read_only_workspace_tool_that_writes_is_refused_at_load() {
+    let sandbox = sandbox();
+    let error = load_error(&sandbox, "reader-writes").await;
+    assert_eq!(
+        refused_imports(error),
+        vec!["toolhost:host/workspace-write@0.1.1"]
+    );
+    assert_still_serving(&sandbox).await;
 }
 
 #[tokio::test]
@@ -476,12 +487,28 @@ async fn builtins_import_only_their_world() {
         .map(String::as_str)
         .filter(|import| import.starts_with("toolhost:host/"))
         .collect();
-    assert_eq!(host_imports, vec!["toolhost:host/random@0.1.0"]);
-    assert!(
-        dice.imports()
-            .iter()
-            .all(|import| !import.starts_with("wasi:sockets"))
-    );
+    assert_eq!(host_imports, vec!["toolhost:host/random@0.1.1"]);
+    // Every builtin loads under exactly its declared world (the load would
+    // refuse anything more), and no read-only workspace tool imports write.
+    for builtin in toolhost_builtins::components() {
+        let tool = load(&sandbox, spec(builtin)).await;
+        assert!(
+            tool.imports()
+                .iter()
+                .all(|import| !import.starts_with("wasi:sockets")),
+            "{}",
+            builtin.package
+        );
+        if builtin.world != "workspace-writer" {
+            assert!(
+                tool.imports()
+                    .iter()
+                    .all(|import| !import.starts_with("toolhost:host/workspace-write")),
+                "{} imports workspace-write",
+                builtin.package
+            );
+        }
+    }
 }
 
 #[tokio::test]
@@ -586,4 +613,31 @@ async fn many_calls_reuse_the_same_component() {
         assert!(report.result.is_ok());
     }
     eprintln!("200 fresh-store calls in {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_component_built_against_host_0_1_0_still_loads_and_runs() {
+    let sandbox = sandbox();
+    let legacy = guest("legacy-v010");
+    let tool = load_guest(&sandbox, "legacy-v010", LimitOverrides::default()).await;
+    // It imports the frozen 0.1.0 interfaces; the host's newest is 0.1.1.
+    assert!(
+        tool.imports()
+            .iter()
+            .any(|import| import == "toolhost:host/random@0.1.0"),
+        "{:?}",
+        tool.imports()
+    );
+    assert!(legacy.world == "pure-tool");
+    let first = call(&sandbox, &tool, json!({})).await;
+    let second = call(&sandbox, &tool, json!({})).await;
+    match (&first.result, &second.result) {
+        (Ok(ToolOutcome::Success(a)), Ok(ToolOutcome::Success(b))) => {
+            assert!(a.content.starts_with("drew "), "{}", a.content);
+            assert_eq!(a.content, b.content, "the same seed draws the same number");
+        }
+        other => panic!("the 0.1.0 component failed: {other:?}"),
+    }
+    assert_eq!(first.logs.len(), 1, "its 0.1.0 log import reached the host");
+    assert_still_serving(&sandbox).await;
 }

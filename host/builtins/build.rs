@@ -3,7 +3,14 @@
 use std::path::PathBuf;
 
 /// The builtin tools, one guest crate (and one component) each.
-const BUILTIN_PACKAGES: &[&str] = &["dice-roll"];
+const BUILTIN_PACKAGES: &[&str] = &[
+    "dice-roll",
+    "workspace-list-files",
+    "workspace-search-files",
+    "workspace-read-file",
+    "workspace-write-file",
+    "workspace-apply-patch",
+];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));

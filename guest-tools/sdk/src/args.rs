@@ -98,6 +98,17 @@ impl Arguments {
         }
     }
 
+    /// An optional directory path where absent, `null`, blank, `.` and `./`
+    /// all mean "the workspace root" (returned as `""`), trimmed otherwise.
+    pub fn optional_dir_path(&self, key: &str) -> Result<&str, ToolError> {
+        let path = self.optional_raw_str(key)?.map_or("", str::trim);
+        Ok(if path == "." || path == "./" {
+            ""
+        } else {
+            path
+        })
+    }
+
     /// An optional non-negative JSON integer.
     pub fn optional_u64(&self, key: &str) -> Result<Option<u64>, ToolError> {
         match self.get(key) {
@@ -183,6 +194,24 @@ mod tests {
         assert_eq!(args(r#"{"c":"  x\n"}"#).raw_str("c").ok(), Some("  x\n"));
         assert_eq!(args(r#"{"c":""}"#).raw_str("c").ok(), Some(""));
         assert_eq!(message(args("{}").raw_str("c")), "c is required");
+    }
+
+    #[test]
+    fn directory_paths_default_to_the_root() {
+        for root in [
+            "{}",
+            r#"{"p":null}"#,
+            r#"{"p":""}"#,
+            r#"{"p":" . "}"#,
+            r#"{"p":"./"}"#,
+        ] {
+            assert_eq!(args(root).optional_dir_path("p").ok(), Some(""), "{root}");
+        }
+        assert_eq!(
+            args(r#"{"p":" output/ "}"#).optional_dir_path("p").ok(),
+            Some("output/")
+        );
+        assert!(message(args(r#"{"p":1}"#).optional_dir_path("p")).contains("must be a string"));
     }
 
     #[test]

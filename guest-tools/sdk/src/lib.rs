@@ -33,21 +33,29 @@
 
 pub mod args;
 pub mod log;
+pub mod markdown;
 pub mod output;
 pub mod random;
+#[cfg(feature = "testing")]
+pub mod testing;
+pub mod workspace;
+
+/// The text rules shared by every reading and searching tool (line windows,
+/// metrics, search scoring): `toolhost-text`.
+pub use toolhost_text as text;
 
 pub use args::Arguments;
 pub use output::{Annotations, Descriptor, Output, ToolError};
 
-/// Raw bindings of `toolhost:host/all-capabilities@0.1.0`. Tool code normally
+/// Raw bindings of `toolhost:host/all-capabilities@0.1.1`. Tool code normally
 /// uses the safe wrappers ([`log`], [`random`]) instead.
 ///
 /// Only the capabilities a tool actually calls end up as imports of its
 /// component; the host checks them against the tool's grant at load.
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "toolhost:host/all-capabilities@0.1.0",
-        path: ["../../wit/tool", "../../wit/host"],
+        world: "toolhost:host/all-capabilities@0.1.1",
+        path: ["../../wit/tool", "../../wit/host-0.1.1"],
         generate_all,
         pub_export_macro: true,
         export_macro_name: "__export_raw",

@@ -103,6 +103,30 @@ pub(crate) fn persist_create_only(
     }
 }
 
+/// Write `bytes` to `relative` through a temp file, replacing what is there:
+/// for runtime state that changes (not for audit facts, which are
+/// create-only).
+pub(crate) fn persist_replacing(
+    layout: &RunLayout,
+    relative: &str,
+    bytes: &[u8],
+    sync_file: bool,
+) -> Result<RunPath, AuditError> {
+    let target = layout.resolve(relative)?;
+    let tmp_dir = layout.tmp_dir();
+    let mut temp = NamedTempFile::new_in(&tmp_dir).map_err(io_error(&tmp_dir))?;
+    temp.write_all(bytes).map_err(io_error(temp.path()))?;
+    if sync_file {
+        temp.as_file().sync_all().map_err(io_error(temp.path()))?;
+    }
+    temp.persist(&target.absolute)
+        .map_err(|error| AuditError::Io {
+            path: target.absolute.clone(),
+            source: error.error,
+        })?;
+    Ok(target)
+}
+
 fn pretty(call_id: &str, record: &impl Serialize) -> Result<Vec<u8>, AuditError> {
     let mut bytes = serde_json::to_vec_pretty(record).map_err(|source| AuditError::Serialize {
         call_id: call_id.to_owned(),
@@ -163,6 +187,24 @@ impl RunDirectory {
         }
         ensured.insert(parent.to_owned());
         Ok(changed)
+    }
+
+    /// Atomically replace `relative` (a hidden runtime state file, e.g. an
+    /// invocation's read-state) with `bytes`, creating parents as needed.
+    pub fn replace_state_file(&self, relative: &str, bytes: &[u8]) -> Result<(), AuditError> {
+        self.layout().resolve(relative)?;
+        let fsync = self.durability() == Durability::Fsync;
+        let mut changed_dirs = self.ensure_parents(relative)?;
+        let target = persist_replacing(self.layout(), relative, bytes, fsync)?;
+        changed_dirs.push(parent_dir(&target.absolute).to_owned());
+        if fsync {
+            for dir in &changed_dirs {
+                sync_dir(dir).map_err(io_error(dir))?;
+            }
+        } else {
+            self.defer_sync(target.absolute.clone(), changed_dirs);
+        }
+        Ok(())
     }
 
     /// Store a call's arguments as `tool-args/call_<hex>.json`; returns the

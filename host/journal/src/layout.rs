@@ -26,6 +26,9 @@ pub const INPUT_DIR: &str = "input";
 pub const RESOLVED_PROFILE_FILE: &str = "input/resolved_profile.json";
 pub const INVOCATIONS_DIR: &str = "input/invocations";
 pub const TOOL_SNAPSHOT_FILE: &str = "tool_snapshot.json";
+/// What an invocation has read of the workspace (runtime state, replaced as
+/// it changes, so a reopened invocation keeps it).
+pub const READ_STATE_FILE: &str = "read_state.json";
 pub const TOOL_ARGS_DIR: &str = "tool-args";
 pub const TOOL_RESULTS_DIR: &str = "tool-results";
 pub const MODEL_RESPONSES_DIR: &str = "model-responses";
@@ -202,6 +205,13 @@ impl RunLayout {
         check_segment("invocation id", invocation_id)?;
         Ok(self.fixed(&format!(
             "{INVOCATIONS_DIR}/{invocation_id}/{TOOL_SNAPSHOT_FILE}"
+        )))
+    }
+
+    pub fn read_state(&self, invocation_id: &str) -> Result<RunPath, LayoutError> {
+        check_segment("invocation id", invocation_id)?;
+        Ok(self.fixed(&format!(
+            "{INVOCATIONS_DIR}/{invocation_id}/{READ_STATE_FILE}"
         )))
     }
 

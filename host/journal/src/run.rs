@@ -220,11 +220,21 @@ impl RunDirectory {
     /// An invocation's tool snapshot, `None` if none was written.
     pub fn read_snapshot(&self, invocation_id: &str) -> Result<Option<Vec<u8>>, RunError> {
         let path = self.layout.tool_snapshot(invocation_id)?.absolute;
-        match fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(RunError::Io { path, source }),
-        }
+        read_if_present(path)
+    }
+
+    /// An invocation's stored read-state, if it has one.
+    pub fn read_read_state(&self, invocation_id: &str) -> Result<Option<Vec<u8>>, RunError> {
+        let path = self.layout.read_state(invocation_id)?.absolute;
+        read_if_present(path)
+    }
+}
+
+fn read_if_present(path: std::path::PathBuf) -> Result<Option<Vec<u8>>, RunError> {
+    match fs::read(&path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(RunError::Io { path, source }),
     }
 }
 

@@ -23,7 +23,7 @@ use toolhost_journal::{
 use toolhost_runtime::{
     ExecuteError, Execution, InvocationSession, Run, ToolExecutor, ToolHost, ToolHostConfig,
 };
-use toolhost_sandbox::{CallEntropy, CallReport};
+use toolhost_sandbox::{CallContext, CallEntropy, CallReport};
 
 const ROUNDS: usize = 10;
 const CALLS_PER_ROUND: usize = 1_000;
@@ -39,6 +39,7 @@ impl ToolExecutor for Answering {
         invocation: &ToolInvocation,
         _binding: &ToolBinding,
         entropy: CallEntropy,
+        _context: CallContext,
     ) -> Result<Execution, ExecuteError> {
         let (result, effect) = AgentToolResult::from_outcome(
             invocation,
@@ -62,6 +63,7 @@ impl ToolExecutor for Answering {
                 logs_dropped: 0,
                 stdout: String::new(),
                 stderr: String::new(),
+                host_fault: None,
             },
         })
     }
@@ -308,10 +310,7 @@ async fn run_benches() {
     ] = samples.map(stats);
 
     println!("## Control plane overhead per call\n");
-    println!(
-        "Sandbox allocator: {:?}.\n",
-        host.sandbox().allocator()
-    );
+    println!("Sandbox allocator: {:?}.\n", host.sandbox().allocator());
     println!(
         "{ROUNDS} interleaved rounds of {CALLS_PER_ROUND} calls ({FSYNC_CALLS_PER_ROUND} per round for the fsync variants); run directories in a temp dir beside the build. \"Journal\" = the four events of a call (`tool_call_requested`, `tool_call_started`, `tool_result_stored`, `tool_call_completed`). \"Whole path\" = `InvocationSession::call` with an executor that answers at once: decode, arguments audit file, four events, gate, identity check, result audit file.\n"
     );

@@ -39,9 +39,27 @@ pub enum RunFailure {
     /// a model's unknown call is a `Model` or `Gate` failure instead).
     #[error("agent.tool_policy_denied: {0}")]
     NotOffered(String),
+    /// The run's workspace could not be opened, or a workspace operation of
+    /// the runtime itself failed.
+    #[error(transparent)]
+    Workspace(#[from] toolhost_workspace::WorkspaceError),
     /// A stored file of the run (snapshot, profile) does not parse.
     #[error("run.state_invalid: {0}")]
     State(String),
+}
+
+/// A host fault's own code when it is one of the known ones (the journal
+/// and `run_failed` carry a `&'static str`).
+fn host_fault_code(code: &str) -> &'static str {
+    use toolhost_workspace::codes;
+    [
+        codes::SYMLINK_FOUND,
+        codes::IO_ERROR,
+        "workspace.unavailable",
+    ]
+    .into_iter()
+    .find(|known| *known == code)
+    .unwrap_or("sandbox.host_fault")
 }
 
 fn audit_code(error: &AuditError) -> &'static str {
@@ -60,12 +78,14 @@ impl Classified for RunFailure {
             Self::Audit(error) => audit_code(error),
             Self::Directory(_) => "run.directory_failed",
             Self::Identity(_) => "tool.result_identity_mismatch",
+            Self::Execute(ExecuteError::HostFault(fault)) => host_fault_code(&fault.code),
             Self::Execute(error) => error.code(),
             Self::Gate(rejection) => rejection.code(),
             Self::Turn(error) => error.code(),
             Self::Snapshot(error) => error.code(),
             Self::Model(error) => error.code(),
             Self::NotOffered(_) => "agent.tool_policy_denied",
+            Self::Workspace(error) => error.code(),
             Self::State(_) => "run.state_invalid",
         }
     }

@@ -12,8 +12,8 @@ use toolhost_core::{
     ToolBinding, ToolCatalog, ToolEffect, ToolId, ToolInvocation, ToolProvider, ToolSourceDto,
 };
 use toolhost_sandbox::{
-    CallEntropy, CallReport, CapabilitySet, ComponentSpec, LimitError, LimitOverrides, LoadError,
-    LoadEvent, Sandbox, SandboxConfig, SandboxError, ToolComponent,
+    CallContext, CallEntropy, CallReport, CapabilitySet, ComponentSpec, HostFault, LimitError,
+    LimitOverrides, LoadError, LoadEvent, Sandbox, SandboxConfig, SandboxError, ToolComponent,
 };
 use uuid::Uuid;
 
@@ -48,6 +48,10 @@ pub enum ExecuteError {
     Identity(#[from] Box<IdentityMismatch>),
     #[error("sandbox.limits_invalid: the limits of `{tool}` cannot be applied: {source}")]
     Limits { tool: ToolId, source: LimitError },
+    /// A host capability hit a system failure during the call (a symlink
+    /// planted in the workspace, an I/O error); the call was stopped.
+    #[error("{0}")]
+    HostFault(HostFault),
 }
 
 impl ExecuteError {
@@ -56,6 +60,9 @@ impl ExecuteError {
             Self::UnknownTool(_) => "tool.executor_missing",
             Self::Identity(_) => "tool.result_identity_mismatch",
             Self::Limits { .. } => "sandbox.limits_invalid",
+            // Codes of host faults are the capability's own (`workspace.*`);
+            // the static ones here name the class.
+            Self::HostFault(_) => "sandbox.host_fault",
         }
     }
 }
@@ -65,12 +72,14 @@ impl ExecuteError {
 /// to it.
 pub trait ToolExecutor {
     /// Run `invocation` as `binding` (its frozen descriptor and limits) with
-    /// the recorded nondeterministic inputs `entropy`.
+    /// the recorded nondeterministic inputs `entropy`, its capabilities
+    /// acting on `context` (the invocation's workspace session).
     fn execute(
         &self,
         invocation: &ToolInvocation,
         binding: &ToolBinding,
         entropy: CallEntropy,
+        context: CallContext,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send;
 }
 
@@ -222,7 +231,8 @@ impl ToolHost {
         invocation: &ToolInvocation,
         entropy: CallEntropy,
     ) -> Result<Execution, ExecuteError> {
-        self.run(invocation, None, entropy).await
+        self.run(invocation, None, entropy, CallContext::default())
+            .await
     }
 
     async fn run(
@@ -230,6 +240,7 @@ impl ToolHost {
         invocation: &ToolInvocation,
         overrides: Option<&LimitOverrides>,
         entropy: CallEntropy,
+        context: CallContext,
     ) -> Result<Execution, ExecuteError> {
         let entry = self
             .entries
@@ -261,8 +272,11 @@ impl ToolHost {
         };
         let report = self
             .sandbox
-            .call_under(component, &limits, &invocation.arguments, entropy)
+            .call_under(component, &limits, &invocation.arguments, entropy, context)
             .await;
+        if let Some(fault) = report.host_fault.clone() {
+            return Err(ExecuteError::HostFault(fault));
+        }
         let (result, effect) = AgentToolResult::from_outcome(invocation, report.outcome());
         result.check_identity(invocation)?;
         Ok(Execution {
@@ -279,8 +293,9 @@ impl ToolExecutor for ToolHost {
         invocation: &ToolInvocation,
         binding: &ToolBinding,
         entropy: CallEntropy,
+        context: CallContext,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send {
-        self.run(invocation, binding.limits.as_ref(), entropy)
+        self.run(invocation, binding.limits.as_ref(), entropy, context)
     }
 }
 

@@ -26,7 +26,8 @@ use toolhost_journal::{
     ModelRequestCreated, ToolCallOutcome, ToolCallRequested, ToolCallStarted, ToolCallSystemFailed,
     ToolResultStored,
 };
-use toolhost_sandbox::{CallEntropy, CallReport};
+use toolhost_sandbox::{CallContext, CallEntropy, CallReport};
+use toolhost_workspace::WorkspaceSession;
 
 use crate::failure::RunFailure;
 use crate::host::ToolExecutor;
@@ -60,6 +61,11 @@ pub struct InvocationSession {
     round: u32,
     /// Why allowed tools were left out of the snapshot (empty on resume).
     diagnostics: Vec<SnapshotDiagnostic>,
+    /// This invocation's view of the workspace: what it has read, for
+    /// compare-and-swap edits.
+    workspace: Arc<WorkspaceSession>,
+    /// The read-state as last stored in the run (`read_state.json`).
+    stored_read_state: Option<Vec<u8>>,
 }
 
 impl InvocationSession {
@@ -69,6 +75,7 @@ impl InvocationSession {
         snapshot: Arc<InvocationToolSnapshot>,
         gate: Option<ToolRequestGate>,
         round: u32,
+        workspace: Arc<WorkspaceSession>,
     ) -> Self {
         Self {
             gate: gate.unwrap_or_else(|| ToolRequestGate::new(Arc::clone(&snapshot))),
@@ -77,7 +84,45 @@ impl InvocationSession {
             snapshot,
             round,
             diagnostics: Vec::new(),
+            workspace,
+            stored_read_state: None,
         }
+    }
+
+    /// Take over what an earlier process of this invocation had read.
+    pub(crate) fn with_read_state(mut self, stored: Vec<u8>) -> Result<Self, RunFailure> {
+        let file: ReadStateFile = serde_json::from_slice(&stored).map_err(|error| {
+            RunFailure::State(format!(
+                "the stored read-state of `{}` does not load: {error}",
+                self.invocation_id
+            ))
+        })?;
+        self.workspace.restore_states(file.states);
+        self.stored_read_state = Some(stored);
+        Ok(self)
+    }
+
+    /// Store the read-state when it changed, so a reopened run's invocation
+    /// keeps what it has read (every later edit still re-checks the sha).
+    fn store_read_state(&mut self) -> Result<(), RunFailure> {
+        let file = ReadStateFile {
+            schema_version: 1,
+            states: self.workspace.states_snapshot(),
+        };
+        let bytes = serde_json::to_vec_pretty(&file).map_err(|error| {
+            RunFailure::State(format!("read-state does not serialize: {error}"))
+        })?;
+        if self.stored_read_state.as_deref() == Some(bytes.as_slice()) {
+            return Ok(());
+        }
+        let path = self
+            .run
+            .manifest_layout()
+            .read_state(&self.invocation_id)
+            .map_err(|error| RunFailure::State(error.to_string()))?;
+        self.run.dir().replace_state_file(&path.relative, &bytes)?;
+        self.stored_read_state = Some(bytes);
+        Ok(())
     }
 
     pub(crate) fn with_diagnostics(mut self, diagnostics: Vec<SnapshotDiagnostic>) -> Self {
@@ -107,6 +152,10 @@ impl InvocationSession {
 
     pub fn run(&self) -> &Arc<Run> {
         &self.run
+    }
+
+    pub fn workspace(&self) -> &Arc<WorkspaceSession> {
+        &self.workspace
     }
 
     /// Start the next model request: every tool of the snapshot under
@@ -187,7 +236,11 @@ impl InvocationSession {
                     .snapshot
                     .binding(&tool_id)
                     .ok_or_else(|| RunFailure::State(format!("`{tool_id}` lost its binding")))?;
-                match executor.execute(&invocation, binding, entropy).await {
+                let context = CallContext::with_workspace(Arc::clone(&self.workspace));
+                match executor
+                    .execute(&invocation, binding, entropy, context)
+                    .await
+                {
                     Ok(execution) => (execution.result, execution.effect, Some(execution.report)),
                     Err(error) => {
                         return Err(self.system_failure(&invocation, round, error.into()));
@@ -227,6 +280,7 @@ impl InvocationSession {
             sandbox,
         );
         outcome.record(self.run.dir().journal_mut())?;
+        self.store_read_state()?;
         Ok(CallOutcome {
             result,
             effect,
@@ -258,6 +312,14 @@ impl InvocationSession {
         }
         failure
     }
+}
+
+/// `input/invocations/<id>/read_state.json`.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReadStateFile {
+    schema_version: u32,
+    states: std::collections::BTreeMap<String, toolhost_workspace::ReadState>,
 }
 
 /// The replayable facts of a sandboxed call: rerun with the same seed and

@@ -15,6 +15,8 @@ use toolhost_journal::{
     RunLayout, RunManifest, RunResumed, RunStarted, read_events,
 };
 
+use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
+
 use crate::failure::RunFailure;
 use crate::invocation::InvocationSession;
 
@@ -25,6 +27,9 @@ pub struct Run {
     dir: Mutex<RunDirectory>,
     layout: RunLayout,
     manifest: RunManifest,
+    /// The model-visible part of the run directory, shared by invocations;
+    /// each invocation reads and writes it through its own session.
+    workspace: Arc<Workspace>,
 }
 
 impl Run {
@@ -59,7 +64,7 @@ impl Run {
         let mut dir = RunDirectory::create(root, manifest, resolved.as_bytes(), durability)?;
         let started = RunStarted::new(dir.manifest());
         dir.journal_mut().record(&started)?;
-        Ok(Arc::new(Self::wrap(dir)))
+        Ok(Arc::new(Self::wrap(dir)?))
     }
 
     /// Reopen a run, cutting a torn journal tail, and journal `run_resumed`.
@@ -71,15 +76,33 @@ impl Run {
             torn_bytes: recovery.torn_bytes,
         };
         dir.journal_mut().record(&resumed)?;
-        Ok((Arc::new(Self::wrap(dir)), recovery))
+        Ok((Arc::new(Self::wrap(dir)?), recovery))
     }
 
-    fn wrap(dir: RunDirectory) -> Self {
-        Self {
+    fn wrap(dir: RunDirectory) -> Result<Self, RunFailure> {
+        let roots = WorkspaceRoots::from_specs(&dir.manifest().roots)?;
+        let workspace = Workspace::open(dir.layout().root(), roots, WorkspaceLimits::default())?;
+        Ok(Self {
             layout: dir.layout().clone(),
             manifest: dir.manifest().clone(),
             dir: Mutex::new(dir),
-        }
+            workspace: Arc::new(workspace),
+        })
+    }
+
+    pub(crate) fn manifest_layout(&self) -> &RunLayout {
+        &self.layout
+    }
+
+    /// The run's workspace (visible roots, symlink-proof access).
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.workspace
+    }
+
+    /// A fresh session on the workspace: one per invocation, holding what
+    /// that invocation has read.
+    fn workspace_session(&self) -> Arc<WorkspaceSession> {
+        Arc::new(WorkspaceSession::new(Arc::clone(&self.workspace)))
     }
 
     pub fn run_id(&self) -> &str {
@@ -142,10 +165,15 @@ impl Run {
             diagnostics,
         })?;
         drop(dir);
-        Ok(
-            InvocationSession::new(Arc::clone(self), invocation_id, snapshot, None, 0)
-                .with_diagnostics(compiled.diagnostics),
+        Ok(InvocationSession::new(
+            Arc::clone(self),
+            invocation_id,
+            snapshot,
+            None,
+            0,
+            self.workspace_session(),
         )
+        .with_diagnostics(compiled.diagnostics))
     }
 
     /// Reopen an invocation of a reopened run: its stored snapshot, and a
@@ -195,13 +223,19 @@ impl Run {
         }
         let snapshot = Arc::new(snapshot);
         let gate = ToolRequestGate::resume(Arc::clone(&snapshot), started.iter());
-        Ok(Some(InvocationSession::new(
+        let session = InvocationSession::new(
             Arc::clone(self),
             invocation_id,
             snapshot,
             Some(gate),
             round,
-        )))
+            self.workspace_session(),
+        );
+        let stored = self.dir().read_read_state(invocation_id)?;
+        Ok(Some(match stored {
+            Some(bytes) => session.with_read_state(bytes)?,
+            None => session,
+        }))
     }
 
     /// Journal `run_completed` and make everything durable.

@@ -16,7 +16,7 @@ use toolhost_runtime::{
     ExecuteError, Execution, InvocationSession, Run, RunFailure, ToolExecutor, ToolHost,
     ToolHostConfig,
 };
-use toolhost_sandbox::{CallEntropy, CallReport};
+use toolhost_sandbox::{CallContext, CallEntropy, CallReport};
 
 fn id(text: &str) -> ToolId {
     ToolId::parse(text).expect("tool id")
@@ -87,6 +87,7 @@ impl ToolExecutor for Scripted {
         invocation: &ToolInvocation,
         _binding: &ToolBinding,
         entropy: CallEntropy,
+        _context: CallContext,
     ) -> Result<Execution, ExecuteError> {
         *self.calls.lock().expect("lock") += 1;
         let result = (self.answer)(invocation)?;
@@ -110,6 +111,7 @@ fn empty_report(entropy: CallEntropy) -> CallReport {
         logs_dropped: 0,
         stdout: String::new(),
         stderr: String::new(),
+        host_fault: None,
     }
 }
 

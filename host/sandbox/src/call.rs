@@ -14,6 +14,7 @@ use crate::engine::Sandbox;
 use crate::failure::SandboxFailure;
 use crate::limits::{Limits, MemoryLimitExceeded, TableLimitExceeded};
 use crate::state::{CallEntropy, CallState, GuestLog, bindings};
+use crate::workspace::{CallContext, HostFault};
 
 use bindings::toolhost::tool::types as wit;
 
@@ -34,6 +35,10 @@ pub struct CallReport {
     pub logs_dropped: u64,
     pub stdout: String,
     pub stderr: String,
+    /// A system failure a host capability hit (a symlink planted in the
+    /// workspace, an I/O error): the call was stopped for it and the run
+    /// must fail. `result` then holds the resulting trap, which is moot.
+    pub host_fault: Option<HostFault>,
 }
 
 impl CallReport {
@@ -68,6 +73,7 @@ pub(crate) struct Invocation {
     logs_dropped: u64,
     stdout: String,
     stderr: String,
+    host_fault: Option<HostFault>,
 }
 
 /// Marks a store stopped by its own wall-clock deadline.
@@ -85,19 +91,28 @@ impl Sandbox {
         arguments: &Value,
         entropy: CallEntropy,
     ) -> CallReport {
-        self.call_under(tool, &tool.limits, arguments, entropy)
-            .await
+        self.call_under(
+            tool,
+            &tool.limits,
+            arguments,
+            entropy,
+            CallContext::default(),
+        )
+        .await
     }
 
     /// [`Sandbox::call`] under other limits than the tool's own: a profile's
     /// overrides, already resolved against the host policy
     /// ([`HostPolicy::resolve`](crate::HostPolicy::resolve)).
+    /// `context` carries what the call's capabilities act on (the
+    /// invocation's workspace session).
     pub async fn call_under(
         &self,
         tool: &ToolComponent,
         limits: &Limits,
         arguments: &Value,
         entropy: CallEntropy,
+        context: CallContext,
     ) -> CallReport {
         if !arguments.is_object() {
             return early(
@@ -121,7 +136,14 @@ impl Sandbox {
         }
 
         let invocation = self
-            .invoke(&tool.label, &tool.pre, limits, entropy, Export::Call(&text))
+            .invoke(
+                &tool.label,
+                &tool.pre,
+                limits,
+                entropy,
+                context,
+                Export::Call(&text),
+            )
             .await;
         let result = invocation.result.and_then(|result| match result {
             ExportResult::Call(Ok(output)) => {
@@ -141,6 +163,7 @@ impl Sandbox {
             logs_dropped: invocation.logs_dropped,
             stdout: invocation.stdout,
             stderr: invocation.stderr,
+            host_fault: invocation.host_fault,
         }
     }
 
@@ -151,6 +174,7 @@ impl Sandbox {
         pre: &bindings::AllCapabilitiesPre<CallState>,
         limits: &Limits,
         entropy: CallEntropy,
+        context: CallContext,
         export: Export<'_>,
     ) -> Invocation {
         // Wait for a slot instead of failing when the pool is busy. The
@@ -162,7 +186,7 @@ impl Sandbox {
         let fuel = limits.fuel.unwrap_or(u64::MAX);
         let mut store = Store::new(
             &self.engine,
-            CallState::new(Arc::clone(label), limits, entropy, started),
+            CallState::new(Arc::clone(label), limits, entropy, started, context),
         );
         store.limiter(|state| &mut state.limiter);
         // Fresh stores start with no fuel and a deadline of 0; arm both.
@@ -217,6 +241,7 @@ impl Sandbox {
             logs_dropped: state.logs_dropped,
             stdout: captured(&state.stdout),
             stderr: captured(&state.stderr),
+            host_fault: state.host_fault.take(),
         };
         // Dropping the store here, not on a helper thread, measured faster:
         // cross-thread wake-ups cost more than the slot reset they would hide.
@@ -246,6 +271,7 @@ fn early(entropy: CallEntropy, result: Result<ToolOutcome, SandboxFailure>) -> C
         logs_dropped: 0,
         stdout: String::new(),
         stderr: String::new(),
+        host_fault: None,
     }
 }
 

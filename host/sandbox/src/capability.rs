@@ -12,20 +12,41 @@ pub enum Capability {
     Log,
     /// `toolhost:host/random`: recorded randomness.
     Random,
+    /// `toolhost:host/workspace-read` (0.1.1): list, read and search the
+    /// run's visible workspace roots.
+    WorkspaceRead,
+    /// `toolhost:host/workspace-write` (0.1.1): change the run's writable
+    /// roots under compare-and-swap. Never granted to an extension.
+    WorkspaceWrite,
 }
 
 impl Capability {
-    pub const ALL: &'static [Capability] = &[Capability::Log, Capability::Random];
+    pub const ALL: &'static [Capability] = &[
+        Capability::Log,
+        Capability::Random,
+        Capability::WorkspaceRead,
+        Capability::WorkspaceWrite,
+    ];
 
     /// The interface name without version, as it appears in WIT.
     pub fn name(self) -> &'static str {
         match self {
             Self::Log => "log",
             Self::Random => "random",
+            Self::WorkspaceRead => "workspace-read",
+            Self::WorkspaceWrite => "workspace-write",
         }
     }
 
-    /// The versioned import name a component uses for it.
+    /// The first version of `toolhost:host` that has this interface.
+    pub fn since(self) -> HostVersion {
+        match self {
+            Self::Log | Self::Random => HostVersion::V0_1_0,
+            Self::WorkspaceRead | Self::WorkspaceWrite => HostVersion::V0_1_1,
+        }
+    }
+
+    /// The import name a component built against the current version uses.
     pub fn interface(self) -> String {
         format!("{HOST_PACKAGE}/{}@{HOST_VERSION}", self.name())
     }
@@ -45,11 +66,33 @@ impl fmt::Display for Capability {
 }
 
 pub const HOST_PACKAGE: &str = "toolhost:host";
-pub const HOST_VERSION: &str = "0.1.0";
+/// The newest version of `toolhost:host`; every older 0.1.x links against it.
+pub const HOST_VERSION: &str = "0.1.1";
+
+/// A published version of `toolhost:host`. Landed versions never change;
+/// a component may import any of them (wasmtime links 0.1.x imports to the
+/// newest 0.1.x semver-compatibly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HostVersion {
+    V0_1_0,
+    V0_1_1,
+}
+
+impl HostVersion {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "0.1.0" => Some(Self::V0_1_0),
+            "0.1.1" => Some(Self::V0_1_1),
+            _ => None,
+        }
+    }
+}
 /// The export every tool component must provide.
 pub const TOOL_EXPORT: &str = "toolhost:tool/tool@0.1.0";
 /// Type-only interface that components import implicitly with the export.
 const TOOL_TYPES: &str = "toolhost:tool/types@0.1.0";
+/// Type-only interface of the workspace capabilities (since 0.1.1).
+const WORKSPACE_TYPES: &str = "workspace-types";
 
 /// WASI p2 interfaces a Rust guest's standard library imports even when it
 /// never does I/O. They are linked with an empty context: no preopened
@@ -79,6 +122,8 @@ impl CapabilitySet {
         match world {
             "minimal-tool" => Some(Self::new([Log])),
             "pure-tool" => Some(Self::new([Log, Random])),
+            "workspace-reader" => Some(Self::new([Log, WorkspaceRead])),
+            "workspace-writer" => Some(Self::new([Log, WorkspaceRead, WorkspaceWrite])),
             "all-capabilities" => Some(Self::new(Capability::ALL.iter().copied())),
             _ => None,
         }
@@ -125,9 +170,26 @@ fn is_permitted(import: &str, grant: &CapabilitySet) -> bool {
     if import == TOOL_TYPES {
         return true;
     }
+    // `toolhost:host/<interface>@<version>`, the interface granted and
+    // present in that published version.
+    let Some((name, version)) = import
+        .strip_prefix(HOST_PACKAGE)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .and_then(|rest| rest.split_once('@'))
+    else {
+        return false;
+    };
+    let Some(version) = HostVersion::parse(version) else {
+        return false;
+    };
+    // Type-only interfaces come in with the interfaces that use them; they
+    // declare no function, so they grant nothing.
+    if name == WORKSPACE_TYPES && version >= HostVersion::V0_1_1 {
+        return true;
+    }
     grant
         .iter()
-        .any(|capability| capability.interface() == import)
+        .any(|capability| capability.name() == name && capability.since() <= version)
 }
 
 #[cfg(test)]
@@ -158,6 +220,9 @@ mod tests {
             "wasi:http/outgoing-handler@0.2.6",
             "evil:exfil/upload@1.0.0",
             "toolhost:host/log@9.0.0",
+            "toolhost:host/log@0.1.1",
+            "toolhost:host/workspace-read@0.1.1",
+            "toolhost:host/workspace-read@0.1.0",
         ];
         assert_eq!(
             ungranted_imports(imports, &grant),
@@ -167,7 +232,38 @@ mod tests {
                 "wasi:http/outgoing-handler@0.2.6",
                 "evil:exfil/upload@1.0.0",
                 "toolhost:host/log@9.0.0",
+                "toolhost:host/workspace-read@0.1.1",
+                "toolhost:host/workspace-read@0.1.0",
             ]
         );
+    }
+
+    #[test]
+    fn readers_never_get_write_and_versions_must_exist() {
+        let reader = CapabilitySet::for_world("workspace-reader").expect("known world");
+        let imports = [
+            "toolhost:host/log@0.1.0",
+            "toolhost:host/workspace-read@0.1.1",
+            "toolhost:host/workspace-write@0.1.1",
+            // Not published in 0.1.0, nor any 0.2 yet.
+            "toolhost:host/workspace-read@0.1.0",
+            "toolhost:host/workspace-read@0.2.0",
+            "toolhost:host/workspace-read",
+            "toolhost:host/workspace-types@0.1.1",
+            "toolhost:host/workspace-types@0.1.0",
+        ];
+        assert_eq!(
+            ungranted_imports(imports, &reader),
+            vec![
+                "toolhost:host/workspace-write@0.1.1",
+                "toolhost:host/workspace-read@0.1.0",
+                "toolhost:host/workspace-read@0.2.0",
+                "toolhost:host/workspace-read",
+                "toolhost:host/workspace-types@0.1.0",
+            ]
+        );
+        let writer = CapabilitySet::for_world("workspace-writer").expect("known world");
+        assert!(writer.contains(Capability::WorkspaceWrite));
+        assert!(ungranted_imports(["toolhost:host/workspace-write@0.1.1"], &writer).is_empty());
     }
 }

@@ -230,6 +230,7 @@ impl Sandbox {
                 &pre,
                 &limits,
                 CallEntropy::seeded(0),
+                crate::CallContext::default(),
                 Export::Describe,
             )
             .await;

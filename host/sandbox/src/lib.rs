@@ -18,11 +18,13 @@ mod failure;
 pub mod limits;
 mod state;
 mod ticker;
+mod workspace;
 
 pub use call::CallReport;
-pub use capability::{Capability, CapabilitySet};
+pub use capability::{Capability, CapabilitySet, HostVersion};
 pub use component::{ComponentSpec, LoadError, LoadEvent, LoadedFrom, ToolComponent};
 pub use engine::{Allocator, AllocatorChoice, Sandbox, SandboxConfig, SandboxError};
 pub use failure::SandboxFailure;
 pub use limits::{Clamped, HostPolicy, LimitError, LimitOverrides, Limits};
 pub use state::{CallEntropy, GuestLog};
+pub use workspace::{CallContext, HostFault};

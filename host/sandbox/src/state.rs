@@ -15,11 +15,16 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::limits::{CallLimiter, Limits};
+use crate::workspace::{CallContext, HostFault};
 
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
-        world: "toolhost:host/all-capabilities@0.1.0",
-        path: ["../../wit/tool", "../../wit/host"],
+        world: "toolhost:host/all-capabilities@0.1.1",
+        path: ["../../wit/tool", "../../wit/host-0.1.1"],
+        // Trappable: a host capability that hits a system failure (a symlink
+        // planted in the workspace, an I/O error) stops the call instead of
+        // handing the tool something it could paper over.
+        imports: { default: trappable },
         exports: { default: async },
     });
 }
@@ -81,6 +86,10 @@ pub(crate) struct CallState {
     pub(crate) stdout: MemoryOutputPipe,
     pub(crate) stderr: MemoryOutputPipe,
     tool: Arc<str>,
+    /// The host objects this call's capabilities act on.
+    pub(crate) context: CallContext,
+    /// A system failure a host capability hit; the call was stopped for it.
+    pub(crate) host_fault: Option<HostFault>,
 }
 
 impl CallState {
@@ -89,6 +98,7 @@ impl CallState {
         limits: &Limits,
         entropy: CallEntropy,
         started: Instant,
+        context: CallContext,
     ) -> Self {
         let capture = usize::try_from(limits.log_bytes).unwrap_or(usize::MAX);
         let stdout = MemoryOutputPipe::new(capture);
@@ -121,6 +131,8 @@ impl CallState {
             stdout,
             stderr,
             tool,
+            context,
+            host_fault: None,
         }
     }
 }
@@ -150,18 +162,18 @@ impl HostWallClock for RecordedClock {
 impl bindings::toolhost::tool::types::Host for CallState {}
 
 impl bindings::toolhost::host::random::Host for CallState {
-    fn next_u64(&mut self) -> u64 {
+    fn next_u64(&mut self) -> wasmtime::Result<u64> {
         self.random_draws += 1;
-        self.random.next_u64()
+        Ok(self.random.next_u64())
     }
 }
 
 impl bindings::toolhost::host::log::Host for CallState {
-    fn log(&mut self, level: Level, message: String) {
+    fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let cost = message.len() as u64;
         if cost > self.log_budget {
             self.logs_dropped += 1;
-            return;
+            return Ok(());
         }
         self.log_budget -= cost;
         let tool = &*self.tool;
@@ -188,5 +200,6 @@ impl bindings::toolhost::host::log::Host for CallState {
             }
         };
         self.logs.push(GuestLog { level, message });
+        Ok(())
     }
 }

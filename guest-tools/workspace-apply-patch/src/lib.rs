@@ -1,0 +1,151 @@
+//! `workspace.apply_patch`: replace one exact piece of a workspace file.
+//!
+//! `old_string` must come from text this invocation was shown (or from a
+//! file it knows fully because it wrote it), occur exactly once (or every
+//! occurrence with `replace_all`, which needs a full read), and the file
+//! must not have changed since; the host checks all of it and writes
+//! atomically.
+
+use serde::Serialize;
+use serde_json::json;
+use toolhost_guest::markdown::code;
+use toolhost_guest::workspace::{self, WorkspaceWriter};
+use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+
+pub const NATIVE_NAME: &str = "workspace.apply_patch";
+
+pub struct ApplyPatch;
+
+impl Tool for ApplyPatch {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            NATIVE_NAME,
+            "Edit a workspace file by replacing old_string with new_string. old_string must be text you have read in this file and must occur exactly once, unless replace_all is true (which needs a read of the whole file).",
+        )
+        .title("Patch a workspace file")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Workspace path of the file to edit."
+                },
+                "old_string": {
+                    "type": "string",
+                    "description": "The exact text to replace. Do not include line number prefixes from read output."
+                },
+                "new_string": {
+                    "type": "string",
+                    "description": "The text to put in its place."
+                },
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence instead of exactly one. Defaults to false."
+                }
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        }))
+        .annotations(Annotations {
+            mutating: true,
+            source_kind: Some("workspace".into()),
+            ..Annotations::default()
+        })
+    }
+
+    fn call(args: Arguments) -> Result<Output, ToolError> {
+        apply_patch(&args, &workspace::Host)
+    }
+}
+
+toolhost_guest::export_tool!(ApplyPatch);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Structured<'a> {
+    path: &'a str,
+    chars: u64,
+    words: u64,
+    old_sha256: &'a str,
+    sha256: &'a str,
+    replacements: u32,
+}
+
+pub fn apply_patch(
+    args: &Arguments,
+    workspace: &impl WorkspaceWriter,
+) -> Result<Output, ToolError> {
+    args.only(&["path", "old_string", "new_string", "replace_all"])?;
+    let path = args.required_str("path")?;
+    let old = args.raw_str("old_string")?;
+    let new = args.raw_str("new_string")?;
+    let replace_all = args.optional_bool("replace_all")?.unwrap_or(false);
+    let patched = workspace.patch(path, old, new, replace_all)?;
+    let text = format!(
+        "Patched {} with {} replacement(s); the file now has {} chars / {} words.",
+        code(&patched.path),
+        patched.replacements,
+        patched.chars,
+        patched.words
+    );
+    let structured = Structured {
+        path: &patched.path,
+        chars: patched.chars,
+        words: patched.words,
+        old_sha256: &patched.old_sha256,
+        sha256: &patched.sha256,
+        replacements: patched.replacements,
+    };
+    Ok(Output::text(text)
+        .structured(structured)
+        .resource_ref(format!("workspace:{}", patched.path)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_guest::testing::MemoryWorkspace;
+
+    fn patch(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {
+        apply_patch(&Arguments::from_value(args).expect("object"), workspace)
+    }
+
+    #[test]
+    fn reports_the_replacements_and_the_new_size() {
+        let workspace = MemoryWorkspace::with(&[("output/a.md", "one two two")]);
+        let output = patch(
+            &workspace,
+            json!({"path": "output/a.md", "old_string": "two", "new_string": "2", "replace_all": true}),
+        )
+        .expect("patch");
+        assert_eq!(
+            output.content,
+            "Patched `output/a.md` with 2 replacement(s); the file now has 7 chars / 3 words."
+        );
+        assert_eq!(workspace.text("output/a.md").as_deref(), Some("one 2 2"));
+        assert_eq!(output.structured_value().expect("s")["replacements"], 2);
+    }
+
+    #[test]
+    fn strings_are_raw_and_required() {
+        let workspace = MemoryWorkspace::with(&[("output/a.md", "  indented\n")]);
+        patch(
+            &workspace,
+            json!({"path": "output/a.md", "old_string": "  indented", "new_string": "\tdone"}),
+        )
+        .expect("whitespace is kept");
+        assert_eq!(workspace.text("output/a.md").as_deref(), Some("\tdone\n"));
+        let error = patch(
+            &workspace,
+            json!({"path": "output/a.md", "old_string": "x"}),
+        )
+        .expect_err("missing");
+        assert_eq!(error.message, "new_string is required");
+        let error = patch(
+            &workspace,
+            json!({"path": "output/a.md", "old_string": "x", "new_string": "y", "replace_all": "yes"}),
+        )
+        .expect_err("not a boolean");
+        assert_eq!(error.code, "tool.invalid_arguments");
+    }
+}

@@ -1,0 +1,257 @@
+//! `workspace.read_file`: read a workspace text file by 1-based line window.
+//!
+//! Omitting `start_line`/`line_count` asks for the whole file. A file (or a
+//! window) over the read budget — 1,200 lines, 80,000 characters, 256 KiB for
+//! a whole-file read — still succeeds: it returns a leading preview, says
+//! where it stopped and how to continue (`nextStartLine`). What the model was
+//! shown is reported to the host (`record-read`), which checks later edits of
+//! this invocation against it.
+
+use serde::Serialize;
+use serde_json::json;
+use toolhost_guest::markdown::{code, fenced_into};
+use toolhost_guest::text::lines::{self, ReadLimits};
+use toolhost_guest::text::metrics;
+use toolhost_guest::workspace::{self, Workspace};
+use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+
+pub const NATIVE_NAME: &str = "workspace.read_file";
+
+pub struct ReadFile;
+
+impl Tool for ReadFile {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            NATIVE_NAME,
+            "Read a text file of the workspace by line. Omit start_line and line_count to read the whole file; a large file returns a preview that tells you the next start_line. Lines are shown numbered (`12 | text`); the numbers are not part of the file.",
+        )
+        .title("Read a workspace file")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Workspace path of the file, e.g. output/main.md."
+                },
+                "start_line": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "1-based starting line. Omit to start at line 1."
+                },
+                "line_count": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Number of lines to read. Omit to read through the end; oversized results return a shorter preview."
+                }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        }))
+        .annotations(Annotations::read_only().source_kind("workspace"))
+    }
+
+    fn call(args: Arguments) -> Result<Output, ToolError> {
+        read_file(&args, &workspace::Host)
+    }
+}
+
+toolhost_guest::export_tool!(ReadFile);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Structured<'a> {
+    path: &'a str,
+    sha256: &'a str,
+    total_lines: u32,
+    start_line: u32,
+    end_line: u32,
+    chars: u64,
+    words: u64,
+    total_chars: u64,
+    total_words: u64,
+    line_truncated: bool,
+    full_read: bool,
+    next_start_line: Option<u32>,
+}
+
+/// Read through `workspace` (the host inside the sandbox, anything natively).
+pub fn read_file(args: &Arguments, workspace: &impl Workspace) -> Result<Output, ToolError> {
+    args.only(&["path", "start_line", "line_count"])?;
+    let path = args.required_str("path")?;
+    let start_line = small(args, "start_line")?;
+    let line_count = small(args, "line_count")?;
+
+    let file = workspace.read_text(path)?;
+    let window = lines::select(&file.text, start_line, line_count, ReadLimits::WORKSPACE)
+        .map_err(|error| ToolError::new("workspace.invalid_line_range", error.to_string()))?;
+    let seen = (!window.is_full()).then_some(window.text);
+    workspace.record_read(&file.path, &file.sha256, seen)?;
+
+    let total = metrics(&file.text);
+    let shown = code(&file.path);
+    let mut content = String::with_capacity(window.text.len() + 256);
+    if window.total_lines == 0 {
+        content.push_str(&format!("{shown} is empty (0 lines)."));
+    } else {
+        if window.is_full() {
+            content.push_str(&format!(
+                "{shown}, the whole file: {} line(s), {} chars, {} words.\n\n",
+                window.total_lines, total.chars, total.words
+            ));
+        } else {
+            content.push_str(&format!(
+                "{shown} lines {}-{} of {} ({} of {} chars shown).\n\n",
+                window.start_line, window.end_line, window.total_lines, window.chars, total.chars
+            ));
+        }
+        fenced_into(&window.render_numbered(), &mut content);
+        if let Some(next) = window.next_start_line() {
+            content.push_str(&format!(
+                "\n\nPreview ended before the end of the file. Continue with start_line={next} and line_count={}.",
+                window.line_count()
+            ));
+        }
+        if window.line_truncated {
+            content.push_str(&format!(
+                "\n\nLine {} is longer than the read budget and was cut; use workspace_search_files to find text inside it.",
+                window.start_line
+            ));
+        }
+    }
+    let structured = Structured {
+        path: &file.path,
+        sha256: &file.sha256,
+        total_lines: window.total_lines,
+        start_line: window.start_line,
+        end_line: window.end_line,
+        chars: window.chars,
+        words: window.words,
+        total_chars: total.chars,
+        total_words: total.words,
+        line_truncated: window.line_truncated,
+        full_read: window.is_full(),
+        next_start_line: window.next_start_line(),
+    };
+    Ok(Output::text(content)
+        .structured(structured)
+        .resource_ref(workspace::line_ref(
+            &file.path,
+            window.start_line,
+            window.end_line,
+        )))
+}
+
+/// A line number or count: a non-negative integer that fits in u32 (0 is
+/// the line-window rules' own error).
+fn small(args: &Arguments, key: &str) -> Result<Option<u32>, ToolError> {
+    args.optional_u64(key)?
+        .map(|value| {
+            u32::try_from(value).map_err(|_| {
+                ToolError::new(
+                    "workspace.invalid_line_range",
+                    format!("{key} {value} is beyond any file"),
+                )
+            })
+        })
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_guest::testing::MemoryWorkspace;
+
+    fn read(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {
+        read_file(&Arguments::from_value(args).expect("object"), workspace)
+    }
+
+    #[test]
+    fn a_whole_file_is_shown_numbered_and_recorded_as_a_full_read() {
+        let workspace = MemoryWorkspace::with(&[("output/a.md", "# Title\n\nBody with `code`.\n")]);
+        let output = read(&workspace, json!({"path": "output/a.md"})).expect("read");
+        assert_eq!(
+            output.content,
+            "`output/a.md`, the whole file: 3 line(s), 27 chars, 4 words.\n\n```\n1 | # Title\n2 | \n3 | Body with `code`.\n```"
+        );
+        let reads = workspace.reads.borrow();
+        assert_eq!(reads.len(), 1);
+        assert_eq!(reads[0].2, None, "a full read");
+        let structured = output.structured_value().expect("structured");
+        assert_eq!(structured["fullRead"], true);
+        assert_eq!(structured["totalLines"], 3);
+        assert_eq!(output.resource_refs, ["workspace:output/a.md#L1-L3"]);
+    }
+
+    #[test]
+    fn a_window_is_a_partial_read_with_a_continuation_hint() {
+        let text: String = (1..=10).map(|n| format!("line {n}\n")).collect();
+        let workspace = MemoryWorkspace::with(&[("plan/p.md", &text)]);
+        let output = read(
+            &workspace,
+            json!({"path": "plan/p.md", "start_line": 3, "line_count": 2}),
+        )
+        .expect("read");
+        assert!(
+            output.content.starts_with("`plan/p.md` lines 3-4 of 10"),
+            "{}",
+            output.content
+        );
+        assert!(
+            output.content.contains("```\n3 | line 3\n4 | line 4\n```"),
+            "{}",
+            output.content
+        );
+        assert!(
+            output
+                .content
+                .ends_with("Continue with start_line=5 and line_count=2."),
+            "{}",
+            output.content
+        );
+        assert_eq!(
+            workspace.reads.borrow()[0].2.as_deref(),
+            Some("line 3\nline 4")
+        );
+    }
+
+    #[test]
+    fn an_oversized_file_previews_within_the_budget() {
+        let text: String = (1..=1500).map(|n| format!("{n}\n")).collect();
+        let workspace = MemoryWorkspace::with(&[("output/big.txt", &text)]);
+        let output =
+            read(&workspace, json!({"path": "output/big.txt"})).expect("a preview, not an error");
+        let structured = output.structured_value().expect("structured");
+        assert_eq!(structured["endLine"], 1200);
+        assert_eq!(structured["nextStartLine"], 1201);
+        assert_eq!(structured["fullRead"], false);
+        assert!(output.content.contains("start_line=1201"));
+    }
+
+    #[test]
+    fn bad_ranges_and_arguments_are_typed_errors() {
+        let workspace = MemoryWorkspace::with(&[("output/a.md", "one\ntwo\n")]);
+        let error =
+            read(&workspace, json!({"path": "output/a.md", "start_line": 3})).expect_err("beyond");
+        assert_eq!(error.code, "workspace.invalid_line_range");
+        assert_eq!(error.message, "start_line 3 is beyond total lines 2");
+        let error =
+            read(&workspace, json!({"path": "output/a.md", "line_count": 0})).expect_err("zero");
+        assert_eq!(error.message, "line_count must be >= 1");
+        let error =
+            read(&workspace, json!({"path": "output/a.md", "start_char": 3})).expect_err("G1 args");
+        assert_eq!(error.code, "tool.invalid_arguments");
+        let error = read(&workspace, json!({"path": "output/missing.md"})).expect_err("missing");
+        assert_eq!(error.code, "workspace.file_not_found");
+        assert!(
+            workspace.reads.borrow().is_empty(),
+            "nothing shown, nothing recorded"
+        );
+    }
+
+    #[test]
+    fn an_empty_file_says_so() {
+        let workspace = MemoryWorkspace::with(&[("output/e.md", "")]);
+        let output = read(&workspace, json!({"path": "output/e.md"})).expect("read");
+        assert_eq!(output.content, "`output/e.md` is empty (0 lines).");
+    }
+}

@@ -1,0 +1,332 @@
+//! `workspace.search_files`: plain-text search over the visible workspace.
+//!
+//! Query normalization and line scoring are the shared rules of
+//! `toolhost-text` (also used by `skill.search`): a query with letters,
+//! digits or `_` is scored by tokens; one without (`——`, `...`) is searched
+//! literally. Files are walked up to 8 levels deep and 5,000 files; files
+//! that are not UTF-8 text are skipped and counted. Zero hits is a success.
+
+use serde::Serialize;
+use serde_json::json;
+use toolhost_guest::markdown::{code, fenced_into};
+use toolhost_guest::text::metrics;
+use toolhost_guest::text::search::{self, PreparedSearch, SearchArgError, TextHit};
+use toolhost_guest::workspace::{self, Workspace};
+use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+
+pub const NATIVE_NAME: &str = "workspace.search_files";
+pub const MAX_DEPTH: u32 = 8;
+pub const MAX_FILES: u32 = 5_000;
+
+pub struct SearchFiles;
+
+impl Tool for SearchFiles {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            NATIVE_NAME,
+            "Search the workspace's text files for plain text. Returns the best-matching line windows with their paths and line numbers; read more with workspace_read_file.",
+        )
+        .title("Search workspace files")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "Plain text to look for (words are matched separately; punctuation-only text is matched literally)."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "Workspace directory or file to search. Omit to search every visible root."
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": search::MAX_LIMIT,
+                    "description": "Most results to return. Defaults to 20; maximum is 50."
+                },
+                "context_lines": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": search::MAX_CONTEXT,
+                    "description": "Lines of context around each match. Defaults to 2; maximum is 5."
+                }
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        }))
+        .annotations(Annotations::read_only().source_kind("workspace"))
+    }
+
+    fn call(args: Arguments) -> Result<Output, ToolError> {
+        search_files(&args, &workspace::Host)
+    }
+}
+
+toolhost_guest::export_tool!(SearchFiles);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Hit {
+    path: String,
+    score: f64,
+    start_line: u32,
+    end_line: u32,
+    snippet: String,
+    chars: u64,
+    words: u64,
+    sha256: String,
+    #[serde(rename = "ref")]
+    reference: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Structured<'a> {
+    query: &'a str,
+    hits: &'a [Hit],
+    searched_files: u64,
+    skipped_files: u64,
+    truncated: bool,
+}
+
+fn argument_error(error: SearchArgError) -> ToolError {
+    let code = match error {
+        SearchArgError::LimitZero => "workspace.search_limit_invalid",
+        SearchArgError::LimitTooLarge => "workspace.search_limit_too_large",
+        SearchArgError::ContextTooLarge => "workspace.search_context_too_large",
+    };
+    ToolError::new(code, error.to_string())
+}
+
+pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Output, ToolError> {
+    args.only(&["query", "path", "limit", "context_lines"])?;
+    let query = args.required_str("query")?;
+    let path = args.optional_dir_path("path")?;
+    let limit = search::resolve_limit(args.optional_u64("limit")?).map_err(argument_error)?;
+    let context =
+        search::resolve_context(args.optional_u64("context_lines")?).map_err(argument_error)?;
+    let Some(prepared) = PreparedSearch::new(query) else {
+        return Err(ToolError::invalid_arguments("query must not be empty"));
+    };
+
+    let files = workspace.walk_files(path, MAX_DEPTH, MAX_FILES)?;
+    let mut best: Vec<(String, TextHit, String, u64, u64)> = Vec::new();
+    let (mut searched, mut skipped) = (0u64, 0u64);
+    for entry in &files.entries {
+        let file = match workspace.read_text(&entry.path) {
+            Ok(file) => file,
+            // Binary, too large, vanished since the walk: count it, go on.
+            Err(_) => {
+                skipped += 1;
+                continue;
+            }
+        };
+        searched += 1;
+        for hit in prepared.search_text(&file.text, context, limit) {
+            let window = metrics(&file.text[hit.byte_range.clone()]);
+            best.push((
+                file.path.clone(),
+                hit,
+                file.sha256.clone(),
+                window.chars,
+                window.words,
+            ));
+        }
+        // Keep only what can still make the final cut: memory stays flat
+        // however many files match.
+        keep_best(&mut best, limit);
+    }
+    let hits: Vec<Hit> = best
+        .into_iter()
+        .map(|(path, hit, sha256, chars, words)| Hit {
+            reference: workspace::line_ref(&path, hit.start_line, hit.end_line),
+            path,
+            score: hit.score,
+            start_line: hit.start_line,
+            end_line: hit.end_line,
+            snippet: hit.snippet,
+            chars,
+            words,
+            sha256,
+        })
+        .collect();
+
+    let mut content = String::new();
+    if hits.is_empty() {
+        content.push_str(&format!(
+            "No visible workspace files matched {}.",
+            code(query)
+        ));
+    } else {
+        content.push_str(&format!(
+            "Search {} matched {} workspace location(s). Use workspace_read_file with path and start_line/line_count to read more.",
+            code(query),
+            hits.len()
+        ));
+        for hit in &hits {
+            content.push_str(&format!(
+                "\n\n{} lines {}-{}, score {:.3}, ref {}\n",
+                code(&hit.path),
+                hit.start_line,
+                hit.end_line,
+                hit.score,
+                hit.reference
+            ));
+            fenced_into(&hit.snippet, &mut content);
+        }
+    }
+    content.push_str(&format!("\n\nSearched {searched} file(s)."));
+    if skipped > 0 {
+        content.push_str(&format!(
+            " Skipped {skipped} file(s) that could not be read as text."
+        ));
+    }
+    if files.truncated {
+        content.push_str(&format!(
+            " Only the first {MAX_FILES} files were searched; give a path to search the rest."
+        ));
+    }
+    let structured = Structured {
+        query,
+        hits: &hits,
+        searched_files: searched,
+        skipped_files: skipped,
+        truncated: files.truncated,
+    };
+    let mut output = Output::text(content).structured(structured);
+    for hit in &hits {
+        output = output.resource_ref(hit.reference.clone());
+    }
+    Ok(output)
+}
+
+fn keep_best(best: &mut Vec<(String, TextHit, String, u64, u64)>, limit: usize) {
+    best.sort_by(|(path_a, a, ..), (path_b, b, ..)| search::compare_hits(path_a, a, path_b, b));
+    best.truncate(limit);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_guest::testing::MemoryWorkspace;
+
+    fn search(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {
+        search_files(&Arguments::from_value(args).expect("object"), workspace)
+    }
+
+    #[test]
+    fn finds_scored_windows_across_files() {
+        let workspace = MemoryWorkspace::with(&[
+            ("output/a.md", "alpha\nbeta gamma\ndelta\n"),
+            ("plan/b.md", "gamma\nnothing\n"),
+        ]);
+        let output = search(
+            &workspace,
+            json!({"query": "beta gamma", "context_lines": 0}),
+        )
+        .expect("search");
+        let structured = output.structured_value().expect("structured");
+        let hits = structured["hits"].as_array().expect("hits");
+        assert_eq!(hits.len(), 2);
+        assert_eq!(hits[0]["path"], "output/a.md");
+        assert_eq!(hits[0]["startLine"], 2);
+        assert_eq!(hits[0]["score"], 1.0);
+        assert_eq!(hits[0]["ref"], "workspace:output/a.md#L2-L2");
+        assert_eq!(hits[1]["path"], "plan/b.md");
+        assert!(
+            output
+                .content
+                .starts_with("Search `beta gamma` matched 2 workspace location(s).")
+        );
+        assert_eq!(structured["searchedFiles"], 2);
+    }
+
+    #[test]
+    fn punctuation_only_queries_match_literally_and_zero_hits_is_success() {
+        let workspace = MemoryWorkspace::with(&[("output/a.md", "wait——what\nplain\n")]);
+        let output = search(&workspace, json!({"query": "——"})).expect("search");
+        let structured = output.structured_value().expect("structured");
+        assert_eq!(structured["hits"][0]["startLine"], 1);
+
+        let output = search(&workspace, json!({"query": "absent"})).expect("zero hits is success");
+        assert!(
+            output
+                .content
+                .starts_with("No visible workspace files matched `absent`.")
+        );
+    }
+
+    #[test]
+    fn binary_files_are_skipped_and_counted() {
+        let workspace = MemoryWorkspace::with(&[("output/a.md", "needle\n")]);
+        workspace
+            .files
+            .borrow_mut()
+            .insert("output/blob.bin".into(), vec![0xff, 0xfe, 0x00]);
+        let output = search(&workspace, json!({"query": "needle"})).expect("search");
+        assert!(
+            output
+                .content
+                .contains("Skipped 1 file(s) that could not be read as text.")
+        );
+        assert_eq!(output.structured_value().expect("s")["skippedFiles"], 1);
+    }
+
+    #[test]
+    fn limits_are_checked_with_their_codes() {
+        let workspace = MemoryWorkspace::default();
+        for (args, code) in [
+            (
+                json!({"query": "x", "limit": 0}),
+                "workspace.search_limit_invalid",
+            ),
+            (
+                json!({"query": "x", "limit": 51}),
+                "workspace.search_limit_too_large",
+            ),
+            (
+                json!({"query": "x", "context_lines": 6}),
+                "workspace.search_context_too_large",
+            ),
+            (json!({"query": "  "}), "tool.invalid_arguments"),
+            (json!({}), "tool.invalid_arguments"),
+        ] {
+            assert_eq!(
+                search(&workspace, args.clone()).expect_err("refused").code,
+                code,
+                "{args}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_limit_keeps_the_best_hits() {
+        let files: Vec<(String, String)> = (0..30)
+            .map(|n| (format!("output/{n:02}.md"), format!("needle {n}\n")))
+            .collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let workspace = MemoryWorkspace::with(&refs);
+        let output = search(&workspace, json!({"query": "needle", "limit": 5})).expect("search");
+        let structured = output.structured_value().expect("structured");
+        let paths: Vec<&str> = structured["hits"]
+            .as_array()
+            .expect("hits")
+            .iter()
+            .map(|hit| hit["path"].as_str().expect("path"))
+            .collect();
+        // Equal scores: path order.
+        assert_eq!(
+            paths,
+            [
+                "output/00.md",
+                "output/01.md",
+                "output/02.md",
+                "output/03.md",
+                "output/04.md"
+            ]
+        );
+    }
+}

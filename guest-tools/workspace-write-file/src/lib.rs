@@ -1,0 +1,173 @@
+//! `workspace.write_file`: replace or append to a workspace text file.
+//!
+//! The model never sends a version: the host checks the write against what
+//! this invocation has read (replacing an existing file needs a read of its
+//! current version; appending needs none) and writes atomically.
+
+use serde::Serialize;
+use serde_json::json;
+use toolhost_guest::markdown::code;
+use toolhost_guest::workspace::{self, WorkspaceWriter, WriteMode};
+use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+
+pub const NATIVE_NAME: &str = "workspace.write_file";
+
+pub struct WriteFile;
+
+impl Tool for WriteFile {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            NATIVE_NAME,
+            "Write a text file in the workspace. mode `replace` (the default) writes the whole file: an existing file must have been read first with workspace_read_file and not changed since. mode `append` adds content to the end exactly as given (no newline is added) and creates the file if needed.",
+        )
+        .title("Write a workspace file")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Workspace path of the file, e.g. output/main.md."
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The text to write, verbatim."
+                },
+                "mode": {
+                    "type": "string",
+                    "enum": ["replace", "append"],
+                    "description": "replace (default) or append."
+                }
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        }))
+        .annotations(Annotations {
+            mutating: true,
+            source_kind: Some("workspace".into()),
+            ..Annotations::default()
+        })
+    }
+
+    fn call(args: Arguments) -> Result<Output, ToolError> {
+        write_file(&args, &workspace::Host)
+    }
+}
+
+toolhost_guest::export_tool!(WriteFile);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Structured<'a> {
+    path: &'a str,
+    mode: &'static str,
+    chars: u64,
+    words: u64,
+    sha256: &'a str,
+    created: bool,
+}
+
+pub fn write_file(args: &Arguments, workspace: &impl WorkspaceWriter) -> Result<Output, ToolError> {
+    args.only(&["path", "content", "mode"])?;
+    let path = args.required_str("path")?;
+    let content = args.raw_str("content")?;
+    let mode = match args.optional_str("mode") {
+        Ok(None) | Ok(Some("replace")) => WriteMode::Replace,
+        Ok(Some("append")) => WriteMode::Append,
+        Ok(Some(_)) | Err(_) => {
+            return Err(ToolError::new(
+                "workspace.write_mode_invalid",
+                "mode must be `replace` or `append`",
+            ));
+        }
+    };
+    let written = workspace.write(path, content, mode)?;
+    let (verb, mode_name) = match mode {
+        WriteMode::Replace => ("Wrote", "replace"),
+        WriteMode::Append => ("Appended", "append"),
+    };
+    let created = if written.created { " (a new file)" } else { "" };
+    let text = format!(
+        "{verb} {} chars / {} words to {}{created}.",
+        written.chars,
+        written.words,
+        code(&written.path)
+    );
+    let structured = Structured {
+        path: &written.path,
+        mode: mode_name,
+        chars: written.chars,
+        words: written.words,
+        sha256: &written.sha256,
+        created: written.created,
+    };
+    Ok(Output::text(text)
+        .structured(structured)
+        .resource_ref(format!("workspace:{}", written.path)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_guest::testing::MemoryWorkspace;
+
+    fn write(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {
+        write_file(&Arguments::from_value(args).expect("object"), workspace)
+    }
+
+    #[test]
+    fn replace_and_append_report_what_was_written() {
+        let workspace = MemoryWorkspace::default();
+        let output = write(
+            &workspace,
+            json!({"path": "output/a.md", "content": "Hello world"}),
+        )
+        .expect("write");
+        assert_eq!(
+            output.content,
+            "Wrote 11 chars / 2 words to `output/a.md` (a new file)."
+        );
+        let output = write(
+            &workspace,
+            json!({"path": "output/a.md", "content": "\nMore", "mode": "append"}),
+        )
+        .expect("append");
+        assert_eq!(
+            output.content,
+            "Appended 5 chars / 1 words to `output/a.md`."
+        );
+        assert_eq!(
+            workspace.text("output/a.md").as_deref(),
+            Some("Hello world\nMore")
+        );
+        let structured = output.structured_value().expect("structured");
+        assert_eq!(structured["mode"], "append");
+        assert_eq!(output.resource_refs, ["workspace:output/a.md"]);
+    }
+
+    #[test]
+    fn content_is_verbatim_and_the_mode_is_checked() {
+        let workspace = MemoryWorkspace::default();
+        write(
+            &workspace,
+            json!({"path": "output/a.md", "content": "  spaced\n\n"}),
+        )
+        .expect("write");
+        assert_eq!(
+            workspace.text("output/a.md").as_deref(),
+            Some("  spaced\n\n")
+        );
+        write(&workspace, json!({"path": "output/e.md", "content": ""}))
+            .expect("an empty file is fine");
+        for mode in [json!("overwrite"), json!(""), json!(3)] {
+            let error = write(
+                &workspace,
+                json!({"path": "output/a.md", "content": "x", "mode": mode}),
+            )
+            .expect_err("bad mode");
+            assert_eq!(error.code, "workspace.write_mode_invalid");
+            assert_eq!(error.message, "mode must be `replace` or `append`");
+        }
+        let error = write(&workspace, json!({"path": "output/a.md"})).expect_err("no content");
+        assert_eq!(error.message, "content is required");
+    }
+}
