@@ -29,12 +29,18 @@ pub enum AgentModelRole {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum AgentModelContentPart {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     /// A call the model made (assistant messages).
-    ToolCall { call: ToolInvocation },
+    ToolCall {
+        call: ToolInvocation,
+    },
     /// A call's result (tool messages). Only `content` reaches the model,
     /// with `## Tool error` above it when `is_error`.
-    ToolResult { result: AgentToolResult },
+    ToolResult {
+        result: AgentToolResult,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

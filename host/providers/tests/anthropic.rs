@@ -1,0 +1,416 @@
+//! Anthropic Messages golden tests (fixtures: `fixtures/anthropic/`).
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use toolhost_core::{
+    AgentModelMessage, AgentModelResponse, Classified, FinishReason, ModelCallError, TokenUsage,
+    ToolChoice,
+};
+use toolhost_providers::{DecodeError, EncodeError, Provider, SseEvent, anthropic};
+
+const PROVIDER: &str = "anthropic";
+const ANTHROPIC: Provider = Provider::Anthropic;
+const MODEL: &str = "claude-sonnet-4-5";
+
+fn call_meta() -> Value {
+    tagged(PROVIDER, json!({}))
+}
+
+fn thinking_meta(thinking: &str, signature: &str) -> Value {
+    tagged(
+        PROVIDER,
+        json!({"thinking": [{"type": "thinking", "thinking": thinking, "signature": signature}]}),
+    )
+}
+
+fn history() -> History {
+    History {
+        call_ids: [
+            "toolu_01A09q90qw90lq917835lq9",
+            "toolu_01B7zHn3kKq2Tt5RxVpW4m8c",
+        ],
+        call_metadata: [call_meta(), call_meta()],
+        message_metadata: thinking_meta(
+            "A roll and a file read; both are independent.",
+            "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds",
+        ),
+    }
+}
+
+fn decode(body: &Value) -> Result<AgentModelResponse, DecodeError> {
+    anthropic::decode_response(&turn(), body)
+}
+
+fn response_fixture() -> Value {
+    fixture(PROVIDER, "response_two_calls.json")
+}
+
+fn expected_two_calls(id: &str) -> AgentModelResponse {
+    AgentModelResponse {
+        message: reply_message(
+            vec![
+                text("I'll roll and check the weather."),
+                tool_call(call(
+                    "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+                    dice(),
+                    json!({"formula": "1d20+5"}),
+                    call_meta(),
+                )),
+                tool_call(call(
+                    "toolu_01Lm5Pq7Rs9Tu1Vw3Xy5Za7B",
+                    forecast(),
+                    json!({"city": "Paris", "days": 2}),
+                    call_meta(),
+                )),
+            ],
+            thinking_meta("Two independent calls.", "ErUBCkYIBxgCIkBq3xT4"),
+        ),
+        finish_reason: FinishReason::ToolCalls,
+        // Cached input counts as input.
+        usage: Some(TokenUsage {
+            input_tokens: 472,
+            output_tokens: 91,
+        }),
+        response_id: Some(id.into()),
+    }
+}
+
+#[test]
+fn request_with_tools_history_and_results_matches_the_fixture() {
+    let body = ANTHROPIC
+        .encode_request(&request(MODEL, history().messages(), turn()), false)
+        .expect("encodes");
+    assert_eq!(body, fixture(PROVIDER, "request_tools_history.json"));
+}
+
+#[test]
+fn tool_choice_forms_stream_flag_and_required_max_tokens() {
+    let snapshot = snapshot();
+    let cases = [
+        (ToolChoice::None, json!({"type": "none"})),
+        (ToolChoice::Required, json!({"type": "any"})),
+        (
+            ToolChoice::Specific(read_file()),
+            json!({"type": "tool", "name": "workspace_read_file"}),
+        ),
+    ];
+    for (choice, expected) in cases {
+        let request = request(MODEL, history().messages(), turn_of(&snapshot, choice));
+        let body = ANTHROPIC.encode_request(&request, true).expect("encodes");
+        assert_eq!(body["tool_choice"], expected);
+        assert_eq!(body["stream"], json!(true));
+    }
+    let mut request = request(MODEL, history().messages(), turn());
+    request.settings.max_output_tokens = None;
+    let error = ANTHROPIC
+        .encode_request(&request, false)
+        .expect_err("no max_tokens");
+    assert_eq!(error.code(), "provider.setting_missing");
+    assert_eq!(
+        error.to_string(),
+        "provider.setting_missing: anthropic requires settings.maxOutputTokens (the API's required max_tokens)"
+    );
+}
+
+#[test]
+fn results_come_first_in_the_user_message_that_follows() {
+    let [roll, read] = history().calls();
+    let mut messages = history().messages();
+    messages.push(AgentModelMessage::user_text("Also, what day is it?"));
+    let body = ANTHROPIC
+        .encode_request(&request(MODEL, messages, turn()), false)
+        .expect("encodes");
+    let content = &body["messages"][2]["content"];
+    assert_eq!(content.as_array().map(Vec::len), Some(3));
+    assert_eq!(content[0]["tool_use_id"], json!(roll.call_id));
+    assert_eq!(content[1]["tool_use_id"], json!(read.call_id));
+    assert_eq!(
+        content[2],
+        json!({"type": "text", "text": "Also, what day is it?"})
+    );
+    assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn response_with_two_calls_decodes() {
+    assert_eq!(
+        decode(&response_fixture()).expect("decodes"),
+        expected_two_calls("msg_01Aq9w938a90dw8q")
+    );
+}
+
+#[test]
+fn stream_with_split_input_assembles() {
+    let turn = turn();
+    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
+    assert_eq!(
+        assemble(ANTHROPIC.stream_assembler(&turn), &events).expect("assembles"),
+        expected_two_calls("msg_014p7gG3wDgGV9EUtLvnow3U")
+    );
+}
+
+fn event(data: Value) -> SseEvent {
+    let kind = data["type"].as_str().map(str::to_owned);
+    SseEvent::new(kind.as_deref(), data.to_string())
+}
+
+fn message_start() -> SseEvent {
+    event(
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+        "role": "assistant", "content": [], "stop_reason": null, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+    )
+}
+
+fn tool_use_start(index: u64, id: &str, name: &str) -> SseEvent {
+    event(json!({"type": "content_block_start", "index": index,
+        "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}))
+}
+
+fn input_delta(index: u64, fragment: &str) -> SseEvent {
+    event(json!({"type": "content_block_delta", "index": index,
+        "delta": {"type": "input_json_delta", "partial_json": fragment}}))
+}
+
+fn stop(reason: &str) -> [SseEvent; 2] {
+    [
+        event(
+            json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 5}}),
+        ),
+        event(json!({"type": "message_stop"})),
+    ]
+}
+
+#[test]
+fn input_split_anywhere_assembles() {
+    let turn = turn();
+    let input = r#"{"formula":"2d6 \"fair\" é🎲"}"#;
+    for (first, second) in splits(input) {
+        let mut events = vec![
+            message_start(),
+            tool_use_start(0, "toolu_1", "dice_roll"),
+            input_delta(0, first),
+            input_delta(0, second),
+        ];
+        events.extend(stop("tool_use"));
+        let response = assemble(ANTHROPIC.stream_assembler(&turn), &events).expect("assembles");
+        let call = response.message.tool_calls().next().expect("a call");
+        assert_eq!(
+            call.arguments,
+            json!({"formula": "2d6 \"fair\" é🎲"}),
+            "split {first:?}|{second:?}"
+        );
+    }
+}
+
+#[test]
+fn round_trip_keeps_tool_use_ids_and_thinking() {
+    let reply = decode(&response_fixture()).expect("decodes");
+    let body = ANTHROPIC
+        .encode_request(&request(MODEL, next_history(&reply.message), turn()), false)
+        .expect("encodes");
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Two independent calls.", "signature": "ErUBCkYIBxgCIkBq3xT4"},
+            {"type": "text", "text": "I'll roll and check the weather."},
+            {"type": "tool_use", "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "name": "dice_roll", "input": {"formula": "1d20+5"}},
+            {"type": "tool_use", "id": "toolu_01Lm5Pq7Rs9Tu1Vw3Xy5Za7B", "name": "mcp__weather__get-forecast", "input": {"city": "Paris", "days": 2}}
+        ]})
+    );
+    assert_eq!(
+        body["messages"][2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "content": "done: toolu_01T1x1fJ34qAmk2tNTrN7Up6"},
+            {"type": "tool_result", "tool_use_id": "toolu_01Lm5Pq7Rs9Tu1Vw3Xy5Za7B", "content": "done: toolu_01Lm5Pq7Rs9Tu1Vw3Xy5Za7B"}
+        ]})
+    );
+}
+
+#[test]
+fn hostile_responses_fail_fast_with_typed_errors() {
+    let mutate = |index: usize, key: &str, value: Value| {
+        let mut body = response_fixture();
+        match value {
+            Value::Null => {
+                body["content"][index]
+                    .as_object_mut()
+                    .expect("block")
+                    .remove(key);
+            }
+            value => body["content"][index][key] = value,
+        }
+        decode(&body).expect_err("refused")
+    };
+    assert_eq!(
+        mutate(3, "id", json!("toolu_01T1x1fJ34qAmk2tNTrN7Up6")),
+        DecodeError::DuplicateCallId("toolu_01T1x1fJ34qAmk2tNTrN7Up6".into())
+    );
+    assert_eq!(
+        mutate(2, "name", json!("")),
+        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
+            "tool call `toolu_01T1x1fJ34qAmk2tNTrN7Up6` has no name".into()
+        ))
+    );
+    assert_eq!(
+        mutate(2, "id", Value::Null),
+        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
+            "a tool call has no call id".into()
+        ))
+    );
+    assert_eq!(
+        mutate(2, "name", json!("mcp__other__get-forecast")),
+        DecodeError::ToolCall(ModelCallError::UnknownToolCall {
+            name: "mcp__other__get-forecast".into(),
+            hint: String::new()
+        })
+    );
+    assert_eq!(
+        mutate(2, "name", json!("dice.roll")).code(),
+        "model.unknown_tool_call"
+    );
+    // `input` must be an object: a JSON text, an array or nothing is refused.
+    for (input, found) in [
+        (json!("{\"formula\":\"1d20\"}"), "a string"),
+        (json!(["1d20"]), "an array"),
+    ] {
+        assert_eq!(
+            mutate(2, "input", input),
+            DecodeError::InvalidToolCall(format!(
+                "the arguments of call `toolu_01T1x1fJ34qAmk2tNTrN7Up6` must be a JSON object, got {found}"
+            ))
+        );
+    }
+    assert_eq!(
+        mutate(2, "input", Value::Null),
+        DecodeError::InvalidToolCall(
+            "the arguments of call `toolu_01T1x1fJ34qAmk2tNTrN7Up6` must be a JSON object, got nothing".into()
+        )
+    );
+    assert_eq!(
+        mutate(1, "type", json!("server_tool_use")),
+        DecodeError::InvalidResponse(
+            "`content[1]` is a `server_tool_use` block, which toolhost never asks for".into()
+        )
+    );
+}
+
+#[test]
+fn stop_reasons_map_and_unknown_ones_are_kept() {
+    let with = |reason: &str| {
+        let mut body = response_fixture();
+        body["stop_reason"] = json!(reason);
+        decode(&body).expect("decodes").finish_reason
+    };
+    assert_eq!(with("end_turn"), FinishReason::Stop);
+    assert_eq!(with("stop_sequence"), FinishReason::Stop);
+    assert_eq!(with("max_tokens"), FinishReason::Length);
+    assert_eq!(with("refusal"), FinishReason::ContentFilter);
+    assert_eq!(with("pause_turn"), FinishReason::Other("pause_turn".into()));
+    let overloaded =
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+    assert_eq!(
+        decode(&overloaded).expect_err("error"),
+        DecodeError::ProviderError("Overloaded".into())
+    );
+}
+
+#[test]
+fn truncated_and_hostile_streams() {
+    let turn = turn();
+    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
+    assert_eq!(
+        assemble(
+            ANTHROPIC.stream_assembler(&turn),
+            &events[..events.len() - 1]
+        )
+        .expect_err("cut"),
+        DecodeError::StreamIncomplete("the stream ended without `message_stop`".into())
+    );
+    let mut after = events.clone();
+    after.push(events[0].clone());
+    assert_eq!(
+        assemble(ANTHROPIC.stream_assembler(&turn), &after).expect_err("after"),
+        DecodeError::InvalidResponse("an event arrived after `message_stop`".into())
+    );
+    // Input that never becomes JSON.
+    let mut broken = vec![
+        message_start(),
+        tool_use_start(0, "toolu_1", "dice_roll"),
+        input_delta(0, "{\"formula\": "),
+    ];
+    broken.extend(stop("tool_use"));
+    let error = assemble(ANTHROPIC.stream_assembler(&turn), &broken).expect_err("broken");
+    assert_eq!(error.code(), "model.invalid_tool_call");
+    // Input that is JSON but not an object.
+    let mut array = vec![
+        message_start(),
+        tool_use_start(0, "toolu_1", "dice_roll"),
+        input_delta(0, "[1]"),
+    ];
+    array.extend(stop("tool_use"));
+    assert_eq!(
+        assemble(ANTHROPIC.stream_assembler(&turn), &array).expect_err("array"),
+        DecodeError::InvalidToolCall(
+            "the arguments of call `toolu_1` must be a JSON object, got an array".into()
+        )
+    );
+    // A delta for a block never started.
+    let mut assembler = ANTHROPIC.stream_assembler(&turn);
+    assembler.push(&message_start()).expect("start");
+    assert_eq!(
+        assembler.push(&input_delta(5, "{")).expect_err("orphan"),
+        DecodeError::InvalidResponse("a delta for content block 5, which was never started".into())
+    );
+    // An unknown alias fails at its block start.
+    let mut assembler = ANTHROPIC.stream_assembler(&turn);
+    assert_eq!(
+        assembler
+            .push(&tool_use_start(0, "toolu_1", "get_weather"))
+            .expect_err("unknown")
+            .code(),
+        "model.unknown_tool_call"
+    );
+    // A mid-stream error event.
+    let mut assembler = ANTHROPIC.stream_assembler(&turn);
+    assert_eq!(
+        assembler
+            .push(&event(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})))
+            .expect_err("error"),
+        DecodeError::ProviderError("Overloaded".into())
+    );
+    // Unknown stop reason streamed.
+    let mut events = vec![
+        message_start(),
+        tool_use_start(0, "toolu_1", "dice_roll"),
+        input_delta(0, "{}"),
+    ];
+    events.extend(stop("model_context_window_exceeded"));
+    assert_eq!(
+        assemble(ANTHROPIC.stream_assembler(&turn), &events)
+            .expect("ok")
+            .finish_reason,
+        FinishReason::Other("model_context_window_exceeded".into())
+    );
+}
+
+#[test]
+fn history_arguments_must_be_objects() {
+    let mut history = history();
+    history.call_metadata = [call_meta(), call_meta()];
+    let mut messages = history.messages();
+    if let toolhost_core::AgentModelContentPart::ToolCall { call } = &mut messages[1].parts[1] {
+        call.arguments = json!("{\"formula\": 2d6");
+    }
+    assert_eq!(
+        ANTHROPIC
+            .encode_request(&request(MODEL, messages, turn()), false)
+            .expect_err("string arguments"),
+        EncodeError::ArgumentsNotObject {
+            provider: PROVIDER,
+            call_id: "toolu_01A09q90qw90lq917835lq9".into(),
+            found: "a string",
+        }
+    );
+}

@@ -1,0 +1,318 @@
+//! Fixtures shared by the golden tests: one snapshot of three tools, the
+//! turn built from it, a history with two calls and their results, and the
+//! JSON / SSE fixture files under `tests/fixtures/<provider>/`.
+
+#![allow(dead_code)] // each test binary uses its own share
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use toolhost_core::turn::ModelTurn;
+use toolhost_core::{
+    AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelRole,
+    AgentModelSettings, AgentToolResult, InvocationToolSnapshot, ToolBinding, ToolChoice,
+    ToolDescriptor, ToolId, ToolInvocation, ToolTurnContract,
+};
+use toolhost_providers::{SseEvent, StreamAssembler, frame_sse};
+
+pub const WEATHER_SERVER: &str = "3f2b8c1e-9a4d-4e2f-8b6a-1c2d3e4f5a6b";
+
+pub fn dice() -> ToolId {
+    ToolId::builtin("dice.roll").expect("id")
+}
+
+pub fn read_file() -> ToolId {
+    ToolId::builtin("workspace.read_file").expect("id")
+}
+
+pub fn forecast() -> ToolId {
+    ToolId::parse(&format!("mcp/{WEATHER_SERVER}:get-forecast")).expect("id")
+}
+
+fn binding(id: ToolId, alias: &str, description: &str, schema: Value) -> ToolBinding {
+    ToolBinding {
+        descriptor: ToolDescriptor {
+            id,
+            title: None,
+            description: Some(description.into()),
+            input_schema: schema,
+            output_schema: None,
+            annotations: json!({}),
+        },
+        model_alias: alias.into(),
+        max_calls: None,
+        limits: None,
+    }
+}
+
+pub fn dice_binding(alias: &str) -> ToolBinding {
+    binding(
+        dice(),
+        alias,
+        "Roll dice in NdS+M notation.",
+        json!({
+            "type": "object",
+            "properties": {"formula": {"type": "string", "description": "Dice notation, e.g. 2d6+1."}},
+            "required": ["formula"],
+            "additionalProperties": false
+        }),
+    )
+}
+
+pub fn read_file_binding() -> ToolBinding {
+    binding(
+        read_file(),
+        "workspace_read_file",
+        "Read a text file of the workspace.",
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "startLine": {"type": "integer", "minimum": 1}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        }),
+    )
+}
+
+/// An MCP tool whose schema came from a draft-07 generator.
+pub fn forecast_binding() -> ToolBinding {
+    binding(
+        forecast(),
+        "mcp__weather__get-forecast",
+        "Get the forecast for a city.",
+        json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "title": "Forecast",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer", "minimum": 1, "maximum": 7, "default": 3}
+            },
+            "required": ["city"]
+        }),
+    )
+}
+
+pub fn snapshot_of(bindings: Vec<ToolBinding>) -> InvocationToolSnapshot {
+    InvocationToolSnapshot::new("inv_root", bindings, 20).expect("snapshot")
+}
+
+pub fn snapshot() -> InvocationToolSnapshot {
+    snapshot_of(vec![
+        dice_binding("dice_roll"),
+        read_file_binding(),
+        forecast_binding(),
+    ])
+}
+
+pub fn turn_of(snapshot: &InvocationToolSnapshot, choice: ToolChoice) -> ModelTurn {
+    let contract = ToolTurnContract::all(snapshot, choice).expect("contract");
+    ModelTurn::new(snapshot, contract).expect("turn")
+}
+
+pub fn turn() -> ModelTurn {
+    turn_of(&snapshot(), ToolChoice::Auto)
+}
+
+pub const SYSTEM: &str = "You are a careful assistant. Use tools when they help.";
+pub const USER: &str = "Roll 2d6 and read notes.md, please.";
+
+pub fn call(call_id: &str, tool_id: ToolId, arguments: Value, metadata: Value) -> ToolInvocation {
+    ToolInvocation {
+        call_id: call_id.into(),
+        tool_id,
+        arguments,
+        provider_metadata: metadata,
+    }
+}
+
+pub fn result_ok(call: &ToolInvocation, content: &str) -> AgentToolResult {
+    AgentToolResult {
+        call_id: call.call_id.clone(),
+        tool_id: call.tool_id.clone(),
+        content: content.into(),
+        // Never sent to a model.
+        structured: json!({"total": 7, "rolls": [3, 4]}),
+        is_error: false,
+        error_code: None,
+        resource_refs: vec![],
+    }
+}
+
+pub fn result_error(call: &ToolInvocation, code: &str, content: &str) -> AgentToolResult {
+    AgentToolResult {
+        call_id: call.call_id.clone(),
+        tool_id: call.tool_id.clone(),
+        content: content.into(),
+        structured: json!({"path": "notes.md"}),
+        is_error: true,
+        error_code: Some(code.into()),
+        resource_refs: vec![],
+    }
+}
+
+pub fn assistant(parts: Vec<AgentModelContentPart>, metadata: Value) -> AgentModelMessage {
+    AgentModelMessage {
+        role: AgentModelRole::Assistant,
+        parts,
+        provider_metadata: metadata,
+    }
+}
+
+pub fn text(text: &str) -> AgentModelContentPart {
+    AgentModelContentPart::Text { text: text.into() }
+}
+
+pub fn tool_call(call: ToolInvocation) -> AgentModelContentPart {
+    AgentModelContentPart::ToolCall { call }
+}
+
+pub fn tool_message(results: Vec<AgentToolResult>) -> AgentModelMessage {
+    AgentModelMessage {
+        role: AgentModelRole::Tool,
+        parts: results
+            .into_iter()
+            .map(|result| AgentModelContentPart::ToolResult { result })
+            .collect(),
+        provider_metadata: Value::Null,
+    }
+}
+
+/// The history every request fixture encodes: a question, an assistant
+/// message with text and two calls (ids and metadata as `provider` gave
+/// them), and the two results, the second an error.
+pub struct History {
+    pub call_ids: [&'static str; 2],
+    pub call_metadata: [Value; 2],
+    pub message_metadata: Value,
+}
+
+impl History {
+    pub fn calls(&self) -> [ToolInvocation; 2] {
+        [
+            call(
+                self.call_ids[0],
+                dice(),
+                json!({"formula": "2d6"}),
+                self.call_metadata[0].clone(),
+            ),
+            call(
+                self.call_ids[1],
+                read_file(),
+                json!({"path": "notes.md"}),
+                self.call_metadata[1].clone(),
+            ),
+        ]
+    }
+
+    pub fn messages(&self) -> Vec<AgentModelMessage> {
+        let [roll, read] = self.calls();
+        vec![
+            AgentModelMessage::user_text(USER),
+            assistant(
+                vec![
+                    text("Rolling and reading now."),
+                    tool_call(roll.clone()),
+                    tool_call(read.clone()),
+                ],
+                self.message_metadata.clone(),
+            ),
+            tool_message(vec![
+                result_ok(&roll, "Rolled 2d6: 3 + 4 = 7."),
+                result_error(
+                    &read,
+                    "workspace.not_found",
+                    "workspace.not_found: `notes.md` does not exist",
+                ),
+            ]),
+        ]
+    }
+}
+
+pub fn settings(model: &str) -> AgentModelSettings {
+    AgentModelSettings {
+        model: model.into(),
+        temperature: Some(0.2),
+        max_output_tokens: Some(1024),
+    }
+}
+
+pub fn request(
+    model: &str,
+    messages: Vec<AgentModelMessage>,
+    turn: ModelTurn,
+) -> AgentModelRequest {
+    AgentModelRequest {
+        settings: settings(model),
+        system: Some(SYSTEM.into()),
+        messages,
+        turn,
+    }
+}
+
+fn fixture_path(provider: &str, name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(provider)
+        .join(name)
+}
+
+pub fn fixture_text(provider: &str, name: &str) -> String {
+    let path = fixture_path(provider, name);
+    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+pub fn fixture(provider: &str, name: &str) -> Value {
+    serde_json::from_str(&fixture_text(provider, name))
+        .unwrap_or_else(|error| panic!("{provider}/{name}: {error}"))
+}
+
+pub fn sse_fixture(provider: &str, name: &str) -> Vec<SseEvent> {
+    frame_sse(&fixture_text(provider, name)).expect("fixture frames")
+}
+
+/// Feed `events` to `assembler` and finish it.
+pub fn assemble(
+    mut assembler: Box<dyn StreamAssembler + '_>,
+    events: &[SseEvent],
+) -> Result<toolhost_core::AgentModelResponse, toolhost_providers::DecodeError> {
+    for event in events {
+        assembler.push(event)?;
+    }
+    assembler.finish()
+}
+
+/// `{"provider": name}` plus `fields`.
+pub fn tagged(provider: &str, fields: Value) -> Value {
+    let mut map = fields.as_object().cloned().unwrap_or_default();
+    map.insert("provider".into(), provider.into());
+    Value::Object(map)
+}
+
+/// The assistant message after decoding a reply with these parts.
+pub fn reply_message(parts: Vec<AgentModelContentPart>, metadata: Value) -> AgentModelMessage {
+    assistant(parts, metadata)
+}
+
+/// The messages of the next request after `reply`: the question, the
+/// reply, a result for each of its calls.
+pub fn next_history(reply: &AgentModelMessage) -> Vec<AgentModelMessage> {
+    let results = reply
+        .tool_calls()
+        .map(|call| result_ok(call, &format!("done: {}", call.call_id)))
+        .collect();
+    vec![
+        AgentModelMessage::user_text(USER),
+        reply.clone(),
+        tool_message(results),
+    ]
+}
+
+/// Every character boundary of `text`: where a stream may split it.
+pub fn splits(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    (0..=text.len())
+        .filter(|index| text.is_char_boundary(*index))
+        .map(|index| text.split_at(index))
+}

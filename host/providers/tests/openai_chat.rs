@@ -1,0 +1,417 @@
+//! OpenAI Chat Completions golden tests (fixtures: `fixtures/openai_chat/`).
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use toolhost_core::{
+    AgentModelResponse, Classified, ErrorClass, FinishReason, ModelCallError, TokenUsage,
+    ToolChoice,
+};
+use toolhost_providers::{DecodeError, Provider, SseEvent, openai_chat};
+
+const PROVIDER: &str = "openai_chat";
+const CHAT: Provider = Provider::OpenaiChat;
+
+fn chat_meta() -> Value {
+    tagged(PROVIDER, json!({}))
+}
+
+fn history() -> History {
+    History {
+        call_ids: ["call_Qm1x7Zr2", "call_Hb8Lw3Ns"],
+        call_metadata: [chat_meta(), chat_meta()],
+        message_metadata: Value::Null,
+    }
+}
+
+fn decode(body: &Value) -> Result<AgentModelResponse, DecodeError> {
+    openai_chat::decode_response(&turn(), body)
+}
+
+fn response_fixture() -> Value {
+    fixture(PROVIDER, "response_two_calls.json")
+}
+
+fn expected_two_calls(text: Option<&str>, id: &str) -> AgentModelResponse {
+    let mut parts = text.map(|t| vec![common::text(t)]).unwrap_or_default();
+    parts.push(tool_call(call(
+        "call_Z3kq9PZbS1",
+        dice(),
+        json!({"formula": "1d20+5"}),
+        chat_meta(),
+    )));
+    parts.push(tool_call(call(
+        "call_u7Tn0cXWd2",
+        forecast(),
+        json!({"city": "Paris", "days": 2}),
+        chat_meta(),
+    )));
+    AgentModelResponse {
+        message: reply_message(parts, Value::Null),
+        finish_reason: FinishReason::ToolCalls,
+        usage: Some(TokenUsage {
+            input_tokens: 182,
+            output_tokens: 51,
+        }),
+        response_id: Some(id.into()),
+    }
+}
+
+#[test]
+fn request_with_tools_history_and_results_matches_the_fixture() {
+    let request = request("gpt-4.1", history().messages(), turn());
+    let body = CHAT.encode_request(&request, false).expect("encodes");
+    assert_eq!(body, fixture(PROVIDER, "request_tools_history.json"));
+}
+
+#[test]
+fn streaming_request_asks_for_usage() {
+    let request = request("gpt-4.1", history().messages(), turn());
+    let body = CHAT.encode_request(&request, true).expect("encodes");
+    assert_eq!(body["stream"], json!(true));
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+}
+
+#[test]
+fn tool_choice_forms() {
+    let snapshot = snapshot();
+    let cases = [
+        (ToolChoice::None, json!("none")),
+        (ToolChoice::Required, json!("required")),
+        (
+            ToolChoice::Specific(forecast()),
+            json!({"type": "function", "function": {"name": "mcp__weather__get-forecast"}}),
+        ),
+    ];
+    for (choice, expected) in cases {
+        let request = request("gpt-4.1", history().messages(), turn_of(&snapshot, choice));
+        let body = CHAT.encode_request(&request, false).expect("encodes");
+        assert_eq!(body["tool_choice"], expected);
+    }
+    // No tools: neither `tools` nor `tool_choice` (the API refuses a choice alone).
+    let empty = snapshot_of(vec![]);
+    let request = request(
+        "gpt-4.1",
+        vec![toolhost_core::AgentModelMessage::user_text("hi")],
+        turn_of(&empty, ToolChoice::Auto),
+    );
+    let body = CHAT.encode_request(&request, false).expect("encodes");
+    assert_eq!(body.get("tools"), None);
+    assert_eq!(body.get("tool_choice"), None);
+}
+
+#[test]
+fn response_with_two_calls_decodes() {
+    let response = decode(&response_fixture()).expect("decodes");
+    assert_eq!(
+        response,
+        expected_two_calls(None, "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG")
+    );
+}
+
+#[test]
+fn stream_with_split_interleaved_arguments_assembles() {
+    let turn = turn();
+    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
+    let response = assemble(CHAT.stream_assembler(&turn), &events).expect("assembles");
+    assert_eq!(
+        response,
+        expected_two_calls(Some("Rolling now."), "chatcmpl-C7Yk2")
+    );
+}
+
+/// The arguments of one call split at every character boundary, including
+/// inside the escaped quote of a JSON text and inside a multi-byte
+/// character, still assemble to the same arguments.
+#[test]
+fn arguments_split_anywhere_assemble() {
+    let turn = turn();
+    let arguments = r#"{"formula":"2d6 \"fair\" é🎲"}"#;
+    for (first, second) in splits(arguments) {
+        let chunk = |delta: Value| {
+            SseEvent::new(
+                None,
+                json!({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+                    .to_string(),
+            )
+        };
+        let events = [
+            chunk(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                "function": {"name": "dice_roll", "arguments": first}}]})),
+            chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": second}}]})),
+            SseEvent::new(
+                None,
+                json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+                    .to_string(),
+            ),
+            SseEvent::new(None, "[DONE]"),
+        ];
+        let response = assemble(CHAT.stream_assembler(&turn), &events).expect("assembles");
+        let call = response.message.tool_calls().next().expect("a call");
+        assert_eq!(
+            call.arguments,
+            json!({"formula": "2d6 \"fair\" é🎲"}),
+            "split {first:?}|{second:?}"
+        );
+    }
+}
+
+#[test]
+fn round_trip_keeps_ids_and_aliases() {
+    let reply = decode(&response_fixture()).expect("decodes");
+    let request = request("gpt-4.1", next_history(&reply.message), turn());
+    let body = CHAT.encode_request(&request, false).expect("encodes");
+    assert_eq!(
+        body["messages"][2],
+        json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [
+                {"id": "call_Z3kq9PZbS1", "type": "function",
+                 "function": {"name": "dice_roll", "arguments": "{\"formula\":\"1d20+5\"}"}},
+                {"id": "call_u7Tn0cXWd2", "type": "function",
+                 "function": {"name": "mcp__weather__get-forecast", "arguments": "{\"city\":\"Paris\",\"days\":2}"}}
+            ]
+        })
+    );
+    assert_eq!(
+        body["messages"][3],
+        json!({"role": "tool", "tool_call_id": "call_Z3kq9PZbS1", "content": "done: call_Z3kq9PZbS1"})
+    );
+    assert_eq!(
+        body["messages"][4]["tool_call_id"],
+        json!("call_u7Tn0cXWd2")
+    );
+}
+
+/// Arguments the model sent as broken JSON stay that text, so the tool can
+/// answer a recoverable `tool.invalid_arguments`; they go back verbatim.
+#[test]
+fn invalid_argument_json_stays_a_string_and_round_trips() {
+    let mut body = response_fixture();
+    body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] =
+        json!("{\"formula\": \"1d20");
+    let reply = decode(&body).expect("decodes");
+    let call = reply.message.tool_calls().next().expect("call");
+    assert_eq!(call.arguments, json!("{\"formula\": \"1d20"));
+    let request = request("gpt-4.1", next_history(&reply.message), turn());
+    let encoded = CHAT.encode_request(&request, false).expect("encodes");
+    assert_eq!(
+        encoded["messages"][2]["tool_calls"][0]["function"]["arguments"],
+        json!("{\"formula\": \"1d20")
+    );
+}
+
+#[test]
+fn empty_argument_text_is_no_arguments() {
+    let mut body = response_fixture();
+    body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = json!("");
+    let reply = decode(&body).expect("decodes");
+    assert_eq!(
+        reply.message.tool_calls().next().expect("call").arguments,
+        json!({})
+    );
+}
+
+fn set_call(body: &mut Value, index: usize, key: &str, value: Value) {
+    let call = &mut body["choices"][0]["message"]["tool_calls"][index];
+    match key {
+        "name" => call["function"]["name"] = value,
+        "arguments" => call["function"]["arguments"] = value,
+        _ => call[key] = value,
+    }
+}
+
+#[test]
+fn hostile_responses_fail_fast_with_typed_errors() {
+    let mutate = |index: usize, key: &str, value: Value| {
+        let mut body = response_fixture();
+        set_call(&mut body, index, key, value);
+        decode(&body).expect_err("refused")
+    };
+    assert_eq!(
+        mutate(1, "id", json!("call_Z3kq9PZbS1")),
+        DecodeError::DuplicateCallId("call_Z3kq9PZbS1".into())
+    );
+    assert_eq!(
+        mutate(0, "name", json!("")),
+        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
+            "tool call `call_Z3kq9PZbS1` has no name".into()
+        ))
+    );
+    assert_eq!(
+        mutate(0, "id", Value::Null),
+        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
+            "a tool call has no call id".into()
+        ))
+    );
+    assert_eq!(
+        mutate(0, "name", json!("get_weather")),
+        DecodeError::ToolCall(ModelCallError::UnknownToolCall {
+            name: "get_weather".into(),
+            hint: String::new()
+        })
+    );
+    let canonical = mutate(0, "name", json!("builtin:dice.roll"));
+    assert_eq!(
+        canonical.to_string(),
+        "model.unknown_tool_call: `builtin:dice.roll` is not a tool of this request (`builtin:dice.roll` is a tool's canonical name; this request calls it `dice_roll`)"
+    );
+    assert_eq!(canonical.code(), "model.unknown_tool_call");
+    assert_eq!(
+        canonical.class(),
+        ErrorClass::PolicyDenied { fail_fast: true }
+    );
+    let object_arguments = mutate(0, "arguments", json!({"formula": "1d20"}));
+    assert_eq!(
+        object_arguments,
+        DecodeError::InvalidToolCall(
+            "the arguments of call `call_Z3kq9PZbS1` must be a JSON text, got an object".into()
+        )
+    );
+    assert_eq!(object_arguments.class(), ErrorClass::SystemFailure);
+}
+
+#[test]
+fn finish_reasons_map_and_unknown_ones_are_kept() {
+    let with_reason = |reason: &str| {
+        let mut body = response_fixture();
+        body["choices"][0]["finish_reason"] = json!(reason);
+        decode(&body).expect("decodes").finish_reason
+    };
+    assert_eq!(with_reason("stop"), FinishReason::Stop);
+    assert_eq!(with_reason("length"), FinishReason::Length);
+    assert_eq!(with_reason("content_filter"), FinishReason::ContentFilter);
+    assert_eq!(
+        with_reason("function_call"),
+        FinishReason::Other("function_call".into())
+    );
+}
+
+#[test]
+fn error_bodies_and_malformed_bodies() {
+    let error = decode(&json!({"error": {"message": "Rate limit reached", "type": "requests"}}))
+        .expect_err("error body");
+    assert_eq!(
+        error,
+        DecodeError::ProviderError("Rate limit reached".into())
+    );
+    assert_eq!(error.code(), "model.provider_error");
+    assert_eq!(
+        decode(&json!({"id": "x", "choices": []})).expect_err("no choice"),
+        DecodeError::InvalidResponse("expected exactly one choice, got 0".into())
+    );
+    assert_eq!(
+        decode(&json!({"id": "x", "choices": [{"index": 0, "message": {"content": "hi"}}]}))
+            .expect_err("no finish reason"),
+        DecodeError::InvalidResponse("`choices[0].finish_reason` is missing".into())
+    );
+}
+
+#[test]
+fn truncated_streams_are_incomplete() {
+    let turn = turn();
+    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
+    let without_done = &events[..events.len() - 1];
+    assert_eq!(
+        assemble(CHAT.stream_assembler(&turn), without_done).expect_err("no [DONE]"),
+        DecodeError::StreamIncomplete("the stream ended without `data: [DONE]`".into())
+    );
+    let cut = &events[..6];
+    let error = assemble(CHAT.stream_assembler(&turn), cut).expect_err("cut");
+    assert_eq!(error.code(), "model.stream_incomplete");
+    // The framer drops a last event that lost its blank line: a body cut
+    // inside `data: [DONE]` is incomplete too.
+    let body = fixture_text(PROVIDER, "stream_two_calls.sse");
+    let cut_body = body.trim_end().trim_end_matches("data: [DONE]");
+    let events = toolhost_providers::frame_sse(&format!("{cut_body}data: [DO")).expect("frames");
+    assert_eq!(
+        assemble(CHAT.stream_assembler(&turn), &events).expect_err("cut"),
+        DecodeError::StreamIncomplete("the stream ended without `data: [DONE]`".into())
+    );
+}
+
+#[test]
+fn hostile_streams() {
+    let turn = turn();
+    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
+    // Anything after [DONE].
+    let mut after_done = events.clone();
+    after_done.push(events[1].clone());
+    assert_eq!(
+        assemble(CHAT.stream_assembler(&turn), &after_done).expect_err("after done"),
+        DecodeError::InvalidResponse("an event arrived after `[DONE]`".into())
+    );
+    // An unknown alias fails when its first fragment arrives.
+    let mut assembler = CHAT.stream_assembler(&turn);
+    let unknown = SseEvent::new(
+        None,
+        json!({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_1", "function": {"name": "get_weather", "arguments": ""}}
+        ]}}]})
+        .to_string(),
+    );
+    assert_eq!(
+        assembler.push(&unknown).expect_err("unknown"),
+        DecodeError::ToolCall(ModelCallError::UnknownToolCall {
+            name: "get_weather".into(),
+            hint: String::new()
+        })
+    );
+    // A call whose id changes mid-stream.
+    let mut changed = events.clone();
+    changed.insert(
+        5,
+        SseEvent::new(
+            None,
+            json!({"id": "chatcmpl-C7Yk2", "choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "id": "call_other"}
+            ]}}]})
+            .to_string(),
+        ),
+    );
+    assert_eq!(
+        assemble(CHAT.stream_assembler(&turn), &changed).expect_err("changed id"),
+        DecodeError::InvalidResponse(
+            "the id of tool call 0 changed from `call_Z3kq9PZbS1` to `call_other` mid-stream"
+                .into()
+        )
+    );
+    // Two stream indexes claiming one call id.
+    let duplicate: Vec<SseEvent> = events
+        .iter()
+        .map(|event| {
+            SseEvent::new(
+                None,
+                event.data.replace("call_u7Tn0cXWd2", "call_Z3kq9PZbS1"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        assemble(CHAT.stream_assembler(&turn), &duplicate).expect_err("duplicate"),
+        DecodeError::DuplicateCallId("call_Z3kq9PZbS1".into())
+    );
+    // A call id that never came.
+    let no_id: Vec<SseEvent> = events
+        .iter()
+        .map(|event| SseEvent::new(None, event.data.replace("\"id\":\"call_u7Tn0cXWd2\",", "")))
+        .collect();
+    assert_eq!(
+        assemble(CHAT.stream_assembler(&turn), &no_id).expect_err("no id"),
+        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
+            "a tool call has no call id".into()
+        ))
+    );
+    // A mid-stream error object.
+    let mut assembler = CHAT.stream_assembler(&turn);
+    assert_eq!(
+        assembler
+            .push(&SseEvent::new(
+                None,
+                r#"{"error":{"message":"overloaded"}}"#
+            ))
+            .expect_err("error"),
+        DecodeError::ProviderError("overloaded".into())
+    );
+}
