@@ -28,7 +28,9 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::ops::Range;
 
-use crate::lines::{self, push_numbered, saturate};
+use memchr::memmem;
+
+use crate::lines::{push_numbered, saturate};
 
 /// `limit` when omitted.
 pub const DEFAULT_LIMIT: usize = 20;
@@ -71,15 +73,27 @@ pub fn fold_case(text: &str) -> String {
 /// `text` folded, borrowing `text` itself when folding would not change it
 /// (ASCII without capitals), else folding into `buf`.
 pub(crate) fn folded<'a>(text: &'a str, buf: &'a mut String) -> &'a str {
-    if text
-        .bytes()
-        .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
-    {
+    if is_folded_ascii(text.as_bytes()) {
         return text;
     }
     buf.clear();
     fold_case_into(text, buf);
     buf
+}
+
+/// Whether `bytes` is ASCII without capitals (folding would not change it).
+/// Checked a fixed-size chunk at a time, without an early exit inside a
+/// chunk, so the compiler vectorizes it (this runs over every searched byte).
+fn is_folded_ascii(bytes: &[u8]) -> bool {
+    const CHUNK: usize = 64;
+    let folds = |b: u8| (b >= 0x80) | b.is_ascii_uppercase();
+    let mut chunks = bytes.chunks_exact(CHUNK);
+    for chunk in &mut chunks {
+        if chunk.iter().fold(false, |any, &b| any | folds(b)) {
+            return false;
+        }
+    }
+    !chunks.remainder().iter().any(|&b| folds(b))
 }
 
 /// Bytes `c` takes once folded.
@@ -167,6 +181,18 @@ impl Tokens {
         self.tokens.iter().map(|token| token.text.as_str())
     }
 
+    /// Score of the tokens whose bits are set in `mask` (bit i = token i).
+    pub(crate) fn score_mask(&self, mask: u64) -> f64 {
+        let matched: u32 = self
+            .tokens
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| mask & (1 << index) != 0)
+            .map(|(_, token)| token.weight)
+            .sum();
+        f64::from(matched) / f64::from(self.total_weight)
+    }
+
     /// Score of an already folded haystack, and the byte offset (in it) of
     /// the earliest match.
     pub(crate) fn score(&self, haystack: &str) -> (f64, Option<usize>) {
@@ -187,10 +213,19 @@ impl Tokens {
 
 /// A `workspace.search_files` / `skill.search` query, prepared once and run
 /// against many texts.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct PreparedSearch {
     tokens: Tokens,
     literal: bool,
+    /// One prebuilt substring searcher per token, run over a whole text at
+    /// once rather than once per line.
+    finders: Vec<memmem::Finder<'static>>,
+}
+
+impl PartialEq for PreparedSearch {
+    fn eq(&self, other: &Self) -> bool {
+        self.tokens == other.tokens && self.literal == other.literal
+    }
 }
 
 impl PreparedSearch {
@@ -212,9 +247,14 @@ impl PreparedSearch {
                 (texts, false)
             }
         };
+        let finders = texts
+            .iter()
+            .map(|text| memmem::Finder::new(text.as_bytes()).into_owned())
+            .collect();
         Some(Self {
             tokens: Tokens::new(texts),
             literal,
+            finders,
         })
     }
 
@@ -236,26 +276,70 @@ impl PreparedSearch {
     }
 
     /// The best non-overlapping windows of `text`, at most `limit`, best
-    /// first (see the [module documentation](self)). Empty when nothing
-    /// matches or `limit` is 0. Callers validate `limit` and `context_lines`
-    /// against [`MAX_LIMIT`] and [`MAX_CONTEXT`] first ([`resolve_limit`],
-    /// [`resolve_context`]).
+    /// first (see the [module documentation](self)), with numbered
+    /// snippets. Empty when nothing matches or `limit` is 0. Callers validate
+    /// `limit` and `context_lines` against [`MAX_LIMIT`] and [`MAX_CONTEXT`]
+    /// first ([`resolve_limit`], [`resolve_context`]).
     pub fn search_text(&self, text: &str, context_lines: u32, limit: usize) -> Vec<TextHit> {
-        if limit == 0 {
+        self.scan_text(text, context_lines, limit)
+            .into_iter()
+            .map(|window| TextHit {
+                snippet: window.snippet(text),
+                line: window.line,
+                start_line: window.start_line,
+                end_line: window.end_line,
+                score: window.score,
+                byte_range: window.byte_range,
+            })
+            .collect()
+    }
+
+    /// [`search_text`](Self::search_text) without building the snippets,
+    /// for a caller that keeps only the best windows of many texts and
+    /// renders just those ([`TextWindow::snippet`]).
+    ///
+    /// The text is folded once and each token's prebuilt searcher runs over
+    /// all of it in one pass; a token matches a line exactly
+    /// when it is a substring of the folded line (tokens hold no `\n`, so an
+    /// occurrence never spans lines, and folding keeps every `\n`).
+    pub fn scan_text(&self, text: &str, context_lines: u32, limit: usize) -> Vec<TextWindow> {
+        if limit == 0 || text.is_empty() {
             return Vec::new();
         }
-        let mut line_starts: Vec<usize> = Vec::new();
-        let mut candidates: Vec<(f64, u32)> = Vec::new();
+        let line_starts = line_starts(text);
         let mut buf = String::new();
-        let mut offset = 0_usize;
-        for (number, line) in (1_u32..).zip(lines::lines(text)) {
-            line_starts.push(offset);
-            offset += line.len() + 1;
-            let score = self.tokens.score(folded(line, &mut buf)).0;
-            if score > 0.0 {
-                candidates.push((score, number));
+        let folded = folded(text, &mut buf);
+        // Folding can change byte lengths (`İ` → `i̇`), never the lines.
+        let folded_starts = if folded.len() == text.len() {
+            None
+        } else {
+            Some(line_starts_of(folded))
+        };
+        let starts = folded_starts.as_deref().unwrap_or(&line_starts);
+        let bytes = folded.as_bytes();
+
+        let mut masks: Vec<u64> = vec![0; starts.len()];
+        for (index, finder) in self.finders.iter().enumerate() {
+            if finder.needle().contains(&b'\n') {
+                continue; // a line never contains one
+            }
+            let bit = 1_u64 << index;
+            // One pass per token; matches come in order, so the line they
+            // fall on only moves forward.
+            let mut line = 0;
+            for at in finder.find_iter(bytes) {
+                while line + 1 < starts.len() && starts[line + 1] <= at {
+                    line += 1;
+                }
+                masks[line] |= bit;
             }
         }
+        let mut candidates: Vec<(f64, u32)> = masks
+            .iter()
+            .enumerate()
+            .filter(|(_, mask)| **mask != 0)
+            .map(|(index, mask)| (self.tokens.score_mask(*mask), saturate(index + 1)))
+            .collect();
         if candidates.is_empty() {
             return Vec::new();
         }
@@ -268,37 +352,75 @@ impl PreparedSearch {
                 None => text.len() - usize::from(text.ends_with('\n')),
             }
         };
-        let mut hits: Vec<TextHit> = Vec::new();
+        let mut windows: Vec<TextWindow> = Vec::new();
         for (score, line) in candidates {
             let start_line = line.saturating_sub(context_lines).max(1);
             let end_line = line.saturating_add(context_lines).min(total);
-            if hits
+            if windows
                 .iter()
                 .any(|hit| hit.start_line <= end_line && start_line <= hit.end_line)
             {
                 continue;
             }
-            let byte_range = line_starts[start_line as usize - 1]..line_end(end_line);
-            let mut snippet = String::new();
-            push_numbered(
-                &mut snippet,
-                &text[byte_range.clone()],
-                start_line,
-                end_line,
-            );
-            hits.push(TextHit {
+            windows.push(TextWindow {
                 line,
                 start_line,
                 end_line,
                 score,
-                snippet,
-                byte_range,
+                byte_range: line_starts[start_line as usize - 1]..line_end(end_line),
             });
-            if hits.len() == limit {
+            if windows.len() == limit {
                 break;
             }
         }
-        hits
+        windows
+    }
+}
+
+/// Byte offsets where each line of `text` starts (as [`crate::lines::lines`]
+/// splits it: a trailing `\n` opens no extra line).
+fn line_starts(text: &str) -> Vec<usize> {
+    line_starts_of(text)
+}
+
+fn line_starts_of(text: &str) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(text.len() / 40 + 1);
+    if text.is_empty() {
+        return starts;
+    }
+    starts.push(0);
+    starts.extend(
+        memchr::memchr_iter(b'\n', text.as_bytes())
+            .map(|at| at + 1)
+            .filter(|start| *start < text.len()),
+    );
+    starts
+}
+
+/// A window of [`PreparedSearch::scan_text`], before its snippet is built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextWindow {
+    /// The matching line.
+    pub line: u32,
+    pub start_line: u32,
+    pub end_line: u32,
+    /// The matching line's score, in `0.0..=1.0`.
+    pub score: f64,
+    /// The window's lines in the searched text.
+    pub byte_range: Range<usize>,
+}
+
+impl TextWindow {
+    /// The window's lines of `text` (the text it was scanned in), numbered.
+    pub fn snippet(&self, text: &str) -> String {
+        let mut snippet = String::new();
+        push_numbered(
+            &mut snippet,
+            &text[self.byte_range.clone()],
+            self.start_line,
+            self.end_line,
+        );
+        snippet
     }
 }
 
@@ -625,5 +747,35 @@ mod tests {
             SearchArgError::LimitTooLarge.to_string(),
             "limit must be <= 50"
         );
+    }
+
+    /// The whole-text scan must score every line exactly as scoring each
+    /// folded line on its own would (the rule the module documents).
+    #[test]
+    fn the_whole_text_scan_agrees_with_per_line_scoring() {
+        let texts = [
+            "alpha beta\nBeta GAMMA\n\ngamma alpha beta\n",
+            "İstanbul İs big\nistanbul\nİİİ stan\nno match here",
+            "ΟΔΟΣ and οδος\nσίγμα ς\r\nΣ\n",
+            "a--b\n——\n— —\n...\n",
+            "needle at end without newline needle",
+            "\n\n\nneedle\n\n",
+        ];
+        let queries = ["beta gamma", "alpha", "istanbul stan", "οδος σ", "——", "— —", "...", "needle", "b a"];
+        for text in texts {
+            for query in queries {
+                let Some(prepared) = PreparedSearch::new(query) else { continue };
+                let scanned = prepared.scan_text(text, 0, usize::MAX >> 1);
+                // Naive: every line folded and scored on its own.
+                let mut naive: Vec<(f64, u32)> = crate::lines::lines(text)
+                    .enumerate()
+                    .map(|(index, line)| (prepared.score_line(line), index as u32 + 1))
+                    .filter(|(score, _)| *score > 0.0)
+                    .collect();
+                naive.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                let got: Vec<(f64, u32)> = scanned.iter().map(|w| (w.score, w.line)).collect();
+                assert_eq!(got, naive, "{query:?} in {text:?}");
+            }
+        }
     }
 }

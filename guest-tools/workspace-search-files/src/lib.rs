@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::metrics;
-use toolhost_guest::text::search::{self, PreparedSearch, SearchArgError, TextHit};
+use toolhost_guest::text::search::{self, PreparedSearch, SearchArgError};
 use toolhost_guest::workspace::{self, Workspace};
 use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
 
@@ -110,7 +110,11 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
     };
 
     let files = workspace.walk_files(path, MAX_DEPTH, MAX_FILES)?;
-    let mut best: Vec<(String, TextHit, String, u64, u64)> = Vec::new();
+    // The best `limit` hits so far, in final order. A window is rendered
+    // (snippet, metrics) only when it would enter this list: a search where
+    // every line matches builds `limit` snippets per improvement, not one
+    // per matching line.
+    let mut hits: Vec<Hit> = Vec::with_capacity(limit + 1);
     let (mut searched, mut skipped) = (0u64, 0u64);
     for entry in &files.entries {
         let file = match workspace.read_text(&entry.path) {
@@ -122,34 +126,30 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
             }
         };
         searched += 1;
-        for hit in prepared.search_text(&file.text, context, limit) {
-            let window = metrics(&file.text[hit.byte_range.clone()]);
-            best.push((
-                file.path.clone(),
-                hit,
-                file.sha256.clone(),
-                window.chars,
-                window.words,
-            ));
+        for window in prepared.scan_text(&file.text, context, limit) {
+            let at = hits.partition_point(|hit| ranks_before(hit, window.score, &file.path, window.start_line));
+            if at >= limit {
+                // This file's windows come best first: none later gets in.
+                break;
+            }
+            let metrics = metrics(&file.text[window.byte_range.clone()]);
+            hits.insert(
+                at,
+                Hit {
+                    reference: workspace::line_ref(&file.path, window.start_line, window.end_line),
+                    path: file.path.clone(),
+                    score: window.score,
+                    start_line: window.start_line,
+                    end_line: window.end_line,
+                    snippet: window.snippet(&file.text),
+                    chars: metrics.chars,
+                    words: metrics.words,
+                    sha256: file.sha256.clone(),
+                },
+            );
+            hits.truncate(limit);
         }
-        // Keep only what can still make the final cut: memory stays flat
-        // however many files match.
-        keep_best(&mut best, limit);
     }
-    let hits: Vec<Hit> = best
-        .into_iter()
-        .map(|(path, hit, sha256, chars, words)| Hit {
-            reference: workspace::line_ref(&path, hit.start_line, hit.end_line),
-            path,
-            score: hit.score,
-            start_line: hit.start_line,
-            end_line: hit.end_line,
-            snippet: hit.snippet,
-            chars,
-            words,
-            sha256,
-        })
-        .collect();
 
     let mut content = String::new();
     if hits.is_empty() {
@@ -200,9 +200,15 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
     Ok(output)
 }
 
-fn keep_best(best: &mut Vec<(String, TextHit, String, u64, u64)>, limit: usize) {
-    best.sort_by(|(path_a, a, ..), (path_b, b, ..)| search::compare_hits(path_a, a, path_b, b));
-    best.truncate(limit);
+/// Whether `hit` comes before a window (score, path, start line) in the
+/// final order: score descending, path ascending, start line ascending.
+fn ranks_before(hit: &Hit, score: f64, path: &str, start_line: u32) -> bool {
+    hit.score
+        .total_cmp(&score)
+        .reverse()
+        .then_with(|| hit.path.as_str().cmp(path))
+        .then(hit.start_line.cmp(&start_line))
+        .is_lt()
 }
 
 #[cfg(test)]

@@ -56,6 +56,12 @@ pub fn build_guests(workspace_root: &Path, packages: &[&str]) -> Vec<BuiltGuest>
         "cargo:rerun-if-changed={}",
         workspace_root.join("wit").display()
     );
+    // Guests depend on shared crates beside them (the SDK, and the text rules
+    // the SDK uses): watch the whole tree, not only each guest's direct deps.
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace_root.join("guest-tools").display()
+    );
     println!(
         "cargo:rerun-if-changed={}",
         workspace_root.join("Cargo.lock").display()
@@ -95,6 +101,13 @@ pub fn build_guests(workspace_root: &Path, packages: &[&str]) -> Vec<BuiltGuest>
     ] {
         command.env_remove(key);
     }
+    // Fixed-width SIMD (wasm's `simd128`, on in wasmtime by default and
+    // deterministic, unlike relaxed SIMD) lets memchr's substring search run
+    // vectorized inside the search and read tools instead of byte by byte.
+    command.env(
+        "CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS",
+        "-Ctarget-feature=+simd128",
+    );
     let output = command
         .output()
         .unwrap_or_else(|error| panic!("could not run `{cargo} build` for the guests: {error}"));

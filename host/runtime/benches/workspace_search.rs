@@ -182,6 +182,38 @@ async fn bench() {
     let native_args = Arguments::from_value(arguments.clone()).expect("object");
     let native = Native(Arc::clone(&session));
 
+    if std::env::var_os("BREAKDOWN").is_some() {
+        for _ in 0..3 {
+            let started = Instant::now();
+            let files = workspace.walk_files("", 8, 5000).expect("walk");
+            let walked = started.elapsed();
+            let started = Instant::now();
+            let mut texts = Vec::new();
+            for entry in &files.entries {
+                texts.push(session.read_text(&entry.path).expect("read"));
+            }
+            let read = started.elapsed();
+            let started = Instant::now();
+            let mut raw = 0;
+            for entry in &files.entries {
+                raw += std::fs::read(run.join(&entry.path)).expect("raw").len();
+            }
+            let plain = started.elapsed();
+            let prepared = toolhost_guest::text::PreparedSearch::new("silver lantern keeper").expect("q");
+            let started = Instant::now();
+            let mut hits = 0;
+            for text in &texts {
+                hits += prepared.search_text(&text.text, 2, 20).len();
+            }
+            let scored = started.elapsed();
+            let started = Instant::now();
+            for text in &texts {
+                std::hint::black_box(sha2_hex(text.text.as_bytes()));
+            }
+            let hashed = started.elapsed();
+            eprintln!("walk {walked:?} read {read:?} (plain fs::read {plain:?}, {raw} B) score {scored:?} ({hits} hits) sha {hashed:?}");
+        }
+    }
     let mut sandboxed = Vec::new();
     let mut natively = Vec::new();
     let mut fuel = 0;
@@ -235,4 +267,9 @@ async fn bench() {
         "\nSandboxed / native: {:.2}×; files searched: {hits}.",
         sandboxed.as_secs_f64() / natively.as_secs_f64()
     );
+}
+
+fn sha2_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
 }
