@@ -25,17 +25,20 @@ conformance: setup
 	$(CARGO) test --locked -p toolhost-conformance -- --nocapture
 
 ## The main job on the embedded defaults: list the tools, roll dice through
-## the control plane (a run with a budget of two rolls), show its journal and
-## the default profile's snapshot.
+## the control plane (a run with a budget of two rolls), write, patch and read
+## a workspace file, show the run's journal and the default profile's snapshot.
 TOOLHOST := $(CARGO) run --quiet --locked -p toolhost-cli --
 DEMO_RUN := runs/demo
 
 demo: setup
-	@rm -rf $(DEMO_RUN)
+	@rm -rf $(DEMO_RUN) $(DEMO_RUN)-ws
 	$(TOOLHOST) tools list
 	$(TOOLHOST) call --profile profiles/dice-roller.json --run-dir $(DEMO_RUN) dice.roll '{"formula":"3d6+4"}'
 	$(TOOLHOST) call --run-dir $(DEMO_RUN) dice.roll '{"formula":"3d6++4"}' || true
 	$(TOOLHOST) call --run-dir $(DEMO_RUN) dice.roll '{"formula":"d20"}' || true
+	$(TOOLHOST) call --run-dir $(DEMO_RUN)-ws workspace.write_file '{"path":"output/main.md","content":"The dragon sleeps.\nThe knight waits.\n"}'
+	$(TOOLHOST) call --run-dir $(DEMO_RUN)-ws workspace.apply_patch '{"path":"output/main.md","old_string":"sleeps","new_string":"wakes"}'
+	$(TOOLHOST) call --run-dir $(DEMO_RUN)-ws workspace.read_file '{"path":"output/main.md"}'
 	$(TOOLHOST) journal $(DEMO_RUN)
 	$(TOOLHOST) snapshot --profile profiles/default.json > /dev/null
 
@@ -44,6 +47,7 @@ demo: setup
 bench: setup
 	$(CARGO) bench --locked -p toolhost-conformance --bench sandbox
 	$(CARGO) bench --locked -p toolhost-runtime --bench control_plane
+	$(CARGO) bench --locked -p toolhost-runtime --bench workspace_search
 
 lint: setup
 	$(CARGO) fmt --all -- --check

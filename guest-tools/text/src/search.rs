@@ -761,10 +761,22 @@ mod tests {
             "needle at end without newline needle",
             "\n\n\nneedle\n\n",
         ];
-        let queries = ["beta gamma", "alpha", "istanbul stan", "οδος σ", "——", "— —", "...", "needle", "b a"];
+        let queries = [
+            "beta gamma",
+            "alpha",
+            "istanbul stan",
+            "οδος σ",
+            "——",
+            "— —",
+            "...",
+            "needle",
+            "b a",
+        ];
         for text in texts {
             for query in queries {
-                let Some(prepared) = PreparedSearch::new(query) else { continue };
+                let Some(prepared) = PreparedSearch::new(query) else {
+                    continue;
+                };
                 let scanned = prepared.scan_text(text, 0, usize::MAX >> 1);
                 // Naive: every line folded and scored on its own.
                 let mut naive: Vec<(f64, u32)> = crate::lines::lines(text)

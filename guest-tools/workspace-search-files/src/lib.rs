@@ -127,7 +127,9 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
         };
         searched += 1;
         for window in prepared.scan_text(&file.text, context, limit) {
-            let at = hits.partition_point(|hit| ranks_before(hit, window.score, &file.path, window.start_line));
+            let at = hits.partition_point(|hit| {
+                ranks_before(hit, window.score, &file.path, window.start_line)
+            });
             if at >= limit {
                 // This file's windows come best first: none later gets in.
                 break;

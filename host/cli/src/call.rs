@@ -30,12 +30,11 @@ pub struct CallArgs {
 
 pub async fn call(host: &ToolHost, args: CallArgs) -> Result<ExitCode> {
     let tool = host.catalog().lookup(&args.tool)?.id.clone();
-    // Without a profile the person gets exactly the tool they named.
     let profile = match &args.profile {
         Some(path) => Some(load::profile(Some(path))?),
         None => None,
     };
-    let (run, mut session) = open_session(host, &args, profile.as_ref(), &tool)?;
+    let (run, mut session) = open_session(host, &args, profile.as_ref())?;
     eprintln!("run: {}", run.root().display());
 
     if !session.snapshot().contains(&tool) {
@@ -100,16 +99,23 @@ fn open_session(
     host: &ToolHost,
     args: &CallArgs,
     profile: Option<&Profile>,
-    tool: &ToolId,
 ) -> Result<(Arc<Run>, InvocationSession)> {
     if let Some(dir) = &args.run_dir
         && dir.join("run.json").exists()
     {
         return continue_run(dir, profile);
     }
+    // Without a profile a person may call any tool of the catalog; each call
+    // still names its one tool (a `specific` turn).
     let profile = match profile {
         Some(profile) => profile.clone(),
-        None => Profile::for_tools("cli-call", vec![tool.clone()]),
+        None => Profile::for_tools(
+            "cli-call",
+            host.catalog()
+                .iter()
+                .map(|descriptor| descriptor.id.clone())
+                .collect(),
+        ),
     };
     let run = match &args.run_dir {
         Some(dir) => Run::create(dir, &profile, args.durability)?,

@@ -57,7 +57,7 @@ enum Command {
         #[arg(default_value = "{}")]
         arguments: String,
         /// The profile whose snapshot the call goes through [default: a
-        /// profile offering just this tool].
+        /// profile offering every tool of the catalog].
         #[arg(long, value_name = "FILE")]
         profile: Option<PathBuf>,
         /// The run directory: a new run is created there, or an existing run

@@ -146,16 +146,23 @@ fn main() {
 async fn bench() {
     let dir = tempfile::tempdir_in(".").expect("tempdir beside the build, on the real disk");
     let run = dir.path().join("run");
-    for root in ["output", "scratch", "plan", "summaries", "persist", "tool-results", ".tmp"] {
+    for root in [
+        "output",
+        "scratch",
+        "plan",
+        "summaries",
+        "persist",
+        "tool-results",
+        ".tmp",
+    ] {
         std::fs::create_dir_all(run.join(root)).expect("root");
     }
     let bytes = corpus(&run);
     let mut specs = RootSpec::default_universe();
     specs.push(RootSpec::tool_results());
     let roots = WorkspaceRoots::from_specs(&specs).expect("roots");
-    let workspace = Arc::new(
-        HostWorkspace::open(&run, roots, WorkspaceLimits::default()).expect("workspace"),
-    );
+    let workspace =
+        Arc::new(HostWorkspace::open(&run, roots, WorkspaceLimits::default()).expect("workspace"));
     let session = Arc::new(WorkspaceSession::new(Arc::clone(&workspace)));
 
     let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
@@ -199,7 +206,8 @@ async fn bench() {
                 raw += std::fs::read(run.join(&entry.path)).expect("raw").len();
             }
             let plain = started.elapsed();
-            let prepared = toolhost_guest::text::PreparedSearch::new("silver lantern keeper").expect("q");
+            let prepared =
+                toolhost_guest::text::PreparedSearch::new("silver lantern keeper").expect("q");
             let started = Instant::now();
             let mut hits = 0;
             for text in &texts {
@@ -211,7 +219,9 @@ async fn bench() {
                 std::hint::black_box(sha2_hex(text.text.as_bytes()));
             }
             let hashed = started.elapsed();
-            eprintln!("walk {walked:?} read {read:?} (plain fs::read {plain:?}, {raw} B) score {scored:?} ({hits} hits) sha {hashed:?}");
+            eprintln!(
+                "walk {walked:?} read {read:?} (plain fs::read {plain:?}, {raw} B) score {scored:?} ({hits} hits) sha {hashed:?}"
+            );
         }
     }
     let mut sandboxed = Vec::new();
@@ -261,7 +271,10 @@ async fn bench() {
     );
     println!("| variant | median ms |");
     println!("|---|---|");
-    println!("| sandboxed component (fresh store, fuel {fuel}) | {} |", ms(sandboxed));
+    println!(
+        "| sandboxed component (fresh store, fuel {fuel}) | {} |",
+        ms(sandboxed)
+    );
     println!("| the same tool logic natively | {} |", ms(natively));
     println!(
         "\nSandboxed / native: {:.2}×; files searched: {hits}.",
