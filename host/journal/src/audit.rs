@@ -71,14 +71,24 @@ struct ToolResultRecord<'a> {
     result: &'a AgentToolResult,
 }
 
-/// Write `bytes` to `relative` through a temp file, refusing to replace an
-/// existing file. Parents must exist. Syncs the file itself only when asked;
-/// the directory entry is the caller's to sync.
-pub(crate) fn persist_create_only(
+/// How [`persist`] treats a file already at the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Existing {
+    /// Audit facts: never overwritten (`AlreadyExists`).
+    Refuse,
+    /// Runtime state that changes (an invocation's read-state).
+    Replace,
+}
+
+/// Write `bytes` to `relative` through a temp file in `.tmp/`, atomically.
+/// Parents must exist. Syncs the file itself only when asked; the directory
+/// entry is the caller's to sync.
+pub(crate) fn persist(
     layout: &RunLayout,
     relative: &str,
     bytes: &[u8],
     sync_file: bool,
+    existing: Existing,
 ) -> Result<RunPath, AuditError> {
     let target = layout.resolve(relative)?;
     let tmp_dir = layout.tmp_dir();
@@ -88,7 +98,11 @@ pub(crate) fn persist_create_only(
     if sync_file {
         temp.as_file().sync_all().map_err(io_error(temp.path()))?;
     }
-    match temp.persist_noclobber(&target.absolute) {
+    let persisted = match existing {
+        Existing::Refuse => temp.persist_noclobber(&target.absolute),
+        Existing::Replace => temp.persist(&target.absolute),
+    };
+    match persisted {
         Ok(_) => Ok(target),
         // `error.file` (the temp file) is dropped here, and so removed.
         Err(error) if error.error.kind() == io::ErrorKind::AlreadyExists => {
@@ -101,30 +115,6 @@ pub(crate) fn persist_create_only(
             source: error.error,
         }),
     }
-}
-
-/// Write `bytes` to `relative` through a temp file, replacing what is there:
-/// for runtime state that changes (not for audit facts, which are
-/// create-only).
-pub(crate) fn persist_replacing(
-    layout: &RunLayout,
-    relative: &str,
-    bytes: &[u8],
-    sync_file: bool,
-) -> Result<RunPath, AuditError> {
-    let target = layout.resolve(relative)?;
-    let tmp_dir = layout.tmp_dir();
-    let mut temp = NamedTempFile::new_in(&tmp_dir).map_err(io_error(&tmp_dir))?;
-    temp.write_all(bytes).map_err(io_error(temp.path()))?;
-    if sync_file {
-        temp.as_file().sync_all().map_err(io_error(temp.path()))?;
-    }
-    temp.persist(&target.absolute)
-        .map_err(|error| AuditError::Io {
-            path: target.absolute.clone(),
-            source: error.error,
-        })?;
-    Ok(target)
 }
 
 fn pretty(call_id: &str, record: &impl Serialize) -> Result<Vec<u8>, AuditError> {
@@ -145,11 +135,22 @@ impl RunDirectory {
     }
 
     fn write_create_only_at(&self, relative: &str, bytes: &[u8]) -> Result<RunPath, AuditError> {
+        self.write_at(relative, bytes, Existing::Refuse)
+    }
+
+    /// Write atomically with the run's durability: parents created, the file
+    /// and its directory fsynced now (`Fsync`) or at the next sync (`Batched`).
+    fn write_at(
+        &self,
+        relative: &str,
+        bytes: &[u8],
+        existing: Existing,
+    ) -> Result<RunPath, AuditError> {
         // Validate before creating any directory for it.
         self.layout().resolve(relative)?;
         let fsync = self.durability() == Durability::Fsync;
         let mut changed_dirs = self.ensure_parents(relative)?;
-        let target = persist_create_only(self.layout(), relative, bytes, fsync)?;
+        let target = persist(self.layout(), relative, bytes, fsync, existing)?;
         changed_dirs.push(parent_dir(&target.absolute).to_owned());
         if fsync {
             for dir in &changed_dirs {
@@ -192,19 +193,8 @@ impl RunDirectory {
     /// Atomically replace `relative` (a hidden runtime state file, e.g. an
     /// invocation's read-state) with `bytes`, creating parents as needed.
     pub fn replace_state_file(&self, relative: &str, bytes: &[u8]) -> Result<(), AuditError> {
-        self.layout().resolve(relative)?;
-        let fsync = self.durability() == Durability::Fsync;
-        let mut changed_dirs = self.ensure_parents(relative)?;
-        let target = persist_replacing(self.layout(), relative, bytes, fsync)?;
-        changed_dirs.push(parent_dir(&target.absolute).to_owned());
-        if fsync {
-            for dir in &changed_dirs {
-                sync_dir(dir).map_err(io_error(dir))?;
-            }
-        } else {
-            self.defer_sync(target.absolute.clone(), changed_dirs);
-        }
-        Ok(())
+        self.write_at(relative, bytes, Existing::Replace)
+            .map(|_| ())
     }
 
     /// Store a call's arguments as `tool-args/call_<hex>.json`; returns the

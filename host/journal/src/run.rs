@@ -12,7 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::audit::{AuditError, persist_create_only};
+use crate::audit::{AuditError, Existing, persist};
 use crate::fsync::{parent_dir, sync_dir};
 use crate::journal::{Durability, Journal, JournalError, Recovery};
 use crate::layout::{INPUT_DIR, LayoutError, RunLayout, SYSTEM_DIRS};
@@ -94,13 +94,20 @@ impl RunDirectory {
         // Input first: a run.json that exists always has its input beside it.
         // Both are synced whatever the durability; creation happens once.
         let profile = layout.resolved_profile();
-        persist_create_only(&layout, &profile.relative, resolved_profile_json, true)?;
+        persist(
+            &layout,
+            &profile.relative,
+            resolved_profile_json,
+            true,
+            Existing::Refuse,
+        )?;
         let manifest_path = layout.manifest();
-        persist_create_only(
+        persist(
             &layout,
             &manifest_path.relative,
             &manifest.to_json_bytes(),
             true,
+            Existing::Refuse,
         )?;
         let journal = Journal::create(layout.journal().absolute, &manifest.run_id, durability)?;
         for dir in [root.join(INPUT_DIR), root.to_owned()] {

@@ -52,19 +52,7 @@ impl ToolExecutor for Answering {
         Ok(Execution {
             result,
             effect,
-            report: CallReport {
-                result: Ok(ToolOutcome::Success(ToolSuccess::default())),
-                elapsed_us: 0,
-                fuel_consumed: 0,
-                peak_memory_bytes: 0,
-                entropy,
-                random_draws: 0,
-                logs: Vec::new(),
-                logs_dropped: 0,
-                stdout: String::new(),
-                stderr: String::new(),
-                host_fault: None,
-            },
+            report: CallReport::not_run(entropy, Ok(ToolOutcome::Success(ToolSuccess::default()))),
         })
     }
 }

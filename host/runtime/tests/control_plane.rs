@@ -94,24 +94,8 @@ impl ToolExecutor for Scripted {
         Ok(Execution {
             result,
             effect: None,
-            report: empty_report(entropy),
+            report: CallReport::not_run(entropy, Ok(ToolOutcome::Success(ToolSuccess::default()))),
         })
-    }
-}
-
-fn empty_report(entropy: CallEntropy) -> CallReport {
-    CallReport {
-        result: Ok(ToolOutcome::Success(ToolSuccess::default())),
-        elapsed_us: 0,
-        fuel_consumed: 0,
-        peak_memory_bytes: 0,
-        entropy,
-        random_draws: 0,
-        logs: Vec::new(),
-        logs_dropped: 0,
-        stdout: String::new(),
-        stderr: String::new(),
-        host_fault: None,
     }
 }
 

@@ -42,6 +42,25 @@ pub struct CallReport {
 }
 
 impl CallReport {
+    /// The report of a call that never ran in a store: refused before the
+    /// guest was entered, or answered by something other than the sandbox
+    /// (an executor of another kind, a test double).
+    pub fn not_run(entropy: CallEntropy, result: Result<ToolOutcome, SandboxFailure>) -> Self {
+        Self {
+            result,
+            elapsed_us: 0,
+            fuel_consumed: 0,
+            peak_memory_bytes: 0,
+            entropy,
+            random_draws: 0,
+            logs: Vec::new(),
+            logs_dropped: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+            host_fault: None,
+        }
+    }
+
     /// The result as the model sees it: a sandbox failure becomes a
     /// recoverable error with its `sandbox.*` code.
     pub fn outcome(&self) -> ToolOutcome {
@@ -115,7 +134,7 @@ impl Sandbox {
         context: CallContext,
     ) -> CallReport {
         if !arguments.is_object() {
-            return early(
+            return CallReport::not_run(
                 entropy,
                 Ok(ToolOutcome::Error(ToolFailure::new(
                     "tool.invalid_arguments",
@@ -126,7 +145,7 @@ impl Sandbox {
         // serde_json's writer, not `Display`: this is on every call's path.
         let text = serde_json::to_string(arguments).unwrap_or_default();
         if text.len() as u64 > limits.argument_bytes {
-            return early(
+            return CallReport::not_run(
                 entropy,
                 Err(SandboxFailure::ArgumentsTooLarge {
                     limit: limits.argument_bytes,
@@ -256,22 +275,6 @@ fn captured(pipe: &wasmtime_wasi::p2::pipe::MemoryOutputPipe) -> String {
         String::new()
     } else {
         String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
-fn early(entropy: CallEntropy, result: Result<ToolOutcome, SandboxFailure>) -> CallReport {
-    CallReport {
-        result,
-        elapsed_us: 0,
-        fuel_consumed: 0,
-        peak_memory_bytes: 0,
-        entropy,
-        random_draws: 0,
-        logs: Vec::new(),
-        logs_dropped: 0,
-        stdout: String::new(),
-        stderr: String::new(),
-        host_fault: None,
     }
 }
 
