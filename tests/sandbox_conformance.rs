@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost_conformance::{builtin, guest, spec};
 use toolhost_core::ToolOutcome;
+use toolhost_sandbox::capability::HOST_VERSION;
 use toolhost_sandbox::{
     Allocator, AllocatorChoice, CallEntropy, CallReport, CapabilitySet, ComponentSpec,
     LimitOverrides, LoadError, LoadEvent, LoadedFrom, Sandbox, SandboxConfig, SandboxFailure,
@@ -318,7 +319,10 @@ async fn ungranted_capability_is_refused_at_load() {
     let sandbox = sandbox();
     let error = load_error(&sandbox, "overreach").await;
     let message = error.to_string();
-    assert_eq!(refused_imports(error), vec!["toolhost:host/random@0.1.1"]);
+    assert_eq!(
+        refused_imports(error),
+        vec![format!("toolhost:host/random@{HOST_VERSION}")]
+    );
     assert!(message.contains("grant (log)"), "{message}");
 
     // Granted the capability, the same bytes load and run.
@@ -336,7 +340,7 @@ async fn a_read_only_workspace_tool_that_writes_is_refused_at_load() {
     let error = load_error(&sandbox, "reader-writes").await;
     assert_eq!(
         refused_imports(error),
-        vec!["toolhost:host/workspace-write@0.1.1"]
+        vec![format!("toolhost:host/workspace-write@{HOST_VERSION}")]
     );
     assert_still_serving(&sandbox).await;
 }
@@ -487,7 +491,10 @@ async fn builtins_import_only_their_world() {
         .map(String::as_str)
         .filter(|import| import.starts_with("toolhost:host/"))
         .collect();
-    assert_eq!(host_imports, vec!["toolhost:host/random@0.1.1"]);
+    assert_eq!(
+        host_imports,
+        vec![format!("toolhost:host/random@{HOST_VERSION}")]
+    );
     // Every builtin loads under exactly its declared world (the load would
     // refuse anything more), and no read-only workspace tool imports write.
     for builtin in toolhost_builtins::components() {

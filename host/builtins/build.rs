@@ -10,6 +10,12 @@ const BUILTIN_PACKAGES: &[&str] = &[
     "workspace-read-file",
     "workspace-write-file",
     "workspace-apply-patch",
+    "chat-search",
+    "chat-read-messages",
+    "worldinfo-read-activated",
+    "skill-list",
+    "skill-search",
+    "skill-read",
 ];
 
 fn main() {

@@ -32,6 +32,7 @@
 //! natively, so tool logic is unit-tested with a plain `cargo test`.
 
 pub mod args;
+pub mod knowledge;
 pub mod log;
 pub mod markdown;
 pub mod output;
@@ -47,15 +48,15 @@ pub use toolhost_text as text;
 pub use args::Arguments;
 pub use output::{Annotations, Descriptor, Output, ToolError};
 
-/// Raw bindings of `toolhost:host/all-capabilities@0.1.1`. Tool code normally
+/// Raw bindings of `toolhost:host/all-capabilities@0.1.2`. Tool code normally
 /// uses the safe wrappers ([`log`], [`random`]) instead.
 ///
 /// Only the capabilities a tool actually calls end up as imports of its
 /// component; the host checks them against the tool's grant at load.
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "toolhost:host/all-capabilities@0.1.1",
-        path: ["../../wit/tool", "../../wit/host-0.1.1"],
+        world: "toolhost:host/all-capabilities@0.1.2",
+        path: ["../../wit/tool", "../../wit/host-0.1.2"],
         generate_all,
         pub_export_macro: true,
         export_macro_name: "__export_raw",

@@ -168,3 +168,177 @@ impl WorkspaceWriter for MemoryWorkspace {
         })
     }
 }
+
+/// An in-memory chat: every message visible, `(role, name, text)` each.
+#[derive(Debug, Default)]
+pub struct MemoryChat {
+    pub user_name: String,
+    pub character_name: String,
+    pub messages: Vec<crate::knowledge::ChatMessage>,
+    /// `messages` calls made (to check batching).
+    pub batches: RefCell<u32>,
+}
+
+impl MemoryChat {
+    pub fn with(messages: &[(crate::knowledge::Role, &str, &str)]) -> Self {
+        Self {
+            user_name: "User".into(),
+            character_name: "Seraphina".into(),
+            messages: messages
+                .iter()
+                .enumerate()
+                .map(
+                    |(index, (role, name, text))| crate::knowledge::ChatMessage {
+                        index: index as u32,
+                        role: *role,
+                        name: (*name).to_owned(),
+                        send_date: None,
+                        text: (*text).to_owned(),
+                        swipes: 0,
+                    },
+                )
+                .collect(),
+            batches: RefCell::new(0),
+        }
+    }
+}
+
+impl crate::knowledge::Chat for MemoryChat {
+    fn info(&self) -> Result<crate::knowledge::ChatInfo, ToolError> {
+        Ok(crate::knowledge::ChatInfo {
+            user_name: self.user_name.clone(),
+            character_name: self.character_name.clone(),
+            group: false,
+            message_count: self.messages.len() as u32,
+        })
+    }
+
+    fn messages(
+        &self,
+        start: u32,
+        count: u32,
+    ) -> Result<Vec<crate::knowledge::ChatMessage>, ToolError> {
+        *self.batches.borrow_mut() += 1;
+        let count = count.min(crate::knowledge::MAX_CHAT_BATCH) as usize;
+        Ok(self
+            .messages
+            .iter()
+            .skip(start as usize)
+            .take(count)
+            .cloned()
+            .collect())
+    }
+}
+
+/// An in-memory world-info activation (`None` = the run has none).
+#[derive(Debug, Default)]
+pub struct MemoryWorldInfo(pub Option<crate::knowledge::Activation>);
+
+impl crate::knowledge::WorldInfo for MemoryWorldInfo {
+    fn activation(&self) -> Result<crate::knowledge::Activation, ToolError> {
+        self.0.clone().ok_or_else(|| {
+            ToolError::new(
+                "worldinfo.activation_unavailable",
+                "no world info was activated for this run",
+            )
+        })
+    }
+}
+
+/// In-memory skills: name → (description, files), with a budget.
+#[derive(Debug, Default)]
+pub struct MemorySkills {
+    pub skills: BTreeMap<String, (String, BTreeMap<String, Vec<u8>>)>,
+    pub per_call: u64,
+    pub remaining: RefCell<u64>,
+}
+
+impl MemorySkills {
+    pub fn with(per_call: u64, per_run: u64, skills: &[(&str, &str, &[(&str, &str)])]) -> Self {
+        Self {
+            skills: skills
+                .iter()
+                .map(|(name, description, files)| {
+                    let files = files
+                        .iter()
+                        .map(|(path, text)| ((*path).to_owned(), text.as_bytes().to_vec()))
+                        .collect();
+                    ((*name).to_owned(), ((*description).to_owned(), files))
+                })
+                .collect(),
+            per_call,
+            remaining: RefCell::new(per_run),
+        }
+    }
+
+    fn skill(&self, name: &str) -> Result<&(String, BTreeMap<String, Vec<u8>>), ToolError> {
+        self.skills.get(name).ok_or_else(|| {
+            ToolError::new("skill.not_visible", format!("no visible skill `{name}`"))
+        })
+    }
+}
+
+impl crate::knowledge::Skills for MemorySkills {
+    fn list_skills(&self) -> Vec<crate::knowledge::Skill> {
+        self.skills
+            .iter()
+            .map(|(name, (description, _))| crate::knowledge::Skill {
+                name: name.clone(),
+                description: description.clone(),
+                scope: "global".into(),
+            })
+            .collect()
+    }
+
+    fn files(&self, name: &str) -> Result<Vec<crate::knowledge::SkillFile>, ToolError> {
+        Ok(self
+            .skill(name)?
+            .1
+            .iter()
+            .map(|(path, bytes)| crate::knowledge::SkillFile {
+                path: path.clone(),
+                bytes: bytes.len() as u64,
+            })
+            .collect())
+    }
+
+    fn read_text(&self, name: &str, path: &str) -> Result<crate::knowledge::SkillText, ToolError> {
+        let path = if path.is_empty() { "SKILL.md" } else { path };
+        let bytes = self.skill(name)?.1.get(path).ok_or_else(|| {
+            ToolError::new(
+                "skill.not_found",
+                format!("skill `{name}` has no file `{path}`"),
+            )
+        })?;
+        let text = String::from_utf8(bytes.clone()).map_err(|_| {
+            ToolError::new(
+                "skill.invalid_request",
+                format!("`{path}` is not UTF-8 text"),
+            )
+        })?;
+        Ok(crate::knowledge::SkillText {
+            path: path.to_owned(),
+            text,
+            sha256: fake_sha(bytes),
+        })
+    }
+
+    fn budget(&self) -> crate::knowledge::Budget {
+        crate::knowledge::Budget {
+            per_call: self.per_call,
+            remaining: *self.remaining.borrow(),
+        }
+    }
+
+    fn charge(&self, chars: u64) -> Result<(), ToolError> {
+        let mut remaining = self.remaining.borrow_mut();
+        if chars > *remaining {
+            return Err(ToolError::new(
+                "skill.read_budget_exhausted",
+                "the skill read budget of this run is used up",
+            ));
+        }
+        *remaining -= chars;
+        Ok(())
+    }
+}

@@ -44,4 +44,4 @@ pub mod search;
 pub use chat_search::{PreparedChatSearch, chat_snippet};
 pub use lines::{LineRangeError, LineWindow, ReadLimits};
 pub use metrics::{TextMetrics, metrics};
-pub use search::{PreparedSearch, TextHit, merge_hits};
+pub use search::{BestHits, KeyedHit, PreparedSearch, TextHit, TextWindow, merge_hits};

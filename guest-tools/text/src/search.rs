@@ -424,6 +424,101 @@ impl TextWindow {
     }
 }
 
+/// The best `limit` windows over many texts, kept in final order (score
+/// descending, key ascending, start line ascending). A window's snippet and
+/// metrics are rendered only when it is admitted, so a search where every
+/// line of every text matches renders `limit` snippets per improvement, not
+/// one per matching line. `E` is what the caller keeps per text (a sha256).
+#[derive(Debug, Clone)]
+pub struct BestHits<E> {
+    limit: usize,
+    hits: Vec<KeyedHit<E>>,
+}
+
+/// An admitted window with its text's key and the caller's data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyedHit<E> {
+    pub key: String,
+    pub hit: TextHit,
+    /// Metrics of the window's lines (without numbering).
+    pub chars: u64,
+    pub words: u64,
+    pub extra: E,
+}
+
+impl<E: Clone> BestHits<E> {
+    pub fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            hits: Vec::with_capacity(limit + 1),
+        }
+    }
+
+    /// Offer the windows [`PreparedSearch::scan_text`] found in `text`
+    /// (best first, as it returns them). Returns how many were admitted.
+    pub fn offer(&mut self, key: &str, text: &str, extra: &E, windows: Vec<TextWindow>) -> usize {
+        let mut admitted = 0;
+        for window in windows {
+            let at = self.hits.partition_point(|kept| {
+                compare_keyed(
+                    &kept.key,
+                    kept.hit.score,
+                    kept.hit.start_line,
+                    key,
+                    window.score,
+                    window.start_line,
+                )
+                .is_lt()
+            });
+            if at >= self.limit {
+                // This text's windows come best first: none later gets in.
+                break;
+            }
+            let counted = crate::metrics::metrics(&text[window.byte_range.clone()]);
+            let hit = TextHit {
+                snippet: window.snippet(text),
+                line: window.line,
+                start_line: window.start_line,
+                end_line: window.end_line,
+                score: window.score,
+                byte_range: window.byte_range,
+            };
+            self.hits.insert(
+                at,
+                KeyedHit {
+                    key: key.to_owned(),
+                    hit,
+                    chars: counted.chars,
+                    words: counted.words,
+                    extra: extra.clone(),
+                },
+            );
+            self.hits.truncate(self.limit);
+            admitted += 1;
+        }
+        admitted
+    }
+
+    /// The kept hits, best first.
+    pub fn into_hits(self) -> Vec<KeyedHit<E>> {
+        self.hits
+    }
+}
+
+fn compare_keyed(
+    key_a: &str,
+    score_a: f64,
+    start_a: u32,
+    key_b: &str,
+    score_b: f64,
+    start_b: u32,
+) -> Ordering {
+    score_b
+        .total_cmp(&score_a)
+        .then_with(|| key_a.cmp(key_b))
+        .then(start_a.cmp(&start_b))
+}
+
 /// One window of a text around a matching line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextHit {
@@ -789,5 +884,31 @@ mod tests {
                 assert_eq!(got, naive, "{query:?} in {text:?}");
             }
         }
+    }
+
+    #[test]
+    fn best_hits_keep_the_final_order_and_render_only_what_is_kept() {
+        let prepared = PreparedSearch::new("needle").expect("query");
+        let mut best: BestHits<u32> = BestHits::new(3);
+        let texts = [
+            ("b.md", "needle\nx\nneedle\n"),
+            ("a.md", "needle needle\n"),
+            ("c.md", "needle\n"),
+        ];
+        let mut admitted = 0;
+        for (n, (key, text)) in texts.iter().enumerate() {
+            admitted += best.offer(key, text, &(n as u32), prepared.scan_text(text, 0, 3));
+        }
+        let hits = best.into_hits();
+        let order: Vec<(&str, u32, u32)> = hits
+            .iter()
+            .map(|kept| (kept.key.as_str(), kept.hit.start_line, kept.extra))
+            .collect();
+        // Equal scores: key ascending, then start line.
+        assert_eq!(order, [("a.md", 1, 1), ("b.md", 1, 0), ("b.md", 3, 0)]);
+        assert_eq!(hits[0].hit.snippet, "1 | needle needle");
+        assert_eq!(hits[0].chars, 13);
+        // c.md came last with an equal score and a later key: never rendered.
+        assert_eq!(admitted, 3);
     }
 }

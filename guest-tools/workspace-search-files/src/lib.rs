@@ -9,8 +9,7 @@
 use serde::Serialize;
 use serde_json::json;
 use toolhost_guest::markdown::{code, fenced_into};
-use toolhost_guest::text::metrics;
-use toolhost_guest::text::search::{self, PreparedSearch, SearchArgError};
+use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
 use toolhost_guest::workspace::{self, Workspace};
 use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
 
@@ -110,11 +109,7 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
     };
 
     let files = workspace.walk_files(path, MAX_DEPTH, MAX_FILES)?;
-    // The best `limit` hits so far, in final order. A window is rendered
-    // (snippet, metrics) only when it would enter this list: a search where
-    // every line matches builds `limit` snippets per improvement, not one
-    // per matching line.
-    let mut hits: Vec<Hit> = Vec::with_capacity(limit + 1);
+    let mut best: BestHits<String> = BestHits::new(limit);
     let (mut searched, mut skipped) = (0u64, 0u64);
     for entry in &files.entries {
         let file = match workspace.read_text(&entry.path) {
@@ -126,32 +121,24 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
             }
         };
         searched += 1;
-        for window in prepared.scan_text(&file.text, context, limit) {
-            let at = hits.partition_point(|hit| {
-                ranks_before(hit, window.score, &file.path, window.start_line)
-            });
-            if at >= limit {
-                // This file's windows come best first: none later gets in.
-                break;
-            }
-            let metrics = metrics(&file.text[window.byte_range.clone()]);
-            hits.insert(
-                at,
-                Hit {
-                    reference: workspace::line_ref(&file.path, window.start_line, window.end_line),
-                    path: file.path.clone(),
-                    score: window.score,
-                    start_line: window.start_line,
-                    end_line: window.end_line,
-                    snippet: window.snippet(&file.text),
-                    chars: metrics.chars,
-                    words: metrics.words,
-                    sha256: file.sha256.clone(),
-                },
-            );
-            hits.truncate(limit);
-        }
+        let windows = prepared.scan_text(&file.text, context, limit);
+        best.offer(&file.path, &file.text, &file.sha256, windows);
     }
+    let hits: Vec<Hit> = best
+        .into_hits()
+        .into_iter()
+        .map(|kept| Hit {
+            reference: workspace::line_ref(&kept.key, kept.hit.start_line, kept.hit.end_line),
+            path: kept.key,
+            score: kept.hit.score,
+            start_line: kept.hit.start_line,
+            end_line: kept.hit.end_line,
+            snippet: kept.hit.snippet,
+            chars: kept.chars,
+            words: kept.words,
+            sha256: kept.extra,
+        })
+        .collect();
 
     let mut content = String::new();
     if hits.is_empty() {
@@ -200,17 +187,6 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
         output = output.resource_ref(hit.reference.clone());
     }
     Ok(output)
-}
-
-/// Whether `hit` comes before a window (score, path, start line) in the
-/// final order: score descending, path ascending, start line ascending.
-fn ranks_before(hit: &Hit, score: f64, path: &str, start_line: u32) -> bool {
-    hit.score
-        .total_cmp(&score)
-        .reverse()
-        .then_with(|| hit.path.as_str().cmp(path))
-        .then(hit.start_line.cmp(&start_line))
-        .is_lt()
 }
 
 #[cfg(test)]

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use toolhost_core::{
-    Classified, ExitPolicy, Profile, ProviderToolCall, ToolChoice, ToolId, snapshot::OmitReason,
+    Classified, ExitPolicy, Profile, ProviderToolCall, ToolChoice, ToolId, builtin,
+    snapshot::OmitReason,
 };
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
-use toolhost_runtime::{InvocationSession, Run, RunFailure, ToolHost};
+use toolhost_runtime::{InvocationSession, Run, RunBindings, RunFailure, ToolHost};
 use toolhost_sandbox::CallEntropy;
 
 use crate::load;
@@ -26,6 +27,8 @@ pub struct CallArgs {
     pub run_dir: Option<PathBuf>,
     pub runs_dir: PathBuf,
     pub durability: Durability,
+    /// What a new run is bound to (a chat, world info, skills).
+    pub bindings: RunBindings,
 }
 
 pub async fn call(host: &ToolHost, args: CallArgs) -> Result<ExitCode> {
@@ -103,6 +106,16 @@ fn open_session(
     if let Some(dir) = &args.run_dir
         && dir.join("run.json").exists()
     {
+        let bindings = &args.bindings;
+        if bindings.chat.is_some()
+            || bindings.prompt_snapshot.is_some()
+            || !bindings.skills.is_empty()
+        {
+            bail!(
+                "run {} already exists and keeps the chat, world info and skills it was created with; drop --chat/--worldinfo/--skills or start a new run",
+                dir.display()
+            );
+        }
         return continue_run(dir, profile);
     }
     // Without a profile a person may call any tool of the catalog; each call
@@ -114,12 +127,14 @@ fn open_session(
             host.catalog()
                 .iter()
                 .map(|descriptor| descriptor.id.clone())
+                // Runtime-only tools are given by the runtime, never a profile.
+                .filter(|id| !(id.is_builtin() && id.native_name() == builtin::TASK_RETURN))
                 .collect(),
         ),
     };
     let run = match &args.run_dir {
-        Some(dir) => Run::create(dir, &profile, args.durability)?,
-        None => Run::create_under(&args.runs_dir, &profile, args.durability)?,
+        Some(dir) => Run::create_with(dir, &profile, args.durability, &args.bindings)?,
+        None => Run::create_under(&args.runs_dir, &profile, args.durability, &args.bindings)?,
     };
     let session = run.start_invocation(
         &profile,

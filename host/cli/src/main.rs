@@ -17,7 +17,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 use toolhost_journal::Durability;
+use toolhost_runtime::RunBindings;
 use toolhost_sandbox::CallEntropy;
+use toolhost_skills::{Scope, SkillSource};
 
 #[derive(Parser)]
 #[command(
@@ -76,6 +78,19 @@ enum Command {
         /// When journal events and audit files reach the disk.
         #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
         durability: DurabilityArg,
+        /// Bind a new run to this SillyTavern chat (JSONL); its messages now
+        /// are all the chat tools will ever see of it.
+        #[arg(long, value_name = "FILE")]
+        chat: Option<PathBuf>,
+        /// Installed skills (one folder per skill, each with a SKILL.md);
+        /// repeatable, `[global|preset|profile|character:]DIR`, later scopes
+        /// override earlier ones.
+        #[arg(long, value_name = "[SCOPE:]DIR")]
+        skills: Vec<String>,
+        /// A prompt snapshot with the activated world info
+        /// (`{"worldInfoActivation": {"entries": [...]}}`).
+        #[arg(long, value_name = "FILE")]
+        worldinfo: Option<PathBuf>,
         /// Print the whole result, the call report and the run directory as JSON.
         #[arg(long)]
         json: bool,
@@ -196,6 +211,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             run_dir,
             runs_dir,
             durability,
+            chat,
+            skills,
+            worldinfo,
             json,
             seed,
             clock_ms,
@@ -216,6 +234,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 run_dir,
                 runs_dir,
                 durability: durability.into(),
+                bindings: RunBindings {
+                    chat,
+                    prompt_snapshot: worldinfo,
+                    skills: skills
+                        .iter()
+                        .map(|text| skill_source(text))
+                        .collect::<Result<_>>()?,
+                },
             };
             return call::call(&host, args).await;
         }
@@ -226,4 +252,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Journal { .. } => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `[scope:]DIR`, global when no scope is given.
+fn skill_source(text: &str) -> Result<SkillSource> {
+    for scope in Scope::ALL {
+        if let Some(dir) = text.strip_prefix(&format!("{}:", scope.as_str())) {
+            return Ok(SkillSource::new(scope, PathBuf::from(dir)));
+        }
+    }
+    Ok(SkillSource::new(Scope::Global, PathBuf::from(text)))
 }

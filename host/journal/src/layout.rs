@@ -24,6 +24,8 @@ pub const MANIFEST_FILE: &str = "run.json";
 pub const JOURNAL_FILE: &str = "events.jsonl";
 pub const INPUT_DIR: &str = "input";
 pub const RESOLVED_PROFILE_FILE: &str = "input/resolved_profile.json";
+/// The prompt snapshot a run was given (world-info activation), if any.
+pub const PROMPT_SNAPSHOT_FILE: &str = "input/prompt_snapshot.json";
 pub const INVOCATIONS_DIR: &str = "input/invocations";
 pub const TOOL_SNAPSHOT_FILE: &str = "tool_snapshot.json";
 /// What an invocation has read of the workspace (runtime state, replaced as

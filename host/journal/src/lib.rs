@@ -29,7 +29,7 @@ pub use journal::{
 };
 pub use layout::{LayoutError, RunLayout, RunPath, audit_stem, new_run_id};
 pub use manifest::{
-    CommitPolicy, JournalRef, Lifecycle, MANIFEST_VERSION, ManifestError, ProfileRef, RootSpec,
-    RunManifest, sha256_hex,
+    ChatBinding, CommitPolicy, JournalRef, Lifecycle, MANIFEST_VERSION, ManifestError, ProfileRef,
+    RootSpec, RunInputs, RunManifest, SkillSourceRef, sha256_hex,
 };
 pub use run::{RunDirectory, RunError};

@@ -130,6 +130,49 @@ pub struct JournalRef {
     pub durability: Durability,
 }
 
+/// The chat a run is bound to: its file, and the prefix the run may see
+/// (messages added later are invisible to the run's tools).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChatBinding {
+    /// Absolute path of the SillyTavern JSONL chat file.
+    pub path: String,
+    /// Messages (after the header) frozen into the run.
+    pub visible_messages: u32,
+    /// sha256 of the frozen prefix's bytes: a reopened run (or a commit)
+    /// refuses a chat whose history changed underneath it.
+    pub prefix_sha256: String,
+}
+
+/// An installed-skills directory the run reads, at one scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SkillSourceRef {
+    /// `global`, `preset`, `profile` or `character` (later scopes override).
+    pub scope: String,
+    /// Absolute path of the directory holding one folder per skill.
+    pub dir: String,
+}
+
+/// What the run reads besides its own directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunInputs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatBinding>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<SkillSourceRef>,
+    /// Whether `input/prompt_snapshot.json` (world info activation) was given.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompt_snapshot: bool,
+}
+
+impl RunInputs {
+    pub fn is_empty(&self) -> bool {
+        self.chat.is_none() && self.skills.is_empty() && !self.prompt_snapshot
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunManifest {
@@ -142,6 +185,9 @@ pub struct RunManifest {
     pub journal: JournalRef,
     pub roots: Vec<RootSpec>,
     pub hidden: Vec<String>,
+    /// The chat, skills and prompt snapshot the run is bound to.
+    #[serde(default, skip_serializing_if = "RunInputs::is_empty")]
+    pub inputs: RunInputs,
 }
 
 impl RunManifest {
@@ -173,6 +219,7 @@ impl RunManifest {
                 .iter()
                 .map(|entry| (*entry).to_owned())
                 .collect(),
+            inputs: RunInputs::default(),
         }
     }
 
@@ -279,6 +326,36 @@ mod tests {
             PROFILE,
             roots,
         )
+    }
+
+    #[test]
+    fn inputs_are_recorded_only_when_given() {
+        let plain = manifest();
+        let value: Value = serde_json::from_slice(&plain.to_json_bytes()).expect("json");
+        assert!(value.get("inputs").is_none(), "no bindings, no field");
+
+        let mut bound = manifest();
+        bound.inputs = RunInputs {
+            chat: Some(ChatBinding {
+                path: "/chats/seraphina.jsonl".into(),
+                visible_messages: 42,
+                prefix_sha256: "ab".repeat(32),
+            }),
+            skills: vec![SkillSourceRef {
+                scope: "global".into(),
+                dir: "/skills".into(),
+            }],
+            prompt_snapshot: true,
+        };
+        let bytes = bound.to_json_bytes();
+        let value: Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(value["inputs"]["chat"]["visibleMessages"], 42);
+        assert_eq!(value["inputs"]["skills"][0]["scope"], "global");
+        assert_eq!(value["inputs"]["promptSnapshot"], true);
+        assert_eq!(
+            RunManifest::from_json_bytes(&bytes).expect("round trip"),
+            bound
+        );
     }
 
     #[test]

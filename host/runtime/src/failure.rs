@@ -43,6 +43,15 @@ pub enum RunFailure {
     /// the runtime itself failed.
     #[error(transparent)]
     Workspace(#[from] toolhost_workspace::WorkspaceError),
+    /// The bound chat is unreadable, or its frozen history changed.
+    #[error(transparent)]
+    Chat(#[from] toolhost_chat::ChatError),
+    /// An installed-skills directory cannot be read.
+    #[error(transparent)]
+    Skills(#[from] toolhost_skills::SkillError),
+    /// The prompt snapshot's world info is malformed.
+    #[error(transparent)]
+    WorldInfo(#[from] toolhost_worldinfo::WorldInfoError),
     /// A stored file of the run (snapshot, profile) does not parse.
     #[error("run.state_invalid: {0}")]
     State(String),
@@ -86,6 +95,9 @@ impl Classified for RunFailure {
             Self::Model(error) => error.code(),
             Self::NotOffered(_) => "agent.tool_policy_denied",
             Self::Workspace(error) => error.code(),
+            Self::Chat(error) => error.code(),
+            Self::Skills(error) => error.code(),
+            Self::WorldInfo(error) => error.code(),
             Self::State(_) => "run.state_invalid",
         }
     }

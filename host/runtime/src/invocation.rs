@@ -26,7 +26,7 @@ use toolhost_journal::{
     ModelRequestCreated, ToolCallOutcome, ToolCallRequested, ToolCallStarted, ToolCallSystemFailed,
     ToolResultStored,
 };
-use toolhost_sandbox::{CallContext, CallEntropy, CallReport};
+use toolhost_sandbox::{CallContext, CallEntropy, CallReport, SkillAccess};
 use toolhost_workspace::WorkspaceSession;
 
 use crate::failure::RunFailure;
@@ -66,6 +66,8 @@ pub struct InvocationSession {
     workspace: Arc<WorkspaceSession>,
     /// The read-state as last stored in the run (`read_state.json`).
     stored_read_state: Option<Vec<u8>>,
+    /// The skills this invocation may read, and its read budget.
+    skills: Arc<SkillAccess>,
 }
 
 impl InvocationSession {
@@ -76,6 +78,7 @@ impl InvocationSession {
         gate: Option<ToolRequestGate>,
         round: u32,
         workspace: Arc<WorkspaceSession>,
+        skills: Arc<SkillAccess>,
     ) -> Self {
         Self {
             gate: gate.unwrap_or_else(|| ToolRequestGate::new(Arc::clone(&snapshot))),
@@ -86,6 +89,7 @@ impl InvocationSession {
             diagnostics: Vec::new(),
             workspace,
             stored_read_state: None,
+            skills,
         }
     }
 
@@ -236,7 +240,15 @@ impl InvocationSession {
                     .snapshot
                     .binding(&tool_id)
                     .ok_or_else(|| RunFailure::State(format!("`{tool_id}` lost its binding")))?;
-                let context = CallContext::with_workspace(Arc::clone(&self.workspace));
+                let (chat, worldinfo) = self.run.call_inputs();
+                // The per-call skill budget starts afresh with every call.
+                self.skills.budget.begin_call();
+                let context = CallContext {
+                    workspace: Some(Arc::clone(&self.workspace)),
+                    chat,
+                    worldinfo,
+                    skills: Some(Arc::clone(&self.skills)),
+                };
                 match executor
                     .execute(&invocation, binding, entropy, context)
                     .await

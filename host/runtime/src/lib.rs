@@ -5,6 +5,7 @@
 
 mod failure;
 mod host;
+mod inputs;
 mod invocation;
 mod run;
 
@@ -13,5 +14,6 @@ pub use host::{
     BuiltinComponent, ExecuteError, Execution, HostError, ToolExecutor, ToolHost, ToolHostConfig,
     ToolSource, arguments_from_text,
 };
+pub use inputs::RunBindings;
 pub use invocation::{CallOutcome, InvocationSession};
 pub use run::Run;

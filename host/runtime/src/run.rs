@@ -15,9 +15,13 @@ use toolhost_journal::{
     RunLayout, RunManifest, RunResumed, RunStarted, read_events,
 };
 
+use toolhost_sandbox::SkillAccess;
+use toolhost_skills::{SkillBudget, SkillPolicy};
 use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
+use toolhost_worldinfo::Activation;
 
 use crate::failure::RunFailure;
+use crate::inputs::{self, Loaded, RunBindings};
 use crate::invocation::InvocationSession;
 
 /// An open run. Shared by its invocations (`Arc<Run>`); the directory is
@@ -30,17 +34,37 @@ pub struct Run {
     /// The model-visible part of the run directory, shared by invocations;
     /// each invocation reads and writes it through its own session.
     workspace: Arc<Workspace>,
+    /// The chat, world info and skills the run is bound to.
+    inputs: Loaded,
+    /// The run's frozen profile.
+    profile: Arc<Profile>,
 }
 
 impl Run {
     /// Create a run at `root` (absent or an empty directory) for `profile`,
-    /// and journal `run_started`.
+    /// bound to nothing but its own directory, and journal `run_started`.
     pub fn create(
         root: &Path,
         profile: &Profile,
         durability: Durability,
     ) -> Result<Arc<Self>, RunFailure> {
-        Self::create_with_id(root, &toolhost_journal::new_run_id(), profile, durability)
+        Self::create_with(root, profile, durability, &RunBindings::default())
+    }
+
+    /// [`Run::create`], bound to a chat, a prompt snapshot and skills.
+    pub fn create_with(
+        root: &Path,
+        profile: &Profile,
+        durability: Durability,
+        bindings: &RunBindings,
+    ) -> Result<Arc<Self>, RunFailure> {
+        Self::create_with_id(
+            root,
+            &toolhost_journal::new_run_id(),
+            profile,
+            durability,
+            bindings,
+        )
     }
 
     /// Create a run in a new directory `<runs_dir>/<run-id>`.
@@ -48,9 +72,16 @@ impl Run {
         runs_dir: &Path,
         profile: &Profile,
         durability: Durability,
+        bindings: &RunBindings,
     ) -> Result<Arc<Self>, RunFailure> {
         let run_id = toolhost_journal::new_run_id();
-        Self::create_with_id(&runs_dir.join(&run_id), &run_id, profile, durability)
+        Self::create_with_id(
+            &runs_dir.join(&run_id),
+            &run_id,
+            profile,
+            durability,
+            bindings,
+        )
     }
 
     fn create_with_id(
@@ -58,28 +89,44 @@ impl Run {
         run_id: &str,
         profile: &Profile,
         durability: Durability,
+        bindings: &RunBindings,
     ) -> Result<Arc<Self>, RunFailure> {
+        let prepared = inputs::prepare(bindings)?;
         let resolved = profile.to_resolved_json();
-        let manifest = RunManifest::new(run_id, &profile.id, resolved.as_bytes(), roots(profile));
+        let mut manifest =
+            RunManifest::new(run_id, &profile.id, resolved.as_bytes(), roots(profile));
+        manifest.inputs = prepared.record;
         let mut dir = RunDirectory::create(root, manifest, resolved.as_bytes(), durability)?;
+        if let Some(snapshot) = &prepared.snapshot {
+            Activation::store_prompt_snapshot(root, snapshot)?;
+        }
         let started = RunStarted::new(dir.manifest());
         dir.journal_mut().record(&started)?;
-        Ok(Arc::new(Self::wrap(dir)?))
+        Ok(Arc::new(Self::wrap(dir, prepared.loaded, profile.clone())?))
     }
 
     /// Reopen a run, cutting a torn journal tail, and journal `run_resumed`.
+    /// Its chat must still have the frozen prefix it was bound to.
     pub fn open(root: &Path) -> Result<(Arc<Self>, Recovery), RunFailure> {
         let (mut dir, recovery) = RunDirectory::open(root)?;
+        let loaded = inputs::rebind(&dir.manifest().inputs, root)?;
+        let resolved = dir.read_resolved_profile()?;
+        let profile = std::str::from_utf8(&resolved)
+            .map_err(|error| error.to_string())
+            .and_then(|text| Profile::from_json(text).map_err(|error| error.to_string()))
+            .map_err(|error| {
+                RunFailure::State(format!("the run's profile does not load: {error}"))
+            })?;
         let resumed = RunResumed {
             run_id: dir.manifest().run_id.clone(),
             previous_seq: recovery.last_seq,
             torn_bytes: recovery.torn_bytes,
         };
         dir.journal_mut().record(&resumed)?;
-        Ok((Arc::new(Self::wrap(dir)?), recovery))
+        Ok((Arc::new(Self::wrap(dir, loaded, profile)?), recovery))
     }
 
-    fn wrap(dir: RunDirectory) -> Result<Self, RunFailure> {
+    fn wrap(dir: RunDirectory, inputs: Loaded, profile: Profile) -> Result<Self, RunFailure> {
         let roots = WorkspaceRoots::from_specs(&dir.manifest().roots)?;
         let workspace = Workspace::open(dir.layout().root(), roots, WorkspaceLimits::default())?;
         Ok(Self {
@@ -87,7 +134,46 @@ impl Run {
             manifest: dir.manifest().clone(),
             dir: Mutex::new(dir),
             workspace: Arc::new(workspace),
+            inputs,
+            profile: Arc::new(profile),
         })
+    }
+
+    /// The chat the run is bound to, if any.
+    pub fn chat(&self) -> Option<&Arc<toolhost_chat::BoundChat>> {
+        self.inputs.chat.as_ref()
+    }
+
+    /// The run's frozen profile.
+    pub fn profile(&self) -> &Arc<Profile> {
+        &self.profile
+    }
+
+    /// What an invocation of `profile` may read of the skills: the run's
+    /// library under the profile's visibility, with a fresh budget.
+    fn skill_access(&self, profile: &Profile) -> Arc<SkillAccess> {
+        Arc::new(SkillAccess {
+            library: Arc::clone(&self.inputs.skills),
+            policy: SkillPolicy::new(
+                profile.skills.visible.iter().cloned(),
+                profile.skills.deny.iter().cloned(),
+            ),
+            budget: Arc::new(SkillBudget::new(
+                u64::from(profile.skills.max_read_chars_per_call),
+                u64::from(profile.skills.max_read_chars_per_run),
+            )),
+        })
+    }
+
+    /// What every call of an invocation's capabilities act on, but its
+    /// workspace session.
+    pub(crate) fn call_inputs(
+        &self,
+    ) -> (
+        Option<Arc<toolhost_chat::BoundChat>>,
+        Option<Arc<Activation>>,
+    ) {
+        (self.inputs.chat.clone(), self.inputs.worldinfo.clone())
     }
 
     pub(crate) fn manifest_layout(&self) -> &RunLayout {
@@ -172,6 +258,7 @@ impl Run {
             None,
             0,
             self.workspace_session(),
+            self.skill_access(profile),
         )
         .with_diagnostics(compiled.diagnostics))
     }
@@ -230,6 +317,7 @@ impl Run {
             Some(gate),
             round,
             self.workspace_session(),
+            self.skill_access(&self.profile),
         );
         let stored = self.dir().read_read_state(invocation_id)?;
         Ok(Some(match stored {

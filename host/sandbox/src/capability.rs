@@ -18,6 +18,14 @@ pub enum Capability {
     /// `toolhost:host/workspace-write` (0.1.1): change the run's writable
     /// roots under compare-and-swap. Never granted to an extension.
     WorkspaceWrite,
+    /// `toolhost:host/chat-read` (0.1.2): the run's chat, up to its frozen
+    /// input prefix.
+    ChatRead,
+    /// `toolhost:host/worldinfo-read` (0.1.2): the run's activated world info.
+    WorldinfoRead,
+    /// `toolhost:host/skill-read` (0.1.2): visible installed skills, under
+    /// the profile's read budgets.
+    SkillRead,
 }
 
 impl Capability {
@@ -26,6 +34,9 @@ impl Capability {
         Capability::Random,
         Capability::WorkspaceRead,
         Capability::WorkspaceWrite,
+        Capability::ChatRead,
+        Capability::WorldinfoRead,
+        Capability::SkillRead,
     ];
 
     /// The interface name without version, as it appears in WIT.
@@ -35,6 +46,9 @@ impl Capability {
             Self::Random => "random",
             Self::WorkspaceRead => "workspace-read",
             Self::WorkspaceWrite => "workspace-write",
+            Self::ChatRead => "chat-read",
+            Self::WorldinfoRead => "worldinfo-read",
+            Self::SkillRead => "skill-read",
         }
     }
 
@@ -43,6 +57,7 @@ impl Capability {
         match self {
             Self::Log | Self::Random => HostVersion::V0_1_0,
             Self::WorkspaceRead | Self::WorkspaceWrite => HostVersion::V0_1_1,
+            Self::ChatRead | Self::WorldinfoRead | Self::SkillRead => HostVersion::V0_1_2,
         }
     }
 
@@ -67,7 +82,7 @@ impl fmt::Display for Capability {
 
 pub const HOST_PACKAGE: &str = "toolhost:host";
 /// The newest version of `toolhost:host`; every older 0.1.x links against it.
-pub const HOST_VERSION: &str = "0.1.1";
+pub const HOST_VERSION: &str = "0.1.2";
 
 /// A published version of `toolhost:host`. Landed versions never change;
 /// a component may import any of them (wasmtime links 0.1.x imports to the
@@ -76,6 +91,7 @@ pub const HOST_VERSION: &str = "0.1.1";
 pub enum HostVersion {
     V0_1_0,
     V0_1_1,
+    V0_1_2,
 }
 
 impl HostVersion {
@@ -83,6 +99,7 @@ impl HostVersion {
         match text {
             "0.1.0" => Some(Self::V0_1_0),
             "0.1.1" => Some(Self::V0_1_1),
+            "0.1.2" => Some(Self::V0_1_2),
             _ => None,
         }
     }
@@ -93,6 +110,8 @@ pub const TOOL_EXPORT: &str = "toolhost:tool/tool@0.1.0";
 const TOOL_TYPES: &str = "toolhost:tool/types@0.1.0";
 /// Type-only interface of the workspace capabilities (since 0.1.1).
 const WORKSPACE_TYPES: &str = "workspace-types";
+/// Type-only interface of the capabilities added in 0.1.2.
+const CAPABILITY_TYPES: &str = "capability-types";
 
 /// WASI p2 interfaces a Rust guest's standard library imports even when it
 /// never does I/O. They are linked with an empty context: no preopened
@@ -124,6 +143,9 @@ impl CapabilitySet {
             "pure-tool" => Some(Self::new([Log, Random])),
             "workspace-reader" => Some(Self::new([Log, WorkspaceRead])),
             "workspace-writer" => Some(Self::new([Log, WorkspaceRead, WorkspaceWrite])),
+            "chat-reader" => Some(Self::new([Log, ChatRead])),
+            "worldinfo-reader" => Some(Self::new([Log, WorldinfoRead])),
+            "skill-reader" => Some(Self::new([Log, SkillRead])),
             "all-capabilities" => Some(Self::new(Capability::ALL.iter().copied())),
             _ => None,
         }
@@ -184,7 +206,9 @@ fn is_permitted(import: &str, grant: &CapabilitySet) -> bool {
     };
     // Type-only interfaces come in with the interfaces that use them; they
     // declare no function, so they grant nothing.
-    if name == WORKSPACE_TYPES && version >= HostVersion::V0_1_1 {
+    let type_only = (name == WORKSPACE_TYPES && version >= HostVersion::V0_1_1)
+        || (name == CAPABILITY_TYPES && version >= HostVersion::V0_1_2);
+    if type_only {
         return true;
     }
     grant
@@ -260,6 +284,22 @@ mod tests {
                 "toolhost:host/workspace-read@0.2.0",
                 "toolhost:host/workspace-read",
                 "toolhost:host/workspace-types@0.1.0",
+            ]
+        );
+        let chat = CapabilitySet::for_world("chat-reader").expect("known world");
+        assert_eq!(
+            ungranted_imports(
+                [
+                    "toolhost:host/chat-read@0.1.2",
+                    "toolhost:host/capability-types@0.1.2",
+                    "toolhost:host/chat-read@0.1.1",
+                    "toolhost:host/skill-read@0.1.2",
+                ],
+                &chat
+            ),
+            vec![
+                "toolhost:host/chat-read@0.1.1",
+                "toolhost:host/skill-read@0.1.2"
             ]
         );
         let writer = CapabilitySet::for_world("workspace-writer").expect("known world");

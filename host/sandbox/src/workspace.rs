@@ -33,12 +33,19 @@ pub struct CallContext {
     /// The invocation's workspace session (its read-state is shared by all
     /// of the invocation's calls).
     pub workspace: Option<Arc<WorkspaceSession>>,
+    /// The chat the run is bound to, frozen at its input prefix.
+    pub chat: Option<Arc<toolhost_chat::BoundChat>>,
+    /// The run's activated world info.
+    pub worldinfo: Option<Arc<toolhost_worldinfo::Activation>>,
+    /// The skills the invocation may read, and its budget.
+    pub skills: Option<Arc<crate::knowledge::SkillAccess>>,
 }
 
 impl CallContext {
     pub fn with_workspace(workspace: Arc<WorkspaceSession>) -> Self {
         Self {
             workspace: Some(workspace),
+            ..Self::default()
         }
     }
 }

@@ -1,0 +1,249 @@
+//! `skill.read`: read a file of a skill (its `SKILL.md` by default) by
+//! 1-based line window, within the read budget the profile gives skills: at
+//! most `maxReadCharsPerCall` per call and `maxReadCharsPerRun` for the whole
+//! invocation. A file over what is left returns a preview that names the
+//! next `start_line`; what is shown is charged.
+
+use serde::Serialize;
+use serde_json::json;
+use toolhost_guest::knowledge::{self, Skills};
+use toolhost_guest::markdown::{code, fenced_into};
+use toolhost_guest::text::lines::{self, ReadLimits};
+use toolhost_guest::text::metrics;
+use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+
+pub const NATIVE_NAME: &str = "skill.read";
+
+pub struct SkillRead;
+
+impl Tool for SkillRead {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            NATIVE_NAME,
+            "Read a skill's instructions (its SKILL.md) or another file of it, by line. A long file returns a preview that names the next start_line. Reading counts against your skill read budget.",
+        )
+        .title("Read a skill")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The skill's name, from skill_list."},
+                "path": {"type": "string", "description": "A file inside the skill. Defaults to SKILL.md."},
+                "start_line": {"type": "integer", "minimum": 1, "description": "1-based first line. Omit to start at line 1."},
+                "line_count": {"type": "integer", "minimum": 1, "description": "Lines to read. Omit to read through the end."}
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        }))
+        .annotations(Annotations::read_only().source_kind("skill"))
+    }
+
+    fn call(args: Arguments) -> Result<Output, ToolError> {
+        read_skill(&args, &knowledge::Host)
+    }
+}
+
+toolhost_guest::export_tool!(SkillRead);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Structured<'a> {
+    name: &'a str,
+    path: &'a str,
+    sha256: &'a str,
+    total_lines: u32,
+    start_line: u32,
+    end_line: u32,
+    chars: u64,
+    words: u64,
+    total_chars: u64,
+    line_truncated: bool,
+    next_start_line: Option<u32>,
+    budget_remaining: u64,
+}
+
+fn line_number(args: &Arguments, key: &str) -> Result<Option<u32>, ToolError> {
+    args.optional_u64(key)?
+        .map(|value| {
+            u32::try_from(value)
+                .map_err(|_| ToolError::new("skill.invalid_request", format!("{key} is too large")))
+        })
+        .transpose()
+}
+
+pub fn read_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, ToolError> {
+    args.only(&["name", "path", "start_line", "line_count"])?;
+    let name = args.required_str("name")?;
+    let path = args.optional_str("path")?.unwrap_or("");
+    let start_line = line_number(args, "start_line")?;
+    let line_count = line_number(args, "line_count")?;
+
+    let budget = skills.budget();
+    let allowance = budget.per_call.min(budget.remaining) as usize;
+    if allowance == 0 {
+        return Err(ToolError::new(
+            "skill.read_budget_exhausted",
+            "the skill read budget of this run is used up; continue without reading more skills",
+        ));
+    }
+    let file = skills.read_text(name, path)?;
+    let window = lines::select(
+        &file.text,
+        start_line,
+        line_count,
+        ReadLimits::with_max_chars(allowance),
+    )
+    .map_err(|error| ToolError::new("skill.invalid_request", error.to_string()))?;
+    skills.charge(window.chars)?;
+    let remaining = budget.remaining - window.chars;
+
+    let shown = code(&format!("{name}/{}", file.path));
+    let mut content = String::new();
+    if window.total_lines == 0 {
+        content.push_str(&format!("{shown} is empty."));
+    } else {
+        if window.is_full() {
+            content.push_str(&format!(
+                "{shown}, the whole file ({} line(s)):\n\n",
+                window.total_lines
+            ));
+        } else {
+            content.push_str(&format!(
+                "{shown} lines {}-{} of {}:\n\n",
+                window.start_line, window.end_line, window.total_lines
+            ));
+        }
+        fenced_into(&window.render_numbered(), &mut content);
+        if let Some(next) = window.next_start_line() {
+            content.push_str(&format!(
+                "\n\nPreview ended before the end of the file. Continue with start_line={next}."
+            ));
+        }
+    }
+    content.push_str(&format!(
+        "\n\nSkill read budget left for this run: {remaining} chars."
+    ));
+    let total = metrics(&file.text);
+    let structured = Structured {
+        name,
+        path: &file.path,
+        sha256: &file.sha256,
+        total_lines: window.total_lines,
+        start_line: window.start_line,
+        end_line: window.end_line,
+        chars: window.chars,
+        words: window.words,
+        total_chars: total.chars,
+        line_truncated: window.line_truncated,
+        next_start_line: window.next_start_line(),
+        budget_remaining: remaining,
+    };
+    Ok(Output::text(content)
+        .structured(structured)
+        .resource_ref(format!(
+            "skills/{name}/{}#L{}-L{}",
+            file.path, window.start_line, window.end_line
+        )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_guest::testing::MemorySkills;
+
+    fn read(skills: &MemorySkills, args: serde_json::Value) -> Result<Output, ToolError> {
+        read_skill(&Arguments::from_value(args).expect("object"), skills)
+    }
+
+    fn library(per_call: u64, per_run: u64) -> MemorySkills {
+        let guide: String = (1..=40)
+            .map(|n| format!("Rule {n}: write well.\n"))
+            .collect();
+        MemorySkills::with(
+            per_call,
+            per_run,
+            &[(
+                "prose-style",
+                "Vivid prose.",
+                &[("SKILL.md", &guide), ("examples/a.md", "An example.")],
+            )],
+        )
+    }
+
+    #[test]
+    fn reads_skill_md_by_default_and_charges_what_is_shown() {
+        let skills = library(10_000, 10_000);
+        let output = read(&skills, json!({"name": "prose-style"})).expect("read");
+        assert!(
+            output
+                .content
+                .starts_with("`prose-style/SKILL.md`, the whole file (40 line(s)):"),
+            "{}",
+            output.content
+        );
+        let structured = output.structured_value().expect("structured");
+        let charged = structured["chars"].as_u64().expect("chars");
+        assert_eq!(*skills.remaining.borrow(), 10_000 - charged);
+        assert_eq!(output.resource_refs, ["skills/prose-style/SKILL.md#L1-L40"]);
+        let example = read(
+            &skills,
+            json!({"name": "prose-style", "path": "examples/a.md"}),
+        )
+        .expect("read");
+        assert!(example.content.contains("1 | An example."));
+    }
+
+    #[test]
+    fn the_budget_previews_then_refuses() {
+        let skills = library(100, 150);
+        let first = read(&skills, json!({"name": "prose-style"})).expect("a preview");
+        let structured = first.structured_value().expect("structured");
+        assert!(
+            structured["chars"].as_u64().expect("chars") <= 100,
+            "the per-call budget"
+        );
+        assert!(structured["nextStartLine"].as_u64().is_some());
+        // Keep reading: what is left is shown until nothing is.
+        let mut calls = 0;
+        let error = loop {
+            calls += 1;
+            assert!(calls < 10, "the run budget must run out");
+            match read(&skills, json!({"name": "prose-style", "start_line": 5})) {
+                Ok(_) => continue,
+                Err(error) => break error,
+            }
+        };
+        assert_eq!(error.code, "skill.read_budget_exhausted");
+        assert_eq!(
+            *skills.remaining.borrow(),
+            0,
+            "all 150 chars were charged, no more"
+        );
+    }
+
+    #[test]
+    fn errors_come_through() {
+        let skills = library(1000, 1000);
+        assert_eq!(
+            read(&skills, json!({"name": "nope"})).expect_err("x").code,
+            "skill.not_visible"
+        );
+        assert_eq!(
+            read(&skills, json!({"name": "prose-style", "path": "x.md"}))
+                .expect_err("x")
+                .code,
+            "skill.not_found"
+        );
+        assert_eq!(
+            read(&skills, json!({"name": "prose-style", "start_line": 99}))
+                .expect_err("x")
+                .code,
+            "skill.invalid_request"
+        );
+        assert_eq!(
+            read(&skills, json!({"name": "prose-style", "max_chars": 5}))
+                .expect_err("x")
+                .code,
+            "tool.invalid_arguments"
+        );
+    }
+}

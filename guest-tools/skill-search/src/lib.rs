@@ -1,0 +1,292 @@
+//! `skill.search`: plain-text search inside one skill's files.
+//!
+//! The same query rules and line-window selection as
+//! `workspace.search_files` (`toolhost-text`). Files that are not UTF-8 text
+//! are skipped and counted. The snippets shown count against the skill read
+//! budget: hits are shown best first while they fit what is left, and a
+//! search that finds something but has no budget left for it says so.
+
+use serde::Serialize;
+use serde_json::json;
+use toolhost_guest::knowledge::{self, Skills};
+use toolhost_guest::markdown::{code, fenced_into};
+use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
+use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+
+pub const NATIVE_NAME: &str = "skill.search";
+
+pub struct SkillSearch;
+
+impl Tool for SkillSearch {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            NATIVE_NAME,
+            "Search the files of one skill for plain text. Returns matching line windows with their file and lines; read more with skill_read. Results count against your skill read budget.",
+        )
+        .title("Search a skill")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The skill's name, from skill_list."},
+                "query": {"type": "string", "description": "Plain text to look for."},
+                "path": {"type": "string", "description": "Only files under this path inside the skill."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": search::MAX_LIMIT, "description": "Most results. Defaults to 20; maximum is 50."},
+                "context_lines": {"type": "integer", "minimum": 0, "maximum": search::MAX_CONTEXT, "description": "Lines of context around each match. Defaults to 2; maximum is 5."}
+            },
+            "required": ["name", "query"],
+            "additionalProperties": false
+        }))
+        .annotations(Annotations::read_only().source_kind("skill"))
+    }
+
+    fn call(args: Arguments) -> Result<Output, ToolError> {
+        search_skill(&args, &knowledge::Host)
+    }
+}
+
+toolhost_guest::export_tool!(SkillSearch);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Hit {
+    path: String,
+    score: f64,
+    start_line: u32,
+    end_line: u32,
+    snippet: String,
+    #[serde(rename = "ref")]
+    reference: String,
+}
+
+fn argument_error(error: SearchArgError) -> ToolError {
+    let code = match error {
+        SearchArgError::LimitZero => "skill.search_limit_invalid",
+        SearchArgError::LimitTooLarge => "skill.search_limit_too_large",
+        SearchArgError::ContextTooLarge => "skill.search_context_too_large",
+    };
+    ToolError::new(code, error.to_string())
+}
+
+/// Whether `path` is `prefix` or lies under it.
+fn under(path: &str, prefix: &str) -> bool {
+    let prefix = prefix.trim_matches('/');
+    prefix.is_empty()
+        || path == prefix
+        || path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+pub fn search_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, ToolError> {
+    args.only(&["name", "query", "path", "limit", "context_lines"])?;
+    let name = args.required_str("name")?;
+    let query = args.required_str("query")?;
+    let prefix = args.optional_str("path")?.unwrap_or("");
+    let limit = search::resolve_limit(args.optional_u64("limit")?).map_err(argument_error)?;
+    let context =
+        search::resolve_context(args.optional_u64("context_lines")?).map_err(argument_error)?;
+    let Some(prepared) = PreparedSearch::new(query) else {
+        return Err(ToolError::new(
+            "skill.invalid_request",
+            "query must not be empty",
+        ));
+    };
+    let budget = skills.budget();
+    let allowance = budget.per_call.min(budget.remaining);
+
+    let files = skills.files(name)?;
+    let mut best: BestHits<()> = BestHits::new(limit);
+    let (mut searched, mut skipped) = (0u64, 0u64);
+    for file in files.iter().filter(|file| under(&file.path, prefix)) {
+        let Ok(text) = skills.read_text(name, &file.path) else {
+            skipped += 1;
+            continue;
+        };
+        searched += 1;
+        let windows = prepared.scan_text(&text.text, context, limit);
+        best.offer(&text.path, &text.text, &(), windows);
+    }
+    let found = best.into_hits();
+    // Show the best hits while their snippets fit the allowance.
+    let mut shown_chars = 0u64;
+    let mut hits = Vec::new();
+    for kept in &found {
+        let cost = kept.chars;
+        if shown_chars + cost > allowance {
+            break;
+        }
+        shown_chars += cost;
+        hits.push(Hit {
+            reference: format!(
+                "skills/{name}/{}#L{}-L{}",
+                kept.key, kept.hit.start_line, kept.hit.end_line
+            ),
+            path: kept.key.clone(),
+            score: kept.hit.score,
+            start_line: kept.hit.start_line,
+            end_line: kept.hit.end_line,
+            snippet: kept.hit.snippet.clone(),
+        });
+    }
+    if !found.is_empty() && hits.is_empty() {
+        return Err(ToolError::new(
+            "skill.read_budget_exhausted",
+            format!(
+                "the search found {} match(es), but the skill read budget left ({allowance} chars) cannot show any",
+                found.len()
+            ),
+        ));
+    }
+    skills.charge(shown_chars)?;
+
+    let mut content = String::new();
+    if found.is_empty() {
+        content.push_str(&format!(
+            "No file of skill {} matched {}.",
+            code(name),
+            code(query)
+        ));
+    } else {
+        content.push_str(&format!(
+            "Search {} in skill {} matched {} location(s). Read more with skill_read and the path.",
+            code(query),
+            code(name),
+            hits.len()
+        ));
+        for hit in &hits {
+            content.push_str(&format!(
+                "\n\n{} lines {}-{}, score {:.3}, ref {}\n",
+                code(&hit.path),
+                hit.start_line,
+                hit.end_line,
+                hit.score,
+                hit.reference
+            ));
+            fenced_into(&hit.snippet, &mut content);
+        }
+        if hits.len() < found.len() {
+            content.push_str(&format!(
+                "\n\n{} more match(es) did not fit the skill read budget left.",
+                found.len() - hits.len()
+            ));
+        }
+    }
+    content.push_str(&format!("\n\nSearched {searched} file(s)."));
+    if skipped > 0 {
+        content.push_str(&format!(
+            " Skipped {skipped} file(s) that could not be read as text."
+        ));
+    }
+    let structured = json!({
+        "name": name,
+        "query": query,
+        "hits": hits,
+        "searchedFiles": searched,
+        "skippedFiles": skipped,
+        "charged": shown_chars,
+    });
+    let mut output = Output::text(content).structured(structured);
+    for hit in &hits {
+        output = output.resource_ref(hit.reference.clone());
+    }
+    Ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_guest::testing::MemorySkills;
+
+    fn search(skills: &MemorySkills, args: serde_json::Value) -> Result<Output, ToolError> {
+        search_skill(&Arguments::from_value(args).expect("object"), skills)
+    }
+
+    fn library(per_call: u64, per_run: u64) -> MemorySkills {
+        MemorySkills::with(
+            per_call,
+            per_run,
+            &[(
+                "lore-keeper",
+                "Keeps facts straight.",
+                &[
+                    (
+                        "SKILL.md",
+                        "# Lore keeper\nCheck the timeline before writing.\n",
+                    ),
+                    (
+                        "reference/timeline.md",
+                        "Year 1: the lantern is lit.\nYear 9: the bridge falls.\n",
+                    ),
+                ],
+            )],
+        )
+    }
+
+    #[test]
+    fn finds_hits_in_the_skill_files_and_charges_them() {
+        let skills = library(1_000, 1_000);
+        let output = search(
+            &skills,
+            json!({"name": "lore-keeper", "query": "timeline", "context_lines": 0}),
+        )
+        .expect("search");
+        let structured = output.structured_value().expect("structured");
+        assert_eq!(
+            structured["hits"][0]["ref"],
+            "skills/lore-keeper/SKILL.md#L2-L2"
+        );
+        let charged = structured["charged"].as_u64().expect("charged");
+        assert!(charged > 0);
+        assert_eq!(*skills.remaining.borrow(), 1_000 - charged);
+        let scoped = search(
+            &skills,
+            json!({"name": "lore-keeper", "query": "lantern", "path": "reference"}),
+        )
+        .expect("search");
+        assert_eq!(scoped.structured_value().expect("s")["searchedFiles"], 1);
+    }
+
+    #[test]
+    fn zero_hits_is_success_and_the_budget_is_enforced() {
+        let skills = library(1_000, 1_000);
+        let output =
+            search(&skills, json!({"name": "lore-keeper", "query": "dragon"})).expect("zero hits");
+        assert!(
+            output
+                .content
+                .starts_with("No file of skill `lore-keeper` matched `dragon`.")
+        );
+        let broke = library(5, 5);
+        let error = search(&broke, json!({"name": "lore-keeper", "query": "timeline"}))
+            .expect_err("budget");
+        assert_eq!(error.code, "skill.read_budget_exhausted");
+        assert_eq!(*broke.remaining.borrow(), 5, "nothing charged on refusal");
+    }
+
+    #[test]
+    fn arguments_have_their_codes() {
+        let skills = library(1_000, 1_000);
+        for (args, code) in [
+            (
+                json!({"name": "lore-keeper", "query": "x", "limit": 0}),
+                "skill.search_limit_invalid",
+            ),
+            (
+                json!({"name": "lore-keeper", "query": "x", "limit": 99}),
+                "skill.search_limit_too_large",
+            ),
+            (
+                json!({"name": "lore-keeper", "query": "x", "context_lines": 9}),
+                "skill.search_context_too_large",
+            ),
+            (json!({"name": "nope", "query": "x"}), "skill.not_visible"),
+            (json!({"query": "x"}), "tool.invalid_arguments"),
+        ] {
+            assert_eq!(
+                search(&skills, args.clone()).expect_err("refused").code,
+                code,
+                "{args}"
+            );
+        }
+    }
+}

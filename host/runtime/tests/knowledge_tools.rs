@@ -1,0 +1,358 @@
+//! The chat, world-info and skill tools as sandboxed components, against a
+//! run bound to the fixture chat, prompt snapshot and skills.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Value, json};
+use toolhost_core::{Classified, ExitPolicy, Profile, ProviderToolCall, ToolChoice};
+use toolhost_journal::Durability;
+use toolhost_runtime::{
+    CallOutcome, InvocationSession, Run, RunBindings, RunFailure, ToolHost, ToolHostConfig,
+};
+use toolhost_sandbox::CallEntropy;
+use toolhost_skills::{Scope, SkillSource};
+
+const TOOLS: [&str; 6] = [
+    "chat.search",
+    "chat.read_messages",
+    "worldinfo.read_activated",
+    "skill.list",
+    "skill.search",
+    "skill.read",
+];
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn host() -> &'static ToolHost {
+    static HOST: OnceLock<ToolHost> = OnceLock::new();
+    // Loaded on a thread of its own: a test's runtime cannot block on another.
+    HOST.get_or_init(|| {
+        std::thread::spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}))
+                .expect("builtins load")
+        })
+        .join()
+        .expect("loader thread")
+    })
+}
+
+fn profile(skills: Value) -> Profile {
+    Profile::from_json(
+        &json!({
+            "schemaVersion": 1,
+            "kind": "toolhost.agentProfile",
+            "id": "reader",
+            "tools": {"allow": TOOLS, "maxCallsPerRun": 200},
+            "skills": skills
+        })
+        .to_string(),
+    )
+    .expect("profile")
+}
+
+/// A copy of the fixture chat (tests append to it).
+fn chat_copy(dir: &Path) -> PathBuf {
+    let path = dir.join("chat.jsonl");
+    std::fs::copy(fixtures().join("chats/long_character_chat.jsonl"), &path).expect("copy chat");
+    path
+}
+
+fn bindings(chat: Option<PathBuf>) -> RunBindings {
+    RunBindings {
+        chat,
+        prompt_snapshot: Some(fixtures().join("worldinfo/prompt_snapshot.json")),
+        skills: vec![
+            SkillSource::new(Scope::Global, fixtures().join("skills/global")),
+            SkillSource::new(Scope::Character, fixtures().join("skills/character")),
+        ],
+    }
+}
+
+struct Agent {
+    session: InvocationSession,
+    next: u32,
+}
+
+impl Agent {
+    fn start(run: &Arc<Run>, profile: &Profile) -> Self {
+        let session = run
+            .start_invocation(
+                profile,
+                host().snapshot_sources(),
+                "inv_root",
+                ExitPolicy::RunFinishAllowed,
+            )
+            .expect("invocation");
+        Self { session, next: 0 }
+    }
+
+    async fn call(&mut self, alias: &str, arguments: Value) -> Result<CallOutcome, RunFailure> {
+        self.next += 1;
+        let turn = self.session.begin_turn(ToolChoice::Auto, "test")?;
+        let invocation = turn.decode_call(ProviderToolCall {
+            call_id: Some(format!("call_{}", self.next)),
+            name: Some(alias.into()),
+            arguments: Some(arguments),
+            provider_metadata: Value::Null,
+        })?;
+        self.session
+            .call(host(), &turn, invocation, CallEntropy::seeded(1))
+            .await
+    }
+
+    async fn ok(&mut self, alias: &str, arguments: Value) -> CallOutcome {
+        let outcome = self
+            .call(alias, arguments.clone())
+            .await
+            .expect("the run goes on");
+        assert!(
+            !outcome.result.is_error,
+            "{alias} {arguments}: {}",
+            outcome.model_text()
+        );
+        outcome
+    }
+
+    async fn error(&mut self, alias: &str, arguments: Value) -> String {
+        let outcome = self.call(alias, arguments).await.expect("the run goes on");
+        assert!(
+            outcome.result.is_error,
+            "expected an error: {}",
+            outcome.model_text()
+        );
+        outcome.result.error_code.expect("code")
+    }
+}
+
+#[tokio::test]
+async fn the_chat_is_frozen_at_its_input_prefix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chat = chat_copy(dir.path());
+    let profile = profile(json!({}));
+    let run = Run::create_with(
+        &dir.path().join("run"),
+        &profile,
+        Durability::Batched,
+        &bindings(Some(chat.clone())),
+    )
+    .expect("run");
+    let mut agent = Agent::start(&run, &profile);
+    let before = agent.ok("chat_search", json!({"query": "lantern"})).await;
+    let total = before.result.structured["totalMessages"]
+        .as_u64()
+        .expect("total");
+    assert_eq!(total, 65);
+
+    // A message added after the run started is invisible to it.
+    let ends_with_newline = std::fs::read(&chat).expect("chat").ends_with(b"\n");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&chat)
+        .expect("open chat");
+    if !ends_with_newline {
+        writeln!(file).expect("end the last line");
+    }
+    writeln!(
+        file,
+        r#"{{"name":"Ren","is_user":true,"is_system":false,"send_date":"2024-05-16T10:00:00.000Z","mes":"A brand new qxzjwv question."}}"#
+    )
+    .expect("append");
+    // (A single word is searched by its bigrams too: pick one no bigram of
+    // the story contains.)
+    let after = agent.ok("chat_search", json!({"query": "qxzjwv"})).await;
+    assert!(
+        after
+            .model_text()
+            .starts_with("No message of the chat matched"),
+        "{}",
+        after.model_text()
+    );
+    assert_eq!(
+        agent
+            .error("chat_read_messages", json!({"messages": [{"index": 65}]}))
+            .await,
+        "chat.message_not_found"
+    );
+    let read = agent
+        .ok("chat_read_messages", json!({"messages": [{"index": 64}]}))
+        .await;
+    assert_eq!(read.result.structured["messages"][0]["index"], 64);
+    drop(agent);
+    drop(run);
+
+    // Appending is fine on reopen; rewriting the frozen history is not.
+    Run::open(&dir.path().join("run")).expect("reopen with new messages after the prefix");
+    let text = std::fs::read_to_string(&chat).expect("chat");
+    std::fs::write(&chat, text.replacen("lantern", "LANTERN", 1)).expect("rewrite history");
+    let failure = Run::open(&dir.path().join("run")).expect_err("history changed");
+    assert_eq!(failure.code(), "agent.input_history_conflict", "{failure}");
+}
+
+#[tokio::test]
+async fn world_info_and_chat_are_unavailable_when_not_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = profile(json!({}));
+    let run = Run::create(&dir.path().join("run"), &profile, Durability::Batched).expect("run");
+    let mut agent = Agent::start(&run, &profile);
+    assert_eq!(
+        agent.error("chat_search", json!({"query": "x"})).await,
+        "chat.not_found"
+    );
+    assert_eq!(
+        agent.error("worldinfo_read_activated", json!({})).await,
+        "worldinfo.activation_unavailable"
+    );
+    let none = agent.ok("skill_list", json!({})).await;
+    assert_eq!(none.model_text(), "No skills are available to you.");
+}
+
+#[tokio::test]
+async fn world_info_is_listed_and_read_by_ref() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = profile(json!({}));
+    let run = Run::create_with(
+        &dir.path().join("run"),
+        &profile,
+        Durability::Batched,
+        &bindings(None),
+    )
+    .expect("run");
+    assert!(
+        run.root().join("input/prompt_snapshot.json").is_file(),
+        "stored in the run"
+    );
+    let mut agent = Agent::start(&run, &profile);
+    let index = agent.ok("worldinfo_read_activated", json!({})).await;
+    assert_eq!(index.result.structured["totalEntries"], 6);
+    let long = agent
+        .ok(
+            "worldinfo_read_activated",
+            json!({"entries": [{"ref": "worldinfo:Eldoria#37"}]}),
+        )
+        .await;
+    let entry = &long.result.structured["entries"][0];
+    assert!(
+        entry["chars"].as_u64().expect("chars") <= 8_000,
+        "previewed"
+    );
+    assert!(entry["nextStartLine"].as_u64().is_some());
+    assert_eq!(
+        agent
+            .error(
+                "worldinfo_read_activated",
+                json!({"entries": [{"ref": "worldinfo:Eldoria#999"}]})
+            )
+            .await,
+        "worldinfo.entry_not_found"
+    );
+}
+
+#[tokio::test]
+async fn skills_follow_scope_visibility_and_budgets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = profile(json!({
+        "visible": ["*"],
+        "deny": ["lore-keeper"],
+        "maxReadCharsPerCall": 300,
+        "maxReadCharsPerRun": 500
+    }));
+    let run = Run::create_with(
+        &dir.path().join("run"),
+        &profile,
+        Durability::Batched,
+        &bindings(None),
+    )
+    .expect("run");
+    let mut agent = Agent::start(&run, &profile);
+    let listed = agent.ok("skill_list", json!({})).await;
+    let names: Vec<&str> = listed.result.structured["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|skill| skill["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        names,
+        ["prose-style"],
+        "deny wins; the broken skill is skipped"
+    );
+    assert!(
+        listed.model_text().contains("Mara's voice"),
+        "the character scope overrides global"
+    );
+    assert_eq!(
+        agent
+            .error("skill_read", json!({"name": "lore-keeper"}))
+            .await,
+        "skill.policy_denied"
+    );
+
+    // 300 per call, 500 per run: previews until the run budget is spent,
+    // never more than 500 in all, then a refusal.
+    let mut shown = 0;
+    let code = loop {
+        let outcome = agent
+            .call("skill_read", json!({"name": "prose-style"}))
+            .await
+            .expect("the run goes on");
+        if let Some(code) = outcome.result.error_code.clone() {
+            break code;
+        }
+        let chars = outcome.result.structured["chars"].as_u64().expect("chars");
+        assert!(chars <= 300, "per call: {chars}");
+        shown += chars;
+        assert!(shown <= 500, "per run: {shown}");
+    };
+    assert_eq!(code, "skill.read_budget_exhausted");
+    assert_eq!(shown, 500, "the whole run budget was usable");
+}
+
+#[tokio::test]
+async fn a_link_planted_in_a_skill_never_reads_outside() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let skills = dir.path().join("skills");
+    let skill = skills.join("notes");
+    std::fs::create_dir_all(&skill).expect("skill dir");
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: notes\ndescription: Notes.\n---\n# Notes\n",
+    )
+    .expect("skill");
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "host secret").expect("secret");
+    let profile = profile(json!({}));
+    let run = Run::create_with(
+        &dir.path().join("run"),
+        &profile,
+        Durability::Batched,
+        &RunBindings {
+            skills: vec![SkillSource::new(Scope::Global, skills.clone())],
+            ..RunBindings::default()
+        },
+    )
+    .expect("run");
+    // Planted after the library was loaded.
+    std::os::unix::fs::symlink(&secret, skill.join("leak.md")).expect("symlink");
+    let mut agent = Agent::start(&run, &profile);
+    let code = agent
+        .error("skill_read", json!({"name": "notes", "path": "leak.md"}))
+        .await;
+    assert_eq!(code, "skill.invalid_request");
+    let outcome = agent
+        .call("skill_search", json!({"name": "notes", "query": "secret"}))
+        .await
+        .expect("run goes on");
+    assert!(
+        !outcome.model_text().contains("host secret"),
+        "{}",
+        outcome.model_text()
+    );
+}
