@@ -153,11 +153,19 @@ pub(crate) struct Token {
     pub(crate) weight: u32,
 }
 
-/// Weighted tokens of a prepared query.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Weighted tokens of a prepared query, each with a substring searcher
+/// built once for every text it is run against.
+#[derive(Debug, Clone)]
 pub(crate) struct Tokens {
     tokens: Vec<Token>,
     total_weight: u32,
+    finders: Vec<memmem::Finder<'static>>,
+}
+
+impl PartialEq for Tokens {
+    fn eq(&self, other: &Self) -> bool {
+        self.tokens == other.tokens
+    }
 }
 
 impl Tokens {
@@ -171,10 +179,19 @@ impl Tokens {
             })
             .collect();
         let total_weight = tokens.iter().map(|token| token.weight).sum();
+        let finders = tokens
+            .iter()
+            .map(|token| memmem::Finder::new(token.text.as_bytes()).into_owned())
+            .collect();
         Self {
             tokens,
             total_weight,
+            finders,
         }
+    }
+
+    pub(crate) fn finders(&self) -> &[memmem::Finder<'static>] {
+        &self.finders
     }
 
     pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &str> {
@@ -198,8 +215,8 @@ impl Tokens {
     pub(crate) fn score(&self, haystack: &str) -> (f64, Option<usize>) {
         let mut matched = 0_u32;
         let mut first: Option<usize> = None;
-        for token in &self.tokens {
-            if let Some(position) = haystack.find(token.text.as_str()) {
+        for (token, finder) in self.tokens.iter().zip(&self.finders) {
+            if let Some(position) = finder.find(haystack.as_bytes()) {
                 matched += token.weight;
                 first = Some(first.map_or(position, |earlier| earlier.min(position)));
             }
@@ -213,19 +230,10 @@ impl Tokens {
 
 /// A `workspace.search_files` / `skill.search` query, prepared once and run
 /// against many texts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PreparedSearch {
     tokens: Tokens,
     literal: bool,
-    /// One prebuilt substring searcher per token, run over a whole text at
-    /// once rather than once per line.
-    finders: Vec<memmem::Finder<'static>>,
-}
-
-impl PartialEq for PreparedSearch {
-    fn eq(&self, other: &Self) -> bool {
-        self.tokens == other.tokens && self.literal == other.literal
-    }
 }
 
 impl PreparedSearch {
@@ -247,14 +255,9 @@ impl PreparedSearch {
                 (texts, false)
             }
         };
-        let finders = texts
-            .iter()
-            .map(|text| memmem::Finder::new(text.as_bytes()).into_owned())
-            .collect();
         Some(Self {
             tokens: Tokens::new(texts),
             literal,
-            finders,
         })
     }
 
@@ -319,7 +322,7 @@ impl PreparedSearch {
         let bytes = folded.as_bytes();
 
         let mut masks: Vec<u64> = vec![0; starts.len()];
-        for (index, finder) in self.finders.iter().enumerate() {
+        for (index, finder) in self.tokens.finders().iter().enumerate() {
             if finder.needle().contains(&b'\n') {
                 continue; // a line never contains one
             }

@@ -1,0 +1,184 @@
+//! `make bench` (part 4): `chat.search` over a generated 100,000-message chat
+//! (~30 MB), sandboxed against the same tool logic natively, and
+//! `chat.read_messages` of 20 messages from it.
+//!
+//! Both variants read the same bound chat (`toolhost-chat`, parsed once when
+//! the run binds it), so the ratio isolates what the sandbox adds: wasm
+//! execution of the scoring and copying each batch of messages into guest
+//! memory. Output is Markdown, ready for docs/benchmarks.md.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolhost_chat::{BoundChat, Role, generate_chat};
+use toolhost_core::{ToolId, ToolOutcome};
+use toolhost_guest::knowledge::{self, Chat, ChatInfo, ChatMessage};
+use toolhost_guest::{Arguments, ToolError};
+use toolhost_runtime::{ToolHost, ToolHostConfig};
+use toolhost_sandbox::{CallContext, CallEntropy, LimitOverrides};
+
+const MESSAGES: u32 = 100_000;
+const RUNS: usize = 7;
+
+/// The SDK's chat trait over the host's bound chat, for the native run.
+struct Native(Arc<BoundChat>);
+
+impl Chat for Native {
+    fn info(&self) -> Result<ChatInfo, ToolError> {
+        let info = self.0.info();
+        Ok(ChatInfo {
+            user_name: info.user_name.clone(),
+            character_name: info.character_name.clone(),
+            group: info.group,
+            message_count: info.message_count,
+        })
+    }
+
+    fn messages(&self, start: u32, count: u32) -> Result<Vec<ChatMessage>, ToolError> {
+        Ok(self
+            .0
+            .messages(start, count)
+            .iter()
+            .map(|message| ChatMessage {
+                index: message.index(),
+                role: match message.role() {
+                    Role::User => knowledge::Role::User,
+                    Role::Assistant => knowledge::Role::Assistant,
+                    Role::System => knowledge::Role::System,
+                },
+                name: message.name().to_owned(),
+                send_date: message.send_date().map(str::to_owned),
+                text: message.text().to_owned(),
+                swipes: message.swipes(),
+            })
+            .collect())
+    }
+}
+
+fn ms(duration: Duration) -> String {
+    format!("{:.2}", duration.as_secs_f64() * 1e3)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio")
+        .block_on(bench());
+}
+
+async fn bench() {
+    let dir = tempfile::tempdir_in(".").expect("tempdir beside the build");
+    let path = dir.path().join("chat.jsonl");
+    let text = generate_chat(MESSAGES, 42);
+    std::fs::write(&path, &text).expect("write chat");
+    let started = Instant::now();
+    let bound = Arc::new(BoundChat::bind(&path, None).expect("bind"));
+    let bind_time = started.elapsed();
+
+    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
+        .await
+        .expect("builtins");
+    let component = |name: &str| {
+        host.component(&ToolId::builtin(name).expect("id"))
+            .expect("component")
+    };
+    let search = component("chat.search");
+    let read = component("chat.read_messages");
+    let (limits, _) = host
+        .sandbox()
+        .policy()
+        .resolve(
+            *search.limits(),
+            &LimitOverrides {
+                fuel: Some(Some(40_000_000_000)),
+                deadline: Some(Duration::from_secs(60)),
+                memory_bytes: Some(256 * 1024 * 1024),
+                ..LimitOverrides::default()
+            },
+        )
+        .expect("limits");
+    let context = CallContext {
+        chat: Some(Arc::clone(&bound)),
+        ..CallContext::default()
+    };
+    let native = Native(Arc::clone(&bound));
+    let queries = [
+        ("two words", json!({"query": "silver river", "limit": 20})),
+        ("one CJK-style word (bigrams)", json!({"query": "lantern", "limit": 20})),
+    ];
+    let read_args = json!({"messages": (0..20).map(|n| json!({"index": 50_000 + n * 97})).collect::<Vec<_>>()});
+
+    println!("## `chat.search` over a 100,000-message chat\n");
+    println!(
+        "A generated SillyTavern chat (`toolhost_chat::generate_chat(100000, 42)`), {:.1} MB, bound once ({} ms to read, parse and hash). {RUNS} runs each after a warm-up, alternating; both variants search the same bound chat and return identical results (asserted).\n",
+        text.len() as f64 / 1e6,
+        bind_time.as_millis()
+    );
+    println!("| query | sandboxed ms | native ms | sandboxed / native | fuel |");
+    println!("|---|---|---|---|---|");
+    for (label, arguments) in &queries {
+        let native_args = Arguments::from_value(arguments.clone()).expect("object");
+        let (mut sandboxed, mut natively, mut fuel) = (Vec::new(), Vec::new(), 0);
+        for round in 0..=RUNS {
+            let started = Instant::now();
+            let report = host
+                .sandbox()
+                .call_under(search, &limits, arguments, CallEntropy::seeded(1), context.clone())
+                .await;
+            let elapsed = started.elapsed();
+            let ToolOutcome::Success(success) = report.outcome() else {
+                panic!("the sandboxed search failed: {:?}", report.outcome());
+            };
+            let started = Instant::now();
+            let output = chat_search::search_chat(&native_args, &native).expect("native");
+            let native_elapsed = started.elapsed();
+            assert_eq!(output.structured_value(), Some(success.structured.clone()));
+            if round > 0 {
+                sandboxed.push(elapsed);
+                natively.push(native_elapsed);
+                fuel = report.fuel_consumed;
+            }
+        }
+        let (sandboxed, natively) = (median(sandboxed), median(natively));
+        println!(
+            "| {label}: `{}` | {} | {} | {:.2}× | {:.2} G |",
+            arguments["query"].as_str().unwrap_or_default(),
+            ms(sandboxed),
+            ms(natively),
+            sandboxed.as_secs_f64() / natively.as_secs_f64(),
+            fuel as f64 / 1e9
+        );
+    }
+
+    let mut reads = Vec::new();
+    let mut chars = Value::Null;
+    for round in 0..=RUNS * 3 {
+        let started = Instant::now();
+        let report = host
+            .sandbox()
+            .call_under(read, read.limits(), &read_args, CallEntropy::seeded(1), context.clone())
+            .await;
+        let elapsed = started.elapsed();
+        let ToolOutcome::Success(success) = report.outcome() else {
+            panic!("the read failed: {:?}", report.outcome());
+        };
+        if round > 0 {
+            reads.push(elapsed);
+            chars = json!(success.structured["messages"]
+                .as_array()
+                .map_or(0, |messages| messages.len()));
+        }
+    }
+    println!(
+        "\n`chat.read_messages` of 20 messages spread over the chat (default limits): median **{} ms** over {} calls ({chars} messages returned).",
+        ms(median(reads)),
+        RUNS * 3
+    );
+}
