@@ -48,6 +48,7 @@ bench: setup
 	$(CARGO) bench --locked -p toolhost-conformance --bench sandbox
 	$(CARGO) bench --locked -p toolhost-runtime --bench control_plane
 	$(CARGO) bench --locked -p toolhost-runtime --bench workspace_search
+	$(CARGO) bench --locked -p toolhost-runtime --bench chat_search
 
 lint: setup
 	$(CARGO) fmt --all -- --check

@@ -135,6 +135,7 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
     // Best first: score descending, then the newer message.
     let mut best: Vec<(f64, Option<usize>, ChatMessage)> = Vec::with_capacity(limit + 1);
     let mut scanned = 0u64;
+    let mut scratch = String::new();
     if info.message_count > 0 {
         let low = start.unwrap_or(0);
         let high = end.unwrap_or(u32::MAX).min(info.message_count - 1);
@@ -154,7 +155,7 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
                 if role.is_some_and(|wanted| wanted != message.role) {
                     continue;
                 }
-                let (score, first) = prepared.score_message(&message.text);
+                let (score, first) = prepared.score_message_in(&message.text, &mut scratch);
                 if score <= 0.0 {
                     continue;
                 }

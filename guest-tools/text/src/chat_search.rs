@@ -78,11 +78,16 @@ impl PreparedChatSearch {
     /// message is blank) and the position, in characters of `text`, of the
     /// earliest match, for [`chat_snippet`].
     pub fn score_message(&self, text: &str) -> (f64, Option<usize>) {
+        self.score_message_in(text, &mut String::new())
+    }
+
+    /// [`score_message`](Self::score_message) folding into `scratch`, so a
+    /// scan over many messages reuses one buffer.
+    pub fn score_message_in(&self, text: &str, scratch: &mut String) -> (f64, Option<usize>) {
         if text.trim().is_empty() {
             return (0.0, None);
         }
-        let mut buf = String::new();
-        let (score, first_byte) = self.tokens.score(folded(text, &mut buf));
+        let (score, first_byte) = self.tokens.score(folded(text, scratch));
         (
             score,
             first_byte.map(|byte| original_char_index(text, byte)),

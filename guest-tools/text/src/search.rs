@@ -52,15 +52,41 @@ pub const MAX_TOKEN_WEIGHT: u32 = 8;
 /// text always fold alike.
 pub fn fold_case_into(text: &str, out: &mut String) {
     out.reserve(text.len());
-    for c in text.chars() {
-        if c.is_ascii() {
-            out.push(c.to_ascii_lowercase());
-        } else if c == 'ς' {
-            out.push('σ');
+    let mut rest = text;
+    while !rest.is_empty() {
+        // Runs of ASCII (most of most texts) are copied and lowered in bulk,
+        // which the compiler vectorizes; the rest goes character by character.
+        let (ascii, tail) = rest.split_at(ascii_prefix_len(rest.as_bytes()));
+        let start = out.len();
+        out.push_str(ascii);
+        out[start..].make_ascii_lowercase();
+        let mut chars = tail.chars();
+        for c in chars.by_ref() {
+            if c.is_ascii() {
+                out.push(c.to_ascii_lowercase());
+                break;
+            } else if c == 'ς' {
+                out.push('σ');
+            } else {
+                out.extend(c.to_lowercase());
+            }
+        }
+        rest = chars.as_str();
+    }
+}
+
+/// Length of the ASCII prefix of `bytes`, checked a chunk at a time.
+fn ascii_prefix_len(bytes: &[u8]) -> usize {
+    const CHUNK: usize = 32;
+    let mut len = 0;
+    for chunk in bytes.chunks(CHUNK) {
+        if chunk.is_ascii() {
+            len += chunk.len();
         } else {
-            out.extend(c.to_lowercase());
+            return len + chunk.iter().take_while(|b| b.is_ascii()).count();
         }
     }
+    len
 }
 
 /// [`fold_case_into`] into a new string.
@@ -793,6 +819,32 @@ mod tests {
         assert_eq!(hits[0].snippet, "2 | Привет, мир");
         assert_eq!(fold_case("İΣ"), "i\u{307}σ");
         assert_eq!(folded_len('İ'), 3);
+    }
+
+    #[test]
+    fn bulk_ascii_folding_matches_character_by_character() {
+        let by_char = |text: &str| -> String {
+            text.chars()
+                .flat_map(|c| {
+                    let c = if c == 'ς' { 'σ' } else { c };
+                    c.to_lowercase()
+                })
+                .collect()
+        };
+        // ASCII runs ending inside and at the edge of a 32-byte chunk, and
+        // non-ASCII at the very start, the very end and back to back.
+        let samples = [
+            String::new(),
+            "ABC".to_owned(),
+            "Ä".to_owned(),
+            format!("{}É", "X".repeat(31)),
+            format!("{}É{}", "Y".repeat(32), "Z".repeat(40)),
+            format!("ΣΟΦΟΣ Straße İ{}ς", "Word ".repeat(20)),
+            "日本語ABC한국어😀DEF".to_owned(),
+        ];
+        for sample in samples {
+            assert_eq!(fold_case(&sample), by_char(&sample), "{sample:?}");
+        }
     }
 
     #[test]

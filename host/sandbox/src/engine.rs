@@ -175,6 +175,11 @@ fn base_config() -> Config {
         .epoch_interruption(true)
         .cranelift_opt_level(OptLevel::Speed)
         .parallel_compilation(true);
+    // Names JIT-compiled guest functions for `perf report` (docs/benchmarks.md,
+    // "Profiling guests"); off by default because the map grows per compile.
+    if std::env::var_os("TOOLHOST_PERFMAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     config
 }
 
