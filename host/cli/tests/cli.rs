@@ -419,3 +419,134 @@ fn snapshot_prints_the_compiled_snapshot_and_what_was_left_out() {
     let snapshot: Value = serde_json::from_slice(&default.stdout).expect("json");
     assert!(!snapshot.to_string().contains("dice_roll"));
 }
+
+fn fixture(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(path)
+        .to_str()
+        .expect("utf-8")
+        .to_owned()
+}
+
+#[test]
+fn a_run_bound_to_a_chat_world_info_and_skills_serves_their_tools() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let chat = fixture("chats/long_character_chat.jsonl");
+    let global = format!("global:{}", fixture("skills/global"));
+    let character = format!("character:{}", fixture("skills/character"));
+    let snapshot = fixture("worldinfo/prompt_snapshot.json");
+    let bound = toolhost(
+        cache.path(),
+        &[
+            "call",
+            "--run-dir",
+            "k",
+            "--chat",
+            &chat,
+            "--skills",
+            &global,
+            "--skills",
+            &character,
+            "--worldinfo",
+            &snapshot,
+            "chat.search",
+            r#"{"query":"Drowned Library","limit":2}"#,
+        ],
+    );
+    assert_eq!(bound.status.code(), Some(0), "{}", stderr(&bound));
+    let text = stdout(&bound);
+    assert!(text.contains("matched 2 message(s) (65 searched"), "{text}");
+    assert!(text.contains("ref chat:current#1\n"), "{text}");
+    // The broken fixture skill is skipped with a warning, not fatal.
+    assert!(
+        stderr(&bound).contains("broken-notes"),
+        "{}",
+        stderr(&bound)
+    );
+
+    // Later calls continue the run with what it was bound to.
+    let listed = toolhost(
+        cache.path(),
+        &["call", "--run-dir", "k", "skill.list", "{}"],
+    );
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert!(
+        stdout(&listed).starts_with("2 skill(s) available."),
+        "{}",
+        stdout(&listed)
+    );
+    assert!(
+        stdout(&listed).contains("`prose-style`"),
+        "{}",
+        stdout(&listed)
+    );
+    let activated = toolhost(
+        cache.path(),
+        &["call", "--run-dir", "k", "worldinfo.read_activated", "{}"],
+    );
+    assert_eq!(activated.status.code(), Some(0), "{}", stderr(&activated));
+    assert!(
+        stdout(&activated).starts_with("6 world-info entries activated"),
+        "{}",
+        stdout(&activated)
+    );
+    let read = toolhost(
+        cache.path(),
+        &[
+            "call",
+            "--run-dir",
+            "k",
+            "chat.read_messages",
+            r#"{"messages":[{"index":1}]}"#,
+            "--json",
+        ],
+    );
+    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    let report: Value = serde_json::from_slice(&read.stdout).expect("json");
+    let message = &report["result"]["structured"]["messages"][0];
+    assert_eq!(message["index"], 1, "{report}");
+    assert!(
+        message["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Drowned Library of Vessane"),
+        "{report}"
+    );
+
+    // A run keeps its bindings: rebinding it to another chat is refused.
+    let rebound = toolhost(
+        cache.path(),
+        &[
+            "call",
+            "--run-dir",
+            "k",
+            "--chat",
+            &fixture("chats/cjk_chat.jsonl"),
+            "chat.search",
+            r#"{"query":"x"}"#,
+        ],
+    );
+    assert_eq!(rebound.status.code(), Some(2));
+    assert!(
+        stderr(&rebound).contains("keeps the chat, world info and skills it was created with"),
+        "{}",
+        stderr(&rebound)
+    );
+
+    // A run without a chat: the tool's typed error, exit 1.
+    let unbound = toolhost(
+        cache.path(),
+        &[
+            "call",
+            "chat.read_messages",
+            r#"{"messages":[{"index":0}]}"#,
+        ],
+    );
+    assert_eq!(unbound.status.code(), Some(1), "{}", stderr(&unbound));
+    assert!(
+        stdout(&unbound).starts_with("## Tool error\n\nchat.not_found:"),
+        "{}",
+        stdout(&unbound)
+    );
+}

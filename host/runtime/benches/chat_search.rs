@@ -111,12 +111,19 @@ async fn bench() {
     let native = Native(Arc::clone(&bound));
     let queries = [
         ("two words", json!({"query": "silver river", "limit": 20})),
-        ("one CJK-style word (bigrams)", json!({"query": "lantern", "limit": 20})),
+        (
+            "one CJK-style word (bigrams)",
+            json!({"query": "lantern", "limit": 20}),
+        ),
         // Every message still crosses into the guest, but only the 1 % that
         // are system notes get scored: what streaming the chat costs.
-        ("system notes only", json!({"query": "silver river", "limit": 20, "role": "system"})),
+        (
+            "system notes only",
+            json!({"query": "silver river", "limit": 20, "role": "system"}),
+        ),
     ];
-    let read_args = json!({"messages": (0..20).map(|n| json!({"index": 50_000 + n * 97})).collect::<Vec<_>>()});
+    let read_args =
+        json!({"messages": (0..20).map(|n| json!({"index": 50_000 + n * 97})).collect::<Vec<_>>()});
 
     println!("## `chat.search` over a 100,000-message chat\n");
     println!(
@@ -133,7 +140,13 @@ async fn bench() {
             let started = Instant::now();
             let report = host
                 .sandbox()
-                .call_under(search, &limits, arguments, CallEntropy::seeded(1), context.clone())
+                .call_under(
+                    search,
+                    &limits,
+                    arguments,
+                    CallEntropy::seeded(1),
+                    context.clone(),
+                )
                 .await;
             let elapsed = started.elapsed();
             let ToolOutcome::Success(success) = report.outcome() else {
@@ -166,7 +179,13 @@ async fn bench() {
         let started = Instant::now();
         let report = host
             .sandbox()
-            .call_under(read, read.limits(), &read_args, CallEntropy::seeded(1), context.clone())
+            .call_under(
+                read,
+                read.limits(),
+                &read_args,
+                CallEntropy::seeded(1),
+                context.clone(),
+            )
             .await;
         let elapsed = started.elapsed();
         let ToolOutcome::Success(success) = report.outcome() else {
@@ -174,9 +193,11 @@ async fn bench() {
         };
         if round > 0 {
             reads.push(elapsed);
-            chars = json!(success.structured["messages"]
-                .as_array()
-                .map_or(0, |messages| messages.len()));
+            chars = json!(
+                success.structured["messages"]
+                    .as_array()
+                    .map_or(0, |messages| messages.len())
+            );
         }
     }
     println!(
