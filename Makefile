@@ -26,12 +26,13 @@ conformance: setup
 
 ## The main job on the embedded defaults: list the tools, roll dice through
 ## the control plane (a run with a budget of two rolls), write, patch and read
-## a workspace file, show the run's journal and the default profile's snapshot.
+## a workspace file, search and read a SillyTavern chat with world info and
+## skills bound, show the run's journal and the default profile's snapshot.
 TOOLHOST := $(CARGO) run --quiet --locked -p toolhost-cli --
 DEMO_RUN := runs/demo
 
 demo: setup
-	@rm -rf $(DEMO_RUN) $(DEMO_RUN)-ws
+	@rm -rf $(DEMO_RUN) $(DEMO_RUN)-ws $(DEMO_RUN)-chat
 	$(TOOLHOST) tools list
 	$(TOOLHOST) call --profile profiles/dice-roller.json --run-dir $(DEMO_RUN) dice.roll '{"formula":"3d6+4"}'
 	$(TOOLHOST) call --run-dir $(DEMO_RUN) dice.roll '{"formula":"3d6++4"}' || true
@@ -39,6 +40,13 @@ demo: setup
 	$(TOOLHOST) call --run-dir $(DEMO_RUN)-ws workspace.write_file '{"path":"output/main.md","content":"The dragon sleeps.\nThe knight waits.\n"}'
 	$(TOOLHOST) call --run-dir $(DEMO_RUN)-ws workspace.apply_patch '{"path":"output/main.md","old_string":"sleeps","new_string":"wakes"}'
 	$(TOOLHOST) call --run-dir $(DEMO_RUN)-ws workspace.read_file '{"path":"output/main.md"}'
+	$(TOOLHOST) call --run-dir $(DEMO_RUN)-chat --chat tests/fixtures/chats/long_character_chat.jsonl \
+		--worldinfo tests/fixtures/worldinfo/prompt_snapshot.json \
+		--skills global:tests/fixtures/skills/global --skills character:tests/fixtures/skills/character \
+		chat.search '{"query":"Drowned Library","limit":3}'
+	$(TOOLHOST) call --run-dir $(DEMO_RUN)-chat chat.read_messages '{"messages":[{"index":1}]}'
+	$(TOOLHOST) call --run-dir $(DEMO_RUN)-chat worldinfo.read_activated '{}'
+	$(TOOLHOST) call --run-dir $(DEMO_RUN)-chat skill.read '{"name":"prose-style"}'
 	$(TOOLHOST) journal $(DEMO_RUN)
 	$(TOOLHOST) snapshot --profile profiles/default.json > /dev/null
 

@@ -161,6 +161,11 @@ pub struct ToolCallOutcome {
     pub elapsed_ms: u64,
     pub resource_refs: Vec<String>,
     pub sandbox: Option<Value>,
+    /// Characters this call charged to the invocation's skill read budget;
+    /// summed again when the run is reopened, so the budget holds across
+    /// sessions. Absent when the call charged nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skill_read_chars: Option<u64>,
 }
 
 impl ToolCallOutcome {
@@ -185,7 +190,14 @@ impl ToolCallOutcome {
             elapsed_ms,
             resource_refs: result.resource_refs.clone(),
             sandbox,
+            skill_read_chars: None,
         }
+    }
+
+    /// Records that the call charged `chars` to the skill read budget.
+    pub fn with_skill_read_chars(mut self, chars: u64) -> Self {
+        self.skill_read_chars = (chars > 0).then_some(chars);
+        self
     }
 
     /// Record as `tool_call_completed` (info) or, for an error result, as a

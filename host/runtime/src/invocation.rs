@@ -214,6 +214,7 @@ impl InvocationSession {
             arguments_ref,
         })?;
 
+        let mut skill_chars_before = self.skills.budget.charged();
         let execution = match self.gate.authorize_and_reserve(turn.contract(), &tool_id) {
             Err(rejection) => match rejection.to_tool_failure() {
                 Some(failure) => {
@@ -243,6 +244,7 @@ impl InvocationSession {
                 let (chat, worldinfo) = self.run.call_inputs();
                 // The per-call skill budget starts afresh with every call.
                 self.skills.budget.begin_call();
+                skill_chars_before = self.skills.budget.charged();
                 let context = CallContext {
                     workspace: Some(Arc::clone(&self.workspace)),
                     chat,
@@ -290,6 +292,12 @@ impl InvocationSession {
             &result,
             elapsed_ms,
             sandbox,
+        )
+        .with_skill_read_chars(
+            self.skills
+                .budget
+                .charged()
+                .saturating_sub(skill_chars_before),
         );
         outcome.record(self.run.dir().journal_mut())?;
         self.store_read_state()?;

@@ -150,17 +150,19 @@ impl Run {
     }
 
     /// What an invocation of `profile` may read of the skills: the run's
-    /// library under the profile's visibility, with a fresh budget.
-    fn skill_access(&self, profile: &Profile) -> Arc<SkillAccess> {
+    /// library under the profile's visibility, with its read budget of which
+    /// `charged` characters are already spent.
+    fn skill_access(&self, profile: &Profile, charged: u64) -> Arc<SkillAccess> {
         Arc::new(SkillAccess {
             library: Arc::clone(&self.inputs.skills),
             policy: SkillPolicy::new(
                 profile.skills.visible.iter().cloned(),
                 profile.skills.deny.iter().cloned(),
             ),
-            budget: Arc::new(SkillBudget::new(
+            budget: Arc::new(SkillBudget::resumed(
                 u64::from(profile.skills.max_read_chars_per_call),
                 u64::from(profile.skills.max_read_chars_per_run),
+                charged,
             )),
         })
     }
@@ -258,13 +260,14 @@ impl Run {
             None,
             0,
             self.workspace_session(),
-            self.skill_access(profile),
+            self.skill_access(profile, 0),
         )
         .with_diagnostics(compiled.diagnostics))
     }
 
-    /// Reopen an invocation of a reopened run: its stored snapshot, and a
-    /// gate that has already reserved every call the journal shows started.
+    /// Reopen an invocation of a reopened run: its stored snapshot, a gate
+    /// that has already reserved every call the journal shows started, and
+    /// the skill characters its calls were charged.
     pub fn resume_invocation(
         self: &Arc<Self>,
         invocation_id: &str,
@@ -281,6 +284,7 @@ impl Run {
         let events = read_events(self.layout.journal().absolute)?;
         let mut started = Vec::new();
         let mut round = 0;
+        let mut skill_chars = 0_u64;
         for event in &events {
             let ours = event
                 .scope()
@@ -305,6 +309,10 @@ impl Run {
                     let seen = event.payload.get("round").and_then(Value::as_u64);
                     round = round.max(seen.unwrap_or(0) as u32);
                 }
+                "tool_call_completed" | "tool_call_failed" => {
+                    let charged = event.payload.get("skillReadChars").and_then(Value::as_u64);
+                    skill_chars = skill_chars.saturating_add(charged.unwrap_or(0));
+                }
                 _ => {}
             }
         }
@@ -317,7 +325,7 @@ impl Run {
             Some(gate),
             round,
             self.workspace_session(),
-            self.skill_access(&self.profile),
+            self.skill_access(&self.profile, skill_chars),
         );
         let stored = self.dir().read_read_state(invocation_id)?;
         Ok(Some(match stored {

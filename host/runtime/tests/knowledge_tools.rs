@@ -316,6 +316,46 @@ async fn skills_follow_scope_visibility_and_budgets() {
 }
 
 #[tokio::test]
+async fn the_skill_read_budget_holds_across_a_reopened_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = profile(json!({
+        "visible": ["*"],
+        "maxReadCharsPerCall": 300,
+        "maxReadCharsPerRun": 500
+    }));
+    let root = dir.path().join("run");
+    let run = Run::create_with(&root, &profile, Durability::Batched, &bindings(None)).expect("run");
+    let mut agent = Agent::start(&run, &profile);
+    let first = agent.ok("skill_read", json!({"name": "prose-style"})).await;
+    let mut shown = first.result.structured["chars"].as_u64().expect("chars");
+    assert!((1..=300).contains(&shown), "a per-call preview: {shown}");
+    let next = agent.next;
+    drop((agent, run));
+
+    // Another session of the same run and invocation: what is left of 500,
+    // not a fresh 500.
+    let (run, _) = Run::open(&root).expect("reopen");
+    let session = run
+        .resume_invocation("inv_root")
+        .expect("resume")
+        .expect("stored invocation");
+    let mut agent = Agent { session, next };
+    let code = loop {
+        let outcome = agent
+            .call("skill_read", json!({"name": "prose-style"}))
+            .await
+            .expect("the run goes on");
+        if let Some(code) = outcome.result.error_code.clone() {
+            break code;
+        }
+        shown += outcome.result.structured["chars"].as_u64().expect("chars");
+        assert!(shown <= 500, "per run, across sessions: {shown}");
+    };
+    assert_eq!(code, "skill.read_budget_exhausted");
+    assert_eq!(shown, 500);
+}
+
+#[tokio::test]
 async fn a_link_planted_in_a_skill_never_reads_outside() {
     let dir = tempfile::tempdir().expect("tempdir");
     let skills = dir.path().join("skills");

@@ -51,6 +51,14 @@ impl SkillBudget {
     }
 
     /// Characters one call may show (`maxReadCharsPerCall`).
+    /// A budget of which `charged` characters were already spent, by the
+    /// calls of an invocation before its run was reopened.
+    pub fn resumed(per_call: u64, per_run: u64, charged: u64) -> Self {
+        let budget = Self::new(per_call, per_run);
+        budget.used().run = charged;
+        budget
+    }
+
     pub fn per_call(&self) -> u64 {
         self.per_call
     }
