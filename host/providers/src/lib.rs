@@ -107,7 +107,7 @@ impl Provider {
     }
 
     /// An assembler for one streamed response to a request of `turn`.
-    pub fn stream_assembler<'t>(self, turn: &'t ModelTurn) -> Box<dyn StreamAssembler + 't> {
+    pub fn stream_assembler<'t>(self, turn: &'t ModelTurn) -> Box<dyn StreamAssembler + Send + 't> {
         match self {
             Self::OpenaiChat => Box::new(openai_chat::ChatStream::new(turn)),
             Self::OpenaiResponses => Box::new(openai_responses::ResponsesStream::new(turn)),
