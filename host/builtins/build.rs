@@ -10,6 +10,8 @@ const BUILTIN_PACKAGES: &[&str] = &[
     "workspace-read-file",
     "workspace-write-file",
     "workspace-apply-patch",
+    "workspace-commit",
+    "workspace-finish",
     "chat-search",
     "chat-read-messages",
     "worldinfo-read-activated",

@@ -27,6 +27,21 @@ impl Annotations {
         }
     }
 
+    /// Returns an effect for the host to apply (commit, finish, delegate,
+    /// ...); the call itself changes nothing. Only builtins may.
+    pub fn control() -> Self {
+        Self {
+            control: true,
+            ..Self::default()
+        }
+    }
+
+    /// What the tool (or its effect) changes lives on after the run.
+    pub fn mutating(mut self) -> Self {
+        self.mutating = true;
+        self
+    }
+
     pub fn not_idempotent(mut self) -> Self {
         self.idempotent = false;
         self

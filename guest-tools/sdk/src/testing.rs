@@ -253,8 +253,11 @@ pub struct MemorySkills {
     pub remaining: RefCell<u64>,
 }
 
+/// A skill for [`MemorySkills::with`]: name, description, `(path, text)` files.
+pub type SkillSpec<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
 impl MemorySkills {
-    pub fn with(per_call: u64, per_run: u64, skills: &[(&str, &str, &[(&str, &str)])]) -> Self {
+    pub fn with(per_call: u64, per_run: u64, skills: &[SkillSpec<'_>]) -> Self {
         Self {
             skills: skills
                 .iter()

@@ -47,6 +47,13 @@ macro_rules! invocation_scoped {
     };
 }
 
+mod agent_loop;
+pub use agent_loop::{
+    AgentLoopFinished, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
+    DirectOutputCaptured, DriftRecoveryAttempted, ModelCallAttemptFailed, ModelCompleted,
+    PersistentChangesCommitted, PreservedCommit, RunPartialSuccess,
+};
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStarted {

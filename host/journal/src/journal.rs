@@ -221,7 +221,13 @@ pub struct Journal {
     line: Vec<u8>,
     /// fsyncs issued, so tests can check the durability policy.
     syncs: u64,
+    /// Told about every event once it is written (live progress).
+    observer: Option<Observer>,
 }
+
+/// A watcher of appended events: `(seq, level, type, payload JSON)`.
+/// It runs inside the append, so it must be quick and must not journal.
+pub type Observer = std::sync::Arc<dyn Fn(u64, Level, &str, &[u8]) + Send + Sync>;
 
 impl fmt::Debug for Journal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -318,6 +324,7 @@ impl Journal {
             stamp: Box::new(default_stamp),
             line: Vec::with_capacity(1024),
             syncs: 0,
+            observer: None,
         }
     }
 
@@ -426,6 +433,9 @@ impl Journal {
         }
         self.last_seq = seq;
         self.unsynced = true;
+        if let Some(observer) = &self.observer {
+            observer(seq, level, event_type, payload);
+        }
         let must_sync = self.durability == Durability::Fsync
             || level == Level::Error
             || event_type.starts_with("run_");
@@ -433,6 +443,11 @@ impl Journal {
             self.sync()?;
         }
         Ok((seq, id, timestamp))
+    }
+
+    /// Watch every event appended from now on (replaces an earlier observer).
+    pub fn set_observer(&mut self, observer: Option<Observer>) {
+        self.observer = observer;
     }
 
     /// fsync what has been written. A failed fsync poisons the journal: the

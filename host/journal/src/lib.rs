@@ -19,12 +19,14 @@ pub mod run;
 
 pub use audit::AuditError;
 pub use events::{
-    ContextAssembled, Event, ModelRequestCreated, RunCompleted, RunFailed, RunResumed, RunStarted,
-    ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested, ToolCallStarted,
-    ToolCallSystemFailed, ToolResultStored,
+    AgentLoopFinished, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
+    ContextAssembled, DirectOutputCaptured, DriftRecoveryAttempted, Event, ModelCallAttemptFailed,
+    ModelCompleted, ModelRequestCreated, PersistentChangesCommitted, PreservedCommit, RunCompleted,
+    RunFailed, RunPartialSuccess, RunResumed, RunStarted, ToolCallCompleted, ToolCallFailed,
+    ToolCallOutcome, ToolCallRequested, ToolCallStarted, ToolCallSystemFailed, ToolResultStored,
 };
 pub use journal::{
-    Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent,
+    Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent, Observer,
     ROOT_INVOCATION_ID, Recovery, read_events,
 };
 pub use layout::{LayoutError, RunLayout, RunPath, audit_stem, new_run_id};

@@ -55,6 +55,37 @@ pub enum RunFailure {
     /// A stored file of the run (snapshot, profile) does not parse.
     #[error("run.state_invalid: {0}")]
     State(String),
+    /// The model gave no usable reply (after the loop's retries).
+    #[error(transparent)]
+    ModelClient(#[from] toolhost_model::ModelError),
+    /// The chat host could not write the run's message.
+    #[error("agent.chat_commit_failed: {0}")]
+    ChatCommit(String),
+    /// The loop ran out of what it may spend: rounds, or model replies
+    /// without a tool call (`agent.max_tool_rounds_exceeded`,
+    /// `model.tool_call_required`).
+    #[error("{code}: {message}")]
+    LoopExhausted { code: &'static str, message: String },
+}
+
+/// Codes a user may retry as is (the model may do better next time).
+const USER_RETRYABLE: [&str; 3] = [
+    "model.tool_call_required",
+    "agent.tool_after_finish",
+    "agent.max_tool_rounds_exceeded",
+];
+
+impl RunFailure {
+    /// Running the same thing again may work (rate limits, a network blip).
+    pub fn retryable(&self) -> bool {
+        matches!(self, Self::ModelClient(error) if error.retryable())
+    }
+
+    /// The person may retry as is: a retryable failure, or a model that
+    /// drifted or ran out of rounds.
+    pub fn user_retryable(&self) -> bool {
+        self.retryable() || USER_RETRYABLE.contains(&self.code())
+    }
 }
 
 /// A host fault's own code when it is one of the known ones (the journal
@@ -65,6 +96,7 @@ fn host_fault_code(code: &str) -> &'static str {
         codes::SYMLINK_FOUND,
         codes::IO_ERROR,
         "workspace.unavailable",
+        "skill.io_error",
     ]
     .into_iter()
     .find(|known| *known == code)
@@ -99,6 +131,9 @@ impl Classified for RunFailure {
             Self::Skills(error) => error.code(),
             Self::WorldInfo(error) => error.code(),
             Self::State(_) => "run.state_invalid",
+            Self::ModelClient(error) => error.code(),
+            Self::ChatCommit(_) => "agent.chat_commit_failed",
+            Self::LoopExhausted { code, .. } => code,
         }
     }
 
@@ -107,6 +142,8 @@ impl Classified for RunFailure {
             Self::Gate(rejection) => rejection.class(),
             Self::Model(error) => error.class(),
             Self::NotOffered(_) => ErrorClass::PolicyDenied { fail_fast: true },
+            Self::ModelClient(error) => error.class(),
+            Self::LoopExhausted { .. } => ErrorClass::PolicyDenied { fail_fast: true },
             _ => ErrorClass::SystemFailure,
         }
     }

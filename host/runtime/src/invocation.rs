@@ -20,7 +20,8 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolhost_core::{
     AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ToolChoice, ToolEffect,
-    ToolInvocation, ToolOutcome, ToolRequestGate, ToolTurnContract, snapshot::SnapshotDiagnostic,
+    ToolFailure, ToolInvocation, ToolOutcome, ToolRequestGate, ToolTurnContract,
+    snapshot::SnapshotDiagnostic,
 };
 use toolhost_journal::{
     ModelRequestCreated, ToolCallOutcome, ToolCallRequested, ToolCallStarted, ToolCallSystemFailed,
@@ -49,6 +50,40 @@ impl CallOutcome {
     /// Exactly what the model reads for this call.
     pub fn model_text(&self) -> String {
         self.result.model_text()
+    }
+}
+
+/// A call that ran but whose result is not stored yet (see
+/// [`InvocationSession::execute`]).
+#[derive(Debug)]
+pub struct ExecutedCall {
+    invocation: ToolInvocation,
+    result: AgentToolResult,
+    effect: Option<ToolEffect>,
+    report: Option<CallReport>,
+    round: u32,
+    started: Instant,
+    skill_chars_before: u64,
+}
+
+impl ExecutedCall {
+    pub fn invocation(&self) -> &ToolInvocation {
+        &self.invocation
+    }
+
+    pub fn result(&self) -> &AgentToolResult {
+        &self.result
+    }
+
+    /// The control effect, taken out to be applied.
+    pub fn take_effect(&mut self) -> Option<ToolEffect> {
+        self.effect.take()
+    }
+
+    /// Answer with what the host did instead of what the tool said (the
+    /// identity stays the call's).
+    pub fn replace_outcome(&mut self, outcome: ToolOutcome) {
+        self.result = AgentToolResult::from_outcome(&self.invocation, outcome).0;
     }
 }
 
@@ -189,30 +224,25 @@ impl InvocationSession {
         invocation: ToolInvocation,
         entropy: CallEntropy,
     ) -> Result<CallOutcome, RunFailure> {
+        let executed = self.execute(executor, turn, invocation, entropy).await?;
+        self.store(executed)
+    }
+
+    /// The first half of [`call`](Self::call): arguments stored, gate,
+    /// executor, identity check. The result is not stored yet, so the run
+    /// loop can apply a control tool's effect and answer with what it did
+    /// ([`ExecutedCall::replace_outcome`]) before [`store`](Self::store).
+    pub async fn execute<E: ToolExecutor>(
+        &mut self,
+        executor: &E,
+        turn: &ModelTurn,
+        invocation: ToolInvocation,
+        entropy: CallEntropy,
+    ) -> Result<ExecutedCall, RunFailure> {
         let started = Instant::now();
         let tool_id = invocation.tool_id.clone();
-        let name = tool_id.native_name().to_owned();
-        let snapshot_id = self.snapshot.id().to_owned();
         let round = self.round;
-
-        // The arguments are an audit fact before anything acts on them. A
-        // duplicate call id fails here, before any file is overwritten.
-        let arguments_ref = self.run.dir().store_tool_args(
-            &invocation.call_id,
-            &tool_id,
-            &self.invocation_id,
-            round,
-            &invocation.arguments,
-        )?;
-        self.run.record(&ToolCallRequested {
-            round,
-            invocation_id: self.invocation_id.clone(),
-            call_id: invocation.call_id.clone(),
-            tool_id: tool_id.clone(),
-            snapshot_id: snapshot_id.clone(),
-            name: name.clone(),
-            arguments_ref,
-        })?;
+        self.record_request(&invocation)?;
 
         let mut skill_chars_before = self.skills.budget.charged();
         let execution = match self.gate.authorize_and_reserve(turn.contract(), &tool_id) {
@@ -234,8 +264,8 @@ impl InvocationSession {
                     invocation_id: self.invocation_id.clone(),
                     call_id: invocation.call_id.clone(),
                     tool_id: tool_id.clone(),
-                    snapshot_id: snapshot_id.clone(),
-                    name: name.clone(),
+                    snapshot_id: self.snapshot.id().to_owned(),
+                    name: tool_id.native_name().to_owned(),
                 })?;
                 let binding = self
                     .snapshot
@@ -267,7 +297,76 @@ impl InvocationSession {
         if let Err(mismatch) = result.check_identity(&invocation) {
             return Err(self.system_failure(&invocation, round, mismatch.into()));
         }
+        Ok(ExecutedCall {
+            invocation,
+            result,
+            effect,
+            report,
+            round,
+            started,
+            skill_chars_before,
+        })
+    }
 
+    /// Answer a call without running it (a call after a terminal tool in
+    /// the same round): stored and journalled like any call, never charged
+    /// to the budgets.
+    pub fn refuse(
+        &mut self,
+        invocation: ToolInvocation,
+        failure: ToolFailure,
+    ) -> Result<CallOutcome, RunFailure> {
+        let started = Instant::now();
+        self.record_request(&invocation)?;
+        let (result, _) = AgentToolResult::from_outcome(&invocation, ToolOutcome::Error(failure));
+        self.store(ExecutedCall {
+            invocation,
+            result,
+            effect: None,
+            report: None,
+            round: self.round,
+            started,
+            skill_chars_before: self.skills.budget.charged(),
+        })
+    }
+
+    /// The arguments are an audit fact before anything acts on them. A
+    /// duplicate call id fails here, before any file is overwritten.
+    fn record_request(&mut self, invocation: &ToolInvocation) -> Result<(), RunFailure> {
+        let arguments_ref = self.run.dir().store_tool_args(
+            &invocation.call_id,
+            &invocation.tool_id,
+            &self.invocation_id,
+            self.round,
+            &invocation.arguments,
+        )?;
+        self.run.record(&ToolCallRequested {
+            round: self.round,
+            invocation_id: self.invocation_id.clone(),
+            call_id: invocation.call_id.clone(),
+            tool_id: invocation.tool_id.clone(),
+            snapshot_id: self.snapshot.id().to_owned(),
+            name: invocation.tool_id.native_name().to_owned(),
+            arguments_ref,
+        })?;
+        Ok(())
+    }
+
+    /// The second half of [`call`](Self::call): the result stored
+    /// (create-only) and the call's outcome journalled.
+    pub fn store(&mut self, executed: ExecutedCall) -> Result<CallOutcome, RunFailure> {
+        let ExecutedCall {
+            invocation,
+            result,
+            effect,
+            report,
+            round,
+            started,
+            skill_chars_before,
+        } = executed;
+        if let Err(mismatch) = result.check_identity(&invocation) {
+            return Err(self.system_failure(&invocation, round, mismatch.into()));
+        }
         let result_ref = match self
             .run
             .dir()
@@ -280,7 +379,7 @@ impl InvocationSession {
             round,
             invocation_id: self.invocation_id.clone(),
             call_id: invocation.call_id.clone(),
-            tool_id: tool_id.clone(),
+            tool_id: invocation.tool_id.clone(),
             path: result_ref.clone(),
         })?;
         let elapsed_ms = started.elapsed().as_millis() as u64;
@@ -288,7 +387,7 @@ impl InvocationSession {
         let outcome = ToolCallOutcome::from_result(
             round,
             &self.invocation_id,
-            snapshot_id,
+            self.snapshot.id().to_owned(),
             &result,
             elapsed_ms,
             sandbox,
@@ -307,6 +406,12 @@ impl InvocationSession {
             report,
             result_ref,
         })
+    }
+
+    /// Journal a failure that ends the run from the run loop, inside a call
+    /// (an effect the host could not apply).
+    pub fn fail_call(&self, executed: &ExecutedCall, failure: RunFailure) -> RunFailure {
+        self.system_failure(&executed.invocation, executed.round, failure)
     }
 
     /// Journal a failure that ends the run (best effort: if the journal

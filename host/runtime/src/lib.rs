@@ -3,17 +3,24 @@
 //! (directory, manifest, journal) and per invocation an
 //! [`InvocationSession`] (snapshot, turns, gate, audit files).
 
+mod agent_loop;
+mod chat_host;
 mod failure;
 mod host;
 mod inputs;
 mod invocation;
 mod run;
 
+pub use agent_loop::{
+    CommitRecord, DIRECT_OUTPUT_PATH, LoopConfig, LoopSummary, MESSAGE_BODY_PATH, RetryPolicy,
+    RunStatus, run_agent_loop,
+};
+pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
 pub use failure::RunFailure;
 pub use host::{
     BuiltinComponent, ExecuteError, Execution, HostError, ToolExecutor, ToolHost, ToolHostConfig,
     ToolSource, arguments_from_text,
 };
 pub use inputs::RunBindings;
-pub use invocation::{CallOutcome, InvocationSession};
+pub use invocation::{CallOutcome, ExecutedCall, InvocationSession};
 pub use run::Run;

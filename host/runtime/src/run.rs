@@ -11,8 +11,9 @@ use toolhost_core::{
     ToolRequestGate, ToolTurnContract, profile::WORKSPACE_ROOTS, snapshot,
 };
 use toolhost_journal::{
-    ContextAssembled, Durability, Event, Recovery, RootSpec, RunCompleted, RunDirectory, RunFailed,
-    RunLayout, RunManifest, RunResumed, RunStarted, read_events,
+    ContextAssembled, Durability, Event, Observer, PreservedCommit, Recovery, RootSpec,
+    RunCompleted, RunDirectory, RunFailed, RunLayout, RunManifest, RunPartialSuccess, RunResumed,
+    RunStarted, read_events,
 };
 
 use toolhost_sandbox::SkillAccess;
@@ -348,11 +349,36 @@ impl Run {
         dir.journal_mut().record(&RunFailed {
             code: failure.code().to_owned(),
             message: failure.to_string(),
-            retryable: false,
-            user_retryable: false,
+            retryable: failure.retryable(),
+            user_retryable: failure.user_retryable(),
         })?;
         dir.sync()?;
         Ok(())
+    }
+
+    /// Journal `run_partial_success`: `failure` ended the run after
+    /// `preserved` commits reached the chat, which keeps them.
+    pub fn partial_success(
+        &self,
+        failure: &RunFailure,
+        preserved: Vec<PreservedCommit>,
+    ) -> Result<(), RunFailure> {
+        let mut dir = self.dir();
+        dir.journal_mut().record(&RunPartialSuccess {
+            code: failure.code().to_owned(),
+            message: failure.to_string(),
+            retryable: false,
+            user_retryable: false,
+            preserved_commit_count: preserved.len(),
+            preserved_commits: preserved,
+        })?;
+        dir.sync()?;
+        Ok(())
+    }
+
+    /// Watch every journal event from now on (live progress lines).
+    pub fn observe(&self, observer: Option<Observer>) {
+        self.dir().journal_mut().set_observer(observer);
     }
 
     /// A compact description of a model request, for `model_request_created`.

@@ -1,0 +1,74 @@
+//! [`ChatHost`]: where a committed reply goes. The run loop reads the file
+//! a `workspace.commit` names and hands its text to the chat host; the host
+//! writes it as the run's one message and says where it is.
+//!
+//! [`SillyTavernChatHost`] is the default: it writes the run's bound
+//! SillyTavern JSONL chat through `toolhost_chat::commit` (atomic, every
+//! other line byte for byte, refused when the frozen input history
+//! changed). An application with its own chat store implements the trait.
+
+use std::sync::Arc;
+
+use toolhost_chat::BoundChat;
+use toolhost_core::CommitMode;
+
+/// A commit the chat host could not make. The run fails fast with
+/// `agent.chat_commit_failed` (the message carries `code`).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ChatHostError {
+    pub code: String,
+    pub message: String,
+}
+
+pub trait ChatHost: Send + Sync {
+    /// Write `text` as the run's message: `Replace` makes it the message,
+    /// `Append` adds it to the end. `run_message` is the index an earlier
+    /// commit of this run returned (`None` before the first: the message is
+    /// created). Returns the message's index.
+    fn commit(
+        &self,
+        text: &str,
+        mode: CommitMode,
+        run_message: Option<u32>,
+    ) -> Result<u32, ChatHostError>;
+
+    /// Where commits go, for progress lines (`chats/alice.jsonl`).
+    fn describe(&self) -> String;
+}
+
+/// Writes the run's bound SillyTavern chat file.
+#[derive(Debug, Clone)]
+pub struct SillyTavernChatHost {
+    chat: Arc<BoundChat>,
+}
+
+impl SillyTavernChatHost {
+    pub fn new(chat: Arc<BoundChat>) -> Self {
+        Self { chat }
+    }
+}
+
+impl ChatHost for SillyTavernChatHost {
+    fn commit(
+        &self,
+        text: &str,
+        mode: CommitMode,
+        run_message: Option<u32>,
+    ) -> Result<u32, ChatHostError> {
+        let mode = match mode {
+            CommitMode::Replace => toolhost_chat::CommitMode::Replace,
+            CommitMode::Append => toolhost_chat::CommitMode::Append,
+        };
+        toolhost_chat::commit(&self.chat, run_message, text, mode)
+            .map(|committed| committed.index)
+            .map_err(|error| ChatHostError {
+                code: error.code().to_owned(),
+                message: error.to_string(),
+            })
+    }
+
+    fn describe(&self) -> String {
+        self.chat.path().display().to_string()
+    }
+}

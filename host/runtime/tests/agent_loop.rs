@@ -1,0 +1,574 @@
+//! The agent loop end to end: a scripted model, the real builtin
+//! components in the sandbox, a copy of a SillyTavern chat, and the journal
+//! and chat file checked afterwards.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost_chat::{ChatFile, Role};
+use toolhost_core::{AgentModelRequest, Profile};
+use toolhost_journal::{Durability, JournalEvent, read_events};
+use toolhost_model::{AgentModel, ModelError, ModelFuture, ScriptedModel};
+use toolhost_runtime::{
+    LoopConfig, LoopSummary, RetryPolicy, Run, RunBindings, RunStatus, SillyTavernChatHost,
+    ToolHost, ToolHostConfig, run_agent_loop,
+};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn host() -> &'static ToolHost {
+    static HOST: OnceLock<ToolHost> = OnceLock::new();
+    HOST.get_or_init(|| {
+        std::thread::spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}))
+                .expect("builtins load")
+        })
+        .join()
+        .expect("loader thread")
+    })
+}
+
+fn profile(max_rounds: u32, presentation: &str) -> Profile {
+    Profile::from_json(
+        &json!({
+            "schemaVersion": 1,
+            "kind": "toolhost.agentProfile",
+            "id": "writer",
+            "displayName": "Test writer",
+            "tools": {
+                "allow": [
+                    "chat.read_messages",
+                    "workspace.read_file",
+                    "workspace.write_file",
+                    "workspace.commit",
+                    "workspace.finish"
+                ],
+                "maxRounds": max_rounds
+            },
+            "run": {"presentation": presentation}
+        })
+        .to_string(),
+    )
+    .expect("profile")
+}
+
+/// One test's run: a temp dir with a copy of the fixture chat.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    chat: PathBuf,
+    run_dir: PathBuf,
+    original: Vec<u8>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let chat = dir.path().join("chat.jsonl");
+        std::fs::copy(fixtures().join("chats/long_character_chat.jsonl"), &chat).expect("copy");
+        let original = std::fs::read(&chat).expect("read");
+        let run_dir = dir.path().join("run");
+        Self {
+            _dir: dir,
+            chat,
+            run_dir,
+            original,
+        }
+    }
+
+    async fn run_with(
+        &self,
+        profile: &Profile,
+        model: &dyn AgentModel,
+        config: LoopConfig,
+    ) -> LoopSummary {
+        let bindings = RunBindings {
+            chat: Some(self.chat.clone()),
+            ..RunBindings::default()
+        };
+        let run =
+            Run::create_with(&self.run_dir, profile, Durability::Batched, &bindings).expect("run");
+        let chat = SillyTavernChatHost::new(Arc::clone(run.chat().expect("bound chat")));
+        run_agent_loop(&run, host(), model, &chat, &config).await
+    }
+
+    async fn run(&self, max_rounds: u32, replies: Value) -> LoopSummary {
+        let model = script(replies);
+        self.run_with(&profile(max_rounds, "foreground"), &model, config())
+            .await
+    }
+
+    fn events(&self) -> Vec<JournalEvent> {
+        read_events(self.run_dir.join("events.jsonl")).expect("journal")
+    }
+
+    fn types(&self) -> Vec<String> {
+        self.events()
+            .into_iter()
+            .map(|event| event.r#type)
+            .collect()
+    }
+
+    fn event(&self, kind: &str) -> Value {
+        self.events()
+            .into_iter()
+            .find(|event| event.r#type == kind)
+            .unwrap_or_else(|| panic!("no {kind} event"))
+            .payload
+    }
+
+    fn chat(&self) -> ChatFile {
+        ChatFile::load(&self.chat).expect("the chat stays valid SillyTavern JSONL")
+    }
+
+    /// The chat's lines before the run's message are byte for byte the
+    /// original file.
+    fn assert_prefix_untouched(&self) {
+        let now = std::fs::read(&self.chat).expect("read");
+        assert!(
+            now.starts_with(&self.original),
+            "the original lines must stay byte for byte"
+        );
+    }
+
+    fn tool_result(&self, call_id: &str) -> Value {
+        let path = self
+            .run_dir
+            .join("tool-results")
+            .join(format!("{}.json", toolhost_journal::audit_stem(call_id)));
+        let text = std::fs::read_to_string(&path).expect("stored result");
+        let record: Value = serde_json::from_str(&text).expect("json");
+        record["result"].clone()
+    }
+}
+
+fn config() -> LoopConfig {
+    LoopConfig {
+        task: "Write the next reply of this chat.".into(),
+        retry: RetryPolicy {
+            max_retries: 2,
+            initial_delay: Duration::from_millis(1),
+        },
+        ..LoopConfig::default()
+    }
+}
+
+fn script(replies: Value) -> ScriptedModel {
+    ScriptedModel::parse(
+        &json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": replies})
+            .to_string(),
+        "test",
+    )
+    .expect("script")
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"id": id, "name": name, "arguments": arguments})
+}
+
+fn write(id: &str, text: &str) -> Value {
+    call(
+        id,
+        "workspace_write_file",
+        json!({"path": "output/main.md", "content": text}),
+    )
+}
+
+fn commit(id: &str) -> Value {
+    call(id, "workspace_commit", json!({}))
+}
+
+fn finish(id: &str) -> Value {
+    call(id, "workspace_finish", json!({"reason": "done"}))
+}
+
+const REPLY: &str = "*Mirelle folds the map.* Then we leave at dawn.";
+
+#[tokio::test]
+async fn a_run_reads_writes_commits_and_finishes() {
+    let fixture = Fixture::new();
+    let before = fixture.chat().message_count();
+    let summary = fixture
+        .run(
+            10,
+            json!([
+                {"text": "Let me read the last message.", "toolCalls": [
+                    call("c1", "chat_read_messages", json!({"messages": [{"index": before - 1}]}))
+                ]},
+                {"toolCalls": [write("c2", REPLY), commit("c3")]},
+                {"toolCalls": [finish("c4")]}
+            ]),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!((summary.rounds, summary.tool_calls), (3, 4));
+    assert_eq!(summary.commits.len(), 1);
+
+    let chat = fixture.chat();
+    assert_eq!(chat.message_count(), before + 1);
+    let message = chat.messages().last().expect("message");
+    assert_eq!(message.text(), REPLY);
+    assert_eq!(message.role(), Role::Assistant);
+    assert_eq!(message.index(), summary.commits[0].message_index);
+    fixture.assert_prefix_untouched();
+
+    let types = fixture.types();
+    for kind in [
+        "model_completed",
+        "chat_commit_requested",
+        "chat_commit_completed",
+        "agent_loop_finished",
+    ] {
+        assert!(types.iter().any(|t| t == kind), "{kind} in {types:?}");
+    }
+    assert_eq!(types.last().map(String::as_str), Some("run_completed"));
+    // Every reply is kept as an audit fact.
+    for round in 1..=3 {
+        let path = fixture
+            .run_dir
+            .join(format!("model-responses/round-{round:03}.json"));
+        let stored: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("reply")).expect("json");
+        assert_eq!(stored["round"], round);
+    }
+    let committed = fixture.tool_result("c3");
+    assert_eq!(committed["isError"], false);
+    assert!(
+        committed["content"]
+            .as_str()
+            .expect("content")
+            .contains("Committed output/main.md")
+    );
+}
+
+#[tokio::test]
+async fn drift_is_captured_and_recovered_from() {
+    let fixture = Fixture::new();
+    let summary = fixture
+        .run(
+            10,
+            json!([
+                {"text": "Here is my reply, written straight away."},
+                {"toolCalls": [write("c1", REPLY), commit("c2"), finish("c3")]}
+            ]),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let captured = std::fs::read_to_string(fixture.run_dir.join("output/direct_output.md"))
+        .expect("direct output kept");
+    assert_eq!(captured, "Here is my reply, written straight away.");
+    let drift = fixture.event("drift_recovery_attempted");
+    assert_eq!(drift["attempt"], 1);
+    assert_eq!(drift["maxAttempts"], 9);
+    assert_eq!(drift["reasonCode"], "model.tool_call_required");
+    assert_eq!(
+        fixture.event("direct_output_captured")["path"],
+        "output/direct_output.md"
+    );
+}
+
+#[tokio::test]
+async fn drift_until_the_rounds_run_out_fails_the_run() {
+    let fixture = Fixture::new();
+    let summary = fixture
+        .run(2, json!([{"text": "One."}, {"text": "Two."}]))
+        .await;
+    assert_eq!(summary.status, RunStatus::Failed);
+    assert_eq!(summary.code.as_deref(), Some("model.tool_call_required"));
+    assert!(summary.user_retryable);
+    let failed = fixture.event("run_failed");
+    assert_eq!(failed["code"], "model.tool_call_required");
+    assert_eq!(failed["userRetryable"], true);
+    assert_eq!(fixture.chat().bytes(), fixture.original.as_slice());
+}
+
+#[tokio::test]
+async fn drift_after_a_commit_is_a_partial_success_that_keeps_the_commit() {
+    let fixture = Fixture::new();
+    let summary = fixture
+        .run(
+            3,
+            json!([
+                {"toolCalls": [write("c1", REPLY), commit("c2")]},
+                {"text": "I think I am done."},
+                {"text": "Really done."}
+            ]),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::PartialSuccess, "{summary:?}");
+    assert_eq!(summary.code.as_deref(), Some("model.tool_call_required"));
+    let partial = fixture.event("run_partial_success");
+    assert_eq!(partial["preservedCommitCount"], 1);
+    assert_eq!(partial["userRetryable"], false);
+    assert_eq!(partial["preservedCommits"][0]["path"], "output/main.md");
+    assert_eq!(
+        fixture.chat().messages().last().expect("kept").text(),
+        REPLY
+    );
+    fixture.assert_prefix_untouched();
+}
+
+#[tokio::test]
+async fn a_terminal_call_that_is_not_last_is_refused_and_the_rest_run() {
+    let fixture = Fixture::new();
+    let summary = fixture
+        .run(
+            10,
+            json!([
+                {"toolCalls": [write("c1", REPLY), commit("c2"), finish("c3"), call("c4", "workspace_read_file", json!({"path": "output/main.md"}))]},
+                {"toolCalls": [finish("c5")]}
+            ]),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let refused = fixture.tool_result("c3");
+    assert_eq!(refused["errorCode"], "agent.tool_after_finish");
+    // The call after it ran normally.
+    assert_eq!(fixture.tool_result("c4")["isError"], false);
+    assert_eq!(fixture.event("agent_loop_finished")["round"], 2);
+}
+
+#[tokio::test]
+async fn running_out_of_rounds_is_max_tool_rounds_exceeded() {
+    let fixture = Fixture::new();
+    let summary = fixture
+        .run(
+            2,
+            json!([
+                {"toolCalls": [call("c1", "workspace_read_file", json!({"path": "output/none.md"}))]},
+                {"toolCalls": [call("c2", "workspace_read_file", json!({"path": "output/none.md"}))]},
+                {"toolCalls": [finish("never")]}
+            ]),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Failed);
+    assert_eq!(
+        summary.code.as_deref(),
+        Some("agent.max_tool_rounds_exceeded")
+    );
+    assert!(summary.user_retryable);
+    assert_eq!(summary.rounds, 2);
+}
+
+#[tokio::test]
+async fn finish_needs_an_explicit_commit_and_an_auto_publish_does_not_count() {
+    let fixture = Fixture::new();
+    let before = fixture.chat().message_count();
+    let summary = fixture
+        .run(
+            10,
+            json!([
+                {"toolCalls": [finish("c1")]},
+                {"toolCalls": [write("c2", "First draft.")]},
+                {"toolCalls": [finish("c3")]},
+                {"toolCalls": [write("c4", REPLY), commit("c5"), finish("c6")]}
+            ]),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(
+        fixture.tool_result("c1")["errorCode"],
+        "agent.foreground_commit_required"
+    );
+    // The draft was auto-published after round 2 …
+    assert_eq!(summary.commits.len(), 2);
+    assert!(!summary.commits[0].explicit);
+    assert_eq!(summary.commits[0].round, 2);
+    // … which did not let round 3 finish.
+    assert_eq!(
+        fixture.tool_result("c3")["errorCode"],
+        "agent.foreground_commit_required"
+    );
+    // The explicit commit replaced the same message: one new message only.
+    let chat = fixture.chat();
+    assert_eq!(chat.message_count(), before + 1);
+    assert_eq!(chat.messages().last().expect("message").text(), REPLY);
+    assert_eq!(
+        summary.commits[0].message_index,
+        summary.commits[1].message_index
+    );
+}
+
+#[tokio::test]
+async fn append_adds_to_the_runs_message_and_bad_commits_are_recoverable() {
+    let fixture = Fixture::new();
+    let summary = fixture
+        .run(
+            10,
+            json!([
+                {"toolCalls": [
+                    call("c1", "workspace_commit", json!({"path": "output/missing.md"})),
+                    call("c2", "workspace_write_file", json!({"path": "output/empty.md", "content": "  \n"})),
+                    call("c3", "workspace_commit", json!({"path": "output/empty.md"})),
+                    call("c4", "workspace_commit", json!({"mode": "sideways"}))
+                ]},
+                {"toolCalls": [
+                    write("c5", "Part one."),
+                    commit("c6"),
+                    call("c7", "workspace_write_file", json!({"path": "output/more.md", "content": " Part two."})),
+                    call("c8", "workspace_commit", json!({"path": "output/more.md", "mode": "append"})),
+                    finish("c9")
+                ]}
+            ]),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(
+        fixture.tool_result("c1")["errorCode"],
+        "workspace.file_not_found"
+    );
+    assert_eq!(
+        fixture.tool_result("c3")["errorCode"],
+        "workspace.required_artifact_empty"
+    );
+    assert_eq!(
+        fixture.tool_result("c4")["errorCode"],
+        "workspace.commit_mode_invalid"
+    );
+    assert_eq!(
+        fixture.chat().messages().last().expect("message").text(),
+        "Part one. Part two."
+    );
+    assert_eq!(summary.commits.len(), 2);
+    fixture.assert_prefix_untouched();
+}
+
+#[tokio::test]
+async fn a_chat_changed_under_the_run_fails_the_commit_fast() {
+    let fixture = Fixture::new();
+    let bindings = RunBindings {
+        chat: Some(fixture.chat.clone()),
+        ..RunBindings::default()
+    };
+    let profile = profile(10, "foreground");
+    let run =
+        Run::create_with(&fixture.run_dir, &profile, Durability::Batched, &bindings).expect("run");
+    // Someone edits an old message after the run froze its input.
+    let edited = String::from_utf8(fixture.original.clone())
+        .expect("utf-8")
+        .replacen("three days", "four days", 1);
+    std::fs::write(&fixture.chat, &edited).expect("edit");
+    let chat = SillyTavernChatHost::new(Arc::clone(run.chat().expect("chat")));
+    let model = script(json!([{"toolCalls": [write("c1", REPLY), commit("c2"), finish("c3")]}]));
+    let summary = run_agent_loop(&run, host(), &model, &chat, &config()).await;
+    assert_eq!(summary.status, RunStatus::Failed);
+    assert_eq!(summary.code.as_deref(), Some("agent.chat_commit_failed"));
+    assert!(
+        summary
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("agent.input_history_conflict")),
+        "{summary:?}"
+    );
+    assert_eq!(fixture.event("chat_commit_failed")["callId"], "c2");
+    // Nothing was written over the edited chat.
+    assert_eq!(
+        std::fs::read_to_string(&fixture.chat).expect("read"),
+        edited
+    );
+}
+
+/// Fails the first `failures` calls with a retryable error, then answers
+/// from the script.
+struct Flaky {
+    failures: u32,
+    seen: AtomicU32,
+    inner: ScriptedModel,
+}
+
+impl AgentModel for Flaky {
+    fn describe(&self) -> String {
+        "flaky".into()
+    }
+
+    fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
+        Box::pin(async move {
+            if self.seen.fetch_add(1, Ordering::SeqCst) < self.failures {
+                return Err(ModelError::Status {
+                    provider: "test".into(),
+                    status: 503,
+                    body: "overloaded".into(),
+                });
+            }
+            self.inner.complete(request).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn retryable_model_failures_are_retried_then_give_up() {
+    let fixture = Fixture::new();
+    let flaky = Flaky {
+        failures: 2,
+        seen: AtomicU32::new(0),
+        inner: script(json!([{"toolCalls": [write("c1", REPLY), commit("c2"), finish("c3")]}])),
+    };
+    let summary = fixture
+        .run_with(&profile(5, "foreground"), &flaky, config())
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let attempts: Vec<Value> = fixture
+        .events()
+        .into_iter()
+        .filter(|event| event.r#type == "model_call_attempt_failed")
+        .map(|event| event.payload)
+        .collect();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0]["code"], "model.upstream_failed");
+    assert_eq!(attempts[0]["willRetry"], true);
+
+    let hopeless = Fixture::new();
+    let down = Flaky {
+        failures: 100,
+        seen: AtomicU32::new(0),
+        inner: script(json!([])),
+    };
+    let summary = hopeless
+        .run_with(&profile(5, "foreground"), &down, config())
+        .await;
+    assert_eq!(summary.status, RunStatus::Failed);
+    assert_eq!(summary.code.as_deref(), Some("model.upstream_failed"));
+    assert_eq!(
+        down.seen.load(Ordering::SeqCst),
+        3,
+        "one try and two retries"
+    );
+    let failed = hopeless.event("run_failed");
+    assert_eq!(failed["retryable"], true);
+    assert_eq!(failed["userRetryable"], true);
+}
+
+#[tokio::test]
+async fn a_model_calling_an_unknown_tool_fails_fast() {
+    let fixture = Fixture::new();
+    let summary = fixture
+        .run(
+            5,
+            json!([{"toolCalls": [call("c1", "workspace.write_file", json!({}))]}]),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Failed);
+    assert_eq!(summary.code.as_deref(), Some("model.unknown_tool_call"));
+    assert!(!summary.user_retryable);
+}
+
+#[tokio::test]
+async fn a_background_run_may_finish_without_committing() {
+    let fixture = Fixture::new();
+    let model = script(json!([{"toolCalls": [write("c1", REPLY), finish("c2")]}]));
+    let summary = fixture
+        .run_with(&profile(5, "background"), &model, config())
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    // Nothing reaches the chat: no commit, and no auto-publish either.
+    assert!(summary.commits.is_empty());
+    assert_eq!(fixture.chat().bytes(), fixture.original.as_slice());
+}
