@@ -27,12 +27,17 @@ conformance: setup
 ## The main job on the embedded defaults: list the tools, roll dice through
 ## the control plane (a run with a budget of two rolls), write, patch and read
 ## a workspace file, search and read a SillyTavern chat with world info and
-## skills bound, show the run's journal and the default profile's snapshot.
+## skills bound, show the run's journal and the default profile's snapshot;
+## then a whole agent run with the scripted model of examples/demo: it reads
+## and searches a copy of the chat, writes output/main.md, commits it into the
+## chat and finishes.
 TOOLHOST := $(CARGO) run --quiet --locked -p toolhost-cli --
 DEMO_RUN := runs/demo
 
 demo: setup
-	@rm -rf $(DEMO_RUN) $(DEMO_RUN)-ws $(DEMO_RUN)-chat
+	@rm -rf $(DEMO_RUN) $(DEMO_RUN)-ws $(DEMO_RUN)-chat $(DEMO_RUN)-agent
+	@mkdir -p $(DEMO_RUN)-agent
+	@cp tests/fixtures/chats/long_character_chat.jsonl $(DEMO_RUN)-agent/chat.jsonl
 	$(TOOLHOST) tools list
 	$(TOOLHOST) call --profile profiles/dice-roller.json --run-dir $(DEMO_RUN) dice.roll '{"formula":"3d6+4"}'
 	$(TOOLHOST) call --run-dir $(DEMO_RUN) dice.roll '{"formula":"3d6++4"}' || true
@@ -49,6 +54,11 @@ demo: setup
 	$(TOOLHOST) call --run-dir $(DEMO_RUN)-chat skill.read '{"name":"prose-style"}'
 	$(TOOLHOST) journal $(DEMO_RUN)
 	$(TOOLHOST) snapshot --profile profiles/default.json > /dev/null
+	$(TOOLHOST) run --profile profiles/default.json --model script:examples/demo/script.json \
+		--chat $(DEMO_RUN)-agent/chat.jsonl --run-dir $(DEMO_RUN)-agent/run \
+		--worldinfo tests/fixtures/worldinfo/prompt_snapshot.json \
+		--skills global:tests/fixtures/skills/global --skills character:tests/fixtures/skills/character
+	@echo "updated chat: $(DEMO_RUN)-agent/chat.jsonl (last line is the run's reply)"
 
 ## Per-call latency, start-up, kill latency and control-plane overhead
 ## (release build); see docs/benchmarks.md.

@@ -57,7 +57,7 @@ pub fn print_journal(run_dir: &Path, json: bool, invocation: Option<&str>) -> Re
                     .scope()
                     .map(|scope| scope.invocation_id)
                     .unwrap_or_default(),
-                details(event),
+                details(&event.r#type, &event.payload),
             ]
         })
         .collect();
@@ -76,12 +76,12 @@ fn clock_time(timestamp: &str) -> String {
         .to_owned()
 }
 
-/// One line saying what the event records.
-fn details(event: &JournalEvent) -> String {
-    let payload = &event.payload;
+/// One line saying what an event records (the journal table, and the live
+/// progress of `toolhost run`).
+pub fn details(event_type: &str, payload: &Value) -> String {
     let text = |key: &str| payload.get(key).and_then(Value::as_str).unwrap_or("");
     let number = |key: &str| payload.get(key).and_then(Value::as_u64).unwrap_or(0);
-    match event.r#type.as_str() {
+    match event_type {
         "run_started" => format!("profile {}", text("profileId")),
         "run_resumed" => match payload.get("tornBytes").and_then(Value::as_u64) {
             Some(torn) => format!(
@@ -142,6 +142,68 @@ fn details(event: &JournalEvent) -> String {
                 format!("{} {code}: {}", text("toolId"), first_line(message))
             }
         }
+        "model_completed" => {
+            let calls = number("toolCallCount");
+            let text_chars = number("assistantTextChars");
+            format!(
+                "round {}: {calls} tool call(s), {text_chars} chars of text -> {}",
+                number("round"),
+                text("modelResponsePath")
+            )
+        }
+        "model_call_attempt_failed" => format!(
+            "attempt {}: {}{}",
+            number("attempt"),
+            first_line(text("message")),
+            if payload["willRetry"] == true {
+                " (retrying)"
+            } else {
+                ""
+            }
+        ),
+        "direct_output_captured" => {
+            format!(
+                "{} chars without a tool call -> {}",
+                number("chars"),
+                text("path")
+            )
+        }
+        "drift_recovery_attempted" => format!(
+            "no tool call in round {}: reminder {} of {}",
+            number("round"),
+            number("attempt"),
+            number("maxAttempts")
+        ),
+        "chat_commit_requested" => format!(
+            "{} {} ({} chars){}",
+            text("mode"),
+            text("path"),
+            number("chars"),
+            if payload["callId"].is_null() {
+                ", auto-publish"
+            } else {
+                ""
+            }
+        ),
+        "chat_commit_completed" => format!(
+            "{} -> chat message #{} (commit {})",
+            text("path"),
+            number("messageIndex"),
+            number("commitCount")
+        ),
+        "chat_commit_failed" => format!("{}: {}", text("code"), first_line(text("message"))),
+        "agent_loop_finished" => format!(
+            "round {}, {} commit(s)",
+            number("round"),
+            number("commitCount")
+        ),
+        "persistent_changes_committed" => format!("{} persist/ file(s)", number("changeCount")),
+        "run_partial_success" => format!(
+            "{}: {} ({} commit(s) kept)",
+            text("code"),
+            first_line(text("message")),
+            number("preservedCommitCount")
+        ),
         "run_failed" => format!("{}: {}", text("code"), first_line(text("message"))),
         "run_completed" => String::new(),
         _ => {

@@ -1,5 +1,5 @@
 //! `toolhost`: list the sandboxed tools, call one through the control plane,
-//! and inspect snapshots and run journals.
+//! run an agent loop against a model, and inspect snapshots and run journals.
 //!
 //! Exit status: 0 on success; 1 when the tool answered with a recoverable
 //! error (the `## Tool error` text is printed, as the model would see it);
@@ -8,6 +8,7 @@
 mod call;
 mod inspect;
 mod load;
+mod run;
 mod table;
 mod tools;
 
@@ -78,19 +79,8 @@ enum Command {
         /// When journal events and audit files reach the disk.
         #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
         durability: DurabilityArg,
-        /// Bind a new run to this SillyTavern chat (JSONL); its messages now
-        /// are all the chat tools will ever see of it.
-        #[arg(long, value_name = "FILE")]
-        chat: Option<PathBuf>,
-        /// Installed skills (one folder per skill, each with a SKILL.md);
-        /// repeatable, `[global|preset|profile|character:]DIR`, later scopes
-        /// override earlier ones.
-        #[arg(long, value_name = "[SCOPE:]DIR")]
-        skills: Vec<String>,
-        /// A prompt snapshot with the activated world info
-        /// (`{"worldInfoActivation": {"entries": [...]}}`).
-        #[arg(long, value_name = "FILE")]
-        worldinfo: Option<PathBuf>,
+        #[command(flatten)]
+        inputs: InputArgs,
         /// Print the whole result, the call report and the run directory as JSON.
         #[arg(long)]
         json: bool,
@@ -100,6 +90,58 @@ enum Command {
         /// Replay: what the tool's wall clock reads, in ms since the Unix epoch.
         #[arg(long, requires = "seed")]
         clock_ms: Option<u64>,
+    },
+    /// Run an agent: the model's requests and tool calls, round after round,
+    /// until it commits its reply into the chat and finishes (or fails).
+    /// Exit 0 completed, 1 partial success (commits kept), 2 failed.
+    Run {
+        /// The agent's profile [default: the built-in profiles/default.json].
+        #[arg(long, value_name = "FILE")]
+        profile: Option<PathBuf>,
+        #[command(flatten)]
+        inputs: InputArgs,
+        /// The model: `script:FILE`, `openai:URL`, `openai-responses:URL`,
+        /// `anthropic:URL` or `gemini:URL`.
+        #[arg(long, value_name = "KIND:WHERE")]
+        model: String,
+        /// The provider's model name [default: the profile's model.id].
+        #[arg(long, value_name = "NAME")]
+        model_name: Option<String>,
+        /// The environment variable holding the API key [default:
+        /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY by kind].
+        #[arg(long, value_name = "VAR")]
+        api_key_env: Option<String>,
+        /// Stream model replies (server-sent events).
+        #[arg(long)]
+        stream: bool,
+        /// Seconds one model call may take.
+        #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+        model_timeout: u64,
+        /// The first user message: what the run is for.
+        #[arg(long, default_value = "Write the next reply of this chat.")]
+        task: String,
+        /// Overrides the profile's tools.maxRounds.
+        #[arg(long)]
+        max_rounds: Option<u32>,
+        /// The chat's persist directory: projected into persist/ at the start,
+        /// changed files copied back when the run finishes.
+        #[arg(long, value_name = "DIR")]
+        persist: Option<PathBuf>,
+        /// The run directory (absent or empty) [default: a new directory under --runs-dir].
+        #[arg(long, value_name = "DIR")]
+        run_dir: Option<PathBuf>,
+        #[arg(
+            long,
+            value_name = "DIR",
+            default_value = "runs",
+            env = "TOOLHOST_RUNS_DIR"
+        )]
+        runs_dir: PathBuf,
+        #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
+        durability: DurabilityArg,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the snapshot a profile compiles to (JSON on stdout; omitted
     /// tools and why on stderr).
@@ -125,6 +167,38 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What a new run is bound to.
+#[derive(clap::Args)]
+struct InputArgs {
+    /// Bind a new run to this SillyTavern chat (JSONL); its messages now
+    /// are all the chat tools will ever see of it.
+    #[arg(long, value_name = "FILE")]
+    chat: Option<PathBuf>,
+    /// Installed skills (one folder per skill, each with a SKILL.md);
+    /// repeatable, `[global|preset|profile|character:]DIR`, later scopes
+    /// override earlier ones.
+    #[arg(long, value_name = "[SCOPE:]DIR")]
+    skills: Vec<String>,
+    /// A prompt snapshot with the activated world info
+    /// (`{"worldInfoActivation": {"entries": [...]}}`).
+    #[arg(long, value_name = "FILE")]
+    worldinfo: Option<PathBuf>,
+}
+
+impl InputArgs {
+    fn bindings(&self) -> Result<RunBindings> {
+        Ok(RunBindings {
+            chat: self.chat.clone(),
+            prompt_snapshot: self.worldinfo.clone(),
+            skills: self
+                .skills
+                .iter()
+                .map(|text| skill_source(text))
+                .collect::<Result<_>>()?,
+        })
+    }
 }
 
 #[derive(Subcommand)]
@@ -211,9 +285,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             run_dir,
             runs_dir,
             durability,
-            chat,
-            skills,
-            worldinfo,
+            inputs,
             json,
             seed,
             clock_ms,
@@ -234,16 +306,44 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 run_dir,
                 runs_dir,
                 durability: durability.into(),
-                bindings: RunBindings {
-                    chat,
-                    prompt_snapshot: worldinfo,
-                    skills: skills
-                        .iter()
-                        .map(|text| skill_source(text))
-                        .collect::<Result<_>>()?,
-                },
+                bindings: inputs.bindings()?,
             };
             return call::call(&host, args).await;
+        }
+        Command::Run {
+            profile,
+            inputs,
+            model,
+            model_name,
+            api_key_env,
+            stream,
+            model_timeout,
+            task,
+            max_rounds,
+            persist,
+            run_dir,
+            runs_dir,
+            durability,
+            json,
+        } => {
+            let args = run::RunArgs {
+                profile,
+                bindings: inputs.bindings()?,
+                model,
+                model_name,
+                api_key_env,
+                stream,
+                model_timeout: std::time::Duration::from_secs(model_timeout),
+                task,
+                max_rounds,
+                persist,
+                run_dir,
+                runs_dir,
+                durability: durability.into(),
+                json,
+                verbose: cli.verbose > 0,
+            };
+            return run::run(&host, args).await;
         }
         Command::Snapshot { profile, child, id } => {
             let profile = load::profile(profile.as_deref())?;

@@ -550,3 +550,116 @@ fn a_run_bound_to_a_chat_world_info_and_skills_serves_their_tools() {
         stdout(&unbound)
     );
 }
+
+fn repo(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+#[test]
+fn run_drives_a_scripted_agent_to_a_committed_reply() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
+    let chat = dir.join("chat.jsonl");
+    std::fs::copy(
+        repo("tests/fixtures/chats/long_character_chat.jsonl"),
+        &chat,
+    )
+    .expect("copy");
+    let before = std::fs::read_to_string(&chat).expect("read");
+    let script = repo("examples/demo/script.json");
+    let output = toolhost(
+        dir,
+        &[
+            "run",
+            "--profile",
+            repo("profiles/default.json").to_str().expect("utf-8"),
+            "--model",
+            &format!("script:{}", script.display()),
+            "--chat",
+            "chat.jsonl",
+            "--worldinfo",
+            &fixture("worldinfo/prompt_snapshot.json"),
+            "--skills",
+            &format!("global:{}", fixture("skills/global")),
+            "--run-dir",
+            "agent-run",
+            "--json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary: Value = serde_json::from_slice(&output.stdout).expect("summary json");
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(summary["rounds"], 4);
+    assert_eq!(summary["toolCalls"], 7);
+    assert_eq!(summary["commits"][0]["messageIndex"], 65);
+    // A live line per event on stderr.
+    let progress = stderr(&output);
+    for kind in ["model_completed", "chat_commit_completed", "run_completed"] {
+        assert!(progress.contains(kind), "{kind} missing from:\n{progress}");
+    }
+    // The chat gained exactly the committed reply, after the untouched original.
+    let after = std::fs::read_to_string(&chat).expect("read");
+    assert!(after.starts_with(&before));
+    let added: Vec<&str> = after[before.len()..]
+        .lines()
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert_eq!(added.len(), 1);
+    let message: Value = serde_json::from_str(added[0]).expect("a JSON message line");
+    assert!(
+        message["mes"]
+            .as_str()
+            .expect("mes")
+            .starts_with("*Mirelle hauls you up")
+    );
+    assert_eq!(message["is_user"], false);
+    let types = journal_types(dir, &dir.join("agent-run"));
+    assert_eq!(types.last().map(String::as_str), Some("run_completed"));
+}
+
+#[test]
+fn run_exit_codes_say_failed_and_bad_usage() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
+    std::fs::copy(
+        repo("tests/fixtures/chats/long_character_chat.jsonl"),
+        dir.join("chat.jsonl"),
+    )
+    .expect("copy");
+    // A model that only talks: drift until the rounds run out.
+    std::fs::write(
+        dir.join("talk.json"),
+        r#"{"schemaVersion":1,"kind":"toolhost.modelScript","replies":[{"text":"Hi."},{"text":"Hello?"}]}"#,
+    )
+    .expect("script");
+    let output = toolhost(
+        dir,
+        &[
+            "run",
+            "--model",
+            "script:talk.json",
+            "--chat",
+            "chat.jsonl",
+            "--max-rounds",
+            "2",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("status:   failed"), "{text}");
+    assert!(text.contains("model.tool_call_required"), "{text}");
+    assert!(text.contains("(you may retry)"), "{text}");
+
+    let no_chat = toolhost(dir, &["run", "--model", "script:talk.json"]);
+    assert_eq!(no_chat.status.code(), Some(2));
+    assert!(stderr(&no_chat).contains("--chat"), "{}", stderr(&no_chat));
+    let bad_model = toolhost(dir, &["run", "--model", "gpt-4o", "--chat", "chat.jsonl"]);
+    assert_eq!(bad_model.status.code(), Some(2));
+    assert!(
+        stderr(&bad_model).contains("model.configuration_invalid"),
+        "{}",
+        stderr(&bad_model)
+    );
+}

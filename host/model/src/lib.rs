@@ -18,6 +18,8 @@ pub mod error;
 pub mod http;
 pub mod scripted;
 pub mod spec;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -11,7 +11,11 @@ use serde_json::{Value, json};
 use toolhost_chat::{ChatFile, Role};
 use toolhost_core::{AgentModelRequest, Profile};
 use toolhost_journal::{Durability, JournalEvent, read_events};
-use toolhost_model::{AgentModel, ModelError, ModelFuture, ScriptedModel};
+use toolhost_model::testing::{Canned, serve};
+use toolhost_model::{
+    AgentModel, HttpModel, HttpModelConfig, ModelError, ModelFuture, ScriptedModel,
+};
+use toolhost_providers::Provider;
 use toolhost_runtime::{
     LoopConfig, LoopSummary, RetryPolicy, Run, RunBindings, RunStatus, SillyTavernChatHost,
     ToolHost, ToolHostConfig, run_agent_loop,
@@ -571,4 +575,95 @@ async fn a_background_run_may_finish_without_committing() {
     // Nothing reaches the chat: no commit, and no auto-publish either.
     assert!(summary.commits.is_empty());
     assert_eq!(fixture.chat().bytes(), fixture.original.as_slice());
+}
+
+/// An OpenAI Chat Completions reply calling `calls` (alias, arguments).
+fn openai_reply(id: &str, calls: &[(&str, &str, Value)]) -> Canned {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .map(|(call_id, name, arguments)| {
+            json!({"id": call_id, "type": "function",
+                   "function": {"name": name, "arguments": arguments.to_string()}})
+        })
+        .collect();
+    Canned::json(
+        json!({
+            "id": id,
+            "object": "chat.completion",
+            "model": "gpt-test",
+            "choices": [{"index": 0, "finish_reason": "tool_calls",
+                         "message": {"role": "assistant", "content": null, "tool_calls": tool_calls}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        })
+        .to_string(),
+    )
+}
+
+#[tokio::test]
+async fn a_whole_run_against_an_openai_compatible_server_on_loopback() {
+    let fixture = Fixture::new();
+    let fake = serve(vec![
+        openai_reply(
+            "chatcmpl-1",
+            &[
+                (
+                    "call_w",
+                    "workspace_write_file",
+                    json!({"path": "output/main.md", "content": REPLY}),
+                ),
+                ("call_c", "workspace_commit", json!({})),
+            ],
+        ),
+        openai_reply("chatcmpl-2", &[("call_f", "workspace_finish", json!({}))]),
+    ])
+    .await;
+    let model = HttpModel::new(HttpModelConfig {
+        provider: Provider::OpenaiChat,
+        base_url: fake.base_url.clone(),
+        api_key: Some("sk-loopback".into()),
+        stream: false,
+        timeout: Duration::from_secs(10),
+    })
+    .expect("client");
+    let config = LoopConfig {
+        model_name: Some("gpt-test".into()),
+        ..config()
+    };
+    let summary = fixture
+        .run_with(&profile(5, "foreground"), &model, config)
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(
+        fixture.chat().messages().last().expect("reply").text(),
+        REPLY
+    );
+
+    let seen = fake.seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 2);
+    let first = &seen[0].body;
+    assert_eq!(first["model"], "gpt-test");
+    assert_eq!(first["messages"][0]["role"], "system");
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"workspace_commit"), "{offered:?}");
+    // The second request carries the first round back: the assistant's
+    // calls and one tool message per call, under the same call ids.
+    let history = seen[1].body["messages"].as_array().expect("messages");
+    let tool_messages: Vec<&Value> = history.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_messages.len(), 2);
+    assert_eq!(tool_messages[0]["tool_call_id"], "call_w");
+    assert_eq!(tool_messages[1]["tool_call_id"], "call_c");
+    assert!(
+        tool_messages[1]["content"]
+            .as_str()
+            .expect("text")
+            .contains("Committed output/main.md")
+    );
+    let stored = fixture.event("model_completed");
+    assert_eq!(stored["responseId"], "chatcmpl-1");
+    assert_eq!(stored["inputTokens"], 100);
 }
