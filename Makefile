@@ -28,9 +28,10 @@ conformance: setup
 ## the control plane (a run with a budget of two rolls), write, patch and read
 ## a workspace file, search and read a SillyTavern chat with world info and
 ## skills bound, show the run's journal and the default profile's snapshot;
-## then a whole agent run with the scripted model of examples/demo: it reads
-## and searches a copy of the chat, writes output/main.md, commits it into the
-## chat and finishes.
+## then a whole agent run with the scripted models of examples/demo: it reads
+## and searches a copy of the chat, delegates a question to a researcher agent
+## (examples/demo/agents), awaits its report, writes output/main.md, commits it
+## into the chat and finishes.
 TOOLHOST := $(CARGO) run --quiet --locked -p toolhost-cli --
 DEMO_RUN := runs/demo
 
@@ -55,9 +56,11 @@ demo: setup
 	$(TOOLHOST) journal $(DEMO_RUN)
 	$(TOOLHOST) snapshot --profile profiles/default.json > /dev/null
 	$(TOOLHOST) run --profile profiles/default.json --model script:examples/demo/script.json \
+		--agents examples/demo/agents \
 		--chat $(DEMO_RUN)-agent/chat.jsonl --run-dir $(DEMO_RUN)-agent/run \
 		--worldinfo tests/fixtures/worldinfo/prompt_snapshot.json \
 		--skills global:tests/fixtures/skills/global --skills character:tests/fixtures/skills/character
+	@echo "journal: $(DEMO_RUN)-agent/run/events.jsonl (toolhost journal $(DEMO_RUN)-agent/run)"
 	@echo "updated chat: $(DEMO_RUN)-agent/chat.jsonl (last line is the run's reply)"
 
 ## Per-call latency, start-up, kill latency and control-plane overhead

@@ -119,6 +119,92 @@ impl Arguments {
         }
     }
 
+    /// An optional string that must be one of `allowed` (trimmed).
+    pub fn optional_choice(
+        &self,
+        key: &str,
+        allowed: &[&'static str],
+    ) -> Result<Option<&'static str>, ToolError> {
+        let Some(text) = self.optional_str(key)? else {
+            return Ok(None);
+        };
+        allowed
+            .iter()
+            .find(|choice| **choice == text)
+            .copied()
+            .map(Some)
+            .ok_or_else(|| {
+                ToolError::invalid_arguments(format!(
+                    "{key} must be one of {}, not \"{text}\"",
+                    allowed.join(", ")
+                ))
+            })
+    }
+
+    /// An optional array of non-blank strings (each trimmed).
+    pub fn optional_str_list(&self, key: &str) -> Result<Option<Vec<&str>>, ToolError> {
+        let Some(value) = self.get(key) else {
+            return Ok(None);
+        };
+        let Value::Array(items) = value else {
+            return Err(ToolError::invalid_arguments(format!(
+                "{key} must be an array of strings, not {}",
+                json_kind(value)
+            )));
+        };
+        let mut list = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            match item {
+                Value::String(text) if !text.trim().is_empty() => list.push(text.trim()),
+                Value::String(_) => {
+                    return Err(ToolError::invalid_arguments(format!(
+                        "{key}[{index}] must not be empty"
+                    )));
+                }
+                other => {
+                    return Err(ToolError::invalid_arguments(format!(
+                        "{key}[{index}] must be a string, not {}",
+                        json_kind(other)
+                    )));
+                }
+            }
+        }
+        Ok(Some(list))
+    }
+
+    /// A nested object argument, as its own [`Arguments`].
+    pub fn required_object(&self, key: &str) -> Result<Arguments, ToolError> {
+        match self.get(key) {
+            None => Err(ToolError::invalid_arguments(format!("{key} is required"))),
+            Some(Value::Object(map)) => Ok(Arguments { map: map.clone() }),
+            Some(other) => Err(ToolError::invalid_arguments(format!(
+                "{key} must be an object, not {}",
+                json_kind(other)
+            ))),
+        }
+    }
+
+    /// The arguments as a JSON object (for an effect that carries them).
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.map.clone())
+    }
+
+    /// Every string value directly in this object is at most `max_bytes`
+    /// long (UTF-8 bytes, as the reference counts).
+    pub fn strings_at_most(&self, max_bytes: usize, context: &str) -> Result<(), ToolError> {
+        for (key, value) in &self.map {
+            if let Value::String(text) = value
+                && text.len() > max_bytes
+            {
+                return Err(ToolError::invalid_arguments(format!(
+                    "{context}{key} is {} bytes; at most {max_bytes} are allowed",
+                    text.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     pub fn optional_bool(&self, key: &str) -> Result<Option<bool>, ToolError> {
         match self.get(key) {
             None => Ok(None),
@@ -187,6 +273,30 @@ mod tests {
             "q must not be empty"
         );
         assert!(message(args(r#"{"q":3}"#).required_str("q")).contains("not a number"));
+    }
+
+    #[test]
+    fn choices_lists_and_nested_objects() {
+        let parsed = args(r#"{"m":" b ","l":[" x ","y"],"o":{"k":"v"}}"#);
+        assert_eq!(
+            parsed.optional_choice("m", &["a", "b"]).ok(),
+            Some(Some("b"))
+        );
+        assert!(message(parsed.optional_choice("m", &["a"])).contains("must be one of a"));
+        assert_eq!(parsed.optional_choice("none", &["a"]).ok(), Some(None));
+        assert_eq!(
+            parsed.optional_str_list("l").ok(),
+            Some(Some(vec!["x", "y"]))
+        );
+        assert!(message(args(r#"{"l":["x",""]}"#).optional_str_list("l")).contains("l[1]"));
+        assert!(message(args(r#"{"l":"x"}"#).optional_str_list("l")).contains("array"));
+        let nested = parsed.required_object("o").expect("object");
+        assert_eq!(nested.required_str("k").ok(), Some("v"));
+        assert!(message(parsed.required_object("m")).contains("must be an object"));
+        assert_eq!(message(parsed.required_object("q")), "q is required");
+        let long = args(&format!(r#"{{"s":"{}"}}"#, "é".repeat(5)));
+        assert!(long.strings_at_most(10, "").is_ok());
+        assert!(message(long.strings_at_most(9, "task.")).starts_with("task.s is 10 bytes"));
     }
 
     #[test]

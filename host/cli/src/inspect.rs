@@ -204,6 +204,44 @@ pub fn details(event_type: &str, payload: &Value) -> String {
             first_line(text("message")),
             number("preservedCommitCount")
         ),
+        "agent_delegate_started" => format!(
+            "{} -> {} as {} ({})",
+            text("taskId"),
+            text("targetProfileId"),
+            text("childInvocationId"),
+            text("workspaceKey")
+        ),
+        "agent_task_ended" => {
+            let error = payload["error"]
+                .as_str()
+                .map(|error| format!(": {}", first_line(error)))
+                .unwrap_or_default();
+            format!("{} ({}) {}{error}", text("taskId"), text("agentId"), text("status"))
+        }
+        "task_return_completed" => format!(
+            "{} {} -> {}, {}",
+            text("taskId"),
+            text("status"),
+            text("resultRef"),
+            text("summaryRef")
+        ),
+        "agent_await_completed" => format!(
+            "{} of {} task(s){}",
+            text("mode"),
+            payload["taskIds"].as_array().map_or(0, Vec::len),
+            if payload["timedOut"] == true { ", timed out" } else { "" }
+        ),
+        "child_results_injected" => format!(
+            "round {}: {} task result(s) before the next request",
+            number("round"),
+            payload["taskIds"].as_array().map_or(0, Vec::len)
+        ),
+        "agent_handoff_accepted" => format!(
+            "-> {} as {} (handoff {})",
+            text("targetProfileId"),
+            text("newInvocationId"),
+            number("depth")
+        ),
         "run_failed" => format!("{}: {}", text("code"), first_line(text("message"))),
         "run_completed" => String::new(),
         _ => {

@@ -127,6 +127,9 @@ enum Command {
         /// changed files copied back when the run finishes.
         #[arg(long, value_name = "DIR")]
         persist: Option<PathBuf>,
+        /// Agent profiles (`*.json`) this run may delegate tasks or hand off to.
+        #[arg(long, value_name = "DIR")]
+        agents: Option<PathBuf>,
         /// The run directory (absent or empty) [default: a new directory under --runs-dir].
         #[arg(long, value_name = "DIR")]
         run_dir: Option<PathBuf>,
@@ -321,6 +324,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             task,
             max_rounds,
             persist,
+            agents,
             run_dir,
             runs_dir,
             durability,
@@ -337,13 +341,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 task,
                 max_rounds,
                 persist,
+                agents,
                 run_dir,
                 runs_dir,
                 durability: durability.into(),
                 json,
                 verbose: cli.verbose > 0,
             };
-            return run::run(&host, args).await;
+            return run::run(std::sync::Arc::new(host), args).await;
         }
         Command::Snapshot { profile, child, id } => {
             let profile = load::profile(profile.as_deref())?;

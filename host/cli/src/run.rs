@@ -14,8 +14,8 @@ use toolhost_core::profile::Presentation;
 use toolhost_journal::{Durability, Level, Observer};
 use toolhost_model::{HttpOptions, ModelSpec};
 use toolhost_runtime::{
-    LoopConfig, LoopSummary, Run, RunBindings, RunStatus, SillyTavernChatHost, ToolHost,
-    run_agent_loop,
+    AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunBindings, RunStatus,
+    SillyTavernChatHost, ToolHost, run_agent_loop,
 };
 
 use crate::{inspect, load};
@@ -31,6 +31,8 @@ pub struct RunArgs {
     pub task: String,
     pub max_rounds: Option<u32>,
     pub persist: Option<PathBuf>,
+    /// Agent profiles the run may delegate or hand off to.
+    pub agents: Option<PathBuf>,
     pub run_dir: Option<PathBuf>,
     pub runs_dir: PathBuf,
     pub durability: Durability,
@@ -41,10 +43,14 @@ pub struct RunArgs {
 
 /// Exit 0 when the run completed, 1 on a partial success (commits kept),
 /// 2 when it failed.
-pub async fn run(host: &ToolHost, args: RunArgs) -> Result<ExitCode> {
+pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
     let profile = load::profile(args.profile.as_deref())?;
+    let agents = match &args.agents {
+        Some(dir) => AgentDirectory::load(dir)?,
+        None => AgentDirectory::default(),
+    };
     let spec: ModelSpec = args.model.parse()?;
-    let model = spec.open(&HttpOptions {
+    let models = spec.open(&HttpOptions {
         key_variable: args.api_key_env.clone(),
         stream: args.stream,
         timeout: args.model_timeout,
@@ -69,18 +75,19 @@ pub async fn run(host: &ToolHost, args: RunArgs) -> Result<ExitCode> {
     let chat = run
         .chat()
         .with_context(|| format!("binding the chat {}", chat_path.display()))?;
-    let chat_host = SillyTavernChatHost::new(Arc::clone(chat));
+    let chat_host = Arc::new(SillyTavernChatHost::new(Arc::clone(chat)));
     eprintln!(
-        "run {} — profile {} ({}), model {}, chat {} ({} messages)",
+        "run {} — profile {} ({}), model {}, chat {} ({} messages), {} other agent(s)",
         run.run_id(),
         profile.id,
         match profile.run.presentation {
             Presentation::Foreground => "foreground",
             Presentation::Background => "background",
         },
-        model.describe(),
+        models.describe(),
         chat_path.display(),
-        chat.message_count()
+        chat.message_count(),
+        agents.len()
     );
     run.observe(Some(progress_printer(args.verbose)));
 
@@ -91,7 +98,13 @@ pub async fn run(host: &ToolHost, args: RunArgs) -> Result<ExitCode> {
         persist_dir: args.persist.clone(),
         ..LoopConfig::default()
     };
-    let summary = run_agent_loop(&run, host, model.as_ref(), &chat_host, &config).await;
+    let parts = LoopParts {
+        host,
+        models,
+        chat: chat_host,
+        agents,
+    };
+    let summary = run_agent_loop(&run, parts, &config).await;
     run.observe(None);
     print_summary(&summary, &chat_path, args.json)?;
     Ok(match summary.status {
@@ -103,7 +116,7 @@ pub async fn run(host: &ToolHost, args: RunArgs) -> Result<ExitCode> {
 
 /// One stderr line per journal event as it is written.
 fn progress_printer(verbose: bool) -> Observer {
-    Arc::new(move |seq, level, event_type, payload| {
+    Arc::new(move |seq, level, event_type, invocation, payload| {
         if level == Level::Debug && !verbose {
             return;
         }
@@ -114,8 +127,12 @@ fn progress_printer(verbose: bool) -> Observer {
             Level::Warn => "~",
             _ => " ",
         };
+        // Which agent: the root, or the first hex digits of another invocation.
+        let who = invocation
+            .strip_prefix("inv_")
+            .map_or(invocation, |id| &id[..id.len().min(8)]);
         let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "{marker}{seq:>4} {event_type:<30} {details}");
+        let _ = writeln!(stderr, "{marker}{seq:>4} {who:<8} {event_type:<28} {details}");
     })
 }
 
@@ -138,6 +155,9 @@ fn print_summary(summary: &LoopSummary, chat: &std::path::Path, json: bool) -> R
         };
         println!("reason:   {message}{retry}");
     }
+    if summary.agents.len() > 1 {
+        println!("agents:   {}", summary.agents.join(" -> "));
+    }
     println!("rounds:   {}", summary.rounds);
     println!("calls:    {}", summary.tool_calls);
     let explicit = summary.commits.iter().filter(|c| c.explicit).count();
@@ -154,6 +174,12 @@ fn print_summary(summary: &LoopSummary, chat: &std::path::Path, json: bool) -> R
         );
     } else {
         println!("chat:     {} (unchanged)", chat.display());
+    }
+    for task in &summary.tasks {
+        println!(
+            "task:     {} ({}): {}, result agent-results/{}.json",
+            task.task_id, task.agent_id, task.status, task.child_invocation_id
+        );
     }
     println!("run dir:  {}", summary.run_dir.display());
     println!("journal:  toolhost journal {}", summary.run_dir.display());

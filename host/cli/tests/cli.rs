@@ -577,6 +577,8 @@ fn run_drives_a_scripted_agent_to_a_committed_reply() {
             repo("profiles/default.json").to_str().expect("utf-8"),
             "--model",
             &format!("script:{}", script.display()),
+            "--agents",
+            repo("examples/demo/agents").to_str().expect("utf-8"),
             "--chat",
             "chat.jsonl",
             "--worldinfo",
@@ -591,12 +593,20 @@ fn run_drives_a_scripted_agent_to_a_committed_reply() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let summary: Value = serde_json::from_slice(&output.stdout).expect("summary json");
     assert_eq!(summary["status"], "completed");
-    assert_eq!(summary["rounds"], 4);
-    assert_eq!(summary["toolCalls"], 7);
+    assert_eq!(summary["rounds"], 5);
+    assert_eq!(summary["toolCalls"], 12);
+    assert_eq!(summary["tasks"][0]["agentId"], "researcher");
+    assert_eq!(summary["tasks"][0]["status"], "completed");
     assert_eq!(summary["commits"][0]["messageIndex"], 65);
     // A live line per event on stderr.
     let progress = stderr(&output);
-    for kind in ["model_completed", "chat_commit_completed", "run_completed"] {
+    for kind in [
+        "model_completed",
+        "agent_delegate_started",
+        "task_return_completed",
+        "chat_commit_completed",
+        "run_completed",
+    ] {
         assert!(progress.contains(kind), "{kind} missing from:\n{progress}");
     }
     // The chat gained exactly the committed reply, after the untouched original.

@@ -49,9 +49,11 @@ macro_rules! invocation_scoped {
 
 mod agent_loop;
 pub use agent_loop::{
-    AgentLoopFinished, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
-    DirectOutputCaptured, DriftRecoveryAttempted, ModelCallAttemptFailed, ModelCompleted,
-    PersistentChangesCommitted, PreservedCommit, RunPartialSuccess,
+    AgentAwaitCompleted, AgentDelegateStarted, AgentHandoffAccepted, AgentLoopFinished,
+    AgentTaskEnded, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
+    ChildResultsInjected, DirectOutputCaptured, DriftRecoveryAttempted, ModelCallAttemptFailed,
+    ModelCompleted, PersistentChangesCommitted, PreservedCommit, RunPartialSuccess,
+    TaskReturnCompleted,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -225,9 +225,10 @@ pub struct Journal {
     observer: Option<Observer>,
 }
 
-/// A watcher of appended events: `(seq, level, type, payload JSON)`.
-/// It runs inside the append, so it must be quick and must not journal.
-pub type Observer = std::sync::Arc<dyn Fn(u64, Level, &str, &[u8]) + Send + Sync>;
+/// A watcher of appended events: `(seq, level, type, invocation id, payload
+/// JSON)`. It runs inside the append, so it must be quick and must not
+/// journal.
+pub type Observer = std::sync::Arc<dyn Fn(u64, Level, &str, &str, &[u8]) + Send + Sync>;
 
 impl fmt::Debug for Journal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -434,7 +435,7 @@ impl Journal {
         self.last_seq = seq;
         self.unsynced = true;
         if let Some(observer) = &self.observer {
-            observer(seq, level, event_type, payload);
+            observer(seq, level, event_type, &scope.invocation_id, payload);
         }
         let must_sync = self.durability == Durability::Fsync
             || level == Level::Error

@@ -19,11 +19,13 @@ pub mod run;
 
 pub use audit::AuditError;
 pub use events::{
-    AgentLoopFinished, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
-    ContextAssembled, DirectOutputCaptured, DriftRecoveryAttempted, Event, ModelCallAttemptFailed,
-    ModelCompleted, ModelRequestCreated, PersistentChangesCommitted, PreservedCommit, RunCompleted,
-    RunFailed, RunPartialSuccess, RunResumed, RunStarted, ToolCallCompleted, ToolCallFailed,
-    ToolCallOutcome, ToolCallRequested, ToolCallStarted, ToolCallSystemFailed, ToolResultStored,
+    AgentAwaitCompleted, AgentDelegateStarted, AgentHandoffAccepted, AgentLoopFinished,
+    AgentTaskEnded, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
+    ChildResultsInjected, ContextAssembled, DirectOutputCaptured, DriftRecoveryAttempted, Event,
+    ModelCallAttemptFailed, ModelCompleted, ModelRequestCreated, PersistentChangesCommitted,
+    PreservedCommit, RunCompleted, RunFailed, RunPartialSuccess, RunResumed, RunStarted,
+    TaskReturnCompleted, ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested,
+    ToolCallStarted, ToolCallSystemFailed, ToolResultStored,
 };
 pub use journal::{
     Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent, Observer,

@@ -29,7 +29,7 @@ use toolhost_core::{AgentModelRequest, AgentModelResponse};
 
 pub use error::ModelError;
 pub use http::{HttpModel, HttpModelConfig};
-pub use scripted::ScriptedModel;
+pub use scripted::{ScriptBook, ScriptedModel};
 pub use spec::{HttpOptions, ModelKind, ModelSpec};
 
 /// One answered model call.
@@ -55,4 +55,26 @@ pub trait AgentModel: Send + Sync {
     /// Answer `request`. Tool calls in the reply must be decoded through
     /// `request.turn` (aliases of this request only).
     fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a>;
+}
+
+/// Where each agent of a run gets its model: one model for all (an HTTP
+/// provider, [`SameModel`]) or one per agent (a [`ScriptBook`]).
+pub trait ModelSource: Send + Sync {
+    fn model_for(&self, agent_id: &str) -> std::sync::Arc<dyn AgentModel>;
+
+    /// For progress lines.
+    fn describe(&self) -> String;
+}
+
+/// Every agent talks to the same model.
+pub struct SameModel(pub std::sync::Arc<dyn AgentModel>);
+
+impl ModelSource for SameModel {
+    fn model_for(&self, _agent_id: &str) -> std::sync::Arc<dyn AgentModel> {
+        std::sync::Arc::clone(&self.0)
+    }
+
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
 }

@@ -15,6 +15,19 @@
 //! }
 //! ```
 //!
+//! A run with several agents (delegated tasks, handoffs) gives each agent
+//! its own replies under `agents`, by profile id; `replies` answers every
+//! agent not listed there (the root agent, usually):
+//!
+//! ```json
+//! { "schemaVersion": 1, "kind": "toolhost.modelScript",
+//!   "replies": [ ... ],
+//!   "agents": { "researcher": [ { "toolCalls": [ ... ] } ] } }
+//! ```
+//!
+//! Call ids must be unique across the whole script: a run stores each
+//! call's arguments under its id and refuses a second call with the same.
+//!
 //! A tool call names the tool as the model would: by the request's alias
 //! (`chat_read_messages`), decoded through the request's turn like a
 //! provider's reply — a canonical name or an alias of another request fails
@@ -23,9 +36,9 @@
 //! `tool.invalid_arguments`. Replies without `id` test the missing-call-id
 //! path. A request past the last reply is `model.script_exhausted`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -36,7 +49,7 @@ use toolhost_core::{
 };
 use toolhost_providers::DecodeError;
 
-use crate::{AgentModel, ModelError, ModelFuture, ModelReply};
+use crate::{AgentModel, ModelError, ModelFuture, ModelReply, ModelSource};
 
 /// `kind` of a script file.
 pub const SCRIPT_KIND: &str = "toolhost.modelScript";
@@ -47,6 +60,8 @@ struct ScriptFile {
     schema_version: u32,
     kind: String,
     replies: Vec<Value>,
+    #[serde(default)]
+    agents: BTreeMap<String, Vec<Value>>,
 }
 
 /// One scripted reply.
@@ -78,7 +93,14 @@ pub struct ScriptedModel {
     next: Mutex<usize>,
 }
 
-impl ScriptedModel {
+/// A whole script file: the default replies and each agent's own.
+#[derive(Debug)]
+pub struct ScriptBook {
+    default: Arc<ScriptedModel>,
+    agents: BTreeMap<String, Arc<ScriptedModel>>,
+}
+
+impl ScriptBook {
     /// Read and check a script file.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
         let text = std::fs::read_to_string(path).map_err(|error| {
@@ -105,14 +127,64 @@ impl ScriptedModel {
                 file.kind
             )));
         }
-        let mut replies = Vec::with_capacity(file.replies.len());
-        for (index, raw) in file.replies.into_iter().enumerate() {
+        let default = ScriptedModel::from_raw(source, "replies", file.replies)
+            .map_err(&invalid)?;
+        let mut agents = BTreeMap::new();
+        for (agent, replies) in file.agents {
+            let model = ScriptedModel::from_raw(
+                &format!("{source}#{agent}"),
+                &format!("agents.{agent}"),
+                replies,
+            )
+            .map_err(&invalid)?;
+            agents.insert(agent, Arc::new(model));
+        }
+        Ok(Self {
+            default: Arc::new(default),
+            agents,
+        })
+    }
+
+    /// The model answering `agent_id`'s requests.
+    pub fn agent(&self, agent_id: &str) -> Arc<ScriptedModel> {
+        Arc::clone(self.agents.get(agent_id).unwrap_or(&self.default))
+    }
+}
+
+impl ModelSource for ScriptBook {
+    fn model_for(&self, agent_id: &str) -> Arc<dyn AgentModel> {
+        self.agent(agent_id)
+    }
+
+    fn describe(&self) -> String {
+        self.default.describe()
+    }
+}
+
+impl ScriptedModel {
+    /// Read a script file and take its default replies.
+    pub fn load(path: &Path) -> Result<Self, ModelError> {
+        Ok(Self::unshared(ScriptBook::load(path)?.default))
+    }
+
+    /// Check a script given as JSON text and take its default replies.
+    pub fn parse(text: &str, source: &str) -> Result<Self, ModelError> {
+        Ok(Self::unshared(ScriptBook::parse(text, source)?.default))
+    }
+
+    fn unshared(model: Arc<ScriptedModel>) -> Self {
+        Arc::try_unwrap(model).unwrap_or_else(|shared| Self {
+            source: shared.source.clone(),
+            replies: shared.replies.clone(),
+            next: Mutex::new(0),
+        })
+    }
+
+    fn from_raw(source: &str, place: &str, raw: Vec<Value>) -> Result<Self, String> {
+        let mut replies = Vec::with_capacity(raw.len());
+        for (index, raw) in raw.into_iter().enumerate() {
             let reply: ScriptedReply = serde_path_to_error::deserialize(&raw).map_err(|error| {
-                invalid(format!(
-                    "at `replies[{index}].{}`: {}",
-                    error.path(),
-                    error.inner()
-                ))
+                format!("at `{place}[{index}].{}`: {}", error.path(), error.inner())
             })?;
             replies.push((reply, raw));
         }

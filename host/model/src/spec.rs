@@ -3,7 +3,7 @@
 //!
 //! | spec | model |
 //! |---|---|
-//! | `script:FILE` | [`ScriptedModel`] reading FILE |
+//! | `script:FILE` | a [`ScriptBook`] reading FILE (one scripted model per agent) |
 //! | `openai:URL` | OpenAI Chat Completions at URL (`https://api.openai.com/v1`, or any compatible server) |
 //! | `openai-responses:URL` | OpenAI Responses at URL |
 //! | `anthropic:URL` | Anthropic Messages at URL (`https://api.anthropic.com/v1`) |
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use toolhost_providers::{GeminiSchemaMode, Provider};
 
-use crate::{AgentModel, HttpModel, HttpModelConfig, ModelError, ScriptedModel};
+use crate::{HttpModel, HttpModelConfig, ModelError, ModelSource, SameModel, ScriptBook};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelKind {
@@ -140,10 +140,10 @@ impl FromStr for ModelSpec {
 }
 
 impl ModelSpec {
-    /// Open the model this spec names.
-    pub fn open(&self, options: &HttpOptions) -> Result<Arc<dyn AgentModel>, ModelError> {
+    /// Open the model(s) this spec names.
+    pub fn open(&self, options: &HttpOptions) -> Result<Arc<dyn ModelSource>, ModelError> {
         match self.kind {
-            ModelKind::Script => Ok(Arc::new(ScriptedModel::load(&PathBuf::from(&self.target))?)),
+            ModelKind::Script => Ok(Arc::new(ScriptBook::load(&PathBuf::from(&self.target))?)),
             ModelKind::Http(provider) => {
                 let variable = options
                     .key_variable
@@ -158,13 +158,15 @@ impl ModelSpec {
                         "no API key in the environment; sending requests without one"
                     );
                 }
-                Ok(Arc::new(HttpModel::new(HttpModelConfig {
-                    provider,
-                    base_url: self.target.clone(),
-                    api_key,
-                    stream: options.stream,
-                    timeout: options.timeout,
-                })?))
+                Ok(Arc::new(SameModel(Arc::new(HttpModel::new(
+                    HttpModelConfig {
+                        provider,
+                        base_url: self.target.clone(),
+                        api_key,
+                        stream: options.stream,
+                        timeout: options.timeout,
+                    },
+                )?))))
             }
         }
     }

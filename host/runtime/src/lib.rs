@@ -4,6 +4,7 @@
 //! [`InvocationSession`] (snapshot, turns, gate, audit files).
 
 mod agent_loop;
+mod agents;
 mod chat_host;
 mod failure;
 mod host;
@@ -12,9 +13,10 @@ mod invocation;
 mod run;
 
 pub use agent_loop::{
-    CommitRecord, DIRECT_OUTPUT_PATH, LoopConfig, LoopSummary, MESSAGE_BODY_PATH, RetryPolicy,
-    RunStatus, run_agent_loop,
+    CommitRecord, DIRECT_OUTPUT_PATH, LoopConfig, LoopParts, LoopSummary, MESSAGE_BODY_PATH,
+    RetryPolicy, RunStatus, TaskSummary, run_agent_loop,
 };
+pub use agents::{AgentDirectory, AgentDirectoryError};
 pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
 pub use failure::RunFailure;
 pub use host::{

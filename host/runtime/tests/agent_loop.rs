@@ -2,199 +2,23 @@
 //! components in the sandbox, a copy of a SillyTavern chat, and the journal
 //! and chat file checked afterwards.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost_chat::{ChatFile, Role};
-use toolhost_core::{AgentModelRequest, Profile};
-use toolhost_journal::{Durability, JournalEvent, read_events};
+use support::*;
+use toolhost_chat::Role;
+use toolhost_core::AgentModelRequest;
+use toolhost_journal::Durability;
 use toolhost_model::testing::{Canned, serve};
 use toolhost_model::{
-    AgentModel, HttpModel, HttpModelConfig, ModelError, ModelFuture, ScriptedModel,
+    AgentModel, HttpModel, HttpModelConfig, ModelError, ModelFuture, SameModel, ScriptedModel,
 };
 use toolhost_providers::Provider;
-use toolhost_runtime::{
-    LoopConfig, LoopSummary, RetryPolicy, Run, RunBindings, RunStatus, SillyTavernChatHost,
-    ToolHost, ToolHostConfig, run_agent_loop,
-};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
-
-fn host() -> &'static ToolHost {
-    static HOST: OnceLock<ToolHost> = OnceLock::new();
-    HOST.get_or_init(|| {
-        std::thread::spawn(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime")
-                .block_on(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}))
-                .expect("builtins load")
-        })
-        .join()
-        .expect("loader thread")
-    })
-}
-
-fn profile(max_rounds: u32, presentation: &str) -> Profile {
-    Profile::from_json(
-        &json!({
-            "schemaVersion": 1,
-            "kind": "toolhost.agentProfile",
-            "id": "writer",
-            "displayName": "Test writer",
-            "tools": {
-                "allow": [
-                    "chat.read_messages",
-                    "workspace.read_file",
-                    "workspace.write_file",
-                    "workspace.commit",
-                    "workspace.finish"
-                ],
-                "maxRounds": max_rounds
-            },
-            "run": {"presentation": presentation}
-        })
-        .to_string(),
-    )
-    .expect("profile")
-}
-
-/// One test's run: a temp dir with a copy of the fixture chat.
-struct Fixture {
-    _dir: tempfile::TempDir,
-    chat: PathBuf,
-    run_dir: PathBuf,
-    original: Vec<u8>,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let chat = dir.path().join("chat.jsonl");
-        std::fs::copy(fixtures().join("chats/long_character_chat.jsonl"), &chat).expect("copy");
-        let original = std::fs::read(&chat).expect("read");
-        let run_dir = dir.path().join("run");
-        Self {
-            _dir: dir,
-            chat,
-            run_dir,
-            original,
-        }
-    }
-
-    async fn run_with(
-        &self,
-        profile: &Profile,
-        model: &dyn AgentModel,
-        config: LoopConfig,
-    ) -> LoopSummary {
-        let bindings = RunBindings {
-            chat: Some(self.chat.clone()),
-            ..RunBindings::default()
-        };
-        let run =
-            Run::create_with(&self.run_dir, profile, Durability::Batched, &bindings).expect("run");
-        let chat = SillyTavernChatHost::new(Arc::clone(run.chat().expect("bound chat")));
-        run_agent_loop(&run, host(), model, &chat, &config).await
-    }
-
-    async fn run(&self, max_rounds: u32, replies: Value) -> LoopSummary {
-        let model = script(replies);
-        self.run_with(&profile(max_rounds, "foreground"), &model, config())
-            .await
-    }
-
-    fn events(&self) -> Vec<JournalEvent> {
-        read_events(self.run_dir.join("events.jsonl")).expect("journal")
-    }
-
-    fn types(&self) -> Vec<String> {
-        self.events()
-            .into_iter()
-            .map(|event| event.r#type)
-            .collect()
-    }
-
-    fn event(&self, kind: &str) -> Value {
-        self.events()
-            .into_iter()
-            .find(|event| event.r#type == kind)
-            .unwrap_or_else(|| panic!("no {kind} event"))
-            .payload
-    }
-
-    fn chat(&self) -> ChatFile {
-        ChatFile::load(&self.chat).expect("the chat stays valid SillyTavern JSONL")
-    }
-
-    /// The chat's lines before the run's message are byte for byte the
-    /// original file.
-    fn assert_prefix_untouched(&self) {
-        let now = std::fs::read(&self.chat).expect("read");
-        assert!(
-            now.starts_with(&self.original),
-            "the original lines must stay byte for byte"
-        );
-    }
-
-    fn tool_result(&self, call_id: &str) -> Value {
-        let path = self
-            .run_dir
-            .join("tool-results")
-            .join(format!("{}.json", toolhost_journal::audit_stem(call_id)));
-        let text = std::fs::read_to_string(&path).expect("stored result");
-        let record: Value = serde_json::from_str(&text).expect("json");
-        record["result"].clone()
-    }
-}
-
-fn config() -> LoopConfig {
-    LoopConfig {
-        task: "Write the next reply of this chat.".into(),
-        retry: RetryPolicy {
-            max_retries: 2,
-            initial_delay: Duration::from_millis(1),
-        },
-        ..LoopConfig::default()
-    }
-}
-
-fn script(replies: Value) -> ScriptedModel {
-    ScriptedModel::parse(
-        &json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": replies})
-            .to_string(),
-        "test",
-    )
-    .expect("script")
-}
-
-fn call(id: &str, name: &str, arguments: Value) -> Value {
-    json!({"id": id, "name": name, "arguments": arguments})
-}
-
-fn write(id: &str, text: &str) -> Value {
-    call(
-        id,
-        "workspace_write_file",
-        json!({"path": "output/main.md", "content": text}),
-    )
-}
-
-fn commit(id: &str) -> Value {
-    call(id, "workspace_commit", json!({}))
-}
-
-fn finish(id: &str) -> Value {
-    call(id, "workspace_finish", json!({"reason": "done"}))
-}
-
-const REPLY: &str = "*Mirelle folds the map.* Then we leave at dawn.";
+use toolhost_runtime::{AgentDirectory, LoopConfig, Run, RunBindings, RunStatus, run_agent_loop};
 
 #[tokio::test]
 async fn a_run_reads_writes_commits_and_finishes() {
@@ -460,9 +284,15 @@ async fn a_chat_changed_under_the_run_fails_the_commit_fast() {
         .expect("utf-8")
         .replacen("three days", "four days", 1);
     std::fs::write(&fixture.chat, &edited).expect("edit");
-    let chat = SillyTavernChatHost::new(Arc::clone(run.chat().expect("chat")));
-    let model = script(json!([{"toolCalls": [write("c1", REPLY), commit("c2"), finish("c3")]}]));
-    let summary = run_agent_loop(&run, host(), &model, &chat, &config()).await;
+    let model: Arc<dyn AgentModel> = Arc::new(script(
+        json!([{"toolCalls": [write("c1", REPLY), commit("c2"), finish("c3")]}]),
+    ));
+    let summary = run_agent_loop(
+        &run,
+        parts(&run, Arc::new(SameModel(model)), AgentDirectory::default()),
+        &config(),
+    )
+    .await;
     assert_eq!(summary.status, RunStatus::Failed);
     assert_eq!(summary.code.as_deref(), Some("agent.chat_commit_failed"));
     assert!(
@@ -510,13 +340,13 @@ impl AgentModel for Flaky {
 #[tokio::test]
 async fn retryable_model_failures_are_retried_then_give_up() {
     let fixture = Fixture::new();
-    let flaky = Flaky {
+    let flaky = Arc::new(Flaky {
         failures: 2,
         seen: AtomicU32::new(0),
         inner: script(json!([{"toolCalls": [write("c1", REPLY), commit("c2"), finish("c3")]}])),
-    };
+    });
     let summary = fixture
-        .run_with(&profile(5, "foreground"), &flaky, config())
+        .run_with(&profile(5, "foreground"), flaky, config())
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     let attempts: Vec<Value> = fixture
@@ -530,13 +360,13 @@ async fn retryable_model_failures_are_retried_then_give_up() {
     assert_eq!(attempts[0]["willRetry"], true);
 
     let hopeless = Fixture::new();
-    let down = Flaky {
+    let down = Arc::new(Flaky {
         failures: 100,
         seen: AtomicU32::new(0),
         inner: script(json!([])),
-    };
+    });
     let summary = hopeless
-        .run_with(&profile(5, "foreground"), &down, config())
+        .run_with(&profile(5, "foreground"), down.clone(), config())
         .await;
     assert_eq!(summary.status, RunStatus::Failed);
     assert_eq!(summary.code.as_deref(), Some("model.upstream_failed"));
@@ -567,9 +397,11 @@ async fn a_model_calling_an_unknown_tool_fails_fast() {
 #[tokio::test]
 async fn a_background_run_may_finish_without_committing() {
     let fixture = Fixture::new();
-    let model = script(json!([{"toolCalls": [write("c1", REPLY), finish("c2")]}]));
+    let model = Arc::new(script(
+        json!([{"toolCalls": [write("c1", REPLY), finish("c2")]}]),
+    ));
     let summary = fixture
-        .run_with(&profile(5, "background"), &model, config())
+        .run_with(&profile(5, "background"), model, config())
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     // Nothing reaches the chat: no commit, and no auto-publish either.
@@ -617,20 +449,22 @@ async fn a_whole_run_against_an_openai_compatible_server_on_loopback() {
         openai_reply("chatcmpl-2", &[("call_f", "workspace_finish", json!({}))]),
     ])
     .await;
-    let model = HttpModel::new(HttpModelConfig {
-        provider: Provider::OpenaiChat,
-        base_url: fake.base_url.clone(),
-        api_key: Some("sk-loopback".into()),
-        stream: false,
-        timeout: Duration::from_secs(10),
-    })
-    .expect("client");
+    let model = Arc::new(
+        HttpModel::new(HttpModelConfig {
+            provider: Provider::OpenaiChat,
+            base_url: fake.base_url.clone(),
+            api_key: Some("sk-loopback".into()),
+            stream: false,
+            timeout: Duration::from_secs(10),
+        })
+        .expect("client"),
+    );
     let config = LoopConfig {
         model_name: Some("gpt-test".into()),
         ..config()
     };
     let summary = fixture
-        .run_with(&profile(5, "foreground"), &model, config)
+        .run_with(&profile(5, "foreground"), model, config)
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     assert_eq!(

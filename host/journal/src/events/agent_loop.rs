@@ -188,3 +188,127 @@ impl Event for RunPartialSuccess {
         EventScope::root()
     }
 }
+
+/// A delegated task started: a child invocation runs in the background.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentDelegateStarted {
+    pub task_id: String,
+    pub parent_invocation_id: String,
+    pub child_invocation_id: String,
+    pub target_profile_id: String,
+    pub workspace_key: String,
+}
+
+impl Event for AgentDelegateStarted {
+    const TYPE: &'static str = "agent_delegate_started";
+    fn level(&self) -> Level {
+        Level::Info
+    }
+    fn scope(&self) -> EventScope {
+        EventScope::new(self.parent_invocation_id.clone())
+    }
+}
+
+/// A delegated task ended: `completed`, `failed` or `cancelled`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentTaskEnded {
+    pub task_id: String,
+    pub parent_invocation_id: String,
+    pub child_invocation_id: String,
+    pub agent_id: String,
+    pub status: &'static str,
+    pub error: Option<String>,
+}
+
+impl Event for AgentTaskEnded {
+    const TYPE: &'static str = "agent_task_ended";
+    fn level(&self) -> Level {
+        if self.status == "completed" {
+            Level::Info
+        } else {
+            Level::Warn
+        }
+    }
+    fn scope(&self) -> EventScope {
+        EventScope::new(self.child_invocation_id.clone())
+    }
+}
+
+/// `task.return` stored the child's report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskReturnCompleted {
+    pub task_id: String,
+    pub parent_invocation_id: String,
+    pub child_invocation_id: String,
+    pub status: String,
+    /// `agent-results/<child-invocation-id>.json`.
+    pub result_ref: String,
+    /// `summaries/<workspace-key>-result.md`.
+    pub summary_ref: String,
+}
+
+impl Event for TaskReturnCompleted {
+    const TYPE: &'static str = "task_return_completed";
+    fn level(&self) -> Level {
+        Level::Info
+    }
+    fn scope(&self) -> EventScope {
+        EventScope::new(self.child_invocation_id.clone())
+    }
+}
+
+/// `agent.await` answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentAwaitCompleted {
+    pub parent_invocation_id: String,
+    pub mode: &'static str,
+    pub timed_out: bool,
+    pub task_ids: Vec<String>,
+}
+
+impl Event for AgentAwaitCompleted {
+    const TYPE: &'static str = "agent_await_completed";
+    fn level(&self) -> Level {
+        Level::Info
+    }
+    fn scope(&self) -> EventScope {
+        EventScope::new(self.parent_invocation_id.clone())
+    }
+}
+
+/// Results of ended tasks the parent did not await, put before its next
+/// request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildResultsInjected {
+    pub invocation_id: String,
+    pub round: u32,
+    pub task_ids: Vec<String>,
+}
+invocation_scoped!(ChildResultsInjected, "child_results_injected", Level::Info);
+
+/// The run passed to another agent; the source invocation ends.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentHandoffAccepted {
+    pub task_id: String,
+    pub source_invocation_id: String,
+    pub new_invocation_id: String,
+    pub target_profile_id: String,
+    /// Handoffs in this run so far, this one included.
+    pub depth: u32,
+}
+
+impl Event for AgentHandoffAccepted {
+    const TYPE: &'static str = "agent_handoff_accepted";
+    fn level(&self) -> Level {
+        Level::Info
+    }
+    fn scope(&self) -> EventScope {
+        EventScope::new(self.source_invocation_id.clone())
+    }
+}

@@ -1,0 +1,136 @@
+//! `agent.handoff`: pass the rest of this run to another agent. The tool
+//! checks the brief and returns a `handoff` effect; the host checks the
+//! handoff policy, depth and pending tasks, and the target continues the
+//! same run with its own tools while this agent's part ends.
+
+use serde_json::json;
+use toolhost_guest::{
+    Annotations, Arguments, Descriptor, Effect, HandoffRequest, Output, Tool, ToolError,
+};
+
+pub const NATIVE_NAME: &str = "agent.handoff";
+
+/// The longest string a brief field may hold, in UTF-8 bytes.
+pub const MAX_FIELD_BYTES: usize = 8_000;
+
+pub struct AgentHandoff;
+
+impl Tool for AgentHandoff {
+    fn describe() -> Descriptor {
+        Descriptor::new(
+            NATIVE_NAME,
+            "Hand the rest of this run to another agent (see agent_list). Your part ends; the \
+             target continues with the workspace and your brief. Refused while tasks you \
+             delegated are unfinished. Must be the last call of its reply.",
+        )
+        .title("Hand off the run")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "agentId": {"type": "string", "description": "The target agent's profile id."},
+                "handoff": {
+                    "type": "object",
+                    "description": "The brief. More keys may be added; they are passed on.",
+                    "properties": {
+                        "objective": {"type": "string"},
+                        "title": {"type": "string"},
+                        "reason": {"type": "string"},
+                        "contextSummary": {"type": "string"},
+                        "workspaceRefs": {"type": "array", "items": {"type": "string"}},
+                        "mustPreserve": {"type": "array", "items": {"type": "string"}},
+                        "completionCriteria": {"type": "array", "items": {"type": "string"}}
+                    },
+                    "required": ["objective"]
+                },
+                "pendingTaskPolicy": {"type": "string", "enum": ["denyIfPending"]}
+            },
+            "required": ["agentId", "handoff"],
+            "additionalProperties": false
+        }))
+        .annotations(Annotations::control().not_idempotent().source_kind("agent"))
+    }
+
+    fn call(args: Arguments) -> Result<Output, ToolError> {
+        handoff(&args)
+    }
+}
+
+toolhost_guest::export_tool!(AgentHandoff);
+
+pub fn handoff(args: &Arguments) -> Result<Output, ToolError> {
+    args.only(&["agentId", "handoff", "pendingTaskPolicy"])?;
+    let agent_id = args.required_str("agentId")?;
+    args.optional_choice("pendingTaskPolicy", &["denyIfPending"])?;
+    let brief = args.required_object("handoff")?;
+    let nested =
+        |error: ToolError| ToolError::invalid_arguments(format!("handoff.{}", error.message));
+    brief.required_str("objective").map_err(nested)?;
+    for key in ["title", "reason", "contextSummary"] {
+        brief.optional_raw_str(key).map_err(nested)?;
+    }
+    for key in ["workspaceRefs", "mustPreserve", "completionCriteria"] {
+        brief.optional_str_list(key).map_err(nested)?;
+    }
+    brief.strings_at_most(MAX_FIELD_BYTES, "handoff.")?;
+    let brief = brief.to_value();
+    Ok(Output::text(format!("Handoff to {agent_id} requested."))
+        .structured(json!({"agentId": agent_id, "handoff": brief}))
+        .effect(Effect::Handoff(HandoffRequest {
+            agent_id: agent_id.to_owned(),
+            brief: brief.to_string(),
+        })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(value: serde_json::Value) -> Arguments {
+        Arguments::from_value(value).expect("object")
+    }
+
+    #[test]
+    fn a_brief_becomes_a_handoff_effect() {
+        let output = handoff(&args(json!({
+            "agentId": "editor",
+            "handoff": {"objective": "Polish the reply", "mustPreserve": ["the lantern"]},
+            "pendingTaskPolicy": "denyIfPending"
+        })))
+        .expect("handoff");
+        match output.effect {
+            Some(Effect::Handoff(request)) => {
+                assert_eq!(request.agent_id, "editor");
+                let brief: serde_json::Value = serde_json::from_str(&request.brief).expect("json");
+                assert_eq!(brief["mustPreserve"][0], "the lantern");
+            }
+            other => panic!("expected a handoff effect, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_bad_brief_is_recoverable() {
+        for (value, expected) in [
+            (json!({"agentId": "e"}), "handoff is required"),
+            (
+                json!({"agentId": "e", "handoff": {}}),
+                "handoff.objective is required",
+            ),
+            (
+                json!({"agentId": "e", "handoff": {"objective": "x", "mustPreserve": "all"}}),
+                "handoff.mustPreserve must be an array",
+            ),
+            (
+                json!({"agentId": "e", "handoff": {"objective": "x"}, "pendingTaskPolicy": "wait"}),
+                "pendingTaskPolicy must be one of denyIfPending",
+            ),
+        ] {
+            let error = handoff(&args(value.clone())).expect_err("refused");
+            assert_eq!(error.code, "tool.invalid_arguments");
+            assert!(
+                error.message.starts_with(expected),
+                "{value}: {}",
+                error.message
+            );
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! The agent loop (SPEC §8 loop rules): the run's invocations, each a
+//! series of rounds — one model request and the tool calls of its reply —
+//! until a terminal tool ends it or a budget does.
+//!
+//! ```text
+//! root invocation (then each handoff target, same run, fresh snapshot):
+//!   round r ≤ maxRounds:
+//!     begin_turn → model (retried while retryable) → model-responses/…/round-NNN.json
+//!     no tool call ─ drift: text → output/direct_output.md, reminder, next round
+//!                    (last round: model.tool_call_required)
+//!     each call in order:
+//!       terminal but not last → agent.tool_after_finish (recoverable, not run)
+//!       execute → effect applied → result stored:
+//!         commit → ChatHost; finish → commit gate, children cancelled;
+//!         delegate → child task started in the background; await → waits;
+//!         handoff → policy, depth, pending tasks → the target goes on
+//!     ended tasks not awaited → their results before the next request
+//!     foreground, no explicit commit yet → the round's last write of
+//!     output/main.md is auto-published (once; not enough to finish)
+//!   rounds exhausted → agent.max_tool_rounds_exceeded
+//! delegated task (return mode): the same rounds, ends with task.return
+//!   → agent-results/<child>.json + summaries/<key>-result.md
+//! ```
+//!
+//! A failure after a commit reached the chat ends the run as
+//! `run_partial_success` (the chat keeps the commits); before, `run_failed`.
+//! A child's failure only fails its task.
+
+mod invocation;
+mod shared;
+mod tasks;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolhost_model::ModelSource;
+
+use crate::agents::AgentDirectory;
+use crate::chat_host::ChatHost;
+use crate::host::ToolHost;
+use crate::run::Run;
+
+use invocation::{InvocationEnd, InvocationRole, InvocationSpec};
+use shared::RunShared;
+
+/// The run's message body: what a commit without a path publishes, and the
+/// only file an auto-publish takes.
+pub const MESSAGE_BODY_PATH: &str = "output/main.md";
+
+/// Where the text of a reply without tool calls is kept.
+pub const DIRECT_OUTPUT_PATH: &str = "output/direct_output.md";
+
+/// Model calls that fail with a retryable error are tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// Before the first retry; doubled for each next one.
+    pub initial_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            initial_delay: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What a loop is asked to do, beyond the run's profile.
+#[derive(Debug, Clone, Default)]
+pub struct LoopConfig {
+    /// The first user message: what this run is for.
+    pub task: String,
+    /// The provider's model name; overrides the profiles' `model.id`.
+    pub model_name: Option<String>,
+    /// Overrides the root profile's `tools.maxRounds`.
+    pub max_rounds: Option<u32>,
+    pub retry: RetryPolicy,
+    /// The chat's persist directory: projected into `persist/` when the
+    /// loop starts, changed files copied back when the run finishes.
+    pub persist_dir: Option<PathBuf>,
+}
+
+/// What a run talks to.
+#[derive(Clone)]
+pub struct LoopParts {
+    pub host: Arc<ToolHost>,
+    /// Each agent's model (one for all, or one per agent).
+    pub models: Arc<dyn ModelSource>,
+    /// Where commits go.
+    pub chat: Arc<dyn ChatHost>,
+    /// The agents the run may delegate or hand off to.
+    pub agents: AgentDirectory,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Completed,
+    PartialSuccess,
+    Failed,
+}
+
+/// One commit that reached the chat.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommitRecord {
+    pub path: String,
+    pub mode: &'static str,
+    pub message_index: u32,
+    pub round: u32,
+    /// A `workspace.commit` (true) or an auto-publish (false).
+    pub explicit: bool,
+    pub invocation_id: String,
+}
+
+/// A delegated task, as the run ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSummary {
+    pub task_id: String,
+    pub agent_id: String,
+    pub child_invocation_id: String,
+    pub status: &'static str,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoopSummary {
+    pub status: RunStatus,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub user_retryable: bool,
+    /// Rounds of the foreground agents (the root and handoff targets).
+    pub rounds: u32,
+    /// Tool calls of every agent, delegated ones included.
+    pub tool_calls: u32,
+    pub commits: Vec<CommitRecord>,
+    /// The foreground agents in order (more than one after a handoff).
+    pub agents: Vec<String>,
+    pub tasks: Vec<TaskSummary>,
+    pub run_dir: PathBuf,
+}
+
+/// Run `run` to its end: the root invocation, then each agent it hands off
+/// to, with delegated tasks in the background. Journals every step and the
+/// run's end. Never returns an error: a failure is the summary's status
+/// (and `run_failed` / `run_partial_success` in the journal).
+pub async fn run_agent_loop(run: &Arc<Run>, parts: LoopParts, config: &LoopConfig) -> LoopSummary {
+    let agents = parts.agents.clone().with_own(run.profile());
+    let shared = Arc::new(RunShared::new(
+        Arc::clone(run),
+        LoopParts { agents, ..parts },
+        config.clone(),
+    ));
+    let ended = drive(&shared).await;
+    shared.end(ended)
+}
+
+async fn drive(shared: &Arc<RunShared>) -> Result<(), crate::RunFailure> {
+    shared.project_persist()?;
+    let profile = Arc::clone(shared.run.profile());
+    let mut spec = InvocationSpec {
+        invocation_id: toolhost_journal::ROOT_INVOCATION_ID.to_owned(),
+        max_rounds: shared
+            .config
+            .max_rounds
+            .unwrap_or(profile.tools.max_rounds)
+            .max(1),
+        profile,
+        role: InvocationRole::Foreground,
+        first_message: shared.config.task.clone(),
+    };
+    loop {
+        match invocation::run_invocation(shared, spec).await? {
+            InvocationEnd::Finished => return shared.promote_persist(),
+            InvocationEnd::HandedOff(next) => spec = next,
+            InvocationEnd::Returned => {
+                return Err(crate::RunFailure::State(
+                    "a foreground invocation returned a task result".into(),
+                ));
+            }
+        }
+    }
+}

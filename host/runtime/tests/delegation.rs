@@ -1,0 +1,574 @@
+//! Delegation and handoff end to end: scripted agents (one script each),
+//! child tasks in the background, `agent.await`, results injected without
+//! it, finish cancelling children, handoff chains and their limits, and
+//! `persist/` promoted only when the run finishes.
+
+mod support;
+
+use std::future::pending;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+use toolhost_core::{AgentModelRequest, Profile};
+use toolhost_model::{AgentModel, ModelFuture, ModelSource, ScriptBook, ScriptedModel};
+use toolhost_runtime::{AgentDirectory, LoopConfig, RunStatus};
+
+fn writer(extra: Value) -> Profile {
+    let mut value = json!({
+        "schemaVersion": 1,
+        "kind": "toolhost.agentProfile",
+        "id": "writer",
+        "displayName": "Writer",
+        "tools": {
+            "allow": [
+                "workspace.read_file", "workspace.write_file", "workspace.commit",
+                "workspace.finish", "agent.delegate", "agent.await", "agent.handoff"
+            ],
+            "maxRounds": 10
+        },
+        "delegation": {"canDelegate": true, "canHandoff": true, "maxHandoffDepth": 2}
+    });
+    merge(&mut value, extra);
+    Profile::from_json(&value.to_string()).expect("writer profile")
+}
+
+fn researcher(extra: Value) -> Profile {
+    let mut value = json!({
+        "schemaVersion": 1,
+        "kind": "toolhost.agentProfile",
+        "id": "researcher",
+        "description": "Looks things up in the workspace.",
+        "tools": {"allow": ["workspace.read_file", "workspace.write_file"], "maxRounds": 5},
+        "delegation": {"callable": true, "allowAsSubagent": true, "maxInvocationsPerRun": 2},
+        "run": {"presentation": "background", "directRunnable": false}
+    });
+    merge(&mut value, extra);
+    Profile::from_json(&value.to_string()).expect("researcher profile")
+}
+
+fn editor(extra: Value) -> Profile {
+    let mut value = json!({
+        "schemaVersion": 1,
+        "kind": "toolhost.agentProfile",
+        "id": "editor",
+        "displayName": "Editor",
+        "tools": {
+            "allow": ["workspace.read_file", "workspace.write_file", "workspace.commit",
+                      "workspace.finish", "agent.handoff"],
+            "maxRounds": 5
+        },
+        "delegation": {"callable": true, "allowAsHandoffTarget": true, "canHandoff": true,
+                       "maxHandoffDepth": 1}
+    });
+    merge(&mut value, extra);
+    Profile::from_json(&value.to_string()).expect("editor profile")
+}
+
+fn merge(base: &mut Value, extra: Value) {
+    if let (Value::Object(base), Value::Object(extra)) = (base, extra) {
+        for (key, value) in extra {
+            match base.get_mut(&key) {
+                Some(slot @ Value::Object(_)) if value.is_object() => merge(slot, value),
+                _ => {
+                    base.insert(key, value);
+                }
+            }
+        }
+    }
+}
+
+fn book(root: Value, agents: Value) -> Arc<ScriptBook> {
+    Arc::new(
+        ScriptBook::parse(
+            &json!({"schemaVersion": 1, "kind": "toolhost.modelScript",
+                    "replies": root, "agents": agents})
+            .to_string(),
+            "test",
+        )
+        .expect("script"),
+    )
+}
+
+fn delegate(id: &str, agent: &str) -> Value {
+    call(
+        id,
+        "agent_delegate",
+        json!({"agentId": agent, "task": {"objective": "Note where the lantern came from", "deadline": "dawn"}}),
+    )
+}
+
+fn research_script(prefix: &str) -> Value {
+    json!([
+        {"toolCalls": [call(&format!("{prefix}_w"), "workspace_write_file",
+            json!({"path": "scratch/lantern.md", "content": "From the Drowned Library."}))]},
+        {"toolCalls": [call(&format!("{prefix}_r"), "task_return", json!({
+            "summary": "The lantern came from the Drowned Library.",
+            "confidence": "high",
+            "artifacts": [{"path": "scratch/lantern.md", "kind": "markdown", "role": "notes"}]
+        }))]}
+    ])
+}
+
+fn finish_reply(prefix: &str) -> Value {
+    json!({"toolCalls": [write(&format!("{prefix}_w"), REPLY), commit(&format!("{prefix}_c")),
+                         finish(&format!("{prefix}_f"))]})
+}
+
+fn events_of(fixture: &Fixture, kind: &str) -> Vec<Value> {
+    fixture
+        .events()
+        .into_iter()
+        .filter(|event| event.r#type == kind)
+        .map(|event| event.payload)
+        .collect()
+}
+
+fn directory(profiles: Vec<Profile>) -> AgentDirectory {
+    AgentDirectory::new(profiles).expect("directory")
+}
+
+#[tokio::test]
+async fn a_delegated_task_runs_returns_and_is_awaited() {
+    let fixture = Fixture::new();
+    let models = book(
+        json!([
+            {"toolCalls": [delegate("p1", "researcher")]},
+            {"toolCalls": [call("p2", "agent_await", json!({"mode": "allCompleted", "timeoutMs": 20000}))]},
+            finish_reply("p3")
+        ]),
+        json!({"researcher": research_script("r")}),
+    );
+    let summary = fixture
+        .run_agents(
+            &writer(json!({})),
+            models,
+            directory(vec![researcher(json!({}))]),
+            config(),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(summary.tasks.len(), 1);
+    let task = &summary.tasks[0];
+    assert_eq!(
+        (task.agent_id.as_str(), task.status),
+        ("researcher", "completed")
+    );
+
+    // The parent read the child's report through agent.await.
+    let awaited = fixture.tool_result("p2");
+    let content = awaited["content"].as_str().expect("content");
+    assert!(
+        content.contains("The lantern came from the Drowned Library."),
+        "{content}"
+    );
+    assert!(
+        content.contains("scratch/lantern.md (markdown, notes)"),
+        "{content}"
+    );
+    assert_eq!(awaited["structured"]["tasks"][0]["status"], "completed");
+    assert_eq!(awaited["structured"]["timedOut"], false);
+
+    // The child's result files.
+    let child = &task.child_invocation_id;
+    let result: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture.run_dir.join(format!("agent-results/{child}.json")))
+            .expect("agent result"),
+    )
+    .expect("json");
+    assert_eq!(result["kind"], "toolhost.agentTaskResult");
+    assert_eq!(result["runtime"]["parentInvocationId"], "inv_root");
+    assert_eq!(result["runtime"]["workspaceKey"], "researcher");
+    let summary_md =
+        std::fs::read_to_string(fixture.run_dir.join("summaries/researcher-result.md"))
+            .expect("summary file");
+    assert!(summary_md.contains("Drowned Library"));
+    // The child's replies are stored under its own invocation.
+    assert!(
+        fixture
+            .run_dir
+            .join(format!("model-responses/{child}/round-001.json"))
+            .exists()
+    );
+    // The brief reached the child, extra keys included.
+    let started = &events_of(&fixture, "agent_delegate_started")[0];
+    assert_eq!(started["targetProfileId"], "researcher");
+    let first_request: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            fixture
+                .run_dir
+                .join(format!("model-responses/{child}/round-001.json")),
+        )
+        .expect("reply"),
+    )
+    .expect("json");
+    assert_eq!(first_request["invocationId"], child.as_str());
+    assert_eq!(events_of(&fixture, "task_return_completed").len(), 1);
+}
+
+/// Records every request an agent sends; before answering round
+/// `hold_round`, waits until `ready` exists.
+struct Watching {
+    inner: ScriptedModel,
+    requests: Mutex<Vec<AgentModelRequest>>,
+    hold_round: usize,
+    ready: std::path::PathBuf,
+}
+
+impl AgentModel for Watching {
+    fn describe(&self) -> String {
+        "watching".into()
+    }
+
+    fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
+        Box::pin(async move {
+            let round = {
+                let mut requests = self.requests.lock().expect("lock");
+                requests.push(request.clone());
+                requests.len()
+            };
+            if round == self.hold_round {
+                while !self.ready.exists() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+            self.inner.complete(request).await
+        })
+    }
+}
+
+/// The root is a `Watching` model; every other agent reads its script.
+struct Mixed {
+    root: Arc<Watching>,
+    others: Arc<ScriptBook>,
+}
+
+impl ModelSource for Mixed {
+    fn model_for(&self, agent_id: &str) -> Arc<dyn AgentModel> {
+        if agent_id == "writer" {
+            self.root.clone()
+        } else {
+            self.others.model_for(agent_id)
+        }
+    }
+
+    fn describe(&self) -> String {
+        "mixed".into()
+    }
+}
+
+#[tokio::test]
+async fn results_reach_the_parent_without_await() {
+    let fixture = Fixture::new();
+    let root = Arc::new(Watching {
+        inner: script(json!([
+            {"toolCalls": [delegate("p1", "researcher")]},
+            {"toolCalls": [call("p2", "workspace_read_file", json!({"path": "scratch/lantern.md"}))]},
+            finish_reply("p3")
+        ])),
+        requests: Mutex::new(Vec::new()),
+        // Round 2 waits for the child's result, so it has ended by then.
+        hold_round: 2,
+        ready: fixture.run_dir.join("summaries/researcher-result.md"),
+    });
+    let models = Arc::new(Mixed {
+        root: root.clone(),
+        others: book(json!([]), json!({"researcher": research_script("r")})),
+    });
+    let summary = fixture
+        .run_agents(
+            &writer(json!({})),
+            models,
+            directory(vec![researcher(json!({}))]),
+            config(),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let requests = root.requests.lock().expect("lock");
+    assert_eq!(requests.len(), 3);
+    let notice = |request: &AgentModelRequest| {
+        request.messages.iter().any(|message| {
+            message
+                .text()
+                .contains("[system notice] Tasks you delegated have ended")
+        })
+    };
+    assert!(!notice(&requests[1]), "not before the task ended");
+    assert!(notice(&requests[2]), "the third request carries the result");
+    let injected = &events_of(&fixture, "child_results_injected")[0];
+    assert_eq!(injected["round"], 2);
+}
+
+/// Never answers: a child that is still working.
+struct Stuck;
+
+impl AgentModel for Stuck {
+    fn describe(&self) -> String {
+        "stuck".into()
+    }
+
+    fn complete<'a>(&'a self, _request: &'a AgentModelRequest) -> ModelFuture<'a> {
+        Box::pin(pending())
+    }
+}
+
+struct StuckChildren(Arc<ScriptBook>);
+
+impl ModelSource for StuckChildren {
+    fn model_for(&self, agent_id: &str) -> Arc<dyn AgentModel> {
+        if agent_id == "writer" {
+            self.0.model_for(agent_id)
+        } else {
+            Arc::new(Stuck)
+        }
+    }
+
+    fn describe(&self) -> String {
+        "stuck children".into()
+    }
+}
+
+#[tokio::test]
+async fn finish_cancels_unfinished_children_and_handoff_waits_for_them() {
+    let fixture = Fixture::new();
+    let models = Arc::new(StuckChildren(book(
+        json!([
+            {"toolCalls": [delegate("p1", "researcher")]},
+            // Refused: a handoff leaves no task behind.
+            {"toolCalls": [call("p2", "agent_handoff", json!({"agentId": "editor", "handoff": {"objective": "Finish"}}))]},
+            {"toolCalls": [call("p3", "agent_await", json!({"mode": "nextCompleted", "timeoutMs": 50}))]},
+            finish_reply("p4")
+        ]),
+        json!({}),
+    )));
+    let summary = fixture
+        .run_agents(
+            &writer(json!({})),
+            models,
+            directory(vec![researcher(json!({})), editor(json!({}))]),
+            config(),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(
+        fixture.tool_result("p2")["errorCode"],
+        "agent.handoff_pending_tasks"
+    );
+    let waited = fixture.tool_result("p3");
+    assert_eq!(waited["structured"]["timedOut"], true);
+    assert_eq!(waited["structured"]["tasks"][0]["status"], "running");
+    assert_eq!(summary.tasks[0].status, "cancelled");
+    let finished = fixture.tool_result("p4_f");
+    assert_eq!(
+        finished["structured"]["cancelledTasks"][0],
+        summary.tasks[0].task_id.as_str()
+    );
+    let ended = &events_of(&fixture, "agent_task_ended")[0];
+    assert_eq!(ended["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_handoff_chain_continues_the_run_until_its_depth_limit() {
+    let fixture = Fixture::new();
+    let models = book(
+        json!([
+            {"toolCalls": [write("w1", "Draft by the writer."), commit("w2"),
+                call("w3", "agent_handoff", json!({
+                    "agentId": "editor",
+                    "handoff": {"objective": "Polish the reply", "mustPreserve": ["the lantern"]}
+                }))]}
+        ]),
+        json!({"editor": [
+            // The editor may not hand off again: depth 1 is used up.
+            {"toolCalls": [call("e1", "agent_handoff", json!({"agentId": "writer", "handoff": {"objective": "Back to you"}}))]},
+            // The writer's commit counts: the editor may finish at once.
+            {"toolCalls": [finish("e2")]}
+        ]}),
+    );
+    let summary = fixture
+        .run_agents(
+            &writer(json!({"delegation": {"callable": true, "allowAsHandoffTarget": true}})),
+            models,
+            directory(vec![editor(json!({}))]),
+            config(),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(
+        summary.agents,
+        vec!["writer".to_owned(), "editor".to_owned()]
+    );
+    assert_eq!(
+        fixture.tool_result("w3")["structured"]["status"],
+        "accepted"
+    );
+    assert!(
+        fixture.tool_result("w3")["content"]
+            .as_str()
+            .expect("content")
+            .starts_with("Handoff accepted for Agent Editor.")
+    );
+    assert_eq!(
+        fixture.tool_result("e1")["errorCode"],
+        "agent.handoff_depth_exhausted"
+    );
+    let accepted = &events_of(&fixture, "agent_handoff_accepted")[0];
+    assert_eq!(accepted["depth"], 1);
+    // The editor's first request is the rendered brief.
+    let next = accepted["newInvocationId"].as_str().expect("id");
+    let stored: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            fixture
+                .run_dir
+                .join(format!("model-responses/{next}/round-001.json")),
+        )
+        .expect("reply"),
+    )
+    .expect("json");
+    assert_eq!(stored["invocationId"], next);
+    assert_eq!(
+        fixture.chat().messages().last().expect("reply").text(),
+        "Draft by the writer."
+    );
+}
+
+#[tokio::test]
+async fn delegation_policy_and_budgets_are_recoverable_refusals() {
+    let fixture = Fixture::new();
+    let models = book(
+        json!([
+            {"toolCalls": [
+                delegate("p1", "nobody"),
+                delegate("p2", "editor"),
+                delegate("p3", "researcher"),
+                delegate("p4", "researcher")
+            ]},
+            finish_reply("p5")
+        ]),
+        json!({"researcher": [{"toolCalls": [call("r1", "task_return", json!({"summary": "ok"}))]}]}),
+    );
+    let summary = fixture
+        .run_agents(
+            &writer(json!({})),
+            models,
+            directory(vec![
+                researcher(json!({"delegation": {"maxInvocationsPerRun": 1}})),
+                editor(json!({})),
+            ]),
+            config(),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(
+        fixture.tool_result("p1")["errorCode"],
+        "agent.target_profile_not_found"
+    );
+    assert_eq!(
+        fixture.tool_result("p2")["errorCode"],
+        "agent.delegation_policy_denied"
+    );
+    assert_eq!(fixture.tool_result("p3")["isError"], false);
+    assert_eq!(
+        fixture.tool_result("p4")["errorCode"],
+        "agent.delegation_budget_exhausted"
+    );
+    assert_eq!(summary.tasks.len(), 1);
+}
+
+#[tokio::test]
+async fn a_caller_the_target_does_not_accept_is_refused() {
+    let fixture = Fixture::new();
+    let models = book(
+        json!([{"toolCalls": [delegate("p1", "researcher")]}, finish_reply("p2")]),
+        json!({}),
+    );
+    let summary = fixture
+        .run_agents(
+            &writer(json!({})),
+            models,
+            directory(vec![researcher(
+                json!({"delegation": {"allowedCallers": ["planner"]}}),
+            )]),
+            config(),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed);
+    let refused = fixture.tool_result("p1");
+    assert_eq!(refused["errorCode"], "agent.delegation_policy_denied");
+    assert!(
+        refused["content"]
+            .as_str()
+            .expect("content")
+            .contains("does not accept calls from writer")
+    );
+}
+
+#[tokio::test]
+async fn persist_is_promoted_only_when_the_run_finishes() {
+    for (finishes, replies) in [
+        (
+            true,
+            json!([{"toolCalls": [
+                call("a", "workspace_write_file", json!({"path": "persist/notes.md", "content": "Mirelle owes Ren."})),
+                write("b", REPLY), commit("c"), finish("d")
+            ]}]),
+        ),
+        (
+            false,
+            json!([
+                {"toolCalls": [call("a", "workspace_write_file", json!({"path": "persist/notes.md", "content": "Mirelle owes Ren."}))]},
+                {"text": "done?"}
+            ]),
+        ),
+    ] {
+        let fixture = Fixture::new();
+        let persist = fixture.run_dir.with_file_name("persist-dir");
+        std::fs::create_dir_all(&persist).expect("persist dir");
+        std::fs::write(persist.join("kept.md"), "from an earlier run").expect("seed");
+        let config = LoopConfig {
+            persist_dir: Some(persist.clone()),
+            max_rounds: Some(2),
+            ..config()
+        };
+        let summary = fixture
+            .run_with(&writer(json!({})), Arc::new(script(replies)), config)
+            .await;
+        assert_eq!(
+            summary.status == RunStatus::Completed,
+            finishes,
+            "{summary:?}"
+        );
+        // The earlier file was projected into the run either way.
+        assert!(fixture.run_dir.join("persist/kept.md").exists());
+        assert_eq!(persist.join("notes.md").exists(), finishes);
+        assert_eq!(
+            events_of(&fixture, "persistent_changes_committed").len(),
+            usize::from(finishes)
+        );
+    }
+}
+
+#[test]
+fn a_script_gives_each_agent_its_own_replies() {
+    let models = book(
+        json!([{"text": "root"}]),
+        json!({"researcher": [{"text": "child"}]}),
+    );
+    assert_eq!(models.agent("writer").remaining(), 1);
+    assert_eq!(models.agent("researcher").remaining(), 1);
+    assert!(
+        models
+            .agent("researcher")
+            .describe()
+            .ends_with("#researcher")
+    );
+    let error = ScriptBook::parse(
+        r#"{"schemaVersion":1,"kind":"toolhost.modelScript","replies":[],"agents":{"x":[{"bad":1}]}}"#,
+        "inline",
+    )
+    .expect_err("bad agent reply");
+    assert!(error.to_string().contains("agents.x[0]"), "{error}");
+    let _: &dyn ModelSource = models.as_ref();
+    let _ = LoopConfig::default();
+}

@@ -1,0 +1,223 @@
+//! A run bound to a copy of the fixture chat, driven by scripted models
+//! through the real builtin components, and readers for what it leaves.
+
+#![allow(dead_code)] // each test binary uses its own share
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost_chat::ChatFile;
+use toolhost_core::Profile;
+use toolhost_journal::{Durability, JournalEvent, read_events};
+use toolhost_model::{AgentModel, ModelSource, SameModel, ScriptedModel};
+use toolhost_runtime::{
+    AgentDirectory, LoopConfig, LoopParts, LoopSummary, RetryPolicy, Run, RunBindings,
+    SillyTavernChatHost, ToolHost, ToolHostConfig, run_agent_loop,
+};
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+pub fn host() -> Arc<ToolHost> {
+    static HOST: OnceLock<Arc<ToolHost>> = OnceLock::new();
+    Arc::clone(HOST.get_or_init(|| {
+        std::thread::spawn(|| {
+            let host = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}))
+                .expect("builtins load");
+            Arc::new(host)
+        })
+        .join()
+        .expect("loader thread")
+    }))
+}
+
+pub fn parts(run: &Arc<Run>, models: Arc<dyn ModelSource>, agents: AgentDirectory) -> LoopParts {
+    LoopParts {
+        host: host(),
+        models,
+        chat: Arc::new(SillyTavernChatHost::new(Arc::clone(
+            run.chat().expect("bound chat"),
+        ))),
+        agents,
+    }
+}
+
+pub fn profile(max_rounds: u32, presentation: &str) -> Profile {
+    Profile::from_json(
+        &json!({
+            "schemaVersion": 1,
+            "kind": "toolhost.agentProfile",
+            "id": "writer",
+            "displayName": "Test writer",
+            "tools": {
+                "allow": [
+                    "chat.read_messages",
+                    "workspace.read_file",
+                    "workspace.write_file",
+                    "workspace.commit",
+                    "workspace.finish"
+                ],
+                "maxRounds": max_rounds
+            },
+            "run": {"presentation": presentation}
+        })
+        .to_string(),
+    )
+    .expect("profile")
+}
+
+/// One test's run: a temp dir with a copy of the fixture chat.
+pub struct Fixture {
+    pub _dir: tempfile::TempDir,
+    pub chat: PathBuf,
+    pub run_dir: PathBuf,
+    pub original: Vec<u8>,
+}
+
+impl Fixture {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let chat = dir.path().join("chat.jsonl");
+        std::fs::copy(fixtures().join("chats/long_character_chat.jsonl"), &chat).expect("copy");
+        let original = std::fs::read(&chat).expect("read");
+        let run_dir = dir.path().join("run");
+        Self {
+            _dir: dir,
+            chat,
+            run_dir,
+            original,
+        }
+    }
+
+    pub async fn run_with(
+        &self,
+        profile: &Profile,
+        model: Arc<dyn AgentModel>,
+        config: LoopConfig,
+    ) -> LoopSummary {
+        self.run_agents(
+            profile,
+            Arc::new(SameModel(model)),
+            AgentDirectory::default(),
+            config,
+        )
+        .await
+    }
+
+    pub async fn run_agents(
+        &self,
+        profile: &Profile,
+        models: Arc<dyn ModelSource>,
+        agents: AgentDirectory,
+        config: LoopConfig,
+    ) -> LoopSummary {
+        let bindings = RunBindings {
+            chat: Some(self.chat.clone()),
+            ..RunBindings::default()
+        };
+        let run =
+            Run::create_with(&self.run_dir, profile, Durability::Batched, &bindings).expect("run");
+        run_agent_loop(&run, parts(&run, models, agents), &config).await
+    }
+
+    pub async fn run(&self, max_rounds: u32, replies: Value) -> LoopSummary {
+        self.run_with(
+            &profile(max_rounds, "foreground"),
+            Arc::new(script(replies)),
+            config(),
+        )
+        .await
+    }
+
+    pub fn events(&self) -> Vec<JournalEvent> {
+        read_events(self.run_dir.join("events.jsonl")).expect("journal")
+    }
+
+    pub fn types(&self) -> Vec<String> {
+        self.events()
+            .into_iter()
+            .map(|event| event.r#type)
+            .collect()
+    }
+
+    pub fn event(&self, kind: &str) -> Value {
+        self.events()
+            .into_iter()
+            .find(|event| event.r#type == kind)
+            .unwrap_or_else(|| panic!("no {kind} event"))
+            .payload
+    }
+
+    pub fn chat(&self) -> ChatFile {
+        ChatFile::load(&self.chat).expect("the chat stays valid SillyTavern JSONL")
+    }
+
+    /// The chat's lines before the run's message are byte for byte the
+    /// original file.
+    pub fn assert_prefix_untouched(&self) {
+        let now = std::fs::read(&self.chat).expect("read");
+        assert!(
+            now.starts_with(&self.original),
+            "the original lines must stay byte for byte"
+        );
+    }
+
+    pub fn tool_result(&self, call_id: &str) -> Value {
+        let path = self
+            .run_dir
+            .join("tool-results")
+            .join(format!("{}.json", toolhost_journal::audit_stem(call_id)));
+        let text = std::fs::read_to_string(&path).expect("stored result");
+        let record: Value = serde_json::from_str(&text).expect("json");
+        record["result"].clone()
+    }
+}
+
+pub fn config() -> LoopConfig {
+    LoopConfig {
+        task: "Write the next reply of this chat.".into(),
+        retry: RetryPolicy {
+            max_retries: 2,
+            initial_delay: Duration::from_millis(1),
+        },
+        ..LoopConfig::default()
+    }
+}
+
+pub fn script(replies: Value) -> ScriptedModel {
+    ScriptedModel::parse(
+        &json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": replies})
+            .to_string(),
+        "test",
+    )
+    .expect("script")
+}
+
+pub fn call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"id": id, "name": name, "arguments": arguments})
+}
+
+pub fn write(id: &str, text: &str) -> Value {
+    call(
+        id,
+        "workspace_write_file",
+        json!({"path": "output/main.md", "content": text}),
+    )
+}
+
+pub fn commit(id: &str) -> Value {
+    call(id, "workspace_commit", json!({}))
+}
+
+pub fn finish(id: &str) -> Value {
+    call(id, "workspace_finish", json!({"reason": "done"}))
+}
+
+pub const REPLY: &str = "*Mirelle folds the map.* Then we leave at dawn.";
