@@ -438,6 +438,17 @@ impl Profile {
     /// callers that are not agents (`toolhost call` without `--profile`).
     /// Not checked against the builtin list: any catalog tool may be named.
     pub fn for_tools(id: &str, tools: Vec<ToolId>) -> Self {
+        let offers = |name: &str| {
+            tools
+                .iter()
+                .any(|tool| tool.is_builtin() && tool.native_name() == name)
+        };
+        // The delegation flags the offered agent tools require.
+        let delegation = DelegationPolicy {
+            can_delegate: offers("agent.delegate") || offers("agent.await") || offers("agent.list"),
+            can_handoff: offers("agent.handoff"),
+            ..DelegationPolicy::default()
+        };
         Self {
             schema_version: PROFILE_SCHEMA_VERSION,
             kind: PROFILE_KIND.into(),
@@ -454,7 +465,7 @@ impl Profile {
             },
             workspace: WorkspacePolicy::default(),
             skills: SkillPolicy::default(),
-            delegation: DelegationPolicy::default(),
+            delegation,
             run: RunPolicy::default(),
             model: ModelSettings::default(),
             sandbox: SandboxPolicy::default(),
