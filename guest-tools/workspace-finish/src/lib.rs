@@ -16,8 +16,9 @@ impl Tool for WorkspaceFinish {
     fn describe() -> Descriptor {
         Descriptor::new(
             NATIVE_NAME,
-            "Finish the run once your reply is committed. Call it last, alone or as the \
-             last call of a round; calls after it are refused.",
+            "Finish the run once your reply is committed. It must be the last tool call of \
+             its reply: anywhere else it is refused (the other calls still run) and you call \
+             it again.",
         )
         .title("Finish")
         .input_schema(json!({

@@ -191,7 +191,6 @@ pub fn details(event_type: &str, payload: &Value) -> String {
             number("messageIndex"),
             number("commitCount")
         ),
-        "chat_commit_failed" => format!("{}: {}", text("code"), first_line(text("message"))),
         "agent_loop_finished" => format!(
             "round {}, {} commit(s)",
             number("round"),
@@ -216,7 +215,12 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 .as_str()
                 .map(|error| format!(": {}", first_line(error)))
                 .unwrap_or_default();
-            format!("{} ({}) {}{error}", text("taskId"), text("agentId"), text("status"))
+            format!(
+                "{} ({}) {}{error}",
+                text("taskId"),
+                text("agentId"),
+                text("status")
+            )
         }
         "task_return_completed" => format!(
             "{} {} -> {}, {}",
@@ -229,7 +233,11 @@ pub fn details(event_type: &str, payload: &Value) -> String {
             "{} of {} task(s){}",
             text("mode"),
             payload["taskIds"].as_array().map_or(0, Vec::len),
-            if payload["timedOut"] == true { ", timed out" } else { "" }
+            if payload["timedOut"] == true {
+                ", timed out"
+            } else {
+                ""
+            }
         ),
         "child_results_injected" => format!(
             "round {}: {} task result(s) before the next request",
@@ -242,7 +250,14 @@ pub fn details(event_type: &str, payload: &Value) -> String {
             text("newInvocationId"),
             number("depth")
         ),
-        "run_failed" => format!("{}: {}", text("code"), first_line(text("message"))),
+        "run_failed" | "chat_commit_failed" => {
+            let message = text("message");
+            if message.starts_with(text("code")) {
+                first_line(message)
+            } else {
+                format!("{}: {}", text("code"), first_line(message))
+            }
+        }
         "run_completed" => String::new(),
         _ => {
             let mut compact = payload.clone();

@@ -93,7 +93,8 @@ enum Command {
     },
     /// Run an agent: the model's requests and tool calls, round after round,
     /// until it commits its reply into the chat and finishes (or fails).
-    /// Exit 0 completed, 1 partial success (commits kept), 2 failed.
+    /// Exit 0 completed, 1 partial success (commits kept), 2 failed, 130
+    /// cancelled (Ctrl-C).
     Run {
         /// The agent's profile [default: the built-in profiles/default.json].
         #[arg(long, value_name = "FILE")]
@@ -107,6 +108,10 @@ enum Command {
         /// The provider's model name [default: the profile's model.id].
         #[arg(long, value_name = "NAME")]
         model_name: Option<String>,
+        /// The most tokens one reply may have [default: the profile's
+        /// model.maxOutputTokens]; Anthropic requires a value.
+        #[arg(long, value_name = "N")]
+        max_output_tokens: Option<u32>,
         /// The environment variable holding the API key [default:
         /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY by kind].
         #[arg(long, value_name = "VAR")]
@@ -318,6 +323,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             inputs,
             model,
             model_name,
+            max_output_tokens,
             api_key_env,
             stream,
             model_timeout,
@@ -335,6 +341,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 bindings: inputs.bindings()?,
                 model,
                 model_name,
+                max_output_tokens,
                 api_key_env,
                 stream,
                 model_timeout: std::time::Duration::from_secs(model_timeout),

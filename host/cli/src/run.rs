@@ -14,7 +14,7 @@ use toolhost_core::profile::Presentation;
 use toolhost_journal::{Durability, Level, Observer};
 use toolhost_model::{HttpOptions, ModelSpec};
 use toolhost_runtime::{
-    AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunBindings, RunStatus,
+    AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunBindings, RunCancel, RunStatus,
     SillyTavernChatHost, ToolHost, run_agent_loop,
 };
 
@@ -25,6 +25,7 @@ pub struct RunArgs {
     pub bindings: RunBindings,
     pub model: String,
     pub model_name: Option<String>,
+    pub max_output_tokens: Option<u32>,
     pub api_key_env: Option<String>,
     pub stream: bool,
     pub model_timeout: Duration,
@@ -42,7 +43,7 @@ pub struct RunArgs {
 }
 
 /// Exit 0 when the run completed, 1 on a partial success (commits kept),
-/// 2 when it failed.
+/// 2 when it failed, 130 when it was cancelled.
 pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
     let profile = load::profile(args.profile.as_deref())?;
     let agents = match &args.agents {
@@ -91,13 +92,23 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
     );
     run.observe(Some(progress_printer(args.verbose)));
 
+    let cancel = RunCancel::new();
     let config = LoopConfig {
         task: args.task.clone(),
         model_name: args.model_name.clone(),
+        max_output_tokens: args.max_output_tokens,
         max_rounds: args.max_rounds,
         persist_dir: args.persist.clone(),
+        cancel: cancel.clone(),
         ..LoopConfig::default()
     };
+    // Ctrl-C stops the run at its next step; the journal records it.
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("cancelling the run (Ctrl-C)…");
+            cancel.cancel();
+        }
+    });
     let parts = LoopParts {
         host,
         models,
@@ -111,6 +122,7 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
         RunStatus::Completed => ExitCode::SUCCESS,
         RunStatus::PartialSuccess => ExitCode::from(1),
         RunStatus::Failed => ExitCode::from(2),
+        RunStatus::Cancelled => ExitCode::from(130),
     })
 }
 
@@ -132,7 +144,10 @@ fn progress_printer(verbose: bool) -> Observer {
             .strip_prefix("inv_")
             .map_or(invocation, |id| &id[..id.len().min(8)]);
         let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "{marker}{seq:>4} {who:<8} {event_type:<28} {details}");
+        let _ = writeln!(
+            stderr,
+            "{marker}{seq:>4} {who:<8} {event_type:<28} {details}"
+        );
     })
 }
 
@@ -145,6 +160,7 @@ fn print_summary(summary: &LoopSummary, chat: &std::path::Path, json: bool) -> R
         RunStatus::Completed => "completed",
         RunStatus::PartialSuccess => "partial success (the chat keeps its commits)",
         RunStatus::Failed => "failed",
+        RunStatus::Cancelled => "cancelled (commits made before stay)",
     };
     println!("status:   {status}");
     if let Some(message) = &summary.message {

@@ -416,7 +416,10 @@ fn snapshot_prints_the_compiled_snapshot_and_what_was_left_out() {
     );
     // The runtime gives a child task.return instead.
     let child_snapshot: Value = serde_json::from_slice(&child.stdout).expect("json");
-    assert!(child_snapshot.to_string().contains("\"task_return\""), "{child_snapshot}");
+    assert!(
+        child_snapshot.to_string().contains("\"task_return\""),
+        "{child_snapshot}"
+    );
 
     // Without --profile: the built-in default, where dice are off.
     let default = toolhost(cache.path(), &["snapshot"]);

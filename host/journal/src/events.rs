@@ -52,7 +52,7 @@ pub use agent_loop::{
     AgentAwaitCompleted, AgentDelegateStarted, AgentHandoffAccepted, AgentLoopFinished,
     AgentTaskEnded, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
     ChildResultsInjected, DirectOutputCaptured, DriftRecoveryAttempted, ModelCallAttemptFailed,
-    ModelCompleted, PersistentChangesCommitted, PreservedCommit, RunPartialSuccess,
+    ModelCompleted, PersistentChangesCommitted, PreservedCommit, RunCancelled, RunPartialSuccess,
     TaskReturnCompleted,
 };
 

@@ -23,9 +23,9 @@ pub use events::{
     AgentTaskEnded, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
     ChildResultsInjected, ContextAssembled, DirectOutputCaptured, DriftRecoveryAttempted, Event,
     ModelCallAttemptFailed, ModelCompleted, ModelRequestCreated, PersistentChangesCommitted,
-    PreservedCommit, RunCompleted, RunFailed, RunPartialSuccess, RunResumed, RunStarted,
-    TaskReturnCompleted, ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested,
-    ToolCallStarted, ToolCallSystemFailed, ToolResultStored,
+    PreservedCommit, RunCancelled, RunCompleted, RunFailed, RunPartialSuccess, RunResumed,
+    RunStarted, TaskReturnCompleted, ToolCallCompleted, ToolCallFailed, ToolCallOutcome,
+    ToolCallRequested, ToolCallStarted, ToolCallSystemFailed, ToolResultStored,
 };
 pub use journal::{
     Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent, Observer,

@@ -127,8 +127,7 @@ impl ScriptBook {
                 file.kind
             )));
         }
-        let default = ScriptedModel::from_raw(source, "replies", file.replies)
-            .map_err(&invalid)?;
+        let default = ScriptedModel::from_raw(source, "replies", file.replies).map_err(&invalid)?;
         let mut agents = BTreeMap::new();
         for (agent, replies) in file.agents {
             let model = ScriptedModel::from_raw(

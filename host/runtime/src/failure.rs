@@ -66,13 +66,17 @@ pub enum RunFailure {
     /// `model.tool_call_required`).
     #[error("{code}: {message}")]
     LoopExhausted { code: &'static str, message: String },
+    /// The run was cancelled from outside.
+    #[error("agent.cancelled: the run was cancelled")]
+    Cancelled,
 }
 
 /// Codes a user may retry as is (the model may do better next time).
-const USER_RETRYABLE: [&str; 3] = [
+const USER_RETRYABLE: [&str; 4] = [
     "model.tool_call_required",
     "agent.tool_after_finish",
     "agent.max_tool_rounds_exceeded",
+    "agent.cancelled",
 ];
 
 impl RunFailure {
@@ -134,6 +138,7 @@ impl Classified for RunFailure {
             Self::ModelClient(error) => error.code(),
             Self::ChatCommit(_) => "agent.chat_commit_failed",
             Self::LoopExhausted { code, .. } => code,
+            Self::Cancelled => "agent.cancelled",
         }
     }
 

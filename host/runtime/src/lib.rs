@@ -14,7 +14,7 @@ mod run;
 
 pub use agent_loop::{
     CommitRecord, DIRECT_OUTPUT_PATH, LoopConfig, LoopParts, LoopSummary, MESSAGE_BODY_PATH,
-    RetryPolicy, RunStatus, TaskSummary, run_agent_loop,
+    RetryPolicy, RunCancel, RunStatus, TaskSummary, run_agent_loop,
 };
 pub use agents::{AgentDirectory, AgentDirectoryError};
 pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};

@@ -376,6 +376,22 @@ impl Run {
         Ok(())
     }
 
+    /// Journal `run_cancelled` and make everything durable.
+    pub fn cancelled(
+        &self,
+        preserved_commit_count: usize,
+        cancelled_tasks: Vec<String>,
+    ) -> Result<(), RunFailure> {
+        let mut dir = self.dir();
+        dir.journal_mut().record(&toolhost_journal::RunCancelled {
+            code: "agent.cancelled",
+            preserved_commit_count,
+            cancelled_tasks,
+        })?;
+        dir.sync()?;
+        Ok(())
+    }
+
     /// Watch every journal event from now on (live progress lines).
     pub fn observe(&self, observer: Option<Observer>) {
         self.dir().journal_mut().set_observer(observer);

@@ -572,3 +572,81 @@ fn a_script_gives_each_agent_its_own_replies() {
     let _: &dyn ModelSource = models.as_ref();
     let _ = LoopConfig::default();
 }
+
+/// Answers from the script until it runs out, then never again.
+struct ThenStuck(ScriptedModel);
+
+impl AgentModel for ThenStuck {
+    fn describe(&self) -> String {
+        "then stuck".into()
+    }
+
+    fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
+        Box::pin(async move {
+            if self.0.remaining() == 0 {
+                pending::<()>().await;
+            }
+            self.0.complete(request).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_run_stops_keeps_its_commits_and_cancels_its_tasks() {
+    let fixture = Fixture::new();
+    let models = Arc::new(StuckChildren(Arc::new(
+        ScriptBook::parse(
+            &json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": []}).to_string(),
+            "empty",
+        )
+        .expect("script"),
+    )));
+    // The root commits and delegates, then waits on a model that never answers.
+    let root = Arc::new(ThenStuck(script(json!([
+        {"toolCalls": [write("p1", REPLY), commit("p2"), delegate("p3", "researcher")]}
+    ]))));
+    struct Root(Arc<ThenStuck>, Arc<StuckChildren>);
+    impl ModelSource for Root {
+        fn model_for(&self, agent_id: &str) -> Arc<dyn AgentModel> {
+            if agent_id == "writer" {
+                self.0.clone()
+            } else {
+                self.1.model_for(agent_id)
+            }
+        }
+        fn describe(&self) -> String {
+            "root".into()
+        }
+    }
+    let config = config();
+    let cancel = config.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let summary = tokio::time::timeout(
+        Duration::from_secs(30),
+        fixture.run_agents(
+            &writer(json!({})),
+            Arc::new(Root(root, models)),
+            directory(vec![researcher(json!({}))]),
+            config,
+        ),
+    )
+    .await
+    .expect("a cancelled run stops");
+    assert_eq!(summary.status, RunStatus::Cancelled, "{summary:?}");
+    assert_eq!(summary.code.as_deref(), Some("agent.cancelled"));
+    assert_eq!(summary.commits.len(), 1, "the commit stays");
+    assert_eq!(summary.tasks[0].status, "cancelled");
+    let cancelled = &events_of(&fixture, "run_cancelled")[0];
+    assert_eq!(cancelled["preservedCommitCount"], 1);
+    assert_eq!(
+        cancelled["cancelledTasks"][0],
+        summary.tasks[0].task_id.as_str()
+    );
+    assert_eq!(
+        fixture.chat().messages().last().expect("kept").text(),
+        REPLY
+    );
+}

@@ -312,3 +312,23 @@ impl Event for AgentHandoffAccepted {
         EventScope::new(self.source_invocation_id.clone())
     }
 }
+
+/// The run was stopped from outside; commits made before stay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunCancelled {
+    pub code: &'static str,
+    pub preserved_commit_count: usize,
+    /// Delegated tasks stopped with it.
+    pub cancelled_tasks: Vec<String>,
+}
+
+impl Event for RunCancelled {
+    const TYPE: &'static str = "run_cancelled";
+    fn level(&self) -> Level {
+        Level::Warn
+    }
+    fn scope(&self) -> EventScope {
+        EventScope::root()
+    }
+}

@@ -125,7 +125,11 @@ impl InvocationLoop<'_> {
                 .or_else(|| profile.model.id.clone())
                 .unwrap_or_default(),
             temperature: profile.model.temperature,
-            max_output_tokens: profile.model.max_output_tokens,
+            max_output_tokens: self
+                .shared
+                .config
+                .max_output_tokens
+                .or(profile.model.max_output_tokens),
         };
         let system = system_prompt(&profile, &self.session, self.foreground());
         let mut history = vec![AgentModelMessage::user_text(
@@ -134,6 +138,9 @@ impl InvocationLoop<'_> {
         let max_rounds = self.spec.max_rounds;
 
         while self.session.round() < max_rounds {
+            if self.shared.config.cancel.is_cancelled() {
+                return Err(RunFailure::Cancelled);
+            }
             let turn = self
                 .session
                 .begin_turn(ToolChoice::Auto, &self.model.describe())?;
@@ -147,7 +154,8 @@ impl InvocationLoop<'_> {
                 messages: history.clone(),
                 turn,
             };
-            let reply = self.ask(&request, round).await?;
+            let shared = self.shared;
+            let reply = unless_cancelled(shared, self.ask(&request, round)).await?;
             let response_path = self.store_reply(&reply, round)?;
             let message = reply.response.message;
             let calls: Vec<ToolInvocation> = message.tool_calls().cloned().collect();
@@ -191,17 +199,16 @@ impl InvocationLoop<'_> {
                         ),
                     )?
                 } else {
-                    let mut executed = self
-                        .session
-                        .execute(
-                            self.shared.parts.host.as_ref(),
-                            &request.turn,
-                            call,
-                            CallEntropy::fresh(),
-                        )
-                        .await?;
+                    let execution = self.session.execute(
+                        shared.parts.host.as_ref(),
+                        &request.turn,
+                        call,
+                        CallEntropy::fresh(),
+                    );
+                    let mut executed = unless_cancelled(shared, execution).await?;
                     if let Some(effect) = executed.take_effect() {
-                        match self.apply(&mut executed, effect, round).await {
+                        let applied = self.apply(&mut executed, effect, round);
+                        match unless_cancelled(shared, applied).await {
                             Ok(Applied::Ends(end)) => ends = Some(end),
                             Ok(Applied::Nothing) => {}
                             Err(failure) => return Err(self.session.fail_call(&executed, failure)),
@@ -462,7 +469,7 @@ impl InvocationLoop<'_> {
                 }
             }
             ToolEffect::Finish { reason } => return Ok(self.finish(executed, reason)),
-            ToolEffect::Delegate { agent_id, task } => self.delegate(&agent_id, task),
+            ToolEffect::Delegate { agent_id, task } => self.delegate(&agent_id, task)?,
             ToolEffect::AwaitTasks {
                 task_ids,
                 mode,
@@ -517,7 +524,19 @@ impl InvocationLoop<'_> {
     }
 
     /// Start a child invocation for `agent_id` in the background.
-    fn delegate(&self, agent_id: &str, task: Value) -> Result<ToolSuccess, ToolFailure> {
+    fn delegate(
+        &self,
+        agent_id: &str,
+        task: Value,
+    ) -> Result<Result<ToolSuccess, ToolFailure>, RunFailure> {
+        match self.check_delegation(agent_id) {
+            Ok(target) => self.start_child(agent_id, target, task).map(Ok),
+            Err(refused) => Ok(Err(refused)),
+        }
+    }
+
+    /// The target profile, when the caller may delegate to it now.
+    fn check_delegation(&self, agent_id: &str) -> Result<Arc<Profile>, ToolFailure> {
         let caller = &self.spec.profile;
         if !caller.delegation.can_delegate {
             return Err(ToolFailure::new(
@@ -561,6 +580,18 @@ impl InvocationLoop<'_> {
                 ),
             ));
         }
+        Ok(target)
+    }
+
+    /// Register the task and start its child invocation in the background.
+    fn start_child(
+        &self,
+        agent_id: &str,
+        target: Arc<Profile>,
+        task: Value,
+    ) -> Result<ToolSuccess, RunFailure> {
+        let caller = &self.spec.profile;
+        let tasks = &self.shared.tasks;
         let task_id = format!("task_{}", uuid::Uuid::new_v4().simple());
         let child_id = format!("inv_{}", uuid::Uuid::new_v4().simple());
         let workspace_key = tasks.workspace_key(agent_id);
@@ -577,15 +608,13 @@ impl InvocationLoop<'_> {
                 error: None,
             },
         );
-        if let Err(error) = self.shared.run.record(&AgentDelegateStarted {
+        self.shared.run.record(&AgentDelegateStarted {
             task_id: task_id.clone(),
             parent_invocation_id: self.id().to_owned(),
             child_invocation_id: child_id.clone(),
             target_profile_id: agent_id.to_owned(),
             workspace_key: workspace_key.clone(),
-        }) {
-            tracing::error!(%error, "could not journal a delegation");
-        }
+        })?;
         let spec = InvocationSpec {
             invocation_id: child_id.clone(),
             max_rounds: target.tools.max_rounds.max(1),
@@ -613,6 +642,14 @@ impl InvocationLoop<'_> {
                     None,
                     Some("the task ended without task_return".into()),
                 ),
+                Err(RunFailure::Cancelled) => shared.tasks.finish(
+                    run,
+                    &spawned_task_id,
+                    TaskStatus::Cancelled,
+                    None,
+                    None,
+                    Some("cancelled with the run".into()),
+                ),
                 Err(failure) => shared.tasks.finish(
                     run,
                     &spawned_task_id,
@@ -624,12 +661,14 @@ impl InvocationLoop<'_> {
             }
         });
         tasks.set_abort(&task_id, handle.abort_handle());
-        success(
-            format!(
+        Ok(ToolSuccess {
+            content: format!(
                 "Delegated {task_id} to {agent_id}. It runs in the background; its result reaches you with agent_await, or by itself after a later tool call."
             ),
-            json!({"taskId": task_id, "status": "running", "agentId": agent_id}),
-        )
+            structured: json!({"taskId": task_id, "status": "running", "agentId": agent_id}),
+            resource_refs: Vec::new(),
+            effect: None,
+        })
     }
 
     async fn await_tasks(
@@ -851,6 +890,18 @@ impl InvocationLoop<'_> {
             effect: None,
         }));
         Ok(Applied::Ends(InvocationEnd::Returned))
+    }
+}
+
+/// `future`, unless the run is cancelled first.
+async fn unless_cancelled<T>(
+    shared: &RunShared,
+    future: impl std::future::Future<Output = Result<T, RunFailure>>,
+) -> Result<T, RunFailure> {
+    tokio::select! {
+        biased;
+        () = shared.config.cancel.cancelled() => Err(RunFailure::Cancelled),
+        result = future => result,
     }
 }
 

@@ -26,9 +26,12 @@
 //! `run_partial_success` (the chat keeps the commits); before, `run_failed`.
 //! A child's failure only fails its task.
 
+mod cancel;
 mod invocation;
 mod shared;
 mod tasks;
+
+pub use cancel::RunCancel;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -76,12 +79,16 @@ pub struct LoopConfig {
     pub task: String,
     /// The provider's model name; overrides the profiles' `model.id`.
     pub model_name: Option<String>,
+    /// Overrides the profiles' `model.maxOutputTokens`.
+    pub max_output_tokens: Option<u32>,
     /// Overrides the root profile's `tools.maxRounds`.
     pub max_rounds: Option<u32>,
     pub retry: RetryPolicy,
     /// The chat's persist directory: projected into `persist/` when the
     /// loop starts, changed files copied back when the run finishes.
     pub persist_dir: Option<PathBuf>,
+    /// Stops the run from outside.
+    pub cancel: RunCancel,
 }
 
 /// What a run talks to.
@@ -103,6 +110,8 @@ pub enum RunStatus {
     Completed,
     PartialSuccess,
     Failed,
+    /// Stopped through [`RunCancel`]; commits made before stay.
+    Cancelled,
 }
 
 /// One commit that reached the chat.

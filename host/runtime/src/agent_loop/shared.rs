@@ -186,7 +186,15 @@ impl RunShared {
 
     /// Cancel what still runs, journal the run's end and sum it up.
     pub fn end(&self, ended: Result<(), RunFailure>) -> LoopSummary {
-        self.tasks.cancel_all(&self.run);
+        self.tasks.cancel(&self.run, None);
+        // Cancelled now or, racing the same token, by themselves just before.
+        let cancelled_tasks: Vec<String> = self
+            .tasks
+            .summaries()
+            .into_iter()
+            .filter(|task| task.status == "cancelled")
+            .map(|task| task.task_id)
+            .collect();
         let ledger = self.ledger();
         let mut summary = LoopSummary {
             status: RunStatus::Completed,
@@ -202,6 +210,13 @@ impl RunShared {
         };
         let journalled = match ended {
             Ok(()) => self.run.complete(),
+            Err(RunFailure::Cancelled) => {
+                summary.status = RunStatus::Cancelled;
+                summary.code = Some("agent.cancelled".into());
+                summary.message = Some(RunFailure::Cancelled.to_string());
+                summary.user_retryable = true;
+                self.run.cancelled(ledger.commits.len(), cancelled_tasks)
+            }
             Err(failure) => {
                 summary.code = Some(failure.code().to_owned());
                 summary.message = Some(failure.to_string());

@@ -211,10 +211,6 @@ impl TaskBoard {
         cancelled
     }
 
-    pub fn cancel_all(&self, run: &Run) {
-        self.cancel(run, None);
-    }
-
     /// `parent`'s ended tasks it has not been told about; now it has.
     pub fn take_undelivered(&self, parent: &str) -> Vec<TaskView> {
         let mut entries = self.entries();
@@ -383,8 +379,11 @@ pub(super) fn render_capsule(heading: &str, views: &[TaskView]) -> String {
                 }
             }
         }
-        if let Some(result_ref) = &view.result_ref {
-            text.push_str(&format!("\nFull result: {result_ref}\n"));
+        if view.result_ref.is_some() {
+            text.push_str(&format!(
+                "\nSummary file: summaries/{}-result.md\n",
+                view.workspace_key
+            ));
         }
     }
     text
