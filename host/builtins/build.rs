@@ -12,6 +12,7 @@ const BUILTIN_PACKAGES: &[&str] = &[
     "workspace-apply-patch",
     "workspace-commit",
     "workspace-finish",
+    "agent-list",
     "agent-delegate",
     "agent-await",
     "agent-handoff",

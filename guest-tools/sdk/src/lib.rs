@@ -31,6 +31,7 @@
 //! component. Everything except the host capability calls also compiles
 //! natively, so tool logic is unit-tested with a plain `cargo test`.
 
+pub mod agents;
 pub mod args;
 pub mod knowledge;
 pub mod log;
@@ -48,15 +49,15 @@ pub use toolhost_text as text;
 pub use args::Arguments;
 pub use output::{Annotations, Descriptor, Output, ToolError};
 
-/// Raw bindings of `toolhost:host/all-capabilities@0.1.2`. Tool code normally
+/// Raw bindings of `toolhost:host/all-capabilities@0.1.3`. Tool code normally
 /// uses the safe wrappers ([`log`], [`random`]) instead.
 ///
 /// Only the capabilities a tool actually calls end up as imports of its
 /// component; the host checks them against the tool's grant at load.
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "toolhost:host/all-capabilities@0.1.2",
-        path: ["../../wit/tool", "../../wit/host-0.1.2"],
+        world: "toolhost:host/all-capabilities@0.1.3",
+        path: ["../../wit/tool", "../../wit/host-0.1.3"],
         generate_all,
         pub_export_macro: true,
         export_macro_name: "__export_raw",

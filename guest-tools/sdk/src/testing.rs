@@ -345,3 +345,25 @@ impl crate::knowledge::Skills for MemorySkills {
         Ok(())
     }
 }
+
+/// In-memory `agent-read`: agents with the operations this caller may use.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryAgents(pub Vec<crate::agents::AgentSummary>);
+
+impl crate::agents::Agents for MemoryAgents {
+    fn list_agents(&self, purpose: crate::agents::Purpose) -> Vec<crate::agents::AgentSummary> {
+        use crate::agents::Purpose;
+        let mut listed: Vec<_> = self
+            .0
+            .iter()
+            .filter(|agent| match purpose {
+                Purpose::Any => !agent.operations.is_empty(),
+                Purpose::Delegate => agent.operations.iter().any(|op| op == "delegate"),
+                Purpose::Handoff => agent.operations.iter().any(|op| op == "handoff"),
+            })
+            .cloned()
+            .collect();
+        listed.sort_by(|a, b| a.profile_id.cmp(&b.profile_id));
+        listed
+    }
+}

@@ -382,8 +382,7 @@ fn snapshot_prints_the_compiled_snapshot_and_what_was_left_out() {
     std::fs::write(
         &profile,
         r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"p",
-            "tools":{"allow":["dice.roll","workspace.finish","agent.list"],"maxCallsPerRun":7,"maxCallsPerTool":{"dice.roll":2}},
-            "delegation":{"canDelegate":true},
+            "tools":{"allow":["dice.roll","workspace.finish","mcp/3f2b8c1e-9a4d-4e2f-8b6a-1c2d3e4f5a6b:get-forecast"],"maxCallsPerRun":7,"maxCallsPerTool":{"dice.roll":2}},
             "sandbox":{"limits":{"dice.roll":{"deadlineMs":250}}}}"#,
     )
     .expect("profile");
@@ -399,9 +398,9 @@ fn snapshot_prints_the_compiled_snapshot_and_what_was_left_out() {
         snapshot["bindings"][0]["limits"],
         serde_json::json!({"deadlineMs": 250})
     );
-    // agent.list has no component in this build.
+    // No MCP server is registered: nothing provides that tool.
     assert!(
-        stderr(&output).contains("omitted builtin:agent.list"),
+        stderr(&output).contains("omitted mcp/3f2b8c1e-9a4d-4e2f-8b6a-1c2d3e4f5a6b:get-forecast"),
         "{}",
         stderr(&output)
     );
@@ -602,7 +601,7 @@ fn run_drives_a_scripted_agent_to_a_committed_reply() {
     let summary: Value = serde_json::from_slice(&output.stdout).expect("summary json");
     assert_eq!(summary["status"], "completed");
     assert_eq!(summary["rounds"], 5);
-    assert_eq!(summary["toolCalls"], 12);
+    assert_eq!(summary["toolCalls"], 13);
     assert_eq!(summary["tasks"][0]["agentId"], "researcher");
     assert_eq!(summary["tasks"][0]["status"], "completed");
     assert_eq!(summary["commits"][0]["messageIndex"], 65);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolhost_core::Profile;
+use toolhost_sandbox::CallableAgent;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentDirectoryError {
@@ -97,6 +98,36 @@ impl AgentDirectory {
 
     pub fn is_empty(&self) -> bool {
         self.profiles.is_empty()
+    }
+
+    /// The agents `caller` may delegate to or hand off to, and which of the
+    /// two it may do with each (what `agent.list` shows).
+    pub fn callable_by(&self, caller: &Profile) -> Vec<CallableAgent> {
+        self.profiles
+            .values()
+            .filter(|target| target.id != caller.id)
+            .filter_map(|target| {
+                let delegate =
+                    caller.delegation.can_delegate && refusal(caller, target, false).is_none();
+                let handoff =
+                    caller.delegation.can_handoff && refusal(caller, target, true).is_none();
+                let limits = &target.delegation;
+                (delegate || handoff).then(|| CallableAgent {
+                    profile_id: target.id.clone(),
+                    display_name: target.display_name.clone(),
+                    description: limits
+                        .description_for_agents
+                        .clone()
+                        .or_else(|| target.description.clone()),
+                    delegate,
+                    handoff,
+                    result_budget_tokens: limits.result_budget_tokens,
+                    max_invocations_per_run: limits.max_invocations_per_run,
+                    max_concurrent_invocations: limits.max_concurrent_invocations,
+                    max_handoff_depth: limits.max_handoff_depth,
+                })
+            })
+            .collect()
     }
 }
 

@@ -27,7 +27,7 @@ use toolhost_journal::{
     ModelRequestCreated, ToolCallOutcome, ToolCallRequested, ToolCallStarted, ToolCallSystemFailed,
     ToolResultStored,
 };
-use toolhost_sandbox::{CallContext, CallEntropy, CallReport, SkillAccess};
+use toolhost_sandbox::{CallContext, CallEntropy, CallReport, CallableAgent, SkillAccess};
 use toolhost_workspace::WorkspaceSession;
 
 use crate::failure::RunFailure;
@@ -103,6 +103,9 @@ pub struct InvocationSession {
     stored_read_state: Option<Vec<u8>>,
     /// The skills this invocation may read, and its read budget.
     skills: Arc<SkillAccess>,
+    /// The agents this invocation's agent may call (`agent-read`); none
+    /// outside an agent run.
+    agents: Option<Arc<Vec<CallableAgent>>>,
 }
 
 impl InvocationSession {
@@ -125,7 +128,13 @@ impl InvocationSession {
             workspace,
             stored_read_state: None,
             skills,
+            agents: None,
         }
+    }
+
+    /// Tell this invocation's tools which agents it may call.
+    pub fn set_agents(&mut self, agents: Vec<CallableAgent>) {
+        self.agents = Some(Arc::new(agents));
     }
 
     /// Take over what an earlier process of this invocation had read.
@@ -280,6 +289,7 @@ impl InvocationSession {
                     chat,
                     worldinfo,
                     skills: Some(Arc::clone(&self.skills)),
+                    agents: self.agents.clone(),
                 };
                 match executor
                     .execute(&invocation, binding, entropy, context)

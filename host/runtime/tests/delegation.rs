@@ -24,7 +24,7 @@ fn writer(extra: Value) -> Profile {
         "tools": {
             "allow": [
                 "workspace.read_file", "workspace.write_file", "workspace.commit",
-                "workspace.finish", "agent.delegate", "agent.await", "agent.handoff"
+                "workspace.finish", "agent.list", "agent.delegate", "agent.await", "agent.handoff"
             ],
             "maxRounds": 10
         },
@@ -134,7 +134,7 @@ async fn a_delegated_task_runs_returns_and_is_awaited() {
     let fixture = Fixture::new();
     let models = book(
         json!([
-            {"toolCalls": [delegate("p1", "researcher")]},
+            {"toolCalls": [call("p0", "agent_list", json!({})), delegate("p1", "researcher")]},
             {"toolCalls": [call("p2", "agent_await", json!({"mode": "allCompleted", "timeoutMs": 20000}))]},
             finish_reply("p3")
         ]),
@@ -149,6 +149,20 @@ async fn a_delegated_task_runs_returns_and_is_awaited() {
         )
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    // agent.list showed who takes tasks from the writer, through agent-read.
+    let listed = fixture.tool_result("p0");
+    assert_eq!(listed["structured"]["agents"][0]["profileId"], "researcher");
+    assert_eq!(
+        listed["structured"]["agents"][0]["operations"],
+        json!(["delegate"])
+    );
+    assert_eq!(listed["structured"]["agents"][0]["maxInvocationsPerRun"], 2);
+    assert!(
+        listed["content"]
+            .as_str()
+            .expect("content")
+            .contains("Looks things up in the workspace.")
+    );
     assert_eq!(summary.tasks.len(), 1);
     let task = &summary.tasks[0];
     assert_eq!(

@@ -26,6 +26,9 @@ pub enum Capability {
     /// `toolhost:host/skill-read` (0.1.2): visible installed skills, under
     /// the profile's read budgets.
     SkillRead,
+    /// `toolhost:host/agent-read` (0.1.3): the agents this agent may
+    /// delegate to or hand off to.
+    AgentRead,
 }
 
 impl Capability {
@@ -37,6 +40,7 @@ impl Capability {
         Capability::ChatRead,
         Capability::WorldinfoRead,
         Capability::SkillRead,
+        Capability::AgentRead,
     ];
 
     /// The interface name without version, as it appears in WIT.
@@ -49,6 +53,7 @@ impl Capability {
             Self::ChatRead => "chat-read",
             Self::WorldinfoRead => "worldinfo-read",
             Self::SkillRead => "skill-read",
+            Self::AgentRead => "agent-read",
         }
     }
 
@@ -58,6 +63,7 @@ impl Capability {
             Self::Log | Self::Random => HostVersion::V0_1_0,
             Self::WorkspaceRead | Self::WorkspaceWrite => HostVersion::V0_1_1,
             Self::ChatRead | Self::WorldinfoRead | Self::SkillRead => HostVersion::V0_1_2,
+            Self::AgentRead => HostVersion::V0_1_3,
         }
     }
 
@@ -82,7 +88,7 @@ impl fmt::Display for Capability {
 
 pub const HOST_PACKAGE: &str = "toolhost:host";
 /// The newest version of `toolhost:host`; every older 0.1.x links against it.
-pub const HOST_VERSION: &str = "0.1.2";
+pub const HOST_VERSION: &str = "0.1.3";
 
 /// A published version of `toolhost:host`. Landed versions never change;
 /// a component may import any of them (wasmtime links 0.1.x imports to the
@@ -92,6 +98,7 @@ pub enum HostVersion {
     V0_1_0,
     V0_1_1,
     V0_1_2,
+    V0_1_3,
 }
 
 impl HostVersion {
@@ -100,6 +107,7 @@ impl HostVersion {
             "0.1.0" => Some(Self::V0_1_0),
             "0.1.1" => Some(Self::V0_1_1),
             "0.1.2" => Some(Self::V0_1_2),
+            "0.1.3" => Some(Self::V0_1_3),
             _ => None,
         }
     }
@@ -110,7 +118,7 @@ pub const TOOL_EXPORT: &str = "toolhost:tool/tool@0.1.0";
 const TOOL_TYPES: &str = "toolhost:tool/types@0.1.0";
 /// Type-only interface of the workspace capabilities (since 0.1.1).
 const WORKSPACE_TYPES: &str = "workspace-types";
-/// Type-only interface of the capabilities added in 0.1.2.
+/// Type-only interface of the capabilities added in 0.1.2 (and later).
 const CAPABILITY_TYPES: &str = "capability-types";
 
 /// WASI p2 interfaces a Rust guest's standard library imports even when it
@@ -146,6 +154,7 @@ impl CapabilitySet {
             "chat-reader" => Some(Self::new([Log, ChatRead])),
             "worldinfo-reader" => Some(Self::new([Log, WorldinfoRead])),
             "skill-reader" => Some(Self::new([Log, SkillRead])),
+            "agent-reader" => Some(Self::new([Log, AgentRead])),
             "all-capabilities" => Some(Self::new(Capability::ALL.iter().copied())),
             _ => None,
         }
@@ -300,6 +309,21 @@ mod tests {
             vec![
                 "toolhost:host/chat-read@0.1.1",
                 "toolhost:host/skill-read@0.1.2"
+            ]
+        );
+        let agents = CapabilitySet::for_world("agent-reader").expect("known world");
+        assert_eq!(
+            ungranted_imports(
+                [
+                    "toolhost:host/agent-read@0.1.3",
+                    "toolhost:host/agent-read@0.1.2",
+                    "toolhost:host/chat-read@0.1.3",
+                ],
+                &agents
+            ),
+            vec![
+                "toolhost:host/agent-read@0.1.2",
+                "toolhost:host/chat-read@0.1.3"
             ]
         );
         let writer = CapabilitySet::for_world("workspace-writer").expect("known world");

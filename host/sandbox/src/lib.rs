@@ -9,6 +9,7 @@
 //! [`cache`], links it once into an `InstancePre` and reads its descriptor.
 //! [`Sandbox::call`] runs it.
 
+mod agents;
 pub mod cache;
 mod call;
 pub mod capability;
@@ -21,6 +22,7 @@ mod state;
 mod ticker;
 mod workspace;
 
+pub use agents::CallableAgent;
 pub use call::CallReport;
 pub use capability::{Capability, CapabilitySet, HostVersion};
 pub use component::{ComponentSpec, LoadError, LoadEvent, LoadedFrom, ToolComponent};

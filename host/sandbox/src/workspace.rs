@@ -39,6 +39,8 @@ pub struct CallContext {
     pub worldinfo: Option<Arc<toolhost_worldinfo::Activation>>,
     /// The skills the invocation may read, and its budget.
     pub skills: Option<Arc<crate::knowledge::SkillAccess>>,
+    /// The agents the invocation's agent may call.
+    pub agents: Option<Arc<Vec<crate::agents::CallableAgent>>>,
 }
 
 impl CallContext {

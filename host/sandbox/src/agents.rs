@@ -1,0 +1,60 @@
+//! The host side of `agent-read` (0.1.3): the agents this agent may call.
+//! The runtime works the list out per invocation (who accepts this caller,
+//! for what); this module only filters it by purpose. No list — a call
+//! outside an agent run — is an empty list.
+
+use crate::state::CallState;
+use crate::state::bindings::toolhost::host::agent_read as wit;
+
+/// One agent the calling agent may delegate to or hand off to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallableAgent {
+    pub profile_id: String,
+    pub display_name: Option<String>,
+    pub description: Option<String>,
+    /// This caller may delegate tasks to it.
+    pub delegate: bool,
+    /// This caller may hand the run off to it.
+    pub handoff: bool,
+    pub result_budget_tokens: u32,
+    pub max_invocations_per_run: u32,
+    pub max_concurrent_invocations: u32,
+    pub max_handoff_depth: u32,
+}
+
+impl wit::Host for CallState {
+    fn list_agents(&mut self, purpose: wit::Purpose) -> wasmtime::Result<Vec<wit::AgentSummary>> {
+        let Some(agents) = &self.context.agents else {
+            return Ok(Vec::new());
+        };
+        let mut listed: Vec<wit::AgentSummary> = agents
+            .iter()
+            .filter(|agent| match purpose {
+                wit::Purpose::Any => agent.delegate || agent.handoff,
+                wit::Purpose::Delegate => agent.delegate,
+                wit::Purpose::Handoff => agent.handoff,
+            })
+            .map(|agent| {
+                let mut operations = Vec::new();
+                if agent.delegate {
+                    operations.push("delegate".to_owned());
+                }
+                if agent.handoff {
+                    operations.push("handoff".to_owned());
+                }
+                wit::AgentSummary {
+                    profile_id: agent.profile_id.clone(),
+                    display_name: agent.display_name.clone(),
+                    description: agent.description.clone(),
+                    operations,
+                    result_budget_tokens: agent.result_budget_tokens,
+                    max_invocations_per_run: agent.max_invocations_per_run,
+                    max_concurrent_invocations: agent.max_concurrent_invocations,
+                    max_handoff_depth: agent.max_handoff_depth,
+                }
+            })
+            .collect();
+        listed.sort_by(|a, b| a.profile_id.cmp(&b.profile_id));
+        Ok(listed)
+    }
+}
