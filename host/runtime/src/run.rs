@@ -194,6 +194,26 @@ impl Run {
         Arc::new(WorkspaceSession::new(Arc::clone(&self.workspace)))
     }
 
+    /// A session through `profile`'s roots: the run's own when the profile
+    /// is the run's (or shows the same), else a narrowed view — a delegated
+    /// agent or a handoff target never sees more than its profile allows,
+    /// nor more than the run does.
+    fn workspace_session_for(
+        &self,
+        profile: &Profile,
+    ) -> Result<Arc<WorkspaceSession>, RunFailure> {
+        let own = &self.profile.workspace;
+        let theirs = &profile.workspace;
+        if own.visible_roots == theirs.visible_roots && own.writable_roots == theirs.writable_roots
+        {
+            return Ok(self.workspace_session());
+        }
+        let narrowed = self
+            .workspace
+            .narrowed(&theirs.visible_roots, &theirs.writable_roots)?;
+        Ok(Arc::new(WorkspaceSession::new(Arc::new(narrowed))))
+    }
+
     pub fn run_id(&self) -> &str {
         &self.manifest.run_id
     }
@@ -254,13 +274,14 @@ impl Run {
             diagnostics,
         })?;
         drop(dir);
+        let workspace = self.workspace_session_for(profile)?;
         Ok(InvocationSession::new(
             Arc::clone(self),
             invocation_id,
             snapshot,
             None,
             0,
-            self.workspace_session(),
+            workspace,
             self.skill_access(profile, 0),
         )
         .with_diagnostics(compiled.diagnostics))

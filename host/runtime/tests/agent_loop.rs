@@ -58,6 +58,7 @@ async fn a_run_reads_writes_commits_and_finishes() {
         assert!(types.iter().any(|t| t == kind), "{kind} in {types:?}");
     }
     assert_eq!(types.last().map(String::as_str), Some("run_completed"));
+    assert_eq!(fixture.event("agent_loop_finished")["reason"], "done");
     // Every reply is kept as an audit fact.
     for round in 1..=3 {
         let path = fixture

@@ -664,3 +664,59 @@ async fn a_cancelled_run_stops_keeps_its_commits_and_cancels_its_tasks() {
         REPLY
     );
 }
+
+#[tokio::test]
+async fn a_delegated_agent_sees_only_what_its_profile_shows() {
+    let fixture = Fixture::new();
+    let models = book(
+        json!([
+            {"toolCalls": [write("p1", "Secret draft."), delegate("p2", "researcher")]},
+            {"toolCalls": [call("p3", "agent_await", json!({"mode": "allCompleted", "timeoutMs": 20000}))]},
+            {"toolCalls": [commit("p4"), finish("p5")]}
+        ]),
+        json!({"researcher": [
+            {"toolCalls": [
+                call("r1", "workspace_read_file", json!({"path": "output/main.md"})),
+                call("r2", "workspace_write_file", json!({"path": "summaries/x.md", "content": "x"})),
+                call("r3", "workspace_write_file", json!({"path": "scratch/x.md", "content": "x"})),
+                call("r4", "workspace_list_files", json!({}))
+            ]},
+            {"toolCalls": [call("r5", "task_return", json!({"summary": "looked"}))]}
+        ]}),
+    );
+    let researcher = researcher(json!({
+        "tools": {"allow": ["workspace.read_file", "workspace.write_file", "workspace.list_files"]},
+        "workspace": {"visibleRoots": ["scratch", "summaries"], "writableRoots": ["scratch"]}
+    }));
+    let summary = fixture
+        .run_agents(
+            &writer(json!({})),
+            models,
+            directory(vec![researcher]),
+            config(),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(
+        fixture.tool_result("r1")["errorCode"],
+        "workspace.path_not_visible"
+    );
+    assert_eq!(
+        fixture.tool_result("r2")["errorCode"],
+        "workspace.path_not_writable"
+    );
+    assert_eq!(fixture.tool_result("r3")["isError"], false);
+    let listing = fixture.tool_result("r4")["content"]
+        .as_str()
+        .expect("content")
+        .to_owned();
+    assert!(!listing.contains("output/"), "{listing}");
+    // The runtime still writes the task's summary file for the parent.
+    assert!(
+        fixture
+            .run_dir
+            .join("summaries/researcher-result.md")
+            .exists()
+    );
+    assert_eq!(summary.tasks[0].status, "completed");
+}

@@ -74,6 +74,26 @@ impl WorkspaceRoots {
         &self.roots
     }
 
+    /// These roots seen by a profile that shows only `visible` and writes
+    /// only `writable`: never more than here. The runtime root
+    /// (`tool-results`) stays visible to every invocation.
+    pub fn narrowed(&self, visible: &[String], writable: &[String]) -> Self {
+        let roots = self
+            .roots
+            .iter()
+            .map(|root| {
+                let runtime = root.name == TOOL_RESULTS_DIR;
+                let seen = root.visible && (runtime || visible.contains(&root.name));
+                Root {
+                    name: root.name.clone(),
+                    visible: seen,
+                    writable: seen && root.writable && writable.contains(&root.name),
+                }
+            })
+            .collect();
+        Self { roots }
+    }
+
     /// Names of the visible roots, in manifest order.
     pub fn visible(&self) -> impl Iterator<Item = &str> {
         self.roots
@@ -164,6 +184,37 @@ mod tests {
 
     fn path(raw: &str) -> WorkspacePath {
         WorkspacePath::parse(raw, PathUse::Directory).unwrap()
+    }
+
+    #[test]
+    fn narrowing_only_ever_takes_away() {
+        let run = WorkspaceRoots::default_run();
+        let strings = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        let child = run.narrowed(
+            &strings(&["scratch", "summaries", "plan"]),
+            &strings(&["scratch", "output"]),
+        );
+        assert_eq!(
+            child.visible().collect::<Vec<_>>(),
+            ["scratch", "plan", "summaries", "tool-results"]
+        );
+        // output is writable for the run but not visible to the child: not writable.
+        assert_eq!(child.writable().collect::<Vec<_>>(), ["scratch"]);
+        let hidden =
+            WorkspacePath::parse("output/main.md", crate::path::PathUse::File).expect("path");
+        assert_eq!(
+            child.check_visible(&hidden).expect_err("hidden").code(),
+            codes::PATH_NOT_VISIBLE
+        );
+        // A narrowed view of a narrowed view never widens.
+        let again = child.narrowed(
+            &strings(&["output", "scratch"]),
+            &strings(&["output", "scratch"]),
+        );
+        assert_eq!(
+            again.visible().collect::<Vec<_>>(),
+            ["scratch", "tool-results"]
+        );
     }
 
     #[test]

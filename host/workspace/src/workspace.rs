@@ -104,7 +104,9 @@ pub struct Workspace {
     dir: OwnedFd,
     roots: WorkspaceRoots,
     limits: WorkspaceLimits,
-    locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Per-path write locks, shared with every narrowed view of this
+    /// workspace so writes to one file serialize across invocations.
+    locks: Arc<Mutex<HashMap<String, Arc<Mutex<()>>>>>,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -140,7 +142,33 @@ impl Workspace {
             dir,
             roots,
             limits,
-            locks: Mutex::new(HashMap::new()),
+            locks: Arc::new(Mutex::new(HashMap::new())),
+        })
+    }
+
+    /// The same run directory seen through fewer roots: what an invocation
+    /// whose profile narrows the run's roots may reach (a delegated agent, a
+    /// handoff target). Roots outside `visible` are hidden, writes only under
+    /// `writable`; nothing the run hides becomes visible. Shares the
+    /// directory and the write locks.
+    pub fn narrowed(
+        &self,
+        visible: &[String],
+        writable: &[String],
+    ) -> Result<Self, WorkspaceError> {
+        let dir = self.dir.try_clone().map_err(|error| {
+            WorkspaceError::io(
+                "reopen run directory",
+                &self.run_dir.display().to_string(),
+                error,
+            )
+        })?;
+        Ok(Self {
+            run_dir: self.run_dir.clone(),
+            dir,
+            roots: self.roots.narrowed(visible, writable),
+            limits: self.limits.clone(),
+            locks: Arc::clone(&self.locks),
         })
     }
 

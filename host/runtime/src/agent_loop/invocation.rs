@@ -94,6 +94,7 @@ pub(super) async fn run_invocation(
         session,
         spec,
         returned: false,
+        end_reason: None,
     };
     agent.rounds().await
 }
@@ -104,6 +105,9 @@ struct InvocationLoop<'a> {
     session: InvocationSession,
     spec: InvocationSpec,
     returned: bool,
+    /// Why the loop ended, as the terminal call said (`finish`'s reason,
+    /// the handoff target, the task status).
+    end_reason: Option<String>,
 }
 
 impl InvocationLoop<'_> {
@@ -235,7 +239,7 @@ impl InvocationLoop<'_> {
                     invocation_id: self.id().to_owned(),
                     round,
                     commit_count: self.shared.ledger().commits.len(),
-                    reason: None,
+                    reason: self.end_reason.take(),
                 })?;
                 return Ok(end);
             }
@@ -477,9 +481,20 @@ impl InvocationLoop<'_> {
                 timeout_ms,
             } => self.await_tasks(&task_ids, mode, timeout_ms).await?,
             ToolEffect::Handoff { agent_id, brief } => {
-                return self.handoff(executed, &agent_id, brief);
+                let applied = self.handoff(executed, &agent_id, brief)?;
+                if matches!(applied, Applied::Ends(_)) {
+                    self.end_reason = Some(format!("handed off to {agent_id}"));
+                }
+                return Ok(applied);
             }
-            ToolEffect::TaskReturn { report } => return self.task_return(executed, report),
+            ToolEffect::TaskReturn { report } => {
+                let status = report["status"].as_str().unwrap_or("completed").to_owned();
+                let applied = self.task_return(executed, report)?;
+                if matches!(applied, Applied::Ends(_)) {
+                    self.end_reason = Some(format!("task returned ({status})"));
+                }
+                return Ok(applied);
+            }
         };
         executed.replace_outcome(match outcome {
             Ok(success) => ToolOutcome::Success(success),
@@ -488,7 +503,7 @@ impl InvocationLoop<'_> {
         Ok(Applied::Nothing)
     }
 
-    fn finish(&self, executed: &mut ExecutedCall, reason: Option<String>) -> Applied {
+    fn finish(&mut self, executed: &mut ExecutedCall, reason: Option<String>) -> Applied {
         if !self.foreground() {
             executed.replace_outcome(ToolOutcome::Error(ToolFailure::new(
                 "agent.child_finish_denied",
@@ -515,6 +530,7 @@ impl InvocationLoop<'_> {
             ));
         }
         let commits = self.shared.ledger().commits.len();
+        self.end_reason = Some(reason.clone().unwrap_or_else(|| "finished".into()));
         executed.replace_outcome(ToolOutcome::Success(ToolSuccess {
             content,
             structured: json!({"reason": reason, "commitCount": commits, "cancelledTasks": cancelled}),
