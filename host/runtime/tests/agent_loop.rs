@@ -502,3 +502,108 @@ async fn a_whole_run_against_an_openai_compatible_server_on_loopback() {
     assert_eq!(stored["responseId"], "chatcmpl-1");
     assert_eq!(stored["inputTokens"], 100);
 }
+
+/// A reply calling `calls` (call id, alias, arguments) in `provider`'s
+/// wire format.
+fn provider_reply(provider: Provider, round: usize, calls: &[(&str, &str, Value)]) -> Canned {
+    let body = match provider {
+        Provider::OpenaiChat => return openai_reply(&format!("chatcmpl-{round}"), calls),
+        Provider::OpenaiResponses => json!({
+            "id": format!("resp_{round}"),
+            "object": "response",
+            "status": "completed",
+            "output": calls.iter().enumerate().map(|(i, (id, name, arguments))| json!({
+                "id": format!("fc_{round}_{i}"), "type": "function_call", "status": "completed",
+                "call_id": id, "name": name, "arguments": arguments.to_string()
+            })).collect::<Vec<_>>(),
+            "usage": {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
+        }),
+        Provider::Anthropic => json!({
+            "id": format!("msg_{round}"),
+            "type": "message",
+            "role": "assistant",
+            "content": calls.iter().map(|(id, name, arguments)| json!({
+                "type": "tool_use", "id": id, "name": name, "input": arguments
+            })).collect::<Vec<_>>(),
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 100, "output_tokens": 20}
+        }),
+        Provider::Gemini { .. } => json!({
+            "candidates": [{
+                "content": {"role": "model", "parts": calls.iter().map(|(id, name, arguments)| json!({
+                    "functionCall": {"id": id, "name": name, "args": arguments}
+                })).collect::<Vec<_>>()},
+                "finishReason": "STOP",
+                "index": 0
+            }],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120},
+            "responseId": format!("gemini-{round}")
+        }),
+    };
+    Canned::json(body.to_string())
+}
+
+#[tokio::test]
+async fn the_loop_round_trips_tool_calls_with_every_provider_format_on_loopback() {
+    use toolhost_providers::GeminiSchemaMode;
+    for provider in [
+        Provider::OpenaiChat,
+        Provider::OpenaiResponses,
+        Provider::Anthropic,
+        Provider::Gemini {
+            schema: GeminiSchemaMode::JsonSchema,
+        },
+    ] {
+        let fixture = Fixture::new();
+        let fake = serve(vec![
+            provider_reply(
+                provider,
+                1,
+                &[
+                    (
+                        "call_w",
+                        "workspace_write_file",
+                        json!({"path": "output/main.md", "content": REPLY}),
+                    ),
+                    ("call_c", "workspace_commit", json!({})),
+                ],
+            ),
+            provider_reply(provider, 2, &[("call_f", "workspace_finish", json!({}))]),
+        ])
+        .await;
+        let model = Arc::new(
+            HttpModel::new(HttpModelConfig {
+                provider,
+                base_url: fake.base_url.clone(),
+                api_key: Some("loopback-key".into()),
+                stream: false,
+                timeout: Duration::from_secs(10),
+            })
+            .expect("client"),
+        );
+        let config = LoopConfig {
+            model_name: Some("test-model".into()),
+            // Anthropic requires max_tokens.
+            max_output_tokens: Some(1024),
+            ..config()
+        };
+        let summary = fixture
+            .run_with(&profile(5, "foreground"), model, config)
+            .await;
+        let name = provider.name();
+        assert_eq!(summary.status, RunStatus::Completed, "{name}: {summary:?}");
+        assert_eq!(
+            fixture.chat().messages().last().expect("reply").text(),
+            REPLY,
+            "{name}"
+        );
+        // The second request carries both results back under their call ids.
+        let seen = fake.seen.lock().expect("lock").clone();
+        assert_eq!(seen.len(), 2, "{name}");
+        let second = seen[1].body.to_string();
+        for id in ["call_w", "call_c"] {
+            assert!(second.contains(id), "{name}: {id} missing from {second}");
+        }
+        assert!(second.contains("Committed output/main.md"), "{name}");
+    }
+}
