@@ -60,7 +60,6 @@ demo: setup
 		--chat $(DEMO_RUN)-agent/chat.jsonl --run-dir $(DEMO_RUN)-agent/run \
 		--worldinfo tests/fixtures/worldinfo/prompt_snapshot.json \
 		--skills global:tests/fixtures/skills/global --skills character:tests/fixtures/skills/character
-	@echo "journal: $(DEMO_RUN)-agent/run/events.jsonl (toolhost journal $(DEMO_RUN)-agent/run)"
 	@echo "updated chat: $(DEMO_RUN)-agent/chat.jsonl (last line is the run's reply)"
 
 ## Per-call latency, start-up, kill latency and control-plane overhead

@@ -32,8 +32,27 @@ impl Journal {
     }
 }
 
-/// Scoped to the invocation named in the payload.
+/// Scoped to the invocation named in the payload: its `invocation_id`, or
+/// the field given last (`parent_invocation_id`, …).
 macro_rules! invocation_scoped {
+    ($type:ty, $name:literal, $level:expr) => {
+        invocation_scoped!($type, $name, $level, invocation_id);
+    };
+    ($type:ty, $name:literal, $level:expr, $field:ident) => {
+        impl Event for $type {
+            const TYPE: &'static str = $name;
+            fn level(&self) -> Level {
+                $level
+            }
+            fn scope(&self) -> EventScope {
+                EventScope::new(self.$field.clone())
+            }
+        }
+    };
+}
+
+/// Scoped to the run as a whole.
+macro_rules! run_scoped {
     ($type:ty, $name:literal, $level:expr) => {
         impl Event for $type {
             const TYPE: &'static str = $name;
@@ -41,7 +60,7 @@ macro_rules! invocation_scoped {
                 $level
             }
             fn scope(&self) -> EventScope {
-                EventScope::new(self.invocation_id.clone())
+                EventScope::root()
             }
         }
     };
@@ -76,15 +95,7 @@ impl RunStarted {
     }
 }
 
-impl Event for RunStarted {
-    const TYPE: &'static str = "run_started";
-    fn level(&self) -> Level {
-        Level::Info
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::root()
-    }
-}
+run_scoped!(RunStarted, "run_started", Level::Info);
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -268,15 +279,7 @@ invocation_scoped!(ToolCallSystemFailed, "tool_call_failed", Level::Error);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct RunCompleted {}
 
-impl Event for RunCompleted {
-    const TYPE: &'static str = "run_completed";
-    fn level(&self) -> Level {
-        Level::Info
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::root()
-    }
-}
+run_scoped!(RunCompleted, "run_completed", Level::Info);
 
 /// A run reopened to go on (a later `toolhost call --run-dir`, a restart
 /// after a crash). Its events continue the same journal.
@@ -290,15 +293,7 @@ pub struct RunResumed {
     pub torn_bytes: Option<u64>,
 }
 
-impl Event for RunResumed {
-    const TYPE: &'static str = "run_resumed";
-    fn level(&self) -> Level {
-        Level::Info
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::root()
-    }
-}
+run_scoped!(RunResumed, "run_resumed", Level::Info);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -311,15 +306,7 @@ pub struct RunFailed {
     pub user_retryable: bool,
 }
 
-impl Event for RunFailed {
-    const TYPE: &'static str = "run_failed";
-    fn level(&self) -> Level {
-        Level::Error
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::root()
-    }
-}
+run_scoped!(RunFailed, "run_failed", Level::Error);
 
 #[cfg(test)]
 mod tests {

@@ -410,6 +410,20 @@ async fn a_background_run_may_finish_without_committing() {
     assert_eq!(fixture.chat().bytes(), fixture.original.as_slice());
 }
 
+/// A client of `provider` for a fake server on loopback.
+fn loopback_model(provider: Provider, base_url: &str) -> Arc<HttpModel> {
+    Arc::new(
+        HttpModel::new(HttpModelConfig {
+            provider,
+            base_url: base_url.to_owned(),
+            api_key: Some("sk-loopback".into()),
+            stream: false,
+            timeout: Duration::from_secs(10),
+        })
+        .expect("client"),
+    )
+}
+
 /// An OpenAI Chat Completions reply calling `calls` (alias, arguments).
 fn openai_reply(id: &str, calls: &[(&str, &str, Value)]) -> Canned {
     let tool_calls: Vec<Value> = calls
@@ -450,16 +464,7 @@ async fn a_whole_run_against_an_openai_compatible_server_on_loopback() {
         openai_reply("chatcmpl-2", &[("call_f", "workspace_finish", json!({}))]),
     ])
     .await;
-    let model = Arc::new(
-        HttpModel::new(HttpModelConfig {
-            provider: Provider::OpenaiChat,
-            base_url: fake.base_url.clone(),
-            api_key: Some("sk-loopback".into()),
-            stream: false,
-            timeout: Duration::from_secs(10),
-        })
-        .expect("client"),
-    );
+    let model = loopback_model(Provider::OpenaiChat, &fake.base_url);
     let config = LoopConfig {
         model_name: Some("gpt-test".into()),
         ..config()
@@ -571,16 +576,7 @@ async fn the_loop_round_trips_tool_calls_with_every_provider_format_on_loopback(
             provider_reply(provider, 2, &[("call_f", "workspace_finish", json!({}))]),
         ])
         .await;
-        let model = Arc::new(
-            HttpModel::new(HttpModelConfig {
-                provider,
-                base_url: fake.base_url.clone(),
-                api_key: Some("loopback-key".into()),
-                stream: false,
-                timeout: Duration::from_secs(10),
-            })
-            .expect("client"),
-        );
+        let model = loopback_model(provider, &fake.base_url);
         let config = LoopConfig {
             model_name: Some("test-model".into()),
             // Anthropic requires max_tokens.

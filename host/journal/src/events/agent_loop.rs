@@ -145,15 +145,11 @@ pub struct PersistentChangesCommitted {
     pub changes: Value,
 }
 
-impl Event for PersistentChangesCommitted {
-    const TYPE: &'static str = "persistent_changes_committed";
-    fn level(&self) -> Level {
-        Level::Info
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::root()
-    }
-}
+run_scoped!(
+    PersistentChangesCommitted,
+    "persistent_changes_committed",
+    Level::Info
+);
 
 /// One commit the chat keeps although the run failed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -179,15 +175,7 @@ pub struct RunPartialSuccess {
     pub preserved_commits: Vec<PreservedCommit>,
 }
 
-impl Event for RunPartialSuccess {
-    const TYPE: &'static str = "run_partial_success";
-    fn level(&self) -> Level {
-        Level::Warn
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::root()
-    }
-}
+run_scoped!(RunPartialSuccess, "run_partial_success", Level::Warn);
 
 /// A delegated task started: a child invocation runs in the background.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -200,15 +188,12 @@ pub struct AgentDelegateStarted {
     pub workspace_key: String,
 }
 
-impl Event for AgentDelegateStarted {
-    const TYPE: &'static str = "agent_delegate_started";
-    fn level(&self) -> Level {
-        Level::Info
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::new(self.parent_invocation_id.clone())
-    }
-}
+invocation_scoped!(
+    AgentDelegateStarted,
+    "agent_delegate_started",
+    Level::Info,
+    parent_invocation_id
+);
 
 /// A delegated task ended: `completed`, `failed` or `cancelled`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -250,15 +235,12 @@ pub struct TaskReturnCompleted {
     pub summary_ref: String,
 }
 
-impl Event for TaskReturnCompleted {
-    const TYPE: &'static str = "task_return_completed";
-    fn level(&self) -> Level {
-        Level::Info
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::new(self.child_invocation_id.clone())
-    }
-}
+invocation_scoped!(
+    TaskReturnCompleted,
+    "task_return_completed",
+    Level::Info,
+    child_invocation_id
+);
 
 /// `agent.await` answered.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -270,15 +252,12 @@ pub struct AgentAwaitCompleted {
     pub task_ids: Vec<String>,
 }
 
-impl Event for AgentAwaitCompleted {
-    const TYPE: &'static str = "agent_await_completed";
-    fn level(&self) -> Level {
-        Level::Info
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::new(self.parent_invocation_id.clone())
-    }
-}
+invocation_scoped!(
+    AgentAwaitCompleted,
+    "agent_await_completed",
+    Level::Info,
+    parent_invocation_id
+);
 
 /// Results of ended tasks the parent did not await, put before its next
 /// request.
@@ -303,15 +282,12 @@ pub struct AgentHandoffAccepted {
     pub depth: u32,
 }
 
-impl Event for AgentHandoffAccepted {
-    const TYPE: &'static str = "agent_handoff_accepted";
-    fn level(&self) -> Level {
-        Level::Info
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::new(self.source_invocation_id.clone())
-    }
-}
+invocation_scoped!(
+    AgentHandoffAccepted,
+    "agent_handoff_accepted",
+    Level::Info,
+    source_invocation_id
+);
 
 /// The run was stopped from outside; commits made before stay.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -323,12 +299,4 @@ pub struct RunCancelled {
     pub cancelled_tasks: Vec<String>,
 }
 
-impl Event for RunCancelled {
-    const TYPE: &'static str = "run_cancelled";
-    fn level(&self) -> Level {
-        Level::Warn
-    }
-    fn scope(&self) -> EventScope {
-        EventScope::root()
-    }
-}
+run_scoped!(RunCancelled, "run_cancelled", Level::Warn);
