@@ -252,23 +252,24 @@ impl AgentModel for Watching {
     }
 }
 
-/// The root is a `Watching` model; every other agent reads its script.
-struct Mixed {
-    root: Arc<Watching>,
-    others: Arc<ScriptBook>,
+/// The writer talks to `writer`; every other agent gets its model from
+/// `others`.
+struct WriterAnd {
+    writer: Arc<dyn AgentModel>,
+    others: Arc<dyn ModelSource>,
 }
 
-impl ModelSource for Mixed {
+impl ModelSource for WriterAnd {
     fn model_for(&self, agent_id: &str) -> Arc<dyn AgentModel> {
         if agent_id == "writer" {
-            self.root.clone()
+            Arc::clone(&self.writer)
         } else {
             self.others.model_for(agent_id)
         }
     }
 
     fn describe(&self) -> String {
-        "mixed".into()
+        "writer and others".into()
     }
 }
 
@@ -286,8 +287,8 @@ async fn results_reach_the_parent_without_await() {
         hold_round: 2,
         ready: fixture.run_dir.join("summaries/researcher-result.md"),
     });
-    let models = Arc::new(Mixed {
-        root: root.clone(),
+    let models = Arc::new(WriterAnd {
+        writer: root.clone(),
         others: book(json!([]), json!({"researcher": research_script("r")})),
     });
     let summary = fixture
@@ -327,35 +328,37 @@ impl AgentModel for Stuck {
     }
 }
 
-struct StuckChildren(Arc<ScriptBook>);
+/// Every agent's model never answers.
+struct AllStuck;
 
-impl ModelSource for StuckChildren {
-    fn model_for(&self, agent_id: &str) -> Arc<dyn AgentModel> {
-        if agent_id == "writer" {
-            self.0.model_for(agent_id)
-        } else {
-            Arc::new(Stuck)
-        }
+impl ModelSource for AllStuck {
+    fn model_for(&self, _agent_id: &str) -> Arc<dyn AgentModel> {
+        Arc::new(Stuck)
     }
 
     fn describe(&self) -> String {
-        "stuck children".into()
+        "stuck".into()
     }
+}
+
+/// The writer reads `replies`; the agents it calls never answer.
+fn stuck_children(replies: Value) -> Arc<WriterAnd> {
+    Arc::new(WriterAnd {
+        writer: Arc::new(script(replies)),
+        others: Arc::new(AllStuck),
+    })
 }
 
 #[tokio::test]
 async fn finish_cancels_unfinished_children_and_handoff_waits_for_them() {
     let fixture = Fixture::new();
-    let models = Arc::new(StuckChildren(book(
-        json!([
+    let models = stuck_children(json!([
             {"toolCalls": [delegate("p1", "researcher")]},
             // Refused: a handoff leaves no task behind.
             {"toolCalls": [call("p2", "agent_handoff", json!({"agentId": "editor", "handoff": {"objective": "Finish"}}))]},
             {"toolCalls": [call("p3", "agent_await", json!({"mode": "nextCompleted", "timeoutMs": 50}))]},
             finish_reply("p4")
-        ]),
-        json!({}),
-    )));
+    ]));
     let summary = fixture
         .run_agents(
             &writer(json!({})),
@@ -608,30 +611,13 @@ impl AgentModel for ThenStuck {
 #[tokio::test]
 async fn a_cancelled_run_stops_keeps_its_commits_and_cancels_its_tasks() {
     let fixture = Fixture::new();
-    let models = Arc::new(StuckChildren(Arc::new(
-        ScriptBook::parse(
-            &json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": []}).to_string(),
-            "empty",
-        )
-        .expect("script"),
-    )));
     // The root commits and delegates, then waits on a model that never answers.
-    let root = Arc::new(ThenStuck(script(json!([
-        {"toolCalls": [write("p1", REPLY), commit("p2"), delegate("p3", "researcher")]}
-    ]))));
-    struct Root(Arc<ThenStuck>, Arc<StuckChildren>);
-    impl ModelSource for Root {
-        fn model_for(&self, agent_id: &str) -> Arc<dyn AgentModel> {
-            if agent_id == "writer" {
-                self.0.clone()
-            } else {
-                self.1.model_for(agent_id)
-            }
-        }
-        fn describe(&self) -> String {
-            "root".into()
-        }
-    }
+    let models = Arc::new(WriterAnd {
+        writer: Arc::new(ThenStuck(script(json!([
+            {"toolCalls": [write("p1", REPLY), commit("p2"), delegate("p3", "researcher")]}
+        ])))),
+        others: Arc::new(AllStuck),
+    });
     let config = config();
     let cancel = config.cancel.clone();
     tokio::spawn(async move {
@@ -642,7 +628,7 @@ async fn a_cancelled_run_stops_keeps_its_commits_and_cancels_its_tasks() {
         Duration::from_secs(30),
         fixture.run_agents(
             &writer(json!({})),
-            Arc::new(Root(root, models)),
+            models,
             directory(vec![researcher(json!({}))]),
             config,
         ),
