@@ -7,10 +7,16 @@ GUEST_TARGET := wasm32-wasip2
 
 .PHONY: setup build test conformance demo bench lint clean
 
-## Install what the build needs: the wasm target the guest tools compile to.
+## Install what the build needs: the wasm target the guest tools compile to,
+## and (when node is installed) the third-party MCP server the tests talk to.
 setup:
 	@$(RUSTUP) target list --installed | grep -qx $(GUEST_TARGET) \
 		|| $(RUSTUP) target add $(GUEST_TARGET)
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --no-audit --no-fund --prefix tests/peers/node >/dev/null; \
+	else \
+		echo "note: npm not found; MCP tests against server-everything will be skipped"; \
+	fi
 
 ## Build the host, the CLI and (through build scripts) every guest component.
 build: setup

@@ -1,0 +1,250 @@
+//! Against a real third-party MCP server: `@modelcontextprotocol/server-everything`
+//! from npm (installed by `make setup` into tests/peers/node), started over
+//! stdio. Skipped, loudly, only when node is not installed.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use toolhost_mcp::{
+    CallOutcome, McpRegistry, Permission, State, Transport, call_tool, offered_tools, project,
+    refresh,
+};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The server's entry point, installing it when npm is there but it is not.
+fn server_script() -> Option<PathBuf> {
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/node");
+    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let have = |program: &str| {
+        std::process::Command::new(program)
+            .arg("--version")
+            .output()
+            .is_ok_and(|output| output.status.success())
+    };
+    if !have("node") {
+        eprintln!(
+            "SKIPPED: node is not installed, so the MCP tests against server-everything cannot run"
+        );
+        return None;
+    }
+    if !script.exists() {
+        assert!(
+            have("npm"),
+            "node is installed but npm is not; run `make setup`"
+        );
+        let status = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&peers)
+            .status()
+            .expect("npm ci");
+        assert!(status.success(), "npm ci in tests/peers/node failed");
+    }
+    Some(script)
+}
+
+fn everything(script: &PathBuf) -> Transport {
+    Transport::Stdio {
+        command: "node".into(),
+        args: vec![script.display().to_string(), "stdio".into()],
+        env: Default::default(),
+    }
+}
+
+fn arguments(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().expect("object")
+}
+
+#[tokio::test]
+async fn refresh_caches_the_tools_and_runs_are_offered_only_what_may_be_used() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("empty registry");
+    let id = registry
+        .add("everything", everything(&script))
+        .expect("add");
+
+    // Not refreshed yet: nothing offered, and the reason says what to do.
+    let (offered, omitted) = offered_tools(&registry);
+    assert!(offered.is_empty());
+    assert_eq!(omitted[0].code, "mcp.no_tool_cache");
+
+    let registration = registry.find("everything").expect("by name").clone();
+    let cache = refresh(&registry, &registration, TIMEOUT)
+        .await
+        .expect("refresh");
+    let names: Vec<&str> = cache.tools.iter().map(|tool| tool.name.as_str()).collect();
+    for expected in [
+        "echo",
+        "get-sum",
+        "get-structured-content",
+        "get-tiny-image",
+    ] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    assert!(dir.path().join(format!("cache/{id}.json")).exists());
+
+    let (offered, _) = offered_tools(&registry);
+    assert_eq!(offered.len(), cache.tools.len());
+    let echo = offered
+        .iter()
+        .find(|tool| tool.tool.name == "echo")
+        .expect("echo offered");
+    assert_eq!(echo.descriptor.id.as_str(), format!("mcp/{id}:echo"));
+
+    // Deny one tool, then pause the server: omitted with diagnostics.
+    registry
+        .grant("everything", "get-env", Permission::Deny)
+        .expect("deny");
+    let (offered, omitted) = offered_tools(&registry);
+    assert!(!offered.iter().any(|tool| tool.tool.name == "get-env"));
+    assert!(
+        omitted
+            .iter()
+            .any(|o| o.code == "mcp.tool_denied" && o.tool.as_deref() == Some("get-env"))
+    );
+    registry
+        .set_state(&id.to_string(), State::Paused)
+        .expect("pause");
+    let (offered, omitted) = offered_tools(&McpRegistry::load(dir.path()).expect("reload"));
+    assert!(offered.is_empty());
+    assert_eq!(omitted[0].code, "mcp.server_paused");
+}
+
+#[tokio::test]
+async fn calls_project_text_structured_content_images_and_errors() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("registry");
+    registry
+        .add("everything", everything(&script))
+        .expect("add");
+    let registration = registry.find("everything").expect("found").clone();
+
+    let CallOutcome::Completed(echo) = call_tool(
+        &registration,
+        "echo",
+        arguments(json!({"message": "hi"})),
+        TIMEOUT,
+    )
+    .await
+    else {
+        panic!("echo did not complete");
+    };
+    assert_eq!(project(&echo).content, "Echo: hi");
+
+    let CallOutcome::Completed(structured) = call_tool(
+        &registration,
+        "get-structured-content",
+        arguments(json!({"location": "New York"})),
+        TIMEOUT,
+    )
+    .await
+    else {
+        panic!("get-structured-content did not complete");
+    };
+    let projected = project(&structured);
+    assert!(
+        projected.content.contains("## Details"),
+        "{}",
+        projected.content
+    );
+
+    let CallOutcome::Completed(image) =
+        call_tool(&registration, "get-tiny-image", Map::new(), TIMEOUT).await
+    else {
+        panic!("get-tiny-image did not complete");
+    };
+    let projected = project(&image);
+    assert!(
+        projected.content.contains("## Notes\n- image (image/png"),
+        "{}",
+        projected.content
+    );
+
+    // An unknown tool: this server answers with an isError result.
+    match call_tool(&registration, "no-such-tool", Map::new(), TIMEOUT).await {
+        CallOutcome::Completed(result) => assert!(project(&result).is_error),
+        CallOutcome::Failed(info) => assert_eq!(info.code, "mcp.request_failed"),
+        CallOutcome::Unknown(info) => panic!("unexpected unknown outcome: {info:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_call_that_outlives_its_timeout_has_an_unknown_outcome() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("registry");
+    registry
+        .add("everything", everything(&script))
+        .expect("add");
+    let registration = registry.find("everything").expect("found").clone();
+    let outcome = call_tool(
+        &registration,
+        "trigger-long-running-operation",
+        arguments(json!({"duration": 10, "steps": 5})),
+        Duration::from_secs(3),
+    )
+    .await;
+    match outcome {
+        CallOutcome::Unknown(info) => assert_eq!(info.code, "mcp.timeout"),
+        other => panic!("expected an unknown outcome, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_registry_round_trips_and_refuses_a_broken_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("empty");
+    let transport = Transport::Stdio {
+        command: "node".into(),
+        args: vec!["server.js".into()],
+        env: [("TOKEN".to_owned(), "x".to_owned())].into(),
+    };
+    let id = registry.add("notes", transport.clone()).expect("add");
+    assert_eq!(
+        registry
+            .add("notes", transport.clone())
+            .expect_err("twice")
+            .code(),
+        "mcp.invalid_registration"
+    );
+    registry
+        .grant("notes", "delete", Permission::Ask)
+        .expect("grant");
+    let reloaded = McpRegistry::load(dir.path()).expect("reload");
+    let notes = reloaded.find(&id.to_string()).expect("by id");
+    assert_eq!(notes.transport, transport);
+    assert_eq!(notes.permission("delete"), Permission::Ask);
+    assert_eq!(notes.permission("read"), Permission::Allow);
+    assert_eq!(
+        reloaded.find("nope").expect_err("missing").code(),
+        "mcp.not_registered"
+    );
+
+    let mut registry = reloaded;
+    registry.remove("notes").expect("remove");
+    assert!(
+        McpRegistry::load(dir.path())
+            .expect("reload")
+            .registrations()
+            .is_empty()
+    );
+
+    std::fs::write(
+        dir.path().join("registrations.json"),
+        "{\"schemaVersion\":1}",
+    )
+    .expect("break");
+    assert_eq!(
+        McpRegistry::load(dir.path()).expect_err("broken").code(),
+        "mcp.registry_invalid"
+    );
+}
