@@ -2,7 +2,7 @@
 //! from npm (installed by `make setup` into tests/peers/node), started over
 //! stdio. Skipped, loudly, only when node is not installed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -44,7 +44,7 @@ fn server_script() -> Option<PathBuf> {
     Some(script)
 }
 
-fn everything(script: &PathBuf) -> Transport {
+fn everything(script: &Path) -> Transport {
     Transport::Stdio {
         command: "node".into(),
         args: vec![script.display().to_string(), "stdio".into()],
