@@ -8,6 +8,7 @@
 mod call;
 mod inspect;
 mod load;
+mod mcp;
 mod run;
 mod table;
 mod tools;
@@ -36,6 +37,11 @@ struct Cli {
     /// Compile every component afresh and cache nothing.
     #[arg(long, global = true, conflicts_with = "cache_dir")]
     no_cache: bool,
+    /// Where MCP registrations and tool caches live [default:
+    /// $TOOLHOST_MCP_DIR, else $XDG_CONFIG_HOME/toolhost/mcp, else
+    /// ~/.config/toolhost/mcp].
+    #[arg(long, global = true, value_name = "DIR")]
+    mcp_dir: Option<PathBuf>,
     /// More log output on stderr (-v info, -vv debug); TOOLHOST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -164,6 +170,11 @@ enum Command {
         #[arg(long, default_value = "inv_root")]
         id: String,
     },
+    /// MCP servers: register, list, pause/resume, refresh tool lists, grant.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
+    },
     /// Print a run's journal (events.jsonl) as a table.
     Journal {
         /// The run directory.
@@ -281,6 +292,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         inspect::print_journal(run_dir, *json, invocation.as_deref())?;
         return Ok(ExitCode::SUCCESS);
     }
+    // Managing MCP servers needs no tools either.
+    if let Command::Mcp { command } = cli.command {
+        let dir = mcp::mcp_dir(cli.mcp_dir.as_deref())?;
+        return mcp::run(&dir, command).await;
+    }
     let host = load::host(load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache)).await?;
     match cli.command {
         Command::Tools {
@@ -361,7 +377,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let profile = load::profile(profile.as_deref())?;
             inspect::print_snapshot(&host, &profile, child, &id)?;
         }
-        Command::Journal { .. } => unreachable!("handled above"),
+        Command::Journal { .. } | Command::Mcp { .. } => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)
 }

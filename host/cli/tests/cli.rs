@@ -680,3 +680,59 @@ fn run_exit_codes_say_failed_and_bad_usage() {
         stderr(&bad_model)
     );
 }
+
+#[test]
+fn mcp_commands_register_refresh_grant_pause_and_remove_a_real_server() {
+    let script =
+        repo("tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let node = Command::new("node").arg("--version").output();
+    if !node.is_ok_and(|output| output.status.success()) {
+        eprintln!("SKIPPED: node is not installed");
+        return;
+    }
+    assert!(
+        script.exists(),
+        "run `make setup` to install server-everything"
+    );
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
+    let mcp = |args: &[&str]| {
+        let mut all = vec!["mcp", "--mcp-dir", "mcp"];
+        all.extend_from_slice(args);
+        toolhost(dir, &all)
+    };
+    let script = script.to_str().expect("utf-8");
+    let added = mcp(&["add", "everything", "--", "node", script, "stdio"]);
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let listed = mcp(&["list"]);
+    assert!(stdout(&listed).contains("tools: none offered"));
+    assert!(stderr(&listed).contains("mcp.no_tool_cache"));
+
+    let refreshed = mcp(&["refresh"]);
+    assert_eq!(refreshed.status.code(), Some(0), "{}", stderr(&refreshed));
+    assert!(stdout(&refreshed).contains("everything: 13 tool(s) cached"));
+
+    let ask = mcp(&["grant", "everything", "get-env", "ask"]);
+    assert!(stdout(&ask).contains("ask behaves like allow"));
+    mcp(&["grant", "everything", "get-env", "deny"]);
+    let listed = mcp(&["list", "--json"]);
+    let value: Value = serde_json::from_slice(&listed.stdout).expect("json");
+    let tools = value["servers"][0]["tools"].as_array().expect("tools");
+    assert!(
+        tools
+            .iter()
+            .any(|tool| tool.as_str().is_some_and(|t| t.ends_with(":echo")))
+    );
+    assert!(
+        !tools
+            .iter()
+            .any(|tool| tool.as_str().is_some_and(|t| t.ends_with(":get-env")))
+    );
+
+    mcp(&["pause", "everything"]);
+    assert!(stderr(&mcp(&["list"])).contains("mcp.server_paused"));
+    assert_eq!(mcp(&["remove", "everything"]).status.code(), Some(0));
+    let missing = mcp(&["pause", "everything"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("mcp.not_registered"));
+}

@@ -18,7 +18,7 @@ pub mod error;
 pub mod projection;
 pub mod registry;
 
-pub use cache::{OfferedTool, Omitted, ToolCache, offered_tools, refresh};
+pub use cache::{OfferedTool, Omitted, ToolCache, load_cache, offered_tools, refresh};
 pub use client::{CallOutcome, McpErrorInfo, McpTool, call_tool, list_tools};
 pub use error::McpError;
 pub use projection::{Projected, project};

@@ -1,0 +1,228 @@
+//! `toolhost mcp …`: register MCP servers, list them, pause and resume
+//! them, refresh their cached tool lists, set per-tool permissions.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Subcommand, ValueEnum};
+use toolhost_mcp::{McpRegistry, Permission, State, Transport, cache, offered_tools, refresh};
+
+#[derive(Subcommand)]
+pub enum McpCommand {
+    /// Register a server: `toolhost mcp add NAME -- COMMAND [ARGS…]` (stdio),
+    /// or `toolhost mcp add NAME --url URL` (streamable HTTP).
+    Add {
+        name: String,
+        /// A streamable-HTTP endpoint instead of a command.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// An environment variable for the server process; repeatable.
+        #[arg(long, value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// The command and its arguments (after `--`).
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// The registered servers and their cached tools.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a server (by id or name).
+    Remove { server: String },
+    /// Keep a server registered but offer none of its tools.
+    Pause { server: String },
+    /// Offer a paused or switched-off server's tools again.
+    Resume { server: String },
+    /// Switch a server off.
+    Off { server: String },
+    /// Ask servers for their tools now and cache the lists (every active
+    /// server, or the one named). Runs never touch the network for this.
+    Refresh {
+        server: Option<String>,
+        /// Seconds to wait for each server.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+    },
+    /// Set what runs may do with one of a server's tools.
+    Grant {
+        server: String,
+        tool: String,
+        #[arg(value_enum)]
+        permission: PermissionArg,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PermissionArg {
+    Allow,
+    /// Behaves like allow: no one is asked during a run.
+    Ask,
+    Deny,
+}
+
+/// `--mcp-dir`, else `$TOOLHOST_MCP_DIR`, else `$XDG_CONFIG_HOME/toolhost/mcp`,
+/// else `~/.config/toolhost/mcp`.
+pub fn mcp_dir(flag: Option<&Path>) -> Result<PathBuf> {
+    let from_env = |key: &str| std::env::var_os(key).filter(|value| !value.is_empty());
+    flag.map(Path::to_path_buf)
+        .or_else(|| from_env("TOOLHOST_MCP_DIR").map(PathBuf::from))
+        .or_else(|| from_env("XDG_CONFIG_HOME").map(|dir| PathBuf::from(dir).join("toolhost/mcp")))
+        .or_else(|| from_env("HOME").map(|home| PathBuf::from(home).join(".config/toolhost/mcp")))
+        .context("no MCP directory: give --mcp-dir or set TOOLHOST_MCP_DIR")
+}
+
+pub async fn run(dir: &Path, command: McpCommand) -> Result<ExitCode> {
+    let mut registry = McpRegistry::load(dir)?;
+    match command {
+        McpCommand::Add {
+            name,
+            url,
+            env,
+            command,
+        } => {
+            let transport = match (url, command.split_first()) {
+                (Some(url), _) => Transport::Http { url },
+                (None, Some((program, args))) => Transport::Stdio {
+                    command: program.clone(),
+                    args: args.to_vec(),
+                    env: env
+                        .iter()
+                        .map(|pair| {
+                            pair.split_once('=')
+                                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                                .with_context(|| format!("--env {pair}: expected KEY=VALUE"))
+                        })
+                        .collect::<Result<_>>()?,
+                },
+                (None, None) => bail!("give the server's command after `--`, or --url"),
+            };
+            let id = registry.add(&name, transport)?;
+            println!(
+                "registered {name} as {id}; run `toolhost mcp refresh {name}` to list its tools"
+            );
+        }
+        McpCommand::List { json } => list(&registry, json)?,
+        McpCommand::Remove { server } => {
+            let removed = registry.remove(&server)?;
+            println!("removed {} ({})", removed.display_name, removed.id);
+        }
+        McpCommand::Pause { server } => set(&mut registry, &server, State::Paused)?,
+        McpCommand::Resume { server } => set(&mut registry, &server, State::Active)?,
+        McpCommand::Off { server } => set(&mut registry, &server, State::Off)?,
+        McpCommand::Refresh { server, timeout } => {
+            let targets: Vec<_> = match &server {
+                Some(key) => vec![registry.find(key)?.clone()],
+                None => registry
+                    .registrations()
+                    .iter()
+                    .filter(|r| r.state == State::Active)
+                    .cloned()
+                    .collect(),
+            };
+            let mut failed = false;
+            for registration in targets {
+                match refresh(&registry, &registration, Duration::from_secs(timeout)).await {
+                    Ok(cache) => println!(
+                        "{}: {} tool(s) cached",
+                        registration.display_name,
+                        cache.tools.len()
+                    ),
+                    Err(error) => {
+                        failed = true;
+                        eprintln!("{}: {error}", registration.display_name);
+                    }
+                }
+            }
+            if failed {
+                return Ok(ExitCode::from(2));
+            }
+        }
+        McpCommand::Grant {
+            server,
+            tool,
+            permission,
+        } => {
+            let permission = match permission {
+                PermissionArg::Allow => Permission::Allow,
+                PermissionArg::Ask => {
+                    println!("note: ask behaves like allow: no one is asked during a run");
+                    Permission::Ask
+                }
+                PermissionArg::Deny => Permission::Deny,
+            };
+            registry.grant(&server, &tool, permission)?;
+            println!("{server} {tool}: {permission:?}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn set(registry: &mut McpRegistry, server: &str, state: State) -> Result<()> {
+    registry.set_state(server, state)?;
+    println!("{server}: {state:?}");
+    Ok(())
+}
+
+fn list(registry: &McpRegistry, json: bool) -> Result<()> {
+    let (offered, omitted) = offered_tools(registry);
+    if json {
+        let servers: Vec<serde_json::Value> = registry
+            .registrations()
+            .iter()
+            .map(|registration| {
+                let cache = cache::load_cache(registry.dir(), registration.id)
+                    .ok()
+                    .flatten();
+                serde_json::json!({
+                    "registration": registration,
+                    "refreshedAt": cache.as_ref().map(|c| c.refreshed_at.clone()),
+                    "tools": offered.iter()
+                        .filter(|tool| tool.registration.id == registration.id)
+                        .map(|tool| tool.descriptor.id.as_str())
+                        .collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let value = serde_json::json!({"servers": servers, "omitted": omitted});
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    if registry.registrations().is_empty() {
+        println!("no MCP servers registered (toolhost mcp add NAME -- COMMAND …)");
+        return Ok(());
+    }
+    for registration in registry.registrations() {
+        let tools: Vec<&str> = offered
+            .iter()
+            .filter(|tool| tool.registration.id == registration.id)
+            .map(|tool| tool.tool.name.as_str())
+            .collect();
+        let transport = match &registration.transport {
+            Transport::Stdio { command, args, .. } => format!("{command} {}", args.join(" ")),
+            Transport::Http { url } => url.clone(),
+        };
+        println!(
+            "{} {} [{:?}] {}\n  tools: {}",
+            registration.id,
+            registration.display_name,
+            registration.state,
+            transport.trim(),
+            if tools.is_empty() {
+                "none offered".to_owned()
+            } else {
+                tools.join(", ")
+            }
+        );
+    }
+    for omission in &omitted {
+        let what = omission.tool.as_deref().unwrap_or("(all tools)");
+        eprintln!(
+            "omitted {} {what}: {} ({})",
+            omission.server, omission.reason, omission.code
+        );
+    }
+    Ok(())
+}
