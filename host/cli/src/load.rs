@@ -22,7 +22,10 @@ pub fn cache_dir(flag: Option<&Path>, no_cache: bool) -> Option<PathBuf> {
         .or_else(|| from_env("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost")))
 }
 
-pub async fn host(cache_dir: Option<PathBuf>) -> Result<ToolHost> {
+/// The builtins, plus the tools the MCP registrations in `mcp_dir` offer
+/// from their caches (a broken registrations file leaves every MCP tool out,
+/// with a note).
+pub async fn host(cache_dir: Option<PathBuf>, mcp_dir: Option<PathBuf>) -> Result<ToolHost> {
     let config = ToolHostConfig {
         sandbox: SandboxConfig {
             cache_dir,
@@ -54,7 +57,16 @@ pub async fn host(cache_dir: Option<PathBuf>) -> Result<ToolHost> {
         .await
         .context("loading the builtin tools")?;
     progress.finish_and_clear();
-    Ok(host)
+    let Some(dir) = mcp_dir else {
+        return Ok(host);
+    };
+    match toolhost_mcp::McpRegistry::load(&dir) {
+        Ok(registry) => Ok(host.with_mcp(&registry)?),
+        Err(error) => {
+            eprintln!("note: every MCP tool is left out: {error}");
+            Ok(host)
+        }
+    }
 }
 
 /// A profile file, or the built-in default profile when no path is given.

@@ -297,11 +297,24 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         let dir = mcp::mcp_dir(cli.mcp_dir.as_deref())?;
         return mcp::run(&dir, command).await;
     }
-    let host = load::host(load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache)).await?;
+    let host = load::host(
+        load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache),
+        mcp::mcp_dir(cli.mcp_dir.as_deref()).ok(),
+    )
+    .await?;
     match cli.command {
         Command::Tools {
             command: ToolsCommand::List { json },
-        } => tools::list(&host.catalog_items(), json)?,
+        } => {
+            tools::list(&host.catalog_items(), json)?;
+            for omitted in host.mcp_omitted() {
+                let what = omitted.tool.as_deref().unwrap_or("(all tools)");
+                eprintln!(
+                    "omitted mcp {} {what}: {} ({})",
+                    omitted.server, omitted.reason, omitted.code
+                );
+            }
+        }
         Command::Call {
             tool,
             arguments,

@@ -12,7 +12,7 @@ pub fn list(items: &[AgentToolCatalogItemDto], json: bool) -> Result<()> {
             .iter()
             .map(|item| {
                 let mut row = serde_json::to_value(item)?;
-                row["alias"] = json!(alias::builtin_alias(item.id.native_name()));
+                row["alias"] = json!(alias_of(item));
                 Ok(row)
             })
             .collect::<Result<_, serde_json::Error>>()?;
@@ -24,7 +24,7 @@ pub fn list(items: &[AgentToolCatalogItemDto], json: bool) -> Result<()> {
         .map(|item| {
             [
                 item.id.to_string(),
-                alias::builtin_alias(item.id.native_name()),
+                alias_of(item),
                 item.title.clone().unwrap_or_default(),
                 annotation_summary(&item.annotations),
                 format!(
@@ -38,6 +38,15 @@ pub fn list(items: &[AgentToolCatalogItemDto], json: bool) -> Result<()> {
         .collect();
     table::print(["ID", "ALIAS", "TITLE", "ANNOTATIONS", "SOURCE"], &rows);
     Ok(())
+}
+
+/// The alias a snapshot gives the tool before collisions are resolved.
+fn alias_of(item: &AgentToolCatalogItemDto) -> String {
+    if item.source.kind == "mcp" {
+        alias::mcp_alias_base(&item.source.name, item.id.native_name())
+    } else {
+        alias::builtin_alias(item.id.native_name())
+    }
 }
 
 /// The flags that are set, then the source kind: `readOnly, sourceKind=random`.

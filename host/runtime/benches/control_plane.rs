@@ -52,7 +52,10 @@ impl ToolExecutor for Answering {
         Ok(Execution {
             result,
             effect,
-            report: CallReport::not_run(entropy, Ok(ToolOutcome::Success(ToolSuccess::default()))),
+            report: Some(CallReport::not_run(
+                entropy,
+                Ok(ToolOutcome::Success(ToolSuccess::default())),
+            )),
         })
     }
 }

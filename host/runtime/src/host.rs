@@ -1,16 +1,21 @@
 //! `ToolHost`: every tool source loaded into one [`ToolCatalog`], and the
 //! executor that runs a [`ToolInvocation`] on the right one.
 //!
-//! Today the only executor is the sandbox (builtin components); MCP servers
-//! and extensions join as further sources behind the same catalog.
+//! Two executors sit behind the catalog: the sandbox (builtin components)
+//! and MCP servers (their cached tools, called over rmcp); extensions will
+//! join as a further source.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::Value;
 use toolhost_core::{
     AgentToolCatalogItemDto, AgentToolResult, CatalogError, IdentityMismatch, SnapshotSources,
     ToolBinding, ToolCatalog, ToolEffect, ToolId, ToolInvocation, ToolProvider, ToolSourceDto,
 };
+use toolhost_core::{ToolFailure, ToolOutcome, ToolSuccess};
+use toolhost_mcp::{CallOutcome, McpRegistry, Omitted, Permission, State};
 use toolhost_sandbox::{
     CallContext, CallEntropy, CallReport, CapabilitySet, ComponentSpec, HostFault, LimitError,
     LimitOverrides, LoadError, LoadEvent, Sandbox, SandboxConfig, SandboxError, ToolComponent,
@@ -25,7 +30,15 @@ pub struct ToolHostConfig {
     /// Per-tool limit overrides, by canonical id or native name, applied over
     /// the defaults and capped by the sandbox policy.
     pub limits: HashMap<String, LimitOverrides>,
+    /// How long one MCP call may take, connection to answer.
+    pub mcp_call_timeout: Option<Duration>,
 }
+
+/// The default for [`ToolHostConfig::mcp_call_timeout`].
+pub const MCP_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Largest arguments object sent to an MCP server, serialized.
+pub const MCP_MAX_ARGUMENT_BYTES: usize = 256 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -52,6 +65,10 @@ pub enum ExecuteError {
     /// planted in the workspace, an I/O error); the call was stopped.
     #[error("{0}")]
     HostFault(HostFault),
+    /// An MCP call was sent and never answered: whether the server acted is
+    /// unknown, so the run fails rather than guess (never retried).
+    #[error("mcp.outcome_unknown: {tool}: {message}")]
+    McpOutcomeUnknown { tool: ToolId, message: String },
 }
 
 impl ExecuteError {
@@ -63,6 +80,7 @@ impl ExecuteError {
             // Codes of host faults are the capability's own (`workspace.*`);
             // the static ones here name the class.
             Self::HostFault(_) => "sandbox.host_fault",
+            Self::McpOutcomeUnknown { .. } => "mcp.outcome_unknown",
         }
     }
 }
@@ -86,12 +104,28 @@ pub trait ToolExecutor {
 /// Where a catalog entry's code comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolSource {
-    Builtin { package: String },
+    Builtin {
+        package: String,
+    },
+    /// A tool of a registered MCP server.
+    Mcp {
+        registration: Uuid,
+        server: String,
+    },
 }
 
-struct Entry {
-    component: ToolComponent,
-    source: ToolSource,
+enum Entry {
+    Component {
+        // Boxed: a loaded component is large, an MCP entry small.
+        component: Box<ToolComponent>,
+        source: ToolSource,
+    },
+    /// Called through the registry in `dir`, rechecked before each call.
+    Mcp {
+        dir: PathBuf,
+        registration: Uuid,
+        server: String,
+    },
 }
 
 /// One finished execution.
@@ -100,15 +134,19 @@ pub struct Execution {
     pub result: AgentToolResult,
     /// For the runtime to apply; never part of the stored result.
     pub effect: Option<ToolEffect>,
-    pub report: CallReport,
+    /// The sandbox's report (none for an MCP call).
+    pub report: Option<CallReport>,
 }
 
 pub struct ToolHost {
     sandbox: Sandbox,
     catalog: ToolCatalog,
     entries: BTreeMap<ToolId, Entry>,
-    /// Display names of MCP registrations (none until MCP lands).
+    /// Display names of MCP registrations, for aliases.
     mcp_server_names: BTreeMap<Uuid, String>,
+    /// MCP servers and tools left out of the catalog, and why.
+    mcp_omitted: Vec<Omitted>,
+    mcp_call_timeout: Duration,
 }
 
 impl ToolHost {
@@ -160,8 +198,8 @@ impl ToolHost {
             catalog.insert(component.descriptor().clone())?;
             entries.insert(
                 component.id().clone(),
-                Entry {
-                    component,
+                Entry::Component {
+                    component: Box::new(component),
                     source: ToolSource::Builtin {
                         package: builtin.package.into(),
                     },
@@ -173,7 +211,36 @@ impl ToolHost {
             catalog,
             entries,
             mcp_server_names: BTreeMap::new(),
+            mcp_omitted: Vec::new(),
+            mcp_call_timeout: config.mcp_call_timeout.unwrap_or(MCP_CALL_TIMEOUT),
         })
+    }
+
+    /// Add the tools the registry's caches offer (never touching the
+    /// network); what is left out is kept as [`mcp_omitted`](Self::mcp_omitted).
+    pub fn with_mcp(mut self, registry: &McpRegistry) -> Result<Self, HostError> {
+        let (offered, omitted) = toolhost_mcp::offered_tools(registry);
+        for registration in registry.registrations() {
+            self.mcp_server_names
+                .insert(registration.id, registration.display_name.clone());
+        }
+        for tool in offered {
+            self.catalog.insert(tool.descriptor.clone())?;
+            self.entries.insert(
+                tool.descriptor.id.clone(),
+                Entry::Mcp {
+                    dir: registry.dir().to_owned(),
+                    registration: tool.registration.id,
+                    server: tool.registration.display_name.clone(),
+                },
+            );
+        }
+        self.mcp_omitted = omitted;
+        Ok(self)
+    }
+
+    pub fn mcp_omitted(&self) -> &[Omitted] {
+        &self.mcp_omitted
     }
 
     pub fn catalog(&self) -> &ToolCatalog {
@@ -193,11 +260,24 @@ impl ToolHost {
     }
 
     pub fn component(&self, id: &ToolId) -> Option<&ToolComponent> {
-        self.entries.get(id).map(|entry| &entry.component)
+        match self.entries.get(id)? {
+            Entry::Component { component, .. } => Some(component),
+            Entry::Mcp { .. } => None,
+        }
     }
 
-    pub fn source(&self, id: &ToolId) -> Option<&ToolSource> {
-        self.entries.get(id).map(|entry| &entry.source)
+    pub fn source(&self, id: &ToolId) -> Option<ToolSource> {
+        Some(match self.entries.get(id)? {
+            Entry::Component { source, .. } => source.clone(),
+            Entry::Mcp {
+                registration,
+                server,
+                ..
+            } => ToolSource::Mcp {
+                registration: *registration,
+                server: server.clone(),
+            },
+        })
     }
 
     /// What `tools list` and profile UIs show, in catalog order.
@@ -205,18 +285,26 @@ impl ToolHost {
         self.catalog
             .iter()
             .filter_map(|descriptor| {
-                let entry = self.entries.get(&descriptor.id)?;
-                let ToolSource::Builtin { package } = &entry.source;
-                let source = ToolSourceDto {
-                    kind: "builtin".into(),
-                    name: package.clone(),
-                    sha256: Some(entry.component.sha256_hex().to_owned()),
-                    capabilities: entry
-                        .component
-                        .grant()
-                        .iter()
-                        .map(|capability| capability.to_string())
-                        .collect(),
+                let source = match self.entries.get(&descriptor.id)? {
+                    Entry::Component { component, source } => ToolSourceDto {
+                        kind: "builtin".into(),
+                        name: match source {
+                            ToolSource::Builtin { package } => package.clone(),
+                            ToolSource::Mcp { server, .. } => server.clone(),
+                        },
+                        sha256: Some(component.sha256_hex().to_owned()),
+                        capabilities: component
+                            .grant()
+                            .iter()
+                            .map(|capability| capability.to_string())
+                            .collect(),
+                    },
+                    Entry::Mcp { server, .. } => ToolSourceDto {
+                        kind: "mcp".into(),
+                        name: server.clone(),
+                        sha256: None,
+                        capabilities: Vec::new(),
+                    },
                 };
                 Some(AgentToolCatalogItemDto::new(descriptor, source))
             })
@@ -246,7 +334,12 @@ impl ToolHost {
             .entries
             .get(&invocation.tool_id)
             .ok_or_else(|| ExecuteError::UnknownTool(invocation.tool_id.clone()))?;
-        let component = &entry.component;
+        let component = match entry {
+            Entry::Component { component, .. } => component,
+            Entry::Mcp {
+                dir, registration, ..
+            } => return self.run_mcp(invocation, dir, *registration).await,
+        };
         let limits = match overrides {
             None => *component.limits(),
             Some(overrides) => {
@@ -282,7 +375,108 @@ impl ToolHost {
         Ok(Execution {
             result,
             effect,
-            report,
+            report: Some(report),
+        })
+    }
+
+    /// One MCP call: recheck the registration right before sending, send,
+    /// project the answer.
+    async fn run_mcp(
+        &self,
+        invocation: &ToolInvocation,
+        dir: &std::path::Path,
+        registration: Uuid,
+    ) -> Result<Execution, ExecuteError> {
+        let tool = invocation.tool_id.native_name();
+        let refused = |code: &str, message: String| {
+            let (result, _) = AgentToolResult::from_outcome(
+                invocation,
+                ToolOutcome::Error(ToolFailure::new(code, message)),
+            );
+            Ok(Execution {
+                result,
+                effect: None,
+                report: None,
+            })
+        };
+        // The registration as it is now, not as it was when the run began.
+        let current = McpRegistry::load(dir).ok().and_then(|registry| {
+            registry
+                .registrations()
+                .iter()
+                .find(|r| r.id == registration)
+                .cloned()
+        });
+        let Some(current) = current else {
+            return refused(
+                "mcp.server_unavailable",
+                "this tool's MCP server is no longer registered".into(),
+            );
+        };
+        if current.state != State::Active {
+            return refused(
+                "mcp.server_unavailable",
+                format!(
+                    "the MCP server {} is {:?} now",
+                    current.display_name, current.state
+                ),
+            );
+        }
+        if current.permission(tool) == Permission::Deny {
+            return refused(
+                "mcp.tool_denied",
+                format!("{tool} of {} is denied now", current.display_name),
+            );
+        }
+        let Some(arguments) = invocation.arguments.as_object() else {
+            return refused(
+                "tool.invalid_arguments",
+                "the arguments must be a JSON object".into(),
+            );
+        };
+        let size = invocation.arguments.to_string().len();
+        if size > MCP_MAX_ARGUMENT_BYTES {
+            return refused(
+                "tool.arguments_too_large",
+                format!(
+                    "the arguments are {size} bytes; at most {MCP_MAX_ARGUMENT_BYTES} may be sent"
+                ),
+            );
+        }
+        let outcome =
+            toolhost_mcp::call_tool(&current, tool, arguments.clone(), self.mcp_call_timeout).await;
+        let outcome = match outcome {
+            CallOutcome::Completed(answer) => {
+                let projected = toolhost_mcp::project(&answer);
+                if projected.is_error {
+                    let mut failure = ToolFailure::new("mcp.tool_error", projected.content);
+                    failure.structured = projected.structured;
+                    ToolOutcome::Error(failure)
+                } else {
+                    ToolOutcome::Success(ToolSuccess {
+                        content: projected.content,
+                        structured: projected.structured,
+                        resource_refs: Vec::new(),
+                        effect: None,
+                    })
+                }
+            }
+            CallOutcome::Failed(info) => {
+                ToolOutcome::Error(ToolFailure::new(info.code, info.message))
+            }
+            CallOutcome::Unknown(info) => {
+                return Err(ExecuteError::McpOutcomeUnknown {
+                    tool: invocation.tool_id.clone(),
+                    message: info.message,
+                });
+            }
+        };
+        let (result, _) = AgentToolResult::from_outcome(invocation, outcome);
+        result.check_identity(invocation)?;
+        Ok(Execution {
+            result,
+            effect: None,
+            report: None,
         })
     }
 }

@@ -295,7 +295,7 @@ impl InvocationSession {
                     .execute(&invocation, binding, entropy, context)
                     .await
                 {
-                    Ok(execution) => (execution.result, execution.effect, Some(execution.report)),
+                    Ok(execution) => (execution.result, execution.effect, execution.report),
                     Err(error) => {
                         return Err(self.system_failure(&invocation, round, error.into()));
                     }

@@ -94,7 +94,10 @@ impl ToolExecutor for Scripted {
         Ok(Execution {
             result,
             effect: None,
-            report: CallReport::not_run(entropy, Ok(ToolOutcome::Success(ToolSuccess::default()))),
+            report: Some(CallReport::not_run(
+                entropy,
+                Ok(ToolOutcome::Success(ToolSuccess::default())),
+            )),
         })
     }
 }

@@ -1,0 +1,232 @@
+//! MCP tools through the whole control plane: a real third-party server
+//! (`@modelcontextprotocol/server-everything`, installed by `make setup`)
+//! registered and refreshed, its tools in the catalog and the snapshot
+//! under `mcp__<server>__<tool>` aliases, called by a scripted agent
+//! through the gate and the journal. Skipped, loudly, only without node.
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+use toolhost_core::Profile;
+use toolhost_journal::Durability;
+use toolhost_mcp::{McpRegistry, State, Transport};
+use toolhost_model::SameModel;
+use toolhost_runtime::{
+    AgentDirectory, LoopParts, LoopSummary, Run, RunBindings, RunStatus, SillyTavernChatHost,
+    ToolHost, ToolHostConfig, run_agent_loop,
+};
+
+fn server_script() -> Option<PathBuf> {
+    let ok = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !ok {
+        eprintln!("SKIPPED: node is not installed, so the MCP tests cannot run");
+        return None;
+    }
+    let script = fixtures()
+        .join("../peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        script.exists(),
+        "run `make setup` to install server-everything"
+    );
+    Some(script)
+}
+
+/// A registry in `dir` with server-everything registered and refreshed.
+async fn registry(dir: &std::path::Path, script: &std::path::Path) -> McpRegistry {
+    let mut registry = McpRegistry::load(dir).expect("registry");
+    registry
+        .add(
+            "everything",
+            Transport::Stdio {
+                command: "node".into(),
+                args: vec![script.display().to_string(), "stdio".into()],
+                env: Default::default(),
+            },
+        )
+        .expect("add");
+    let registration = registry.find("everything").expect("found").clone();
+    toolhost_mcp::refresh(&registry, &registration, Duration::from_secs(30))
+        .await
+        .expect("refresh");
+    registry
+}
+
+fn mcp_profile(id: uuid::Uuid) -> Profile {
+    Profile::from_json(
+        &json!({
+            "schemaVersion": 1,
+            "kind": "toolhost.agentProfile",
+            "id": "writer",
+            "tools": {
+                "allow": [
+                    format!("mcp/{id}:echo"),
+                    format!("mcp/{id}:get-sum"),
+                    format!("mcp/{id}:trigger-long-running-operation"),
+                    "workspace.write_file", "workspace.commit", "workspace.finish"
+                ],
+                "maxRounds": 5
+            }
+        })
+        .to_string(),
+    )
+    .expect("profile")
+}
+
+async fn run_mcp(
+    fixture: &Fixture,
+    registry: &McpRegistry,
+    timeout: Duration,
+    replies: Value,
+) -> LoopSummary {
+    let host_config = ToolHostConfig {
+        mcp_call_timeout: Some(timeout),
+        ..ToolHostConfig::default()
+    };
+    let host = ToolHost::with_builtins(host_config, &|_| {})
+        .await
+        .expect("builtins")
+        .with_mcp(registry)
+        .expect("mcp tools");
+    let id = registry.registrations()[0].id;
+    let bindings = RunBindings {
+        chat: Some(fixture.chat.clone()),
+        ..RunBindings::default()
+    };
+    let run = Run::create_with(
+        &fixture.run_dir,
+        &mcp_profile(id),
+        Durability::Batched,
+        &bindings,
+    )
+    .expect("run");
+    let parts = LoopParts {
+        host: Arc::new(host),
+        models: Arc::new(SameModel(Arc::new(script(replies)))),
+        chat: Arc::new(SillyTavernChatHost::new(Arc::clone(
+            run.chat().expect("chat"),
+        ))),
+        agents: AgentDirectory::default(),
+    };
+    run_agent_loop(&run, parts, &config()).await
+}
+
+#[tokio::test]
+async fn an_agent_calls_mcp_tools_through_the_gate_and_the_journal() {
+    let Some(server) = server_script() else {
+        return;
+    };
+    let fixture = Fixture::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(dir.path(), &server).await;
+    let summary = run_mcp(
+        &fixture,
+        &registry,
+        Duration::from_secs(30),
+        json!([
+            {"toolCalls": [
+                call("m1", "mcp__everything__echo", json!({"message": "over the gate"})),
+                call("m2", "mcp__everything__get-sum", json!({"a": 2, "b": 3})),
+                call("m3", "mcp__everything__echo", json!({"message": 7}))
+            ]},
+            {"toolCalls": [write("w", REPLY), commit("c"), finish("f")]}
+        ]),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let echo = fixture.tool_result("m1");
+    assert_eq!(echo["content"], "Echo: over the gate");
+    // The full CallToolResult is the audit fact.
+    assert_eq!(echo["structured"]["content"][0]["type"], "text");
+    assert!(
+        fixture.tool_result("m2")["content"]
+            .as_str()
+            .expect("text")
+            .contains('5')
+    );
+    // The server's own validation error is a recoverable result.
+    let bad = fixture.tool_result("m3");
+    assert_eq!(bad["errorCode"], "mcp.tool_error");
+    let started: Vec<Value> = fixture
+        .events()
+        .into_iter()
+        .filter(|event| event.r#type == "tool_call_completed")
+        .map(|event| event.payload)
+        .collect();
+    assert!(
+        started
+            .iter()
+            .any(|p| p["toolId"].as_str().is_some_and(|id| id.ends_with(":echo")))
+    );
+}
+
+#[tokio::test]
+async fn a_paused_server_is_refused_at_call_time_and_a_silent_one_fails_the_run() {
+    let Some(server) = server_script() else {
+        return;
+    };
+    let fixture = Fixture::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = registry(dir.path(), &server).await;
+    // Paused after the host was built: the recheck before sending refuses.
+    let paused_fixture = Fixture::new();
+    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
+        .await
+        .expect("builtins")
+        .with_mcp(&registry)
+        .expect("mcp tools");
+    registry
+        .set_state("everything", State::Paused)
+        .expect("pause");
+    let id = registry.registrations()[0].id;
+    let bindings = RunBindings {
+        chat: Some(paused_fixture.chat.clone()),
+        ..RunBindings::default()
+    };
+    let paused_run = Run::create_with(
+        &paused_fixture.run_dir,
+        &mcp_profile(id),
+        Durability::Batched,
+        &bindings,
+    )
+    .expect("run");
+    let parts = LoopParts {
+        host: Arc::new(host),
+        models: Arc::new(SameModel(Arc::new(script(json!([
+            {"toolCalls": [call("p1", "mcp__everything__echo", json!({"message": "hi"}))]},
+            {"toolCalls": [write("w", REPLY), commit("c"), finish("f")]}
+        ]))))),
+        chat: Arc::new(SillyTavernChatHost::new(Arc::clone(
+            paused_run.chat().expect("chat"),
+        ))),
+        agents: AgentDirectory::default(),
+    };
+    let summary = run_agent_loop(&paused_run, parts, &config()).await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(
+        paused_fixture.tool_result("p1")["errorCode"],
+        "mcp.server_unavailable"
+    );
+
+    // Sent and never answered in time: the outcome is unknown, the run fails.
+    registry
+        .set_state("everything", State::Active)
+        .expect("resume");
+    let summary = run_mcp(
+        &fixture,
+        &registry,
+        Duration::from_secs(2),
+        json!([{"toolCalls": [call("u1", "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 10, "steps": 5}))]}]),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Failed, "{summary:?}");
+    assert_eq!(summary.code.as_deref(), Some("mcp.outcome_unknown"));
+}
