@@ -20,7 +20,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolhost_core::{
     AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ToolChoice, ToolEffect,
-    ToolFailure, ToolInvocation, ToolOutcome, ToolRequestGate, ToolTurnContract,
+    ToolFailure, ToolId, ToolInvocation, ToolOutcome, ToolRequestGate, ToolTurnContract,
     snapshot::SnapshotDiagnostic,
 };
 use toolhost_journal::{
@@ -106,6 +106,9 @@ pub struct InvocationSession {
     /// The agents this invocation's agent may call (`agent-read`); none
     /// outside an agent run.
     agents: Option<Arc<Vec<CallableAgent>>>,
+    /// MCP results longer than this (characters) go to a readable view
+    /// file; the model reads a preview and where the rest is.
+    mcp_inline_limit: usize,
 }
 
 impl InvocationSession {
@@ -129,7 +132,13 @@ impl InvocationSession {
             stored_read_state: None,
             skills,
             agents: None,
+            mcp_inline_limit: DEFAULT_MCP_INLINE_LIMIT,
         }
+    }
+
+    /// The profile's `tools.mcpResultInlineCharLimit`.
+    pub fn set_mcp_inline_limit(&mut self, chars: u32) {
+        self.mcp_inline_limit = chars.max(1) as usize;
     }
 
     /// Tell this invocation's tools which agents it may call.
@@ -307,6 +316,10 @@ impl InvocationSession {
         if let Err(mismatch) = result.check_identity(&invocation) {
             return Err(self.system_failure(&invocation, round, mismatch.into()));
         }
+        let result = match self.externalize_mcp_result(result) {
+            Ok(result) => result,
+            Err(failure) => return Err(self.system_failure(&invocation, round, failure)),
+        };
         Ok(ExecutedCall {
             invocation,
             result,
@@ -316,6 +329,67 @@ impl InvocationSession {
             started,
             skill_chars_before,
         })
+    }
+
+    /// An MCP result longer than the inline limit: the whole text goes to
+    /// `tool-results/<call>.view.txt` (create-only, readable by every
+    /// invocation) and the model reads a preview, the size and how to read
+    /// the rest with this snapshot's tools. The structured result stays the
+    /// full audit fact.
+    fn externalize_mcp_result(
+        &self,
+        mut result: AgentToolResult,
+    ) -> Result<AgentToolResult, RunFailure> {
+        let is_mcp = matches!(
+            result.tool_id.provider(),
+            toolhost_core::ToolProvider::Mcp(_)
+        );
+        let chars = result.content.chars().count();
+        if !is_mcp || chars <= self.mcp_inline_limit {
+            return Ok(result);
+        }
+        let stem = toolhost_journal::audit_stem(&result.call_id);
+        let path = format!("tool-results/{stem}.view.txt");
+        self.run
+            .dir()
+            .write_create_only(&path, result.content.as_bytes())?;
+        let alias = |native: &str| {
+            ToolId::builtin(native)
+                .ok()
+                .and_then(|id| self.snapshot.binding(&id).map(|b| b.model_alias.clone()))
+        };
+        let how = match (
+            alias("workspace.read_file"),
+            alias("workspace.search_files"),
+        ) {
+            (Some(read), Some(search)) => {
+                format!("Read it in parts with {read} (path `{path}`), or search it with {search}.")
+            }
+            (Some(read), None) => format!("Read it in parts with {read} (path `{path}`)."),
+            (None, Some(search)) => format!("Search it with {search} (path `{path}`)."),
+            (None, None) => {
+                "No workspace reading tool is offered to you, so only this preview is readable."
+                    .to_owned()
+            }
+        };
+        let preview: String = result.content.chars().take(MCP_PREVIEW_CHARS).collect();
+        result.content = format!(
+            "The result has {chars} characters, more than the {} shown inline, so it was saved to `{path}`. {how}\n\n## Prefix preview\n{preview}",
+            self.mcp_inline_limit
+        );
+        let audit_path = format!("tool-results/{stem}.json");
+        let full = std::mem::take(&mut result.structured);
+        result.structured = json!({
+            "externalized": true,
+            "path": path,
+            "auditPath": audit_path,
+            "charCount": chars,
+            "charLimit": self.mcp_inline_limit,
+            "result": full,
+        });
+        result.resource_refs.push(format!("workspace:{path}"));
+        result.resource_refs.push(format!("workspace:{audit_path}"));
+        Ok(result)
     }
 
     /// Answer a call without running it (a call after a terminal tool in
@@ -448,6 +522,12 @@ impl InvocationSession {
         failure
     }
 }
+
+/// The default of `tools.mcpResultInlineCharLimit`.
+const DEFAULT_MCP_INLINE_LIMIT: usize = 50_000;
+
+/// Characters of an externalized MCP result the model still reads inline.
+pub const MCP_PREVIEW_CHARS: usize = 3_000;
 
 /// `input/invocations/<id>/read_state.json`.
 #[derive(serde::Serialize, serde::Deserialize)]

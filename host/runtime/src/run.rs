@@ -275,7 +275,7 @@ impl Run {
         })?;
         drop(dir);
         let workspace = self.workspace_session_for(profile)?;
-        Ok(InvocationSession::new(
+        let mut session = InvocationSession::new(
             Arc::clone(self),
             invocation_id,
             snapshot,
@@ -284,7 +284,9 @@ impl Run {
             workspace,
             self.skill_access(profile, 0),
         )
-        .with_diagnostics(compiled.diagnostics))
+        .with_diagnostics(compiled.diagnostics);
+        session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
+        Ok(session)
     }
 
     /// Reopen an invocation of a reopened run: its stored snapshot, a gate

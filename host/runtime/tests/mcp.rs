@@ -60,6 +60,10 @@ async fn registry(dir: &std::path::Path, script: &std::path::Path) -> McpRegistr
 }
 
 fn mcp_profile(id: uuid::Uuid) -> Profile {
+    mcp_profile_limited(id, 50_000)
+}
+
+fn mcp_profile_limited(id: uuid::Uuid, inline_limit: u32) -> Profile {
     Profile::from_json(
         &json!({
             "schemaVersion": 1,
@@ -70,9 +74,11 @@ fn mcp_profile(id: uuid::Uuid) -> Profile {
                     format!("mcp/{id}:echo"),
                     format!("mcp/{id}:get-sum"),
                     format!("mcp/{id}:trigger-long-running-operation"),
-                    "workspace.write_file", "workspace.commit", "workspace.finish"
+                    "workspace.read_file", "workspace.write_file", "workspace.commit",
+                    "workspace.finish"
                 ],
-                "maxRounds": 5
+                "maxRounds": 5,
+                "mcpResultInlineCharLimit": inline_limit
             }
         })
         .to_string(),
@@ -84,6 +90,16 @@ async fn run_mcp(
     fixture: &Fixture,
     registry: &McpRegistry,
     timeout: Duration,
+    replies: Value,
+) -> LoopSummary {
+    run_mcp_with(fixture, registry, timeout, 50_000, replies).await
+}
+
+async fn run_mcp_with(
+    fixture: &Fixture,
+    registry: &McpRegistry,
+    timeout: Duration,
+    inline_limit: u32,
     replies: Value,
 ) -> LoopSummary {
     let host_config = ToolHostConfig {
@@ -102,7 +118,7 @@ async fn run_mcp(
     };
     let run = Run::create_with(
         &fixture.run_dir,
-        &mcp_profile(id),
+        &mcp_profile_limited(id, inline_limit),
         Durability::Batched,
         &bindings,
     )
@@ -229,4 +245,53 @@ async fn a_paused_server_is_refused_at_call_time_and_a_silent_one_fails_the_run(
     .await;
     assert_eq!(summary.status, RunStatus::Failed, "{summary:?}");
     assert_eq!(summary.code.as_deref(), Some("mcp.outcome_unknown"));
+}
+
+#[tokio::test]
+async fn a_result_over_the_inline_limit_is_read_from_a_view_file() {
+    let Some(server) = server_script() else {
+        return;
+    };
+    let fixture = Fixture::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(dir.path(), &server).await;
+    let long = "lantern ".repeat(500);
+    let summary = run_mcp_with(
+        &fixture,
+        &registry,
+        Duration::from_secs(30),
+        1_000,
+        json!([
+            {"toolCalls": [call("big", "mcp__everything__echo", json!({"message": long}))]},
+            {"toolCalls": [call("read", "workspace_read_file",
+                json!({"path": format!("tool-results/{}.view.txt", toolhost_journal::audit_stem("big"))}))]},
+            {"toolCalls": [write("w", REPLY), commit("c"), finish("f")]}
+        ]),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let big = fixture.tool_result("big");
+    let content = big["content"].as_str().expect("content");
+    assert!(
+        content.starts_with("The result has 4005 characters, more than the 1000 shown inline"),
+        "{content}"
+    );
+    assert!(content.contains("workspace_read_file"), "{content}");
+    let preview = content
+        .split("## Prefix preview\n")
+        .nth(1)
+        .expect("preview");
+    assert_eq!(preview.chars().count(), 3_000);
+    assert_eq!(big["structured"]["externalized"], true);
+    assert_eq!(big["structured"]["charCount"], 4005);
+    // The whole answer is in the view, and the agent read it back.
+    let view = std::fs::read_to_string(
+        fixture
+            .run_dir
+            .join(big["structured"]["path"].as_str().expect("path")),
+    )
+    .expect("view file");
+    // (The projection trims the text's trailing space.)
+    assert_eq!(view, format!("Echo: {}", long.trim_end()));
+    assert_eq!(fixture.tool_result("read")["isError"], false);
 }
