@@ -10,6 +10,7 @@ mod inspect;
 mod load;
 mod mcp;
 mod run;
+mod serve;
 mod table;
 mod tools;
 
@@ -292,10 +293,33 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         inspect::print_journal(run_dir, *json, invocation.as_deref())?;
         return Ok(ExitCode::SUCCESS);
     }
-    // Managing MCP servers needs no tools either.
+    // Managing MCP servers needs no tools either (serving them does).
     if let Command::Mcp { command } = cli.command {
         let dir = mcp::mcp_dir(cli.mcp_dir.as_deref())?;
-        return mcp::run(&dir, command).await;
+        let mcp::McpCommand::Serve {
+            profile,
+            run_dir,
+            runs_dir,
+            chat,
+        } = command
+        else {
+            return mcp::run(&dir, command).await;
+        };
+        let host = load::host(
+            load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache),
+            Some(dir),
+        )
+        .await?;
+        let args = serve::ServeArgs {
+            profile,
+            run_dir,
+            runs_dir,
+            bindings: RunBindings {
+                chat,
+                ..RunBindings::default()
+            },
+        };
+        return serve::serve(std::sync::Arc::new(host), args).await;
     }
     let host = load::host(
         load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache),

@@ -736,3 +736,92 @@ fn mcp_commands_register_refresh_grant_pause_and_remove_a_real_server() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("mcp.not_registered"));
 }
+
+#[test]
+fn mcp_serve_answers_the_official_python_client_through_the_gate() {
+    let python = repo(".venv/bin/python");
+    if !python.exists() {
+        let have_python = Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_ok_and(|output| output.status.success());
+        if !have_python {
+            eprintln!("SKIPPED: python3 is not installed, so the MCP client test cannot run");
+            return;
+        }
+        let venv = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(repo(".venv"))
+            .status()
+            .expect("venv");
+        assert!(venv.success());
+        let pip = Command::new(repo(".venv/bin/pip"))
+            .args(["install", "--quiet", "-r"])
+            .arg(repo("tests/peers/python/requirements.txt"))
+            .status()
+            .expect("pip");
+        assert!(pip.success(), "installing the mcp client from PyPI failed");
+    }
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
+    let profile = dir.join("served.json");
+    std::fs::write(
+        &profile,
+        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"served",
+            "tools":{"allow":["dice.roll","workspace.write_file","workspace.read_file","workspace.commit","workspace.finish"],
+                     "maxCallsPerTool":{"dice.roll":2}}}"#,
+    )
+    .expect("profile");
+    let output = Command::new(&python)
+        .current_dir(dir)
+        .arg(repo("tests/peers/python/mcp_client.py"))
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--cache-dir", dir.to_str().expect("utf-8")])
+        .args(["--mcp-dir", "mcp", "mcp", "serve", "--profile"])
+        .arg(&profile)
+        .args(["--run-dir", "served-run"])
+        .output()
+        .expect("run the python client");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let answer: Value = serde_json::from_slice(&output.stdout).expect("client json");
+    // Control tools need an agent loop: not served.
+    assert_eq!(
+        answer["tools"],
+        serde_json::json!(["dice_roll", "workspace_write_file", "workspace_read_file"])
+    );
+    let calls = &answer["calls"];
+    assert_eq!(calls["roll"]["isError"], false);
+    assert!(
+        calls["roll"]["text"][0]
+            .as_str()
+            .expect("text")
+            .starts_with("Rolled 2d6: ")
+    );
+    assert_eq!(calls["badRoll"]["isError"], true);
+    assert!(
+        calls["badRoll"]["text"][0]
+            .as_str()
+            .expect("text")
+            .contains("dice.invalid_formula")
+    );
+    assert_eq!(calls["read"]["isError"], false);
+    assert!(
+        calls["read"]["text"][0]
+            .as_str()
+            .expect("text")
+            .contains("1 | hello")
+    );
+    // The profile's budget holds: the third roll is refused by the gate.
+    assert!(
+        calls["overBudget"]["text"][0]
+            .as_str()
+            .expect("text")
+            .contains("agent.tool_budget_exhausted")
+    );
+    let types = journal_types(dir, &dir.join("served-run"));
+    assert_eq!(
+        types.iter().filter(|t| *t == "tool_call_started").count(),
+        4
+    );
+    assert_eq!(types.last().map(String::as_str), Some("run_completed"));
+}

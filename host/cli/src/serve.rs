@@ -1,0 +1,181 @@
+//! `toolhost mcp serve`: a profile's snapshot as an MCP server over stdio,
+//! so any MCP client can use the sandboxed tools. One run, one invocation:
+//! every call goes through a turn naming that one tool, the gate (the
+//! profile's budgets), the sandbox, the audit files and the journal, like
+//! a model's. Control tools (commit, finish, delegation) need an agent loop
+//! to apply their effects, so they are not served.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::sync::Mutex;
+use toolhost_core::{Classified, ExitPolicy, ProviderToolCall, ToolBinding, ToolChoice};
+use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
+use toolhost_runtime::{InvocationSession, Run, RunBindings, ToolHost};
+use toolhost_sandbox::CallEntropy;
+
+use crate::load;
+
+/// Builtins whose effects only an agent loop applies.
+const CONTROL_TOOLS: [&str; 7] = [
+    "workspace.commit",
+    "workspace.finish",
+    "agent.delegate",
+    "agent.await",
+    "agent.handoff",
+    "task.return",
+    "agent.list",
+];
+
+pub struct ServeArgs {
+    pub profile: Option<PathBuf>,
+    pub run_dir: Option<PathBuf>,
+    pub runs_dir: PathBuf,
+    pub bindings: RunBindings,
+}
+
+#[derive(Clone)]
+struct Served {
+    host: Arc<ToolHost>,
+    session: Arc<Mutex<InvocationSession>>,
+    tools: Arc<Vec<ToolBinding>>,
+}
+
+pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
+    let profile = load::profile(args.profile.as_deref())?;
+    let run = match &args.run_dir {
+        Some(dir) => Run::create_with(dir, &profile, Durability::Batched, &args.bindings)?,
+        None => Run::create_under(
+            &args.runs_dir,
+            &profile,
+            Durability::Batched,
+            &args.bindings,
+        )?,
+    };
+    let session = run.start_invocation(
+        &profile,
+        host.snapshot_sources(),
+        ROOT_INVOCATION_ID,
+        ExitPolicy::RunFinishAllowed,
+    )?;
+    let tools: Vec<ToolBinding> = session
+        .snapshot()
+        .bindings()
+        .iter()
+        .filter(|binding| {
+            let id = &binding.descriptor.id;
+            !(id.is_builtin() && CONTROL_TOOLS.contains(&id.native_name()))
+        })
+        .cloned()
+        .collect();
+    // stdout is the protocol: everything for people goes to stderr.
+    eprintln!(
+        "toolhost mcp serve: run {} ({}), {} tool(s) over stdio",
+        run.run_id(),
+        run.root().display(),
+        tools.len()
+    );
+    let served = Served {
+        host,
+        session: Arc::new(Mutex::new(session)),
+        tools: Arc::new(tools),
+    };
+    let running = served
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("starting the MCP server on stdio")?;
+    let ended = running.waiting().await;
+    run.complete()?;
+    ended.context("serving MCP")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe(binding: &ToolBinding) -> Tool {
+    let schema = match &binding.descriptor.input_schema {
+        Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let description = binding.descriptor.description.clone().unwrap_or_default();
+    let mut tool = Tool::new(
+        Cow::Owned(binding.model_alias.clone()),
+        Cow::Owned(description),
+        Arc::new(schema),
+    );
+    tool.title = binding.descriptor.title.clone();
+    let hint = |key: &str| binding.descriptor.annotations[key].as_bool();
+    tool.annotations = Some(
+        ToolAnnotations::new()
+            .read_only(hint("readOnly").unwrap_or(false))
+            .idempotent(hint("idempotent").unwrap_or(false))
+            .open_world(hint("openWorld").unwrap_or(false)),
+    );
+    tool
+}
+
+impl ServerHandler for Served {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.tools.iter().map(describe).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let Some(binding) = self.tools.iter().find(|b| b.model_alias == name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {name}"),
+                None,
+            ));
+        };
+        let tool = binding.descriptor.id.clone();
+        let mut session = self.session.lock().await;
+        let turn = session
+            .begin_turn(ToolChoice::Specific(tool), "mcp-serve")
+            .map_err(|failure| ErrorData::internal_error(failure.to_string(), None))?;
+        let invocation = turn
+            .decode_call(ProviderToolCall {
+                call_id: Some(format!("mcp_{}", uuid::Uuid::new_v4().simple())),
+                name: Some(name),
+                arguments: request.arguments.map(Value::Object),
+                provider_metadata: Value::Null,
+            })
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let outcome = session
+            .call(self.host.as_ref(), &turn, invocation, CallEntropy::fresh())
+            .await
+            .map_err(|failure| {
+                ErrorData::internal_error(format!("{} ({})", failure, failure.code()), None)
+            })?;
+        let text = ContentBlock::text(outcome.model_text());
+        Ok(if outcome.result.is_error {
+            CallToolResult::error(vec![text])
+        } else {
+            CallToolResult::success(vec![text])
+        }
+        .into())
+    }
+}
