@@ -203,6 +203,7 @@ async fn run_benches() {
     let fake = SnapshotSources {
         catalog: &catalog,
         mcp_server_names: &names,
+        mcp_unavailable: &toolhost_core::snapshot::NO_MCP_OMISSIONS,
     };
     let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
         .await

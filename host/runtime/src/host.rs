@@ -146,6 +146,8 @@ pub struct ToolHost {
     mcp_server_names: BTreeMap<Uuid, String>,
     /// MCP servers and tools left out of the catalog, and why.
     mcp_omitted: Vec<Omitted>,
+    /// The same, keyed for the snapshot compiler's diagnostics.
+    mcp_unavailable: BTreeMap<String, String>,
     mcp_call_timeout: Duration,
 }
 
@@ -212,6 +214,7 @@ impl ToolHost {
             entries,
             mcp_server_names: BTreeMap::new(),
             mcp_omitted: Vec::new(),
+            mcp_unavailable: BTreeMap::new(),
             mcp_call_timeout: config.mcp_call_timeout.unwrap_or(MCP_CALL_TIMEOUT),
         })
     }
@@ -235,6 +238,16 @@ impl ToolHost {
                 },
             );
         }
+        self.mcp_unavailable = omitted
+            .iter()
+            .map(|omission| {
+                let key = match &omission.tool {
+                    Some(tool) => format!("mcp/{}:{tool}", omission.registration_id),
+                    None => format!("mcp/{}", omission.registration_id),
+                };
+                (key, format!("{}: {}", omission.code, omission.reason))
+            })
+            .collect();
         self.mcp_omitted = omitted;
         Ok(self)
     }
@@ -252,6 +265,7 @@ impl ToolHost {
         SnapshotSources {
             catalog: &self.catalog,
             mcp_server_names: &self.mcp_server_names,
+            mcp_unavailable: &self.mcp_unavailable,
         }
     }
 

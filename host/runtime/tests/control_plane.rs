@@ -117,6 +117,7 @@ fn fixture(profile: &Profile, catalog: &ToolCatalog) -> Fixture {
     let sources = SnapshotSources {
         catalog,
         mcp_server_names: &names,
+        mcp_unavailable: &toolhost_core::snapshot::NO_MCP_OMISSIONS,
     };
     let session = run
         .start_invocation(profile, sources, "inv_root", ExitPolicy::RunFinishAllowed)
@@ -452,6 +453,7 @@ async fn a_snapshot_is_written_once_per_invocation() {
             SnapshotSources {
                 catalog: &catalog,
                 mcp_server_names: &names,
+                mcp_unavailable: &toolhost_core::snapshot::NO_MCP_OMISSIONS,
             },
             "inv_root",
             ExitPolicy::RunFinishAllowed,

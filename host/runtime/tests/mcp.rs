@@ -295,3 +295,50 @@ async fn a_result_over_the_inline_limit_is_read_from_a_view_file() {
     assert_eq!(view, format!("Echo: {}", long.trim_end()));
     assert_eq!(fixture.tool_result("read")["isError"], false);
 }
+
+#[tokio::test]
+async fn an_allowed_tool_of_a_paused_server_is_left_out_saying_why() {
+    let Some(server) = server_script() else {
+        return;
+    };
+    let fixture = Fixture::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = registry(dir.path(), &server).await;
+    registry
+        .set_state("everything", State::Paused)
+        .expect("pause");
+    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
+        .await
+        .expect("builtins")
+        .with_mcp(&registry)
+        .expect("mcp");
+    assert_eq!(host.mcp_omitted()[0].code, "mcp.server_paused");
+    let id = registry.registrations()[0].id;
+    let profile = mcp_profile(id);
+    let run = Run::create(&fixture.run_dir, &profile, Durability::Batched).expect("run");
+    let session = run
+        .start_invocation(
+            &profile,
+            host.snapshot_sources(),
+            "inv_root",
+            toolhost_core::ExitPolicy::RunFinishAllowed,
+        )
+        .expect("session");
+    let echo = session
+        .diagnostics()
+        .iter()
+        .find(|d| d.tool_id.as_str().ends_with(":echo"))
+        .expect("echo left out");
+    assert_eq!(echo.message, "mcp.server_paused: the server is paused");
+    // The journal's context_assembled carries the same reason.
+    let assembled = fixture
+        .events()
+        .into_iter()
+        .find(|event| event.r#type == "context_assembled")
+        .expect("context_assembled");
+    assert!(
+        assembled.payload["diagnostics"]
+            .to_string()
+            .contains("mcp.server_paused")
+    );
+}

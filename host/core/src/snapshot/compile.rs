@@ -19,7 +19,14 @@ pub struct SnapshotSources<'a> {
     /// Display names of MCP registrations, for aliases. A registration
     /// without one gets the `server` fallback.
     pub mcp_server_names: &'a BTreeMap<Uuid, String>,
+    /// Why MCP tools are not in the catalog: by tool id
+    /// (`mcp/<uuid>:<name>`) or, for a whole server, by `mcp/<uuid>`.
+    /// The diagnostic of an allowed tool that is missing says this reason.
+    pub mcp_unavailable: &'a BTreeMap<String, String>,
 }
+
+/// No MCP omissions (for sources without MCP servers).
+pub static NO_MCP_OMISSIONS: BTreeMap<String, String> = BTreeMap::new();
 
 /// Why an allowed tool is not in the snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -110,7 +117,17 @@ pub fn compile(
             continue;
         }
         let Some(descriptor) = sources.catalog.get(tool) else {
-            diagnostics.push(SnapshotDiagnostic::new(tool, OmitReason::Unavailable));
+            let mut diagnostic = SnapshotDiagnostic::new(tool, OmitReason::Unavailable);
+            if let ToolProvider::Mcp(server) = tool.provider() {
+                let reason = sources
+                    .mcp_unavailable
+                    .get(tool.as_str())
+                    .or_else(|| sources.mcp_unavailable.get(&format!("mcp/{server}")));
+                if let Some(reason) = reason {
+                    diagnostic.message = reason.clone();
+                }
+            }
+            diagnostics.push(diagnostic);
             continue;
         };
         let model_alias = match tool.provider() {

@@ -18,7 +18,9 @@ use crate::error::{Classified, ErrorClass};
 use crate::limits::LimitOverrides;
 use crate::{DescriptorError, ToolDescriptor, ToolId};
 
-pub use compile::{CompiledSnapshot, OmitReason, SnapshotDiagnostic, SnapshotSources, compile};
+pub use compile::{
+    CompiledSnapshot, NO_MCP_OMISSIONS, OmitReason, SnapshotDiagnostic, SnapshotSources, compile,
+};
 
 pub const SNAPSHOT_SCHEMA_VERSION: u32 = 1;
 

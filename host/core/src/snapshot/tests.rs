@@ -35,6 +35,7 @@ fn compile_with(
         SnapshotSources {
             catalog,
             mcp_server_names: &names,
+            mcp_unavailable: &super::NO_MCP_OMISSIONS,
         },
         "inv_root",
         exit_policy,
@@ -186,6 +187,7 @@ fn external_aliases_collide_deterministically_and_never_shadow_builtins() {
     let sources = SnapshotSources {
         catalog: &catalog,
         mcp_server_names: &names,
+        mcp_unavailable: &super::NO_MCP_OMISSIONS,
     };
     let first = compile(&profile, sources, "inv_a", ExitPolicy::RunFinishAllowed).expect("ok");
     let second = compile(&profile, sources, "inv_b", ExitPolicy::RunFinishAllowed).expect("ok");
