@@ -8,7 +8,7 @@ use std::time::Duration;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -80,10 +80,31 @@ async fn connect(registration: &Registration) -> Result<Client, McpError> {
                 .await
                 .map_err(|error| connect_error(error.to_string()))
         }
-        Transport::Http { url } => Err(McpError::Unsupported(format!(
-            "{server}: streamable HTTP ({url}) is not in this build yet"
-        ))),
+        Transport::Http { url } => {
+            if !is_loopback(url) {
+                return Err(McpError::Unsupported(format!(
+                    "{server}: {url} is not a loopback http:// URL; only servers on this machine are reached over HTTP"
+                )));
+            }
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            ().serve(transport)
+                .await
+                .map_err(|error| connect_error(error.to_string()))
+        }
     }
+}
+
+/// `http://127.0.0.1…`, `http://localhost…` or `http://[::1]…`.
+pub fn is_loopback(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "::1")
 }
 
 async fn close(client: Client) {

@@ -32,7 +32,8 @@ pub enum Transport {
         #[serde(default)]
         env: BTreeMap<String, String>,
     },
-    /// Streamable HTTP (registered for later; calls need a loopback URL).
+    /// Streamable HTTP, to a server on this machine (a loopback `http://`
+    /// URL; anything else is refused when called).
     #[serde(rename_all = "camelCase")]
     Http { url: String },
 }

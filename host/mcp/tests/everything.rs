@@ -248,3 +248,85 @@ fn the_registry_round_trips_and_refuses_a_broken_file() {
         "mcp.registry_invalid"
     );
 }
+
+#[tokio::test]
+async fn streamable_http_reaches_a_loopback_server_and_nothing_else() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    // A free port, then the server's streamable-HTTP mode on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let mut child = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the HTTP server");
+    // Wait until it listens.
+    let mut ready = false;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ready, "server-everything did not listen on {port}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("registry");
+    registry
+        .add(
+            "everything-http",
+            Transport::Http {
+                url: format!("http://127.0.0.1:{port}/mcp"),
+            },
+        )
+        .expect("add");
+    let registration = registry.find("everything-http").expect("found").clone();
+    let cache = refresh(&registry, &registration, TIMEOUT)
+        .await
+        .expect("refresh over HTTP");
+    assert!(cache.tools.iter().any(|tool| tool.name == "echo"));
+    let CallOutcome::Completed(echo) = call_tool(
+        &registration,
+        "echo",
+        arguments(json!({"message": "over http"})),
+        TIMEOUT,
+    )
+    .await
+    else {
+        panic!("echo over HTTP did not complete");
+    };
+    assert_eq!(project(&echo).content, "Echo: over http");
+    child.kill().await.ok();
+
+    registry
+        .add(
+            "remote",
+            Transport::Http {
+                url: "http://example.com/mcp".into(),
+            },
+        )
+        .expect("add");
+    let remote = registry.find("remote").expect("found").clone();
+    match call_tool(&remote, "echo", Map::new(), TIMEOUT).await {
+        CallOutcome::Failed(info) => assert_eq!(info.code, "mcp.transport_unsupported"),
+        other => panic!("a remote URL must not be reached: {other:?}"),
+    }
+    assert!(toolhost_mcp::client::is_loopback("http://[::1]:8080/mcp"));
+    assert!(toolhost_mcp::client::is_loopback("http://localhost/mcp"));
+    assert!(!toolhost_mcp::client::is_loopback(
+        "http://127.0.0.1.evil.com/mcp"
+    ));
+    assert!(!toolhost_mcp::client::is_loopback("https://127.0.0.1/mcp"));
+}
