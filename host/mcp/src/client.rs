@@ -52,12 +52,22 @@ pub struct McpErrorInfo {
 
 impl From<McpError> for McpErrorInfo {
     fn from(error: McpError) -> Self {
-        Self {
-            code: error.code(),
-            message: error.to_string(),
-        }
+        let code = error.code();
+        let text = error.to_string();
+        // The message without the code in front: whoever shows it adds it.
+        let message = text
+            .strip_prefix(code)
+            .and_then(|rest| rest.strip_prefix(": "))
+            .unwrap_or(&text)
+            .to_owned();
+        Self { code, message }
     }
 }
+
+/// What a stdio server inherits of toolhost's environment: enough to find
+/// its interpreter and locale, never toolhost's secrets (API keys). The
+/// registration's own `env` is added on top.
+const INHERITED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"];
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -70,6 +80,12 @@ async fn connect(registration: &Registration) -> Result<Client, McpError> {
     match &registration.transport {
         Transport::Stdio { command, args, env } => {
             let command = tokio::process::Command::new(command).configure(|c| {
+                c.env_clear();
+                for key in INHERITED_ENV {
+                    if let Some(value) = std::env::var_os(key) {
+                        c.env(key, value);
+                    }
+                }
                 c.args(args).envs(env);
             });
             let (transport, _stderr) = TokioChildProcess::builder(command)
@@ -86,6 +102,9 @@ async fn connect(registration: &Registration) -> Result<Client, McpError> {
                     "{server}: {url} is not a loopback http:// URL; only servers on this machine are reached over HTTP"
                 )));
             }
+            // reqwest may be built without a default crypto provider (the
+            // workspace picks ring); install it once per process.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
             ().serve(transport)
                 .await

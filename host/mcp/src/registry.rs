@@ -206,6 +206,8 @@ impl McpRegistry {
             .ok_or_else(|| McpError::NotRegistered(key.to_owned()))?;
         let removed = self.registrations.remove(index);
         self.save()?;
+        // Its cached tool list goes with it (a missing cache is fine).
+        let _ = std::fs::remove_file(self.dir.join("cache").join(format!("{id}.json")));
         Ok(removed)
     }
 

@@ -330,3 +330,36 @@ async fn streamable_http_reaches_a_loopback_server_and_nothing_else() {
     ));
     assert!(!toolhost_mcp::client::is_loopback("https://127.0.0.1/mcp"));
 }
+
+#[tokio::test]
+async fn a_stdio_server_gets_its_registered_env_but_none_of_toolhosts_secrets() {
+    let Some(script) = server_script() else {
+        return;
+    };
+    assert!(
+        std::env::var_os("CARGO_MANIFEST_DIR").is_some(),
+        "cargo sets it for tests"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("registry");
+    registry
+        .add(
+            "everything",
+            Transport::Stdio {
+                command: "node".into(),
+                args: vec![script.display().to_string(), "stdio".into()],
+                env: [("GRANTED_TOKEN".to_owned(), "granted-value".to_owned())].into(),
+            },
+        )
+        .expect("add");
+    let registration = registry.find("everything").expect("found").clone();
+    let CallOutcome::Completed(env) =
+        call_tool(&registration, "get-env", Map::new(), TIMEOUT).await
+    else {
+        panic!("get-env did not complete");
+    };
+    let text = project(&env).content;
+    assert!(text.contains("granted-value"), "{text}");
+    // toolhost's own environment (here: cargo's variables) stays home.
+    assert!(!text.contains("CARGO_MANIFEST_DIR"), "{text}");
+}

@@ -227,8 +227,20 @@ impl ToolHost {
             self.mcp_server_names
                 .insert(registration.id, registration.display_name.clone());
         }
+        let mut omitted = omitted;
         for tool in offered {
-            self.catalog.insert(tool.descriptor.clone())?;
+            // A cache that lists a tool twice (or clashes otherwise) leaves
+            // that tool out; the other tools stay.
+            if let Err(error) = self.catalog.insert(tool.descriptor.clone()) {
+                omitted.push(Omitted {
+                    registration_id: tool.registration.id,
+                    server: tool.registration.display_name.clone(),
+                    tool: Some(tool.tool.name.clone()),
+                    code: "mcp.catalog_conflict",
+                    reason: error.to_string(),
+                });
+                continue;
+            }
             self.entries.insert(
                 tool.descriptor.id.clone(),
                 Entry::Mcp {
@@ -414,13 +426,20 @@ impl ToolHost {
             })
         };
         // The registration as it is now, not as it was when the run began.
-        let current = McpRegistry::load(dir).ok().and_then(|registry| {
-            registry
-                .registrations()
-                .iter()
-                .find(|r| r.id == registration)
-                .cloned()
-        });
+        let registry = match McpRegistry::load(dir) {
+            Ok(registry) => registry,
+            Err(error) => {
+                return refused(
+                    error.code(),
+                    format!("the MCP registrations cannot be read now: {error}"),
+                );
+            }
+        };
+        let current = registry
+            .registrations()
+            .iter()
+            .find(|r| r.id == registration)
+            .cloned();
         let Some(current) = current else {
             return refused(
                 "mcp.server_unavailable",

@@ -372,7 +372,8 @@ impl InvocationSession {
                     .to_owned()
             }
         };
-        let preview: String = result.content.chars().take(MCP_PREVIEW_CHARS).collect();
+        let shown = MCP_PREVIEW_CHARS.min(self.mcp_inline_limit);
+        let preview: String = result.content.chars().take(shown).collect();
         result.content = format!(
             "The result has {chars} characters, more than the {} shown inline, so it was saved to `{path}`. {how}\n\n## Prefix preview\n{preview}",
             self.mcp_inline_limit
@@ -526,7 +527,8 @@ impl InvocationSession {
 /// The default of `tools.mcpResultInlineCharLimit`.
 const DEFAULT_MCP_INLINE_LIMIT: usize = 50_000;
 
-/// Characters of an externalized MCP result the model still reads inline.
+/// Characters of an externalized MCP result the model still reads inline
+/// (fewer when the inline limit is lower).
 pub const MCP_PREVIEW_CHARS: usize = 3_000;
 
 /// `input/invocations/<id>/read_state.json`.

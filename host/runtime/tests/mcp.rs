@@ -281,7 +281,8 @@ async fn a_result_over_the_inline_limit_is_read_from_a_view_file() {
         .split("## Prefix preview\n")
         .nth(1)
         .expect("preview");
-    assert_eq!(preview.chars().count(), 3_000);
+    // Never more than the inline limit.
+    assert_eq!(preview.chars().count(), 1_000);
     assert_eq!(big["structured"]["externalized"], true);
     assert_eq!(big["structured"]["charCount"], 4005);
     // The whole answer is in the view, and the agent read it back.
@@ -340,5 +341,45 @@ async fn an_allowed_tool_of_a_paused_server_is_left_out_saying_why() {
         assembled.payload["diagnostics"]
             .to_string()
             .contains("mcp.server_paused")
+    );
+}
+
+#[tokio::test]
+async fn a_cache_listing_a_tool_twice_leaves_that_tool_out_not_the_host() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("registry");
+    let id = registry
+        .add(
+            "twice",
+            Transport::Stdio {
+                command: "true".into(),
+                args: vec![],
+                env: Default::default(),
+            },
+        )
+        .expect("add");
+    let tool = json!({"name": "echo", "inputSchema": {"type": "object"}});
+    let cache = json!({
+        "schemaVersion": 1, "kind": "toolhost.mcpToolCache", "registrationId": id,
+        "refreshedAt": "2026-12-03T00:00:00Z", "server": null,
+        "tools": [tool, tool, {"name": "other", "inputSchema": {"type": "object"}}]
+    });
+    std::fs::create_dir_all(dir.path().join("cache")).expect("cache dir");
+    std::fs::write(
+        dir.path().join(format!("cache/{id}.json")),
+        cache.to_string(),
+    )
+    .expect("cache");
+    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
+        .await
+        .expect("builtins")
+        .with_mcp(&registry)
+        .expect("a bad cache does not stop the host");
+    let other: toolhost_core::ToolId = format!("mcp/{id}:other").parse().expect("id");
+    assert!(host.catalog().get(&other).is_some());
+    assert!(
+        host.mcp_omitted()
+            .iter()
+            .any(|o| o.code == "mcp.catalog_conflict")
     );
 }
