@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use toolhost_mcp::{
-    CallOutcome, McpRegistry, Permission, State, Transport, call_tool, offered_tools, project,
-    refresh,
+    CallOutcome, McpRegistry, Permission, Registration, State, Transport, call_tool, offered_tools,
+    project, refresh,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -50,6 +50,16 @@ fn everything(script: &Path) -> Transport {
         args: vec![script.display().to_string(), "stdio".into()],
         env: Default::default(),
     }
+}
+
+/// server-everything registered in a fresh directory (kept alive by the
+/// returned guard).
+fn registered(script: &Path) -> (tempfile::TempDir, Registration) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("registry");
+    registry.add("everything", everything(script)).expect("add");
+    let registration = registry.find("everything").expect("found").clone();
+    (dir, registration)
 }
 
 fn arguments(value: Value) -> Map<String, Value> {
@@ -119,12 +129,7 @@ async fn calls_project_text_structured_content_images_and_errors() {
     let Some(script) = server_script() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut registry = McpRegistry::load(dir.path()).expect("registry");
-    registry
-        .add("everything", everything(&script))
-        .expect("add");
-    let registration = registry.find("everything").expect("found").clone();
+    let (_dir, registration) = registered(&script);
 
     let CallOutcome::Completed(echo) = call_tool(
         &registration,
@@ -180,12 +185,7 @@ async fn a_call_that_outlives_its_timeout_has_an_unknown_outcome() {
     let Some(script) = server_script() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut registry = McpRegistry::load(dir.path()).expect("registry");
-    registry
-        .add("everything", everything(&script))
-        .expect("add");
-    let registration = registry.find("everything").expect("found").clone();
+    let (_dir, registration) = registered(&script);
     let outcome = call_tool(
         &registration,
         "trigger-long-running-operation",
