@@ -10,6 +10,7 @@
 
 pub mod alias;
 pub mod builtin;
+pub mod capability;
 pub mod catalog;
 pub mod descriptor;
 pub mod dto;
@@ -26,6 +27,7 @@ pub mod turn;
 #[cfg(test)]
 pub(crate) mod test_support;
 
+pub use capability::{Capability, CapabilitySet, HostVersion};
 pub use catalog::{CatalogError, LookupError, ToolCatalog};
 pub use descriptor::{DescriptorError, ToolDescriptor};
 pub use dto::{AgentToolCatalogItemDto, ToolSourceDto};

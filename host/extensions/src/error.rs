@@ -1,0 +1,59 @@
+//! [`ExtensionError`]: what can go wrong with manifests, the registry and grants.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExtensionError {
+    #[error("ext.manifest_invalid: {}: {message}", path.display())]
+    ManifestInvalid { path: PathBuf, message: String },
+    #[error("ext.capability_refused: an extension cannot be given `{capability}`: {reason}")]
+    CapabilityRefused {
+        capability: String,
+        reason: &'static str,
+    },
+    #[error("ext.wit_unsupported: built against {target}, {reason}")]
+    WitUnsupported { target: String, reason: String },
+    #[error(
+        "ext.sha256_mismatch: the component of `{id}` has sha256 {actual}, but its manifest says {expected}: refusing to install it"
+    )]
+    Sha256Mismatch {
+        id: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("ext.component_too_large: {} is {bytes} bytes; at most {max} are accepted", path.display())]
+    ComponentTooLarge { path: PathBuf, bytes: u64, max: u64 },
+    #[error("ext.registry_invalid: {}: {message}", path.display())]
+    RegistryInvalid { path: PathBuf, message: String },
+    #[error("ext.not_installed: no extension `{0}` is installed")]
+    NotInstalled(String),
+    #[error(
+        "ext.already_installed: `{id}` {version} is installed; remove it first or install with --upgrade"
+    )]
+    AlreadyInstalled { id: String, version: String },
+    #[error("ext.grant_invalid: `{id}`: {message}")]
+    GrantInvalid { id: String, message: String },
+    #[error("ext.io_error: {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ExtensionError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::ManifestInvalid { .. } => "ext.manifest_invalid",
+            Self::CapabilityRefused { .. } => "ext.capability_refused",
+            Self::WitUnsupported { .. } => "ext.wit_unsupported",
+            Self::Sha256Mismatch { .. } => "ext.sha256_mismatch",
+            Self::ComponentTooLarge { .. } => "ext.component_too_large",
+            Self::RegistryInvalid { .. } => "ext.registry_invalid",
+            Self::NotInstalled(_) => "ext.not_installed",
+            Self::AlreadyInstalled { .. } => "ext.already_installed",
+            Self::GrantInvalid { .. } => "ext.grant_invalid",
+            Self::Io { .. } => "ext.io_error",
+        }
+    }
+}

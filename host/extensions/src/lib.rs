@@ -1,0 +1,18 @@
+//! Extension tools as data: the manifest an author ships with a component
+//! ([`Manifest`]), and the installed extensions of a directory with the
+//! grants a user gave them ([`ExtensionRegistry`]).
+//!
+//! Loading, checking imports and compiling are the runtime's job (it owns
+//! the sandbox); this crate decides what is installed and what is allowed,
+//! and stays free of wasmtime.
+
+mod error;
+pub mod manifest;
+pub mod registry;
+
+pub use error::ExtensionError;
+pub use manifest::{CheckedManifest, MANIFEST_FILE, Manifest, RequestedLimits, WitTarget};
+pub use registry::{ExtensionRegistry, Grant, InstalledExtension, sha256_hex};
+
+#[cfg(test)]
+mod tests;

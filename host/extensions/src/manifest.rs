@@ -1,0 +1,462 @@
+//! `toolhost-extension.toml`: what an extension author declares about a
+//! component. Every field is checked when the manifest is read; nothing in it
+//! is trusted later without being compared to the component itself.
+//!
+//! ```toml
+//! id = "acme-wordcount"
+//! version = "0.1.0"
+//! description = "Count the words of a text."
+//! author = "Acme Tools <tools@acme.example>"
+//! component = "target/wasm32-wasip2/release/acme_wordcount.wasm"
+//! sha256 = "9f2c…"                      # of the component file
+//! tools = ["text.word_count"]
+//! capabilities = ["log"]
+//!
+//! [wit]
+//! tool = "0.1.0"                         # toolhost:tool it exports
+//! host = "0.1.3"                         # toolhost:host it imports
+//!
+//! [limits]                               # asked for; capped by host policy
+//! fuel = 2_000_000_000
+//! deadline-ms = 2_000
+//! memory-bytes = 33_554_432
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use toolhost_core::capability::{HostVersion, TOOL_VERSION};
+use toolhost_core::limits::LimitOverrides;
+use toolhost_core::{Capability, CapabilitySet, ToolProvider};
+
+use crate::error::ExtensionError;
+
+/// The manifest's file name inside an extension directory.
+pub const MANIFEST_FILE: &str = "toolhost-extension.toml";
+
+/// Largest manifest read, in bytes.
+const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+/// Longest description or author, in characters.
+const MAX_TEXT_CHARS: usize = 1_000;
+
+/// A manifest as written by its author.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Manifest {
+    /// `[a-z0-9][a-z0-9._-]{0,127}`; the tools' ids are `ext/<id>:<tool>`.
+    pub id: String,
+    /// The extension's own version (`MAJOR.MINOR.PATCH`).
+    pub version: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// The component file, relative to the manifest.
+    pub component: PathBuf,
+    /// Lowercase hex sha256 of the component file.
+    pub sha256: String,
+    /// Native names of the tools the component provides (one component is
+    /// one tool, so exactly one for now).
+    pub tools: Vec<String>,
+    /// Host capabilities the component asks for (`log`, `random`,
+    /// `workspace-read`, `chat-read`, `worldinfo-read`, `agent-read`).
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    pub wit: WitTarget,
+    #[serde(default)]
+    pub limits: RequestedLimits,
+}
+
+/// The WIT versions a component was built against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct WitTarget {
+    /// `toolhost:tool` version it exports.
+    pub tool: String,
+    /// `toolhost:host` version it imports.
+    pub host: String,
+}
+
+/// Limits an extension asks for; the host policy caps each one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RequestedLimits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+}
+
+impl RequestedLimits {
+    pub fn overrides(&self) -> LimitOverrides {
+        LimitOverrides {
+            fuel: self.fuel.map(Some),
+            deadline: self.deadline_ms.map(Duration::from_millis),
+            memory_bytes: self.memory_bytes,
+            ..LimitOverrides::default()
+        }
+    }
+}
+
+/// A manifest that passed every check, with what the checks derived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedManifest {
+    pub manifest: Manifest,
+    /// The directory the manifest was read from (the component path is
+    /// relative to it).
+    pub dir: PathBuf,
+    pub provider: ToolProvider,
+    pub requested: CapabilitySet,
+    pub host_version: HostVersion,
+}
+
+impl CheckedManifest {
+    /// The component file this manifest names.
+    pub fn component_path(&self) -> PathBuf {
+        self.dir.join(&self.manifest.component)
+    }
+}
+
+impl Manifest {
+    /// Read and check a manifest file, or `toolhost-extension.toml` inside a
+    /// directory.
+    pub fn load(path: &Path) -> Result<CheckedManifest, ExtensionError> {
+        let path = if path.is_dir() {
+            path.join(MANIFEST_FILE)
+        } else {
+            path.to_owned()
+        };
+        let invalid = |message: String| ExtensionError::ManifestInvalid {
+            path: path.clone(),
+            message,
+        };
+        let metadata = std::fs::metadata(&path).map_err(|source| ExtensionError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if metadata.len() > MAX_MANIFEST_BYTES {
+            return Err(invalid(format!(
+                "{} bytes is more than the {MAX_MANIFEST_BYTES} a manifest may have",
+                metadata.len()
+            )));
+        }
+        let text = std::fs::read_to_string(&path).map_err(|source| ExtensionError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let manifest: Manifest =
+            toml::from_str(&text).map_err(|error| invalid(error.to_string()))?;
+        let dir = path
+            .parent()
+            .map(Path::to_owned)
+            .unwrap_or_else(|| PathBuf::from("."));
+        manifest.check(dir).map_err(|error| match error {
+            ExtensionError::ManifestInvalid { message, .. } => invalid(message),
+            other => other,
+        })
+    }
+
+    /// Check every field; `dir` is where the component path starts.
+    pub fn check(self, dir: PathBuf) -> Result<CheckedManifest, ExtensionError> {
+        let invalid = |message: String| ExtensionError::ManifestInvalid {
+            path: dir.join(MANIFEST_FILE),
+            message,
+        };
+        let provider = ToolProvider::parse(&format!("ext/{}", self.id))
+            .map_err(|error| invalid(format!("`id`: {error}")))?;
+        if !is_version(&self.version) {
+            return Err(invalid(format!(
+                "`version` `{}` must be MAJOR.MINOR.PATCH",
+                self.version
+            )));
+        }
+        for (field, text) in [
+            ("description", Some(self.description.as_str())),
+            ("author", self.author.as_deref()),
+        ] {
+            if let Some(text) = text
+                && text.chars().count() > MAX_TEXT_CHARS
+            {
+                return Err(invalid(format!(
+                    "`{field}` is longer than {MAX_TEXT_CHARS} characters"
+                )));
+            }
+        }
+        if self.description.trim().is_empty() {
+            return Err(invalid("`description` must not be empty".into()));
+        }
+        if self.component.is_absolute()
+            || self
+                .component
+                .components()
+                .any(|part| matches!(part, std::path::Component::ParentDir))
+        {
+            return Err(invalid(format!(
+                "`component` `{}` must be a path inside the extension's directory",
+                self.component.display()
+            )));
+        }
+        if self.sha256.len() != 64
+            || !self
+                .sha256
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err(invalid(
+                "`sha256` must be 64 lowercase hex digits (run `toolhost ext seal` after building)"
+                    .into(),
+            ));
+        }
+        match self.tools.as_slice() {
+            [tool] => provider
+                .check_native_name(tool)
+                .map_err(|error| invalid(format!("`tools`: {error}")))?,
+            _ => {
+                return Err(invalid(format!(
+                    "`tools` must name exactly the one tool the component provides, not {}",
+                    self.tools.len()
+                )));
+            }
+        }
+        let mut requested = Vec::new();
+        for name in &self.capabilities {
+            let capability = Capability::parse(name).ok_or_else(|| {
+                invalid(format!(
+                    "`capabilities`: unknown capability `{name}` (known: {})",
+                    Capability::ALL
+                        .iter()
+                        .map(|c| c.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+            if let Some(reason) = capability.refused_to_extensions() {
+                return Err(ExtensionError::CapabilityRefused {
+                    capability: name.clone(),
+                    reason,
+                });
+            }
+            requested.push(capability);
+        }
+        let host_version = check_wit(&self.wit)?;
+        let requested = CapabilitySet::new(requested);
+        if let Some(too_new) = requested.iter().find(|c| c.since() > host_version) {
+            return Err(invalid(format!(
+                "`capabilities`: `{too_new}` arrived in toolhost:host@{}, after the targeted {host_version}",
+                too_new.since()
+            )));
+        }
+        if let Some(limit) = self.limits.overrides().zero_limit() {
+            return Err(invalid(format!(
+                "`limits`: `{limit}` must be greater than zero"
+            )));
+        }
+        Ok(CheckedManifest {
+            manifest: self,
+            dir,
+            provider,
+            requested,
+            host_version,
+        })
+    }
+}
+
+/// The targeted WIT versions must be ones this host publishes: a different
+/// major (for 0.x: a different minor) is refused as incompatible, a newer
+/// patch as too new for this host.
+fn check_wit(wit: &WitTarget) -> Result<HostVersion, ExtensionError> {
+    let supported = || {
+        format!(
+            "toolhost:tool@{TOOL_VERSION} and toolhost:host@{}..={}",
+            HostVersion::ALL[0],
+            HostVersion::ALL[HostVersion::ALL.len() - 1]
+        )
+    };
+    let unsupported = |package: &str, version: &str, why: &str| ExtensionError::WitUnsupported {
+        target: format!("{package}@{version}"),
+        reason: format!("{why}; this toolhost supports {}", supported()),
+    };
+    if wit.tool != TOOL_VERSION {
+        let why = if same_series(&wit.tool, TOOL_VERSION) {
+            "a newer toolhost:tool than this host knows"
+        } else {
+            "an incompatible (major) version"
+        };
+        return Err(unsupported("toolhost:tool", &wit.tool, why));
+    }
+    HostVersion::parse(&wit.host).ok_or_else(|| {
+        let newest = HostVersion::ALL[HostVersion::ALL.len() - 1].as_str();
+        let why = if same_series(&wit.host, newest) {
+            "a newer toolhost:host than this host knows: upgrade toolhost"
+        } else {
+            "an incompatible (major) version"
+        };
+        unsupported("toolhost:host", &wit.host, why)
+    })
+}
+
+/// Semver-compatible series: same major, and for 0.x the same minor.
+fn same_series(a: &str, b: &str) -> bool {
+    let parts = |v: &str| -> Option<(u64, u64)> {
+        let mut it = v.split('.');
+        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+    };
+    match (parts(a), parts(b)) {
+        (Some((0, minor_a)), Some((0, minor_b))) => minor_a == minor_b,
+        (Some((major_a, _)), Some((major_b, _))) => major_a == major_b,
+        _ => false,
+    }
+}
+
+fn is_version(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('.').collect();
+    parts.len() == 3
+        && parts.iter().all(|part| {
+            !part.is_empty()
+                && part.len() <= 9
+                && part.bytes().all(|b| b.is_ascii_digit())
+                && (part.len() == 1 || !part.starts_with('0'))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+id = "acme-wordcount"
+version = "0.1.0"
+description = "Count the words of a text."
+author = "Acme"
+component = "wordcount.wasm"
+sha256 = "9f2c000000000000000000000000000000000000000000000000000000000000"
+tools = ["text.word_count"]
+capabilities = ["log"]
+
+[wit]
+tool = "0.1.0"
+host = "0.1.3"
+
+[limits]
+fuel = 2_000_000_000
+deadline-ms = 2_000
+"#;
+
+    fn check(text: &str) -> Result<CheckedManifest, ExtensionError> {
+        let manifest: Manifest =
+            toml::from_str(text).map_err(|error| ExtensionError::ManifestInvalid {
+                path: PathBuf::from("m.toml"),
+                message: error.to_string(),
+            })?;
+        manifest.check(PathBuf::from("/ext"))
+    }
+
+    fn with(line: &str, replacement: &str) -> String {
+        assert!(GOOD.contains(line), "{line}");
+        GOOD.replacen(line, replacement, 1)
+    }
+
+    #[test]
+    fn a_good_manifest_is_checked_and_derived() {
+        let checked = check(GOOD).expect("valid");
+        assert_eq!(checked.provider.to_string(), "ext/acme-wordcount");
+        assert_eq!(checked.requested, CapabilitySet::new([Capability::Log]));
+        assert_eq!(checked.host_version, HostVersion::V0_1_3);
+        assert_eq!(
+            checked.component_path(),
+            PathBuf::from("/ext/wordcount.wasm")
+        );
+        let overrides = checked.manifest.limits.overrides();
+        assert_eq!(overrides.fuel, Some(Some(2_000_000_000)));
+        assert_eq!(overrides.deadline, Some(Duration::from_secs(2)));
+        assert_eq!(overrides.memory_bytes, None);
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let cases = [
+            (with("acme-wordcount", "Acme Wordcount"), "`id`"),
+            (with("\"0.1.0\"\ndesc", "\"1.0\"\ndesc"), "`version`"),
+            (with("wordcount.wasm", "../elsewhere.wasm"), "`component`"),
+            (with("wordcount.wasm", "/abs.wasm"), "`component`"),
+            (with("9f2c0000", "9F2C0000"), "`sha256`"),
+            (with("[\"text.word_count\"]", "[]"), "`tools`"),
+            (
+                with("[\"text.word_count\"]", "[\"a.b\", \"c.d\"]"),
+                "`tools`",
+            ),
+            (with("[\"text.word_count\"]", "[\"Text Count\"]"), "`tools`"),
+            (
+                with("[\"log\"]", "[\"network\"]"),
+                "unknown capability `network`",
+            ),
+            (with("fuel = 2_000_000_000", "fuel = 0"), "`fuel`"),
+            (
+                with("author = \"Acme\"", "owner = \"Acme\""),
+                "unknown field `owner`",
+            ),
+            (
+                with("[\"log\"]", "[\"agent-read\"]").replace("0.1.3", "0.1.0"),
+                "arrived in toolhost:host@0.1.3",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = check(&text).expect_err(expected);
+            assert_eq!(error.code(), "ext.manifest_invalid", "{expected}: {error}");
+            assert!(error.to_string().contains(expected), "{expected}: {error}");
+        }
+    }
+
+    #[test]
+    fn write_and_budgeted_capabilities_are_never_requested() {
+        for name in ["workspace-write", "skill-read"] {
+            let error =
+                check(&with("[\"log\"]", &format!("[\"log\", \"{name}\"]"))).expect_err(name);
+            assert_eq!(error.code(), "ext.capability_refused", "{error}");
+            assert!(error.to_string().contains(name));
+        }
+        let readers = with(
+            "[\"log\"]",
+            "[\"log\", \"random\", \"workspace-read\", \"chat-read\", \"worldinfo-read\", \"agent-read\"]",
+        );
+        assert_eq!(
+            check(&readers).expect("read-only").requested.iter().count(),
+            6
+        );
+    }
+
+    #[test]
+    fn wit_versions_old_minors_load_other_majors_do_not() {
+        let old = check(&with("host = \"0.1.3\"", "host = \"0.1.0\"")).expect("0.1.0 still loads");
+        assert_eq!(old.host_version, HostVersion::V0_1_0);
+        for (line, replacement, expected) in [
+            (
+                "host = \"0.1.3\"",
+                "host = \"1.0.0\"",
+                "incompatible (major)",
+            ),
+            (
+                "host = \"0.1.3\"",
+                "host = \"0.2.0\"",
+                "incompatible (major)",
+            ),
+            ("host = \"0.1.3\"", "host = \"0.1.9\"", "upgrade toolhost"),
+            (
+                "tool = \"0.1.0\"",
+                "tool = \"2.0.0\"",
+                "incompatible (major)",
+            ),
+        ] {
+            let error = check(&with(line, replacement)).expect_err(replacement);
+            assert_eq!(error.code(), "ext.wit_unsupported", "{error}");
+            let text = error.to_string();
+            assert!(text.contains(expected), "{text}");
+            assert!(
+                text.contains("supports toolhost:tool@0.1.0 and toolhost:host@0.1.0..=0.1.3"),
+                "{text}"
+            );
+        }
+    }
+}

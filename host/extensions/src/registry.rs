@@ -1,0 +1,378 @@
+//! [`ExtensionRegistry`]: the installed extensions of one directory.
+//!
+//! ```text
+//! <extensions dir>/
+//!   extensions.json            the records (written atomically)
+//!   components/<sha256>.wasm   each installed component, named by its digest
+//!   .lock                      held while a command changes the records
+//! ```
+//!
+//! An installed extension is disabled until a grant authorizes it: a grant
+//! names the capabilities it gets (never more than its manifest requested)
+//! and, optionally, the only profiles whose snapshots may offer its tools.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use toolhost_core::{Capability, CapabilitySet};
+
+use crate::error::ExtensionError;
+use crate::manifest::{CheckedManifest, RequestedLimits};
+
+pub const REGISTRY_KIND: &str = "toolhost.extensions";
+pub const REGISTRY_FILE: &str = "extensions.json";
+const COMPONENTS_DIR: &str = "components";
+const LOCK_FILE: &str = ".lock";
+
+/// One installed extension.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InstalledExtension {
+    pub id: String,
+    pub version: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// Native names of its tools, as its component describes them.
+    pub tools: Vec<String>,
+    /// Hex sha256 of the component; also its file name under `components/`.
+    pub sha256: String,
+    /// What the manifest requested.
+    pub requested: Vec<Capability>,
+    /// The capabilities its component actually imports (checked at install).
+    pub imports: Vec<Capability>,
+    /// The `toolhost:host` version it targets.
+    pub host_wit: String,
+    #[serde(default)]
+    pub limits: RequestedLimits,
+    /// `None`: installed but disabled, invisible to every snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Grant>,
+}
+
+/// What a user authorized an extension to have.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Grant {
+    pub capabilities: Vec<Capability>,
+    /// Profile ids whose snapshots may offer its tools; `None` for every
+    /// profile that allows them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<BTreeSet<String>>,
+}
+
+impl InstalledExtension {
+    pub fn requested_set(&self) -> CapabilitySet {
+        CapabilitySet::new(self.requested.iter().copied())
+    }
+
+    pub fn granted_set(&self) -> Option<CapabilitySet> {
+        self.grant
+            .as_ref()
+            .map(|grant| CapabilitySet::new(grant.capabilities.iter().copied()))
+    }
+
+    /// Whether a snapshot of profile `profile_id` may offer its tools.
+    pub fn visible_to(&self, profile_id: &str) -> bool {
+        match &self.grant {
+            None => false,
+            Some(Grant { profiles: None, .. }) => true,
+            Some(Grant {
+                profiles: Some(profiles),
+                ..
+            }) => profiles.contains(profile_id),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RegistryFile {
+    schema_version: u32,
+    kind: String,
+    extensions: Vec<InstalledExtension>,
+}
+
+/// The installed extensions of one directory, as read.
+#[derive(Debug, Clone)]
+pub struct ExtensionRegistry {
+    dir: PathBuf,
+    extensions: Vec<InstalledExtension>,
+}
+
+impl ExtensionRegistry {
+    /// Read `<dir>/extensions.json`; a missing file is an empty registry.
+    pub fn load(dir: &Path) -> Result<Self, ExtensionError> {
+        let path = dir.join(REGISTRY_FILE);
+        let extensions = match std::fs::read(&path) {
+            Ok(bytes) => {
+                let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
+                let file: RegistryFile =
+                    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+                        ExtensionError::RegistryInvalid {
+                            path: path.clone(),
+                            message: format!("at `{}`: {}", error.path(), error.inner()),
+                        }
+                    })?;
+                if file.schema_version != 1 || file.kind != REGISTRY_KIND {
+                    return Err(ExtensionError::RegistryInvalid {
+                        path,
+                        message: format!(
+                            "expected schemaVersion 1 and kind {REGISTRY_KIND}, found {} and {}",
+                            file.schema_version, file.kind
+                        ),
+                    });
+                }
+                file.extensions
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(source) => return Err(ExtensionError::Io { path, source }),
+        };
+        Ok(Self {
+            dir: dir.to_owned(),
+            extensions,
+        })
+    }
+
+    /// Change the records under the directory's lock: read the current file,
+    /// apply `change`, write the result atomically. Two commands changing the
+    /// registry at once never lose each other's change.
+    pub fn update<T>(
+        dir: &Path,
+        change: impl FnOnce(&mut ExtensionRegistry) -> Result<T, ExtensionError>,
+    ) -> Result<T, ExtensionError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| ExtensionError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        // Released when `lock` is dropped, after the save.
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|errno| io(&lock_path)(errno.into()))?;
+        let mut registry = Self::load(dir)?;
+        let value = change(&mut registry)?;
+        registry.save()?;
+        drop(lock);
+        Ok(value)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn extensions(&self) -> &[InstalledExtension] {
+        &self.extensions
+    }
+
+    pub fn get(&self, id: &str) -> Result<&InstalledExtension, ExtensionError> {
+        self.extensions
+            .iter()
+            .find(|extension| extension.id == id)
+            .ok_or_else(|| ExtensionError::NotInstalled(id.to_owned()))
+    }
+
+    fn get_mut(&mut self, id: &str) -> Result<&mut InstalledExtension, ExtensionError> {
+        self.extensions
+            .iter_mut()
+            .find(|extension| extension.id == id)
+            .ok_or_else(|| ExtensionError::NotInstalled(id.to_owned()))
+    }
+
+    /// Where an installed extension's component is stored.
+    pub fn component_path(&self, extension: &InstalledExtension) -> PathBuf {
+        self.dir
+            .join(COMPONENTS_DIR)
+            .join(format!("{}.wasm", extension.sha256))
+    }
+
+    /// The stored component, checked again against its recorded digest: a
+    /// file changed on disk is refused, never loaded.
+    pub fn component_bytes(
+        &self,
+        extension: &InstalledExtension,
+    ) -> Result<Vec<u8>, ExtensionError> {
+        let path = self.component_path(extension);
+        let bytes = std::fs::read(&path).map_err(|source| ExtensionError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let actual = sha256_hex(&bytes);
+        if actual != extension.sha256 {
+            return Err(ExtensionError::Sha256Mismatch {
+                id: extension.id.clone(),
+                expected: extension.sha256.clone(),
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Record a checked extension, disabled, and store its component. An
+    /// installed id is refused unless `upgrade`; an upgrade replaces the
+    /// record and drops its grant (new code is authorized anew).
+    pub fn install(
+        &mut self,
+        checked: &CheckedManifest,
+        bytes: &[u8],
+        tools: Vec<String>,
+        imports: &CapabilitySet,
+        upgrade: bool,
+    ) -> Result<&InstalledExtension, ExtensionError> {
+        let manifest = &checked.manifest;
+        if let Ok(existing) = self.get(&manifest.id)
+            && !upgrade
+        {
+            return Err(ExtensionError::AlreadyInstalled {
+                id: existing.id.clone(),
+                version: existing.version.clone(),
+            });
+        }
+        let record = InstalledExtension {
+            id: manifest.id.clone(),
+            version: manifest.version.clone(),
+            description: manifest.description.clone(),
+            author: manifest.author.clone(),
+            tools,
+            sha256: sha256_hex(bytes),
+            requested: checked.requested.iter().collect(),
+            imports: imports.iter().collect(),
+            host_wit: checked.host_version.to_string(),
+            limits: manifest.limits,
+            grant: None,
+        };
+        let path = self.component_path(&record);
+        let components = self.dir.join(COMPONENTS_DIR);
+        std::fs::create_dir_all(&components).map_err(|source| ExtensionError::Io {
+            path: components,
+            source,
+        })?;
+        write_atomically(&path, bytes)?;
+        let replaced = self.extensions.iter().position(|e| e.id == record.id);
+        let old = replaced.map(|at| std::mem::replace(&mut self.extensions[at], record.clone()));
+        if old.is_none() {
+            self.extensions.push(record);
+        }
+        if let Some(old) = old {
+            self.forget_component(&old);
+        }
+        self.get(&manifest.id)
+    }
+
+    /// Authorize an extension with `capabilities` (its whole request when
+    /// `None`), for `profiles` only when given.
+    pub fn grant(
+        &mut self,
+        id: &str,
+        capabilities: Option<CapabilitySet>,
+        profiles: Option<BTreeSet<String>>,
+    ) -> Result<&InstalledExtension, ExtensionError> {
+        let extension = self.get_mut(id)?;
+        let requested = extension.requested_set();
+        let capabilities = capabilities.unwrap_or_else(|| requested.clone());
+        let invalid = |message: String| ExtensionError::GrantInvalid {
+            id: id.to_owned(),
+            message,
+        };
+        if let Some((capability, reason)) = capabilities
+            .iter()
+            .find_map(|c| c.refused_to_extensions().map(|reason| (c, reason)))
+        {
+            return Err(ExtensionError::CapabilityRefused {
+                capability: capability.to_string(),
+                reason,
+            });
+        }
+        let beyond = capabilities.without(&requested);
+        if !beyond.is_empty() {
+            return Err(invalid(format!(
+                "{beyond} not requested by its manifest (it requests: {requested})"
+            )));
+        }
+        let imports = CapabilitySet::new(extension.imports.iter().copied());
+        let missing = imports.without(&capabilities);
+        if !missing.is_empty() {
+            return Err(invalid(format!(
+                "its component imports {missing}; without it the component cannot load, so grant it or leave the extension disabled"
+            )));
+        }
+        if let Some(profiles) = &profiles
+            && profiles.is_empty()
+        {
+            return Err(invalid("a grant for no profile grants nothing".into()));
+        }
+        extension.grant = Some(Grant {
+            capabilities: capabilities.iter().collect(),
+            profiles,
+        });
+        Ok(extension)
+    }
+
+    /// Disable an extension again; it stays installed.
+    pub fn revoke(&mut self, id: &str) -> Result<&InstalledExtension, ExtensionError> {
+        let extension = self.get_mut(id)?;
+        extension.grant = None;
+        Ok(extension)
+    }
+
+    pub fn remove(&mut self, id: &str) -> Result<InstalledExtension, ExtensionError> {
+        let at = self
+            .extensions
+            .iter()
+            .position(|extension| extension.id == id)
+            .ok_or_else(|| ExtensionError::NotInstalled(id.to_owned()))?;
+        let removed = self.extensions.remove(at);
+        self.forget_component(&removed);
+        Ok(removed)
+    }
+
+    /// Delete a component file no record uses any more (best effort: a file
+    /// left behind is only disk space).
+    fn forget_component(&self, old: &InstalledExtension) {
+        if self.extensions.iter().all(|e| e.sha256 != old.sha256) {
+            let _ = std::fs::remove_file(self.component_path(old));
+        }
+    }
+
+    fn save(&self) -> Result<(), ExtensionError> {
+        let file = RegistryFile {
+            schema_version: 1,
+            kind: REGISTRY_KIND.to_owned(),
+            extensions: self.extensions.clone(),
+        };
+        let mut bytes = serde_json::to_vec_pretty(&file).map_err(|error| ExtensionError::Io {
+            path: self.dir.clone(),
+            source: std::io::Error::other(error),
+        })?;
+        bytes.push(b'\n');
+        write_atomically(&self.dir.join(REGISTRY_FILE), &bytes)
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// A temp file beside `path`, fsynced, renamed over it.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExtensionError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let io = |source| ExtensionError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    temp.write_all(bytes).map_err(io)?;
+    temp.as_file().sync_all().map_err(io)?;
+    temp.persist(path).map_err(|error| io(error.error))?;
+    Ok(())
+}

@@ -1,0 +1,242 @@
+//! The registry's life cycle on a real directory.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use toolhost_core::{Capability, CapabilitySet};
+
+use crate::{ExtensionError, ExtensionRegistry, Manifest, sha256_hex};
+
+fn checked(requested: &[&str]) -> crate::CheckedManifest {
+    let capabilities = requested
+        .iter()
+        .map(|name| format!("\"{name}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = format!(
+        r#"
+id = "acme-wordcount"
+version = "0.2.0"
+description = "Count words."
+component = "c.wasm"
+sha256 = "{}"
+tools = ["text.word_count"]
+capabilities = [{capabilities}]
+[wit]
+tool = "0.1.0"
+host = "0.1.3"
+"#,
+        sha256_hex(b"component v2")
+    );
+    let manifest: Manifest = toml::from_str(&text).expect("manifest");
+    manifest.check(PathBuf::from(".")).expect("valid")
+}
+
+fn install(
+    dir: &Path,
+    requested: &[&str],
+    imports: &[Capability],
+    bytes: &[u8],
+    upgrade: bool,
+) -> Result<(), ExtensionError> {
+    ExtensionRegistry::update(dir, |registry| {
+        registry
+            .install(
+                &checked(requested),
+                bytes,
+                vec!["text.word_count".into()],
+                &CapabilitySet::new(imports.iter().copied()),
+                upgrade,
+            )
+            .map(|_| ())
+    })
+}
+
+#[test]
+fn install_records_disabled_and_stores_the_component_by_digest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    install(
+        dir.path(),
+        &["log", "random"],
+        &[Capability::Log],
+        b"component v2",
+        false,
+    )
+    .expect("install");
+    let registry = ExtensionRegistry::load(dir.path()).expect("load");
+    let extension = registry.get("acme-wordcount").expect("installed");
+    assert_eq!(extension.grant, None);
+    assert!(!extension.visible_to("default"));
+    assert_eq!(extension.sha256, sha256_hex(b"component v2"));
+    assert_eq!(
+        registry.component_bytes(extension).expect("bytes"),
+        b"component v2"
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("extensions.json"))
+            .expect("file")
+            .contains("\"requested\": [\n        \"log\",\n        \"random\"")
+    );
+
+    let again = install(
+        dir.path(),
+        &["log"],
+        &[Capability::Log],
+        b"component v2",
+        false,
+    )
+    .expect_err("twice");
+    assert_eq!(again.code(), "ext.already_installed");
+}
+
+#[test]
+fn a_component_changed_on_disk_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    install(
+        dir.path(),
+        &["log"],
+        &[Capability::Log],
+        b"component v2",
+        false,
+    )
+    .expect("install");
+    let registry = ExtensionRegistry::load(dir.path()).expect("load");
+    let extension = registry.get("acme-wordcount").expect("installed");
+    std::fs::write(registry.component_path(extension), b"evil").expect("tamper");
+    let error = registry.component_bytes(extension).expect_err("tampered");
+    assert_eq!(error.code(), "ext.sha256_mismatch");
+}
+
+#[test]
+fn grants_stay_within_the_request_and_cover_the_imports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    install(
+        dir.path(),
+        &["log", "random", "workspace-read"],
+        &[Capability::Log, Capability::WorkspaceRead],
+        b"component v2",
+        false,
+    )
+    .expect("install");
+    let grant = |capabilities: Option<&[Capability]>, profiles: Option<&[&str]>| {
+        ExtensionRegistry::update(dir.path(), |registry| {
+            registry
+                .grant(
+                    "acme-wordcount",
+                    capabilities.map(|c| CapabilitySet::new(c.iter().copied())),
+                    profiles.map(|p| p.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>()),
+                )
+                .map(|extension| extension.clone())
+        })
+    };
+    let error = grant(Some(&[Capability::Log, Capability::ChatRead]), None).expect_err("beyond");
+    assert_eq!(error.code(), "ext.grant_invalid");
+    assert!(
+        error.to_string().contains("chat-read not requested"),
+        "{error}"
+    );
+    let error = grant(Some(&[Capability::Log]), None).expect_err("short of imports");
+    assert!(
+        error.to_string().contains("imports workspace-read"),
+        "{error}"
+    );
+    let error =
+        grant(Some(&[Capability::Log, Capability::WorkspaceWrite]), None).expect_err("write");
+    assert_eq!(error.code(), "ext.capability_refused");
+    assert_eq!(
+        grant(None, Some(&[])).expect_err("no profile").code(),
+        "ext.grant_invalid"
+    );
+
+    // Nothing of the refused grants was written.
+    let unchanged = ExtensionRegistry::load(dir.path()).expect("load");
+    assert_eq!(
+        unchanged.get("acme-wordcount").expect("installed").grant,
+        None
+    );
+
+    let all = grant(None, None).expect("whole request");
+    assert_eq!(
+        all.granted_set().expect("granted").to_string(),
+        "log, random, workspace-read"
+    );
+    assert!(all.visible_to("anyone"));
+    let narrow = grant(
+        Some(&[Capability::Log, Capability::WorkspaceRead]),
+        Some(&["researcher"]),
+    )
+    .expect("narrow");
+    assert!(narrow.visible_to("researcher"));
+    assert!(!narrow.visible_to("default"));
+
+    let revoked = ExtensionRegistry::update(dir.path(), |registry| {
+        registry.revoke("acme-wordcount").map(|e| e.clone())
+    })
+    .expect("revoke");
+    assert_eq!(revoked.grant, None);
+}
+
+#[test]
+fn upgrade_drops_the_grant_and_remove_deletes_the_component() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    install(
+        dir.path(),
+        &["log"],
+        &[Capability::Log],
+        b"component v1",
+        false,
+    )
+    .expect("v1");
+    ExtensionRegistry::update(dir.path(), |registry| {
+        registry.grant("acme-wordcount", None, None).map(|_| ())
+    })
+    .expect("grant");
+    install(
+        dir.path(),
+        &["log"],
+        &[Capability::Log],
+        b"component v2",
+        true,
+    )
+    .expect("upgrade");
+    let registry = ExtensionRegistry::load(dir.path()).expect("load");
+    let extension = registry.get("acme-wordcount").expect("installed").clone();
+    assert_eq!(extension.grant, None, "new code is authorized anew");
+    assert_eq!(extension.sha256, sha256_hex(b"component v2"));
+    assert!(
+        !dir.path()
+            .join(format!("components/{}.wasm", sha256_hex(b"component v1")))
+            .exists(),
+        "the old component is gone"
+    );
+    let path = registry.component_path(&extension);
+    let removed =
+        ExtensionRegistry::update(dir.path(), |registry| registry.remove("acme-wordcount"))
+            .expect("remove");
+    assert_eq!(removed.id, "acme-wordcount");
+    assert!(!path.exists());
+    let error = ExtensionRegistry::update(dir.path(), |registry| registry.remove("acme-wordcount"))
+        .expect_err("gone");
+    assert_eq!(error.code(), "ext.not_installed");
+}
+
+#[test]
+fn a_broken_registry_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("extensions.json"),
+        "{\"schemaVersion\":1,\"kind\":\"toolhost.extensions\",\"extensions\":[{\"id\":3}]}",
+    )
+    .expect("write");
+    let error = ExtensionRegistry::load(dir.path()).expect_err("broken");
+    assert_eq!(error.code(), "ext.registry_invalid");
+    assert!(error.to_string().contains("extensions[0].id"), "{error}");
+    // A change never overwrites a file it could not read.
+    let error = ExtensionRegistry::update(dir.path(), |_| Ok(())).expect_err("still broken");
+    assert_eq!(error.code(), "ext.registry_invalid");
+    assert!(
+        std::fs::read_to_string(dir.path().join("extensions.json"))
+            .expect("kept")
+            .contains("\"id\":3")
+    );
+}
