@@ -1,6 +1,9 @@
 //! `toolhost-guest`: write a toolhost tool component in Rust.
 //!
-//! A tool is a type implementing [`Tool`], exported with [`export_tool!`]:
+//! The shortest way is a [`TypedTool`]: an argument struct deriving serde's
+//! `Deserialize` and schemars' `JsonSchema` gives the input schema and the
+//! parsing (see [`typed`]). The general way is a type implementing [`Tool`],
+//! exported with [`export_tool!`]:
 //!
 //! ```ignore
 //! use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
@@ -40,6 +43,7 @@ pub mod output;
 pub mod random;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod typed;
 pub mod workspace;
 
 /// The text rules shared by every reading and searching tool (line windows,
@@ -48,6 +52,7 @@ pub use toolhost_text as text;
 
 pub use args::Arguments;
 pub use output::{Annotations, Descriptor, Output, ToolError};
+pub use typed::TypedTool;
 
 /// Raw bindings of `toolhost:host/all-capabilities@0.1.3`. Tool code normally
 /// uses the safe wrappers ([`log`], [`random`]) instead.

@@ -22,51 +22,82 @@ pub fn cache_dir(flag: Option<&Path>, no_cache: bool) -> Option<PathBuf> {
         .or_else(|| from_env("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost")))
 }
 
-/// The builtins, plus the tools the MCP registrations in `mcp_dir` offer
-/// from their caches (a broken registrations file leaves every MCP tool out,
-/// with a note).
-pub async fn host(cache_dir: Option<PathBuf>, mcp_dir: Option<PathBuf>) -> Result<ToolHost> {
-    let config = ToolHostConfig {
-        sandbox: SandboxConfig {
-            cache_dir,
-            ..SandboxConfig::default()
-        },
-        ..ToolHostConfig::default()
-    };
-    // Compiling a component takes a noticeable moment the first time; show it
-    // on a terminal (indicatif draws nothing when stderr is not one).
-    let progress = ProgressBar::new_spinner();
-    progress.set_style(
-        ProgressStyle::with_template("{spinner} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    let observe = |event: LoadEvent<'_>| match event {
-        LoadEvent::Compiling { label, bytes } => {
-            progress.enable_steady_tick(Duration::from_millis(80));
-            progress.set_message(format!("compiling {label} ({} KiB)", bytes / 1024));
-        }
-        LoadEvent::Compiled { label, elapsed } => {
-            progress.println(format!("compiled {label} in {} ms", elapsed.as_millis()));
-        }
-        LoadEvent::CacheRejected { label, reason } => {
-            progress.println(format!("cache entry for {label} rejected: {reason}"));
-        }
-        LoadEvent::FromCache { .. } => {}
-    };
-    let host = ToolHost::with_builtins(config, &observe)
-        .await
-        .context("loading the builtin tools")?;
-    progress.finish_and_clear();
-    let Some(dir) = mcp_dir else {
-        return Ok(host);
-    };
-    match toolhost_mcp::McpRegistry::load(&dir) {
-        Ok(registry) => Ok(host.with_mcp(&registry)?),
-        Err(error) => {
-            eprintln!("note: every MCP tool is left out: {error}");
-            Ok(host)
+/// Compile progress on a terminal (indicatif draws nothing when stderr is
+/// not one): compiling a component takes a noticeable moment the first time.
+pub struct Progress(ProgressBar);
+
+impl Progress {
+    pub fn new() -> Self {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        Self(bar)
+    }
+
+    pub fn observe(&self, event: LoadEvent<'_>) {
+        match event {
+            LoadEvent::Compiling { label, bytes } => {
+                self.0.enable_steady_tick(Duration::from_millis(80));
+                self.0
+                    .set_message(format!("compiling {label} ({} KiB)", bytes / 1024));
+            }
+            LoadEvent::Compiled { label, elapsed } => {
+                self.0
+                    .println(format!("compiled {label} in {} ms", elapsed.as_millis()));
+            }
+            LoadEvent::CacheRejected { label, reason } => {
+                self.0
+                    .println(format!("cache entry for {label} rejected: {reason}"));
+            }
+            LoadEvent::FromCache { .. } => {}
         }
     }
+
+    pub fn finish(self) {
+        self.0.finish_and_clear();
+    }
+}
+
+pub fn sandbox_config(cache_dir: Option<PathBuf>) -> SandboxConfig {
+    SandboxConfig {
+        cache_dir,
+        ..SandboxConfig::default()
+    }
+}
+
+/// The builtins, plus the tools the MCP registrations in `mcp_dir` offer
+/// from their caches (a broken registrations file leaves every MCP tool out,
+/// with a note), plus the extensions granted in `ext_dir`.
+pub async fn host(
+    cache_dir: Option<PathBuf>,
+    mcp_dir: Option<PathBuf>,
+    ext_dir: Option<PathBuf>,
+) -> Result<ToolHost> {
+    let config = ToolHostConfig {
+        sandbox: sandbox_config(cache_dir),
+        ..ToolHostConfig::default()
+    };
+    let progress = Progress::new();
+    let observe = |event: LoadEvent<'_>| progress.observe(event);
+    let mut host = ToolHost::with_builtins(config, &observe)
+        .await
+        .context("loading the builtin tools")?;
+    if let Some(dir) = mcp_dir {
+        match toolhost_mcp::McpRegistry::load(&dir) {
+            Ok(registry) => host = host.with_mcp(&registry)?,
+            Err(error) => eprintln!("note: every MCP tool is left out: {error}"),
+        }
+    }
+    if let Some(dir) = ext_dir {
+        match toolhost_extensions::ExtensionRegistry::load(&dir) {
+            Ok(registry) => host = host.with_extensions(&registry, &observe).await,
+            Err(error) => eprintln!("note: every extension is left out: {error}"),
+        }
+    }
+    progress.finish();
+    Ok(host)
 }
 
 /// A profile file, or the built-in default profile when no path is given.

@@ -6,6 +6,7 @@
 //! 2 on a system failure, a policy denial or bad usage.
 
 mod call;
+mod ext;
 mod inspect;
 mod load;
 mod mcp;
@@ -43,6 +44,11 @@ struct Cli {
     /// ~/.config/toolhost/mcp].
     #[arg(long, global = true, value_name = "DIR")]
     mcp_dir: Option<PathBuf>,
+    /// Where installed extensions and their grants live [default:
+    /// $TOOLHOST_EXT_DIR, else $XDG_DATA_HOME/toolhost/extensions, else
+    /// ~/.local/share/toolhost/extensions].
+    #[arg(long, global = true, value_name = "DIR")]
+    ext_dir: Option<PathBuf>,
     /// More log output on stderr (-v info, -vv debug); TOOLHOST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -176,6 +182,12 @@ enum Command {
         #[command(subcommand)]
         command: mcp::McpCommand,
     },
+    /// Extension tools: install, grant, list, inspect, revoke, remove;
+    /// start one from a template (`new`) and seal its manifest.
+    Ext {
+        #[command(subcommand)]
+        command: ext::ExtCommand,
+    },
     /// Print a run's journal (events.jsonl) as a table.
     Journal {
         /// The run directory.
@@ -293,6 +305,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         inspect::print_journal(run_dir, *json, invocation.as_deref())?;
         return Ok(ExitCode::SUCCESS);
     }
+    let cache_dir = load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache);
+    // Managing extensions loads only the one being installed.
+    if let Command::Ext { command } = cli.command {
+        let dir = ext::ext_dir(cli.ext_dir.as_deref())?;
+        return ext::run(&dir, cache_dir, command).await;
+    }
+    let ext_dir = ext::ext_dir(cli.ext_dir.as_deref()).ok();
     // Managing MCP servers needs no tools either (serving them does).
     if let Command::Mcp { command } = cli.command {
         let dir = mcp::mcp_dir(cli.mcp_dir.as_deref())?;
@@ -305,11 +324,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         else {
             return mcp::run(&dir, command).await;
         };
-        let host = load::host(
-            load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache),
-            Some(dir),
-        )
-        .await?;
+        let host = load::host(cache_dir, Some(dir), ext_dir).await?;
         let args = serve::ServeArgs {
             profile,
             run_dir,
@@ -322,8 +337,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         return serve::serve(std::sync::Arc::new(host), args).await;
     }
     let host = load::host(
-        load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache),
+        cache_dir,
         mcp::mcp_dir(cli.mcp_dir.as_deref()).ok(),
+        ext_dir,
     )
     .await?;
     match cli.command {
@@ -336,6 +352,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 eprintln!(
                     "omitted mcp {} {what}: {} ({})",
                     omitted.server, omitted.reason, omitted.code
+                );
+            }
+            for omitted in host.extension_omitted() {
+                eprintln!(
+                    "omitted extension {}: {} ({})",
+                    omitted.id, omitted.reason, omitted.code
                 );
             }
         }
@@ -414,7 +436,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let profile = load::profile(profile.as_deref())?;
             inspect::print_snapshot(&host, &profile, child, &id)?;
         }
-        Command::Journal { .. } | Command::Mcp { .. } => unreachable!("handled above"),
+        Command::Journal { .. } | Command::Mcp { .. } | Command::Ext { .. } => {
+            unreachable!("handled above")
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

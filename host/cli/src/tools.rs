@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use toolhost_core::{AgentToolCatalogItemDto, alias};
+use toolhost_core::{AgentToolCatalogItemDto, ToolProvider, alias};
 
 use crate::table;
 
@@ -42,10 +42,10 @@ pub fn list(items: &[AgentToolCatalogItemDto], json: bool) -> Result<()> {
 
 /// The alias a snapshot gives the tool before collisions are resolved.
 fn alias_of(item: &AgentToolCatalogItemDto) -> String {
-    if item.source.kind == "mcp" {
-        alias::mcp_alias_base(&item.source.name, item.id.native_name())
-    } else {
-        alias::builtin_alias(item.id.native_name())
+    match item.id.provider() {
+        ToolProvider::Mcp(_) => alias::mcp_alias_base(&item.source.name, item.id.native_name()),
+        ToolProvider::Extension(id) => alias::extension_alias_base(id, item.id.native_name()),
+        ToolProvider::Builtin => alias::builtin_alias(item.id.native_name()),
     }
 }
 

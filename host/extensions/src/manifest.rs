@@ -20,6 +20,7 @@
 //! fuel = 2_000_000_000
 //! deadline-ms = 2_000
 //! memory-bytes = 33_554_432
+//! instances = 40                         # core instances per call
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -87,6 +88,10 @@ pub struct RequestedLimits {
     pub deadline_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    /// Core instances of one call (a component built from an interpreter,
+    /// such as componentize-py's, needs more than the default 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<u32>,
 }
 
 impl RequestedLimits {
@@ -95,6 +100,7 @@ impl RequestedLimits {
             fuel: self.fuel.map(Some),
             deadline: self.deadline_ms.map(Duration::from_millis),
             memory_bytes: self.memory_bytes,
+            instances: self.instances,
             ..LimitOverrides::default()
         }
     }

@@ -203,7 +203,8 @@ async fn run_benches() {
     let fake = SnapshotSources {
         catalog: &catalog,
         mcp_server_names: &names,
-        mcp_unavailable: &toolhost_core::snapshot::NO_MCP_OMISSIONS,
+        unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
+        restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
     };
     let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
         .await

@@ -1,11 +1,11 @@
 //! `ToolHost`: every tool source loaded into one [`ToolCatalog`], and the
 //! executor that runs a [`ToolInvocation`] on the right one.
 //!
-//! Two executors sit behind the catalog: the sandbox (builtin components)
-//! and MCP servers (their cached tools, called over rmcp); extensions will
-//! join as a further source.
+//! Two executors sit behind the catalog: the sandbox (builtin and granted
+//! extension components) and MCP servers (their cached tools, called over
+//! rmcp).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use toolhost_core::{
     ToolBinding, ToolCatalog, ToolEffect, ToolId, ToolInvocation, ToolProvider, ToolSourceDto,
 };
 use toolhost_core::{ToolFailure, ToolOutcome, ToolSuccess};
+use toolhost_extensions::ExtensionRegistry;
 use toolhost_mcp::{CallOutcome, McpRegistry, Omitted, Permission, State};
 use toolhost_sandbox::{
     CallContext, CallEntropy, CallReport, CapabilitySet, ComponentSpec, HostFault, LimitError,
@@ -112,6 +113,19 @@ pub enum ToolSource {
         registration: Uuid,
         server: String,
     },
+    /// A granted extension's component.
+    Extension {
+        id: String,
+        version: String,
+    },
+}
+
+/// An installed extension whose tool is not in the catalog, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtensionOmitted {
+    pub id: String,
+    pub code: &'static str,
+    pub reason: String,
 }
 
 enum Entry {
@@ -146,8 +160,12 @@ pub struct ToolHost {
     mcp_server_names: BTreeMap<Uuid, String>,
     /// MCP servers and tools left out of the catalog, and why.
     mcp_omitted: Vec<Omitted>,
-    /// The same, keyed for the snapshot compiler's diagnostics.
-    mcp_unavailable: BTreeMap<String, String>,
+    /// Installed extensions left out of the catalog, and why.
+    extension_omitted: Vec<ExtensionOmitted>,
+    /// Every omission, keyed for the snapshot compiler's diagnostics.
+    unavailable: BTreeMap<String, String>,
+    /// Extensions granted to some profiles only.
+    restricted_to_profiles: BTreeMap<String, BTreeSet<String>>,
     mcp_call_timeout: Duration,
 }
 
@@ -214,7 +232,9 @@ impl ToolHost {
             entries,
             mcp_server_names: BTreeMap::new(),
             mcp_omitted: Vec::new(),
-            mcp_unavailable: BTreeMap::new(),
+            extension_omitted: Vec::new(),
+            unavailable: BTreeMap::new(),
+            restricted_to_profiles: BTreeMap::new(),
             mcp_call_timeout: config.mcp_call_timeout.unwrap_or(MCP_CALL_TIMEOUT),
         })
     }
@@ -250,22 +270,77 @@ impl ToolHost {
                 },
             );
         }
-        self.mcp_unavailable = omitted
-            .iter()
-            .map(|omission| {
-                let key = match &omission.tool {
-                    Some(tool) => format!("mcp/{}:{tool}", omission.registration_id),
-                    None => format!("mcp/{}", omission.registration_id),
-                };
-                (key, format!("{}: {}", omission.code, omission.reason))
-            })
-            .collect();
+        for omission in &omitted {
+            let key = match &omission.tool {
+                Some(tool) => format!("mcp/{}:{tool}", omission.registration_id),
+                None => format!("mcp/{}", omission.registration_id),
+            };
+            self.unavailable
+                .insert(key, format!("{}: {}", omission.code, omission.reason));
+        }
         self.mcp_omitted = omitted;
         Ok(self)
     }
 
     pub fn mcp_omitted(&self) -> &[Omitted] {
         &self.mcp_omitted
+    }
+
+    /// Add the registry's granted extensions, each checked and loaded under
+    /// its grant (from the component cache when it was precompiled at
+    /// install). One that is not granted or fails to load is left out with
+    /// its reason; the others and the builtins stay.
+    pub async fn with_extensions(
+        mut self,
+        registry: &ExtensionRegistry,
+        observe: &(dyn Fn(LoadEvent<'_>) + Sync),
+    ) -> Self {
+        for extension in registry.extensions() {
+            let provider = format!("ext/{}", extension.id);
+            let loaded =
+                crate::extensions::load_granted(&self.sandbox, registry, extension, observe).await;
+            let omitted = match loaded {
+                Ok(component) => match self.catalog.insert(component.descriptor().clone()) {
+                    Ok(()) => {
+                        if let Some(profiles) =
+                            extension.grant.as_ref().and_then(|g| g.profiles.clone())
+                        {
+                            self.restricted_to_profiles
+                                .insert(provider.clone(), profiles);
+                        }
+                        self.entries.insert(
+                            component.id().clone(),
+                            Entry::Component {
+                                component: Box::new(component),
+                                source: ToolSource::Extension {
+                                    id: extension.id.clone(),
+                                    version: extension.version.clone(),
+                                },
+                            },
+                        );
+                        continue;
+                    }
+                    Err(error) => ("ext.catalog_conflict", error.to_string()),
+                },
+                Err(omission) => omission,
+            };
+            let (code, reason) = omitted;
+            if code != "ext.not_granted" {
+                tracing::warn!(extension = %extension.id, code, %reason, "extension left out");
+            }
+            self.unavailable
+                .insert(provider, format!("{code}: {reason}"));
+            self.extension_omitted.push(ExtensionOmitted {
+                id: extension.id.clone(),
+                code,
+                reason,
+            });
+        }
+        self
+    }
+
+    pub fn extension_omitted(&self) -> &[ExtensionOmitted] {
+        &self.extension_omitted
     }
 
     pub fn catalog(&self) -> &ToolCatalog {
@@ -277,7 +352,8 @@ impl ToolHost {
         SnapshotSources {
             catalog: &self.catalog,
             mcp_server_names: &self.mcp_server_names,
-            mcp_unavailable: &self.mcp_unavailable,
+            unavailable: &self.unavailable,
+            restricted_to_profiles: &self.restricted_to_profiles,
         }
     }
 
@@ -313,10 +389,15 @@ impl ToolHost {
             .filter_map(|descriptor| {
                 let source = match self.entries.get(&descriptor.id)? {
                     Entry::Component { component, source } => ToolSourceDto {
-                        kind: "builtin".into(),
+                        kind: match source {
+                            ToolSource::Extension { .. } => "extension",
+                            _ => "builtin",
+                        }
+                        .into(),
                         name: match source {
                             ToolSource::Builtin { package } => package.clone(),
                             ToolSource::Mcp { server, .. } => server.clone(),
+                            ToolSource::Extension { id, version } => format!("{id} {version}"),
                         },
                         sha256: Some(component.sha256_hex().to_owned()),
                         capabilities: component

@@ -6,6 +6,7 @@
 mod agent_loop;
 mod agents;
 mod chat_host;
+pub mod extensions;
 mod failure;
 mod host;
 mod inputs;
@@ -20,8 +21,8 @@ pub use agents::{AgentDirectory, AgentDirectoryError};
 pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
 pub use failure::RunFailure;
 pub use host::{
-    BuiltinComponent, ExecuteError, Execution, HostError, ToolExecutor, ToolHost, ToolHostConfig,
-    ToolSource, arguments_from_text,
+    BuiltinComponent, ExecuteError, Execution, ExtensionOmitted, HostError, ToolExecutor, ToolHost,
+    ToolHostConfig, ToolSource, arguments_from_text,
 };
 pub use inputs::RunBindings;
 pub use invocation::{CallOutcome, ExecutedCall, InvocationSession};

@@ -117,7 +117,8 @@ fn fixture(profile: &Profile, catalog: &ToolCatalog) -> Fixture {
     let sources = SnapshotSources {
         catalog,
         mcp_server_names: &names,
-        mcp_unavailable: &toolhost_core::snapshot::NO_MCP_OMISSIONS,
+        unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
+        restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
     };
     let session = run
         .start_invocation(profile, sources, "inv_root", ExitPolicy::RunFinishAllowed)
@@ -453,7 +454,8 @@ async fn a_snapshot_is_written_once_per_invocation() {
             SnapshotSources {
                 catalog: &catalog,
                 mcp_server_names: &names,
-                mcp_unavailable: &toolhost_core::snapshot::NO_MCP_OMISSIONS,
+                unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
+                restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
             },
             "inv_root",
             ExitPolicy::RunFinishAllowed,

@@ -3,7 +3,7 @@
 //! else is refused at load with the list of offending imports.
 
 pub use toolhost_core::capability::{
-    Capability, CapabilitySet, HOST_PACKAGE, HOST_VERSION, HostVersion,
+    Capability, CapabilitySet, HOST_PACKAGE, HOST_VERSION, HostVersion, TOOL_PACKAGE, TOOL_VERSION,
 };
 
 /// The export every tool component must provide.
@@ -72,6 +72,39 @@ fn is_permitted(import: &str, grant: &CapabilitySet) -> bool {
     grant
         .iter()
         .any(|capability| capability.name() == name && capability.since() <= version)
+}
+
+/// The host capabilities among a component's imports.
+pub fn imported_capabilities<'a>(imports: impl IntoIterator<Item = &'a str>) -> CapabilitySet {
+    imports
+        .into_iter()
+        .filter_map(|import| {
+            let name = import.strip_prefix(HOST_PACKAGE)?.strip_prefix('/')?;
+            Capability::parse(name.split_once('@').map_or(name, |(name, _)| name))
+        })
+        .collect()
+}
+
+/// Imports and exports naming a `toolhost:` package version this host does
+/// not publish (a newer or another major version): the component was built
+/// for a different toolhost, whatever its grant.
+pub fn unsupported_wit<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    names
+        .into_iter()
+        .filter(|name| {
+            let Some((package_path, version)) = name.split_once('@') else {
+                return false;
+            };
+            if package_path.starts_with(&format!("{HOST_PACKAGE}/")) {
+                HostVersion::parse(version).is_none()
+            } else if package_path.starts_with(&format!("{TOOL_PACKAGE}/")) {
+                version != TOOL_VERSION
+            } else {
+                false
+            }
+        })
+        .map(str::to_owned)
+        .collect()
 }
 
 #[cfg(test)]
@@ -176,6 +209,31 @@ mod tests {
             ]
         );
         let writer = CapabilitySet::for_world("workspace-writer").expect("known world");
+        assert_eq!(
+            imported_capabilities([
+                "wasi:io/streams@0.2.6",
+                "toolhost:host/log@0.1.0",
+                "toolhost:host/workspace-read@0.1.1",
+                "toolhost:host/workspace-types@0.1.1",
+            ])
+            .to_string(),
+            "log, workspace-read"
+        );
+        assert_eq!(
+            unsupported_wit([
+                "toolhost:host/log@0.1.3",
+                "toolhost:host/log@1.0.0",
+                "toolhost:host/log@0.1.9",
+                "toolhost:tool/tool@0.1.0",
+                "toolhost:tool/tool@0.2.0",
+                "wasi:io/streams@0.2.6",
+            ]),
+            vec![
+                "toolhost:host/log@1.0.0",
+                "toolhost:host/log@0.1.9",
+                "toolhost:tool/tool@0.2.0"
+            ]
+        );
         assert!(writer.contains(Capability::WorkspaceWrite));
         assert!(ungranted_imports(["toolhost:host/workspace-write@0.1.1"], &writer).is_empty());
     }

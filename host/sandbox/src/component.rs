@@ -11,7 +11,10 @@ use wasmtime::component::Component;
 
 use crate::cache::{Lookup, Rejected};
 use crate::call::{Export, ExportResult};
-use crate::capability::{CapabilitySet, TOOL_EXPORT, ungranted_imports};
+use crate::capability::{
+    CapabilitySet, HostVersion, TOOL_EXPORT, imported_capabilities, ungranted_imports,
+    unsupported_wit,
+};
 use crate::engine::Sandbox;
 use crate::failure::SandboxFailure;
 use crate::limits::{Clamped, LimitError, LimitOverrides, Limits};
@@ -69,6 +72,14 @@ pub enum LoadError {
     Compile { label: String, message: String },
     #[error(transparent)]
     Cache(#[from] crate::cache::CacheError),
+    #[error(
+        "component `{label}` was built against {}, which this toolhost does not support (it supports toolhost:tool@{} and toolhost:host@{}..={}): rebuild it against a supported version",
+        found.join(", "),
+        crate::capability::TOOL_VERSION,
+        HostVersion::ALL[0],
+        HostVersion::ALL[HostVersion::ALL.len() - 1]
+    )]
+    UnsupportedWit { label: String, found: Vec<String> },
     #[error(
         "component `{label}` imports {} that its grant ({grant}) does not include: refusing to load it",
         imports.join(", ")
@@ -130,6 +141,11 @@ impl ToolComponent {
 
     pub fn grant(&self) -> &CapabilitySet {
         &self.grant
+    }
+
+    /// The host capabilities its imports actually use (within the grant).
+    pub fn imported_capabilities(&self) -> CapabilitySet {
+        imported_capabilities(self.imports.iter().map(String::as_str))
     }
 
     pub fn limits(&self) -> &Limits {
@@ -197,6 +213,17 @@ impl Sandbox {
             .imports(&self.engine)
             .map(|(name, _)| name.to_owned())
             .collect();
+        let exports: Vec<String> = component_type
+            .exports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        let foreign = unsupported_wit(imports.iter().chain(&exports).map(String::as_str));
+        if !foreign.is_empty() {
+            return Err(LoadError::UnsupportedWit {
+                label: label.to_owned(),
+                found: foreign,
+            });
+        }
         let extra = ungranted_imports(imports.iter().map(String::as_str), &spec.grant);
         if !extra.is_empty() {
             return Err(LoadError::UngrantedImports {
@@ -205,10 +232,6 @@ impl Sandbox {
                 grant: spec.grant,
             });
         }
-        let exports: Vec<String> = component_type
-            .exports(&self.engine)
-            .map(|(name, _)| name.to_owned())
-            .collect();
         if !exports.iter().any(|name| name == TOOL_EXPORT) {
             return Err(LoadError::NotATool {
                 label: label.to_owned(),

@@ -1,7 +1,7 @@
 //! The snapshot compiler: profile + catalog + exit policy → one frozen
 //! [`InvocationToolSnapshot`] and the reasons any allowed tool was left out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use uuid::Uuid;
@@ -19,14 +19,20 @@ pub struct SnapshotSources<'a> {
     /// Display names of MCP registrations, for aliases. A registration
     /// without one gets the `server` fallback.
     pub mcp_server_names: &'a BTreeMap<Uuid, String>,
-    /// Why MCP tools are not in the catalog: by tool id
-    /// (`mcp/<uuid>:<name>`) or, for a whole server, by `mcp/<uuid>`.
-    /// The diagnostic of an allowed tool that is missing says this reason.
-    pub mcp_unavailable: &'a BTreeMap<String, String>,
+    /// Why external tools are not in the catalog: by tool id
+    /// (`mcp/<uuid>:<name>`) or, for a whole source, by its provider
+    /// (`mcp/<uuid>`, `ext/<id>`). The diagnostic of an allowed tool that is
+    /// missing says this reason.
+    pub unavailable: &'a BTreeMap<String, String>,
+    /// Providers whose tools only the listed profile ids may be offered (an
+    /// extension granted to some profiles), by provider (`ext/<id>`).
+    pub restricted_to_profiles: &'a BTreeMap<String, BTreeSet<String>>,
 }
 
-/// No MCP omissions (for sources without MCP servers).
-pub static NO_MCP_OMISSIONS: BTreeMap<String, String> = BTreeMap::new();
+/// No omissions (for sources without external tools).
+pub static NO_OMISSIONS: BTreeMap<String, String> = BTreeMap::new();
+/// No per-profile restrictions.
+pub static NO_RESTRICTIONS: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
 
 /// Why an allowed tool is not in the snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -118,18 +124,29 @@ pub fn compile(
         }
         let Some(descriptor) = sources.catalog.get(tool) else {
             let mut diagnostic = SnapshotDiagnostic::new(tool, OmitReason::Unavailable);
-            if let ToolProvider::Mcp(server) = tool.provider() {
-                let reason = sources
-                    .mcp_unavailable
-                    .get(tool.as_str())
-                    .or_else(|| sources.mcp_unavailable.get(&format!("mcp/{server}")));
-                if let Some(reason) = reason {
-                    diagnostic.message = reason.clone();
-                }
+            let reason = sources
+                .unavailable
+                .get(tool.as_str())
+                .or_else(|| sources.unavailable.get(&tool.provider().to_string()));
+            if let Some(reason) = reason {
+                diagnostic.message = reason.clone();
             }
             diagnostics.push(diagnostic);
             continue;
         };
+        let provider = tool.provider().to_string();
+        if let Some(profiles) = sources.restricted_to_profiles.get(&provider)
+            && !profiles.contains(&profile.id)
+        {
+            let mut diagnostic = SnapshotDiagnostic::new(tool, OmitReason::Unavailable);
+            diagnostic.message = format!(
+                "ext.not_granted_to_profile: {provider} is granted to {} only, not to profile `{}`",
+                profiles.iter().cloned().collect::<Vec<_>>().join(", "),
+                profile.id
+            );
+            diagnostics.push(diagnostic);
+            continue;
+        }
         let model_alias = match tool.provider() {
             ToolProvider::Builtin => builtin_alias(tool.native_name()),
             ToolProvider::Mcp(registration) => {

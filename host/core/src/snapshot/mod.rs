@@ -19,7 +19,8 @@ use crate::limits::LimitOverrides;
 use crate::{DescriptorError, ToolDescriptor, ToolId};
 
 pub use compile::{
-    CompiledSnapshot, NO_MCP_OMISSIONS, OmitReason, SnapshotDiagnostic, SnapshotSources, compile,
+    CompiledSnapshot, NO_OMISSIONS, NO_RESTRICTIONS, OmitReason, SnapshotDiagnostic,
+    SnapshotSources, compile,
 };
 
 pub const SNAPSHOT_SCHEMA_VERSION: u32 = 1;

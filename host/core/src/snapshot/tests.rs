@@ -35,7 +35,8 @@ fn compile_with(
         SnapshotSources {
             catalog,
             mcp_server_names: &names,
-            mcp_unavailable: &super::NO_MCP_OMISSIONS,
+            unavailable: &super::NO_OMISSIONS,
+            restricted_to_profiles: &super::NO_RESTRICTIONS,
         },
         "inv_root",
         exit_policy,
@@ -187,7 +188,8 @@ fn external_aliases_collide_deterministically_and_never_shadow_builtins() {
     let sources = SnapshotSources {
         catalog: &catalog,
         mcp_server_names: &names,
-        mcp_unavailable: &super::NO_MCP_OMISSIONS,
+        unavailable: &super::NO_OMISSIONS,
+        restricted_to_profiles: &super::NO_RESTRICTIONS,
     };
     let first = compile(&profile, sources, "inv_a", ExitPolicy::RunFinishAllowed).expect("ok");
     let second = compile(&profile, sources, "inv_b", ExitPolicy::RunFinishAllowed).expect("ok");
@@ -329,4 +331,53 @@ fn summary_is_compact() {
             "tools": [{"toolId": "builtin:dice.roll", "alias": "dice_roll", "maxCalls": null}]
         })
     );
+}
+
+#[test]
+fn extension_grants_decide_visibility_per_profile() {
+    let granted = ToolId::new(&ToolProvider::Extension("acme".into()), "count").expect("id");
+    let narrow = ToolId::new(&ToolProvider::Extension("narrow".into()), "count").expect("id");
+    let ungranted = ToolId::new(&ToolProvider::Extension("idle".into()), "count").expect("id");
+    let catalog = catalog_with(&[granted.clone(), narrow.clone()]);
+    let unavailable = BTreeMap::from([(
+        "ext/idle".to_owned(),
+        "ext.not_granted: installed but not granted".to_owned(),
+    )]);
+    let restricted = BTreeMap::from([(
+        "ext/narrow".to_owned(),
+        std::collections::BTreeSet::from(["researcher".to_owned()]),
+    )]);
+    let names = names();
+    let compile_for = |profile_id: &str| {
+        let profile = profile(json!({"id": profile_id, "tools": {"allow": [
+            granted.to_string(), narrow.to_string(), ungranted.to_string()
+        ]}}));
+        let sources = SnapshotSources {
+            catalog: &catalog,
+            mcp_server_names: &names,
+            unavailable: &unavailable,
+            restricted_to_profiles: &restricted,
+        };
+        compile(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed).expect("compiles")
+    };
+    let tester = compile_for("tester");
+    assert_eq!(
+        aliases(&tester.snapshot),
+        vec![("ext/acme:count", "ext__acme__count")]
+    );
+    let messages: Vec<&str> = tester
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            "ext.not_granted_to_profile: ext/narrow is granted to researcher only, not to profile `tester`",
+            "ext.not_granted: installed but not granted",
+        ]
+    );
+    let researcher = compile_for("researcher");
+    assert_eq!(researcher.snapshot.bindings().len(), 2);
+    assert_eq!(researcher.diagnostics.len(), 1);
 }

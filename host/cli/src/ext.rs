@@ -1,0 +1,371 @@
+//! `toolhost ext …`: install extension components, grant them capabilities,
+//! list, inspect, revoke and remove them; start a new one from a template
+//! and seal its manifest with the built component's sha256.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+use toolhost_core::{Capability, CapabilitySet, ToolProvider};
+use toolhost_extensions::{ExtensionRegistry, InstalledExtension, MANIFEST_FILE, sha256_hex};
+use toolhost_sandbox::Sandbox;
+
+use crate::load;
+
+#[derive(Subcommand)]
+pub enum ExtCommand {
+    /// Check an extension (manifest, sha256, WIT version, imports against
+    /// the requested capabilities, its describe()), precompile it into the
+    /// cache and record it disabled.
+    Install {
+        /// Its `toolhost-extension.toml`, or the directory holding it.
+        path: PathBuf,
+        /// Replace an installed extension of the same id (its grant is dropped).
+        #[arg(long)]
+        upgrade: bool,
+    },
+    /// Authorize an extension: its tools may be offered to snapshots.
+    Grant {
+        id: String,
+        /// Grant only these of the requested capabilities; repeatable
+        /// [default: everything its manifest requests].
+        #[arg(long = "capability", value_name = "NAME")]
+        capabilities: Vec<String>,
+        /// Only snapshots of this profile (by its id) may offer its tools;
+        /// repeatable [default: every profile that allows them].
+        #[arg(long = "profile", value_name = "FILE")]
+        profiles: Vec<PathBuf>,
+    },
+    /// Disable an extension again (it stays installed).
+    Revoke { id: String },
+    /// The installed extensions, their state and grants.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One installed extension in full.
+    Info {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Uninstall an extension and delete its stored component.
+    Remove { id: String },
+    /// Write a ready-to-build Rust extension crate into a new directory.
+    New {
+        /// The extension id (`[a-z0-9][a-z0-9._-]*`), also the crate name.
+        name: String,
+        /// The tool's native name [default: the extension id].
+        #[arg(long, value_name = "NAME")]
+        tool: Option<String>,
+        /// Where to create it [default: ./NAME].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The guest SDK crate to depend on [default: this toolhost's
+        /// checkout when it exists, else the toolhost-guest release].
+        #[arg(long, value_name = "DIR")]
+        sdk_path: Option<PathBuf>,
+    },
+    /// Write the built component's sha256 into the manifest.
+    Seal {
+        /// Its `toolhost-extension.toml`, or the directory holding it.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+    },
+}
+
+/// `--ext-dir`, else `$TOOLHOST_EXT_DIR`, else `$XDG_DATA_HOME/toolhost/extensions`,
+/// else `~/.local/share/toolhost/extensions`.
+pub fn ext_dir(flag: Option<&Path>) -> Result<PathBuf> {
+    let from_env = |key: &str| std::env::var_os(key).filter(|value| !value.is_empty());
+    flag.map(Path::to_path_buf)
+        .or_else(|| from_env("TOOLHOST_EXT_DIR").map(PathBuf::from))
+        .or_else(|| {
+            from_env("XDG_DATA_HOME").map(|dir| PathBuf::from(dir).join("toolhost/extensions"))
+        })
+        .or_else(|| {
+            from_env("HOME")
+                .map(|home| PathBuf::from(home).join(".local/share/toolhost/extensions"))
+        })
+        .context("no extensions directory: give --ext-dir or set TOOLHOST_EXT_DIR")
+}
+
+pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) -> Result<ExitCode> {
+    match command {
+        ExtCommand::Install { path, upgrade } => {
+            let sandbox = Sandbox::new(load::sandbox_config(cache_dir))?;
+            let progress = load::Progress::new();
+            let installed =
+                toolhost_runtime::extensions::install(&sandbox, dir, &path, upgrade, &|event| {
+                    progress.observe(event)
+                })
+                .await;
+            progress.finish();
+            let installed = installed.map_err(|error| anyhow::anyhow!("{error}"))?;
+            let extension = &installed.extension;
+            println!(
+                "installed {} {} (disabled): tool ext/{}:{}",
+                extension.id,
+                extension.version,
+                extension.id,
+                extension.tools.join(", ")
+            );
+            println!(
+                "  imports {}; requests {}",
+                set_text(&extension.imports),
+                set_text(&extension.requested)
+            );
+            let limits = &installed.limits;
+            println!(
+                "  limits per call: fuel {}, deadline {} ms, memory {} MiB, instances {}",
+                limits
+                    .fuel
+                    .map_or("unmetered".to_owned(), |f| f.to_string()),
+                limits.deadline.as_millis(),
+                limits.memory_bytes / (1024 * 1024),
+                limits.instances
+            );
+            for lowered in &installed.clamped {
+                println!(
+                    "  note: {} {} requested, lowered to the host cap {}",
+                    lowered.limit, lowered.requested, lowered.cap
+                );
+            }
+            println!("  authorize it with `toolhost ext grant {}`", extension.id);
+        }
+        ExtCommand::Grant {
+            id,
+            capabilities,
+            profiles,
+        } => {
+            let capabilities = if capabilities.is_empty() {
+                None
+            } else {
+                Some(
+                    capabilities
+                        .iter()
+                        .map(|name| {
+                            Capability::parse(name)
+                                .with_context(|| format!("--capability {name}: no such capability"))
+                        })
+                        .collect::<Result<CapabilitySet>>()?,
+                )
+            };
+            let profiles = if profiles.is_empty() {
+                None
+            } else {
+                Some(
+                    profiles
+                        .iter()
+                        .map(|path| load::profile(Some(path)).map(|profile| profile.id))
+                        .collect::<Result<BTreeSet<String>>>()?,
+                )
+            };
+            let extension = ExtensionRegistry::update(dir, |registry| {
+                registry.grant(&id, capabilities, profiles).cloned()
+            })?;
+            println!("granted {}: {}", extension.id, grant_text(&extension));
+        }
+        ExtCommand::Revoke { id } => {
+            let extension =
+                ExtensionRegistry::update(dir, |registry| registry.revoke(&id).cloned())?;
+            println!("revoked {}: installed, disabled", extension.id);
+        }
+        ExtCommand::Remove { id } => {
+            let removed = ExtensionRegistry::update(dir, |registry| registry.remove(&id))?;
+            println!("removed {} {}", removed.id, removed.version);
+        }
+        ExtCommand::List { json } => {
+            let registry = ExtensionRegistry::load(dir)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(registry.extensions())?);
+            } else if registry.extensions().is_empty() {
+                println!("no extensions installed (toolhost ext install PATH)");
+            } else {
+                let rows: Vec<[String; 4]> = registry
+                    .extensions()
+                    .iter()
+                    .map(|e| {
+                        [
+                            e.id.clone(),
+                            e.version.clone(),
+                            e.tools
+                                .iter()
+                                .map(|tool| format!("ext/{}:{tool}", e.id))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            grant_text(e),
+                        ]
+                    })
+                    .collect();
+                crate::table::print(["ID", "VERSION", "TOOLS", "GRANT"], &rows);
+            }
+        }
+        ExtCommand::Info { id, json } => {
+            let registry = ExtensionRegistry::load(dir)?;
+            let extension = registry.get(&id)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(extension)?);
+            } else {
+                print_info(&registry, extension);
+            }
+        }
+        ExtCommand::New {
+            name,
+            tool,
+            dir: target,
+            sdk_path,
+        } => {
+            let target = target.unwrap_or_else(|| PathBuf::from(&name));
+            let tool = tool.unwrap_or_else(|| name.clone());
+            new_extension(&target, &name, &tool, sdk_path.as_deref())?;
+            println!(
+                "created {} — build it:\n  cd {}\n  cargo build --release --target wasm32-wasip2\n  toolhost ext seal && toolhost ext install . && toolhost ext grant {name}",
+                target.display(),
+                target.display()
+            );
+        }
+        ExtCommand::Seal { path } => {
+            let (manifest, sha) = seal(&path)?;
+            println!("sealed {}: sha256 {sha}", manifest.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn set_text(capabilities: &[Capability]) -> String {
+    CapabilitySet::new(capabilities.iter().copied()).to_string()
+}
+
+fn grant_text(extension: &InstalledExtension) -> String {
+    match &extension.grant {
+        None => "disabled (not granted)".to_owned(),
+        Some(grant) => {
+            let profiles = match &grant.profiles {
+                None => "every profile".to_owned(),
+                Some(ids) => format!(
+                    "profile{} {}",
+                    if ids.len() == 1 { "" } else { "s" },
+                    ids.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            };
+            format!("{} for {profiles}", set_text(&grant.capabilities))
+        }
+    }
+}
+
+fn print_info(registry: &ExtensionRegistry, e: &InstalledExtension) {
+    println!("{} {}", e.id, e.version);
+    println!("  {}", e.description);
+    if let Some(author) = &e.author {
+        println!("  author: {author}");
+    }
+    for tool in &e.tools {
+        println!("  tool: ext/{}:{tool}", e.id);
+    }
+    println!(
+        "  targets: toolhost:tool@0.1.0, toolhost:host@{}",
+        e.host_wit
+    );
+    println!("  requests: {}", set_text(&e.requested));
+    println!("  imports: {}", set_text(&e.imports));
+    println!("  grant: {}", grant_text(e));
+    let limits = &e.limits;
+    println!(
+        "  requested limits: fuel {}, deadline {}, memory {}, instances {}",
+        limits.fuel.map_or("default".into(), |v| v.to_string()),
+        limits
+            .deadline_ms
+            .map_or("default".into(), |v| format!("{v} ms")),
+        limits
+            .memory_bytes
+            .map_or("default".into(), |v| format!("{v} bytes")),
+        limits.instances.map_or("default".into(), |v| v.to_string()),
+    );
+    println!("  sha256: {}", e.sha256);
+    println!("  component: {}", registry.component_path(e).display());
+}
+
+/// Write the sha256 of the manifest's component into it, keeping its
+/// comments and layout.
+fn seal(path: &Path) -> Result<(PathBuf, String)> {
+    let manifest = if path.is_dir() {
+        path.join(MANIFEST_FILE)
+    } else {
+        path.to_owned()
+    };
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    let mut document: toml_edit::DocumentMut = text
+        .parse()
+        .with_context(|| format!("{} is not TOML", manifest.display()))?;
+    let component = document
+        .get("component")
+        .and_then(|item| item.as_str())
+        .with_context(|| format!("{} has no `component` path", manifest.display()))?;
+    let base = manifest.parent().unwrap_or(Path::new("."));
+    let component_path = base.join(component);
+    let bytes = std::fs::read(&component_path).with_context(|| {
+        format!(
+            "reading the component {} (build it first)",
+            component_path.display()
+        )
+    })?;
+    let sha = sha256_hex(&bytes);
+    document["sha256"] = toml_edit::value(sha.clone());
+    std::fs::write(&manifest, document.to_string())
+        .with_context(|| format!("writing {}", manifest.display()))?;
+    Ok((manifest, sha))
+}
+
+/// The SDK of the checkout this binary was built from, if it is still there.
+fn default_sdk_path() -> Option<PathBuf> {
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest-tools/sdk");
+    sdk.join("Cargo.toml")
+        .is_file()
+        .then(|| sdk.canonicalize().ok())
+        .flatten()
+}
+
+fn new_extension(target: &Path, id: &str, tool: &str, sdk_path: Option<&Path>) -> Result<()> {
+    let provider = ToolProvider::parse(&format!("ext/{id}")).map_err(anyhow::Error::new)?;
+    provider
+        .check_native_name(tool)
+        .map_err(anyhow::Error::new)
+        .context("pass a valid tool name with --tool")?;
+    if target.exists() && std::fs::read_dir(target)?.next().is_some() {
+        bail!("{} exists and is not empty", target.display());
+    }
+    let sdk = match sdk_path.map(Path::to_owned).or_else(default_sdk_path) {
+        Some(path) => {
+            let path = path.canonicalize().unwrap_or(path);
+            format!("{{ path = {:?} }}", path.display().to_string())
+        }
+        None => format!("\"{}\"", env!("CARGO_PKG_VERSION")),
+    };
+    let crate_name = id.replace(['-', '.'], "_");
+    let fill = |template: &str| {
+        template
+            .replace("{{id}}", id)
+            .replace("{{tool}}", tool)
+            .replace("{{crate}}", &crate_name)
+            .replace("{{sdk}}", &sdk)
+    };
+    std::fs::create_dir_all(target.join("src"))?;
+    for (file, template) in [
+        ("Cargo.toml", TEMPLATE_CARGO),
+        ("src/lib.rs", TEMPLATE_LIB),
+        (MANIFEST_FILE, TEMPLATE_MANIFEST),
+        (".gitignore", "/target\n"),
+    ] {
+        std::fs::write(target.join(file), fill(template))
+            .with_context(|| format!("writing {}", target.join(file).display()))?;
+    }
+    Ok(())
+}
+
+const TEMPLATE_CARGO: &str = include_str!("../templates/extension/Cargo.toml.in");
+const TEMPLATE_LIB: &str = include_str!("../templates/extension/lib.rs.in");
+const TEMPLATE_MANIFEST: &str = include_str!("../templates/extension/toolhost-extension.toml.in");

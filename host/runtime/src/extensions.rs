@@ -1,0 +1,211 @@
+//! Extension tools in the runtime: installing one (every check, then a
+//! precompile into the component cache, then a disabled record) and loading
+//! the granted ones into a [`ToolHost`](crate::ToolHost).
+//!
+//! The checks at install, in order: the manifest's fields and WIT target;
+//! the component's size; its sha256 against the manifest; its WIT versions;
+//! its imports against the capabilities the manifest requests; a sandboxed
+//! `describe()` whose tool name must be the one the manifest declares. The
+//! same component is checked again at every load against the *granted*
+//! capabilities, so a grant narrower than the imports never loads.
+
+use std::path::Path;
+use std::time::Duration;
+
+use toolhost_core::ToolProvider;
+use toolhost_core::limits::{Clamped, Limits};
+use toolhost_extensions::{ExtensionError, ExtensionRegistry, InstalledExtension, Manifest};
+use toolhost_sandbox::{ComponentSpec, LoadError, LoadEvent, LoadedFrom, Sandbox, ToolComponent};
+
+/// Largest component accepted, in bytes (an interpreter-based component,
+/// CPython inside, is about 20 MB).
+pub const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error(transparent)]
+    Extension(#[from] ExtensionError),
+    /// The component imports host capabilities (or anything else) its
+    /// manifest does not request.
+    #[error(
+        "ext.imports_not_requested: `{id}` imports {} but its manifest requests only {requested}: refusing to install it",
+        imports.join(", ")
+    )]
+    ImportsNotRequested {
+        id: String,
+        imports: Vec<String>,
+        requested: String,
+    },
+    #[error("ext.wit_unsupported: {0}")]
+    WitUnsupported(LoadError),
+    #[error("ext.load_failed: {0}")]
+    Load(LoadError),
+    #[error(
+        "ext.tools_mismatch: `{id}`'s manifest declares the tool `{declared}`, but its component describes `{described}`"
+    )]
+    ToolsMismatch {
+        id: String,
+        declared: String,
+        described: String,
+    },
+}
+
+impl InstallError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Extension(error) => error.code(),
+            Self::ImportsNotRequested { .. } => "ext.imports_not_requested",
+            Self::WitUnsupported(_) => "ext.wit_unsupported",
+            Self::Load(_) => "ext.load_failed",
+            Self::ToolsMismatch { .. } => "ext.tools_mismatch",
+        }
+    }
+}
+
+/// One successful install.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    pub extension: InstalledExtension,
+    /// The limits its calls run under (before any profile override).
+    pub limits: Limits,
+    /// Requested limits the host policy lowered.
+    pub clamped: Vec<Clamped>,
+    pub loaded_from: LoadedFrom,
+    pub load_time: Duration,
+}
+
+/// Install the extension whose manifest is `manifest` (a file, or a
+/// directory holding `toolhost-extension.toml`) into the registry at `dir`.
+/// It is recorded disabled: nothing offers its tools until it is granted.
+pub async fn install(
+    sandbox: &Sandbox,
+    dir: &Path,
+    manifest: &Path,
+    upgrade: bool,
+    observe: &(dyn Fn(LoadEvent<'_>) + Sync),
+) -> Result<Installed, InstallError> {
+    let checked = Manifest::load(manifest)?;
+    let id = checked.manifest.id.clone();
+    let path = checked.component_path();
+    let io = |source| ExtensionError::Io {
+        path: path.clone(),
+        source,
+    };
+    let size = std::fs::metadata(&path).map_err(io)?.len();
+    if size > MAX_COMPONENT_BYTES {
+        return Err(ExtensionError::ComponentTooLarge {
+            path,
+            bytes: size,
+            max: MAX_COMPONENT_BYTES,
+        }
+        .into());
+    }
+    let bytes = std::fs::read(&path).map_err(io)?;
+    let actual = toolhost_extensions::sha256_hex(&bytes);
+    if actual != checked.manifest.sha256 {
+        return Err(ExtensionError::Sha256Mismatch {
+            id,
+            expected: checked.manifest.sha256.clone(),
+            actual,
+        }
+        .into());
+    }
+    let component = sandbox
+        .load(
+            ComponentSpec {
+                label: &id,
+                bytes: &bytes,
+                expected_sha256: Some(&checked.manifest.sha256),
+                provider: checked.provider.clone(),
+                grant: checked.requested.clone(),
+                limits: checked.manifest.limits.overrides(),
+                allow_effects: false,
+            },
+            observe,
+        )
+        .await
+        .map_err(|error| match error {
+            LoadError::UngrantedImports { imports, grant, .. } => {
+                InstallError::ImportsNotRequested {
+                    id: id.clone(),
+                    imports,
+                    requested: grant.to_string(),
+                }
+            }
+            error @ LoadError::UnsupportedWit { .. } => InstallError::WitUnsupported(error),
+            error => InstallError::Load(error),
+        })?;
+    let declared = &checked.manifest.tools[0];
+    let described = component.id().native_name();
+    if described != declared {
+        return Err(InstallError::ToolsMismatch {
+            id,
+            declared: declared.clone(),
+            described: described.to_owned(),
+        });
+    }
+    let tools = vec![described.to_owned()];
+    let imports = component.imported_capabilities();
+    let extension = ExtensionRegistry::update(dir, |registry| {
+        registry
+            .install(&checked, &bytes, tools, &imports, upgrade)
+            .cloned()
+    })?;
+    Ok(Installed {
+        extension,
+        limits: *component.limits(),
+        clamped: component.clamped_limits().to_vec(),
+        loaded_from: component.loaded_from(),
+        load_time: component.load_time(),
+    })
+}
+
+/// Load one granted extension under its grant (from the component cache
+/// when it was precompiled). The caller records a failure as an omission.
+pub(crate) async fn load_granted(
+    sandbox: &Sandbox,
+    registry: &ExtensionRegistry,
+    extension: &InstalledExtension,
+    observe: &(dyn Fn(LoadEvent<'_>) + Sync),
+) -> Result<ToolComponent, (&'static str, String)> {
+    let Some(grant) = extension.granted_set() else {
+        return Err((
+            "ext.not_granted",
+            format!(
+                "extension `{}` is installed but not granted (toolhost ext grant {})",
+                extension.id, extension.id
+            ),
+        ));
+    };
+    let bytes = registry
+        .component_bytes(extension)
+        .map_err(|error| (error.code(), error.to_string()))?;
+    let provider = ToolProvider::Extension(extension.id.clone());
+    let component = sandbox
+        .load(
+            ComponentSpec {
+                label: &extension.id,
+                bytes: &bytes,
+                expected_sha256: Some(&extension.sha256),
+                provider,
+                grant,
+                limits: extension.limits.overrides(),
+                allow_effects: false,
+            },
+            observe,
+        )
+        .await
+        .map_err(|error| ("ext.load_failed", error.to_string()))?;
+    let described = component.id().native_name();
+    if !extension.tools.iter().any(|tool| tool == described) {
+        return Err((
+            "ext.tools_mismatch",
+            format!(
+                "extension `{}` was installed with {}, but its component now describes `{described}`",
+                extension.id,
+                extension.tools.join(", ")
+            ),
+        ));
+    }
+    Ok(component)
+}
