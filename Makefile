@@ -8,9 +8,10 @@ GUEST_TARGET := wasm32-wasip2
 .PHONY: setup build test conformance demo bench lint clean
 
 ## Install what the build needs: the wasm target the guest tools compile to,
-## and the third-party MCP peers the tests talk to: server-everything from npm
+## the third-party MCP peers the tests talk to: server-everything from npm
 ## (when node is installed) and the official Python client from PyPI (when
-## python3 is), both pinned, into git-ignored folders.
+## python3 is), and componentize-py for the Python example extension, all
+## pinned, into git-ignored folders.
 setup:
 	@$(RUSTUP) target list --installed | grep -qx $(GUEST_TARGET) \
 		|| $(RUSTUP) target add $(GUEST_TARGET)
@@ -21,9 +22,10 @@ setup:
 	fi
 	@if command -v python3 >/dev/null 2>&1; then \
 		test -x .venv/bin/python || python3 -m venv .venv; \
-		.venv/bin/pip install --quiet --disable-pip-version-check -r tests/peers/python/requirements.txt; \
+		.venv/bin/pip install --quiet --disable-pip-version-check -r tests/peers/python/requirements.txt \
+			-r examples/extensions/word-count-py/requirements.txt; \
 	else \
-		echo "note: python3 not found; the MCP client test of toolhost mcp serve will be skipped"; \
+		echo "note: python3 not found; the MCP client test of toolhost mcp serve and the Python extension test will be skipped"; \
 	fi
 
 ## Build the host, the CLI and (through build scripts) every guest component.

@@ -1,0 +1,507 @@
+//! Extension conformance: hostile components packaged as extensions and put
+//! through the real install path (`toolhost_runtime::extensions::install`),
+//! the registry's grants, and a host's catalog and snapshots.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost_conformance::{BuiltinComponent, guest};
+use toolhost_core::limits::{HostPolicy, Limits};
+use toolhost_core::snapshot::{ExitPolicy, compile};
+use toolhost_core::{Capability, CapabilitySet, Profile, ToolId, ToolInvocation};
+use toolhost_extensions::{ExtensionRegistry, sha256_hex};
+use toolhost_runtime::extensions::{InstallError, Installed, install};
+use toolhost_runtime::{ToolHost, ToolHostConfig};
+use toolhost_sandbox::{CallEntropy, Sandbox, SandboxConfig};
+
+/// A directory with an extension package: the component and its manifest.
+struct Package {
+    dir: tempfile::TempDir,
+}
+
+impl Package {
+    /// `component` under `id`, declaring `tool`, with manifest lines
+    /// `extra` (capabilities, wit, limits) and `sha256` (the real digest
+    /// unless given).
+    fn new(component: &BuiltinComponent, id: &str, tool: &str, extra: &str) -> Self {
+        Self::with_sha(component, id, tool, extra, &sha256_hex(component.bytes))
+    }
+
+    fn with_sha(
+        component: &BuiltinComponent,
+        id: &str,
+        tool: &str,
+        extra: &str,
+        sha256: &str,
+    ) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("tool.wasm"), component.bytes).expect("component");
+        let manifest = format!(
+            "id = \"{id}\"\nversion = \"1.0.0\"\ndescription = \"A conformance extension.\"\n\
+             component = \"tool.wasm\"\nsha256 = \"{sha256}\"\ntools = [\"{tool}\"]\n{extra}"
+        );
+        std::fs::write(dir.path().join("toolhost-extension.toml"), manifest).expect("manifest");
+        Self { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+const MINIMAL: &str = "capabilities = [\"log\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.3\"\n";
+
+fn sandbox_config(cache: &Path, policy: HostPolicy) -> SandboxConfig {
+    SandboxConfig {
+        cache_dir: Some(cache.to_owned()),
+        epoch_tick: Duration::from_millis(5),
+        policy,
+        ..SandboxConfig::default()
+    }
+}
+
+struct World {
+    registry_dir: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    policy: HostPolicy,
+}
+
+impl World {
+    fn new() -> Self {
+        Self::with_policy(HostPolicy::default())
+    }
+
+    fn with_policy(policy: HostPolicy) -> Self {
+        Self {
+            registry_dir: tempfile::tempdir().expect("tempdir"),
+            cache: tempfile::tempdir().expect("tempdir"),
+            policy,
+        }
+    }
+
+    fn dir(&self) -> &Path {
+        self.registry_dir.path()
+    }
+
+    async fn install(&self, package: &Package) -> Result<Installed, InstallError> {
+        let sandbox =
+            Sandbox::new(sandbox_config(self.cache.path(), self.policy)).expect("sandbox");
+        install(&sandbox, self.dir(), package.path(), false, &|_| {}).await
+    }
+
+    fn grant(&self, id: &str, profiles: Option<&[&str]>) {
+        ExtensionRegistry::update(self.dir(), |registry| {
+            registry
+                .grant(
+                    id,
+                    None,
+                    profiles.map(|p| p.iter().map(|s| s.to_string()).collect()),
+                )
+                .map(|_| ())
+        })
+        .expect("grant");
+    }
+
+    /// A host with no builtins and this registry's extensions.
+    async fn host(&self) -> ToolHost {
+        let config = ToolHostConfig {
+            sandbox: sandbox_config(self.cache.path(), self.policy),
+            ..ToolHostConfig::default()
+        };
+        let registry = ExtensionRegistry::load(self.dir()).expect("registry");
+        ToolHost::with_components(config, &[], &|_| {})
+            .await
+            .expect("host")
+            .with_extensions(&registry, &|_| {})
+            .await
+    }
+
+    fn is_recorded(&self, id: &str) -> bool {
+        ExtensionRegistry::load(self.dir())
+            .expect("registry")
+            .get(id)
+            .is_ok()
+    }
+}
+
+fn id(text: &str) -> ToolId {
+    ToolId::parse(text).expect("tool id")
+}
+
+async fn call(host: &ToolHost, tool: &str, arguments: Value) -> toolhost_runtime::Execution {
+    host.execute(
+        &ToolInvocation {
+            call_id: "call_1".into(),
+            tool_id: id(tool),
+            arguments,
+            provider_metadata: Value::Null,
+        },
+        CallEntropy::seeded(7),
+    )
+    .await
+    .expect("executes")
+}
+
+fn profile(profile_id: &str, allow: &[&str]) -> Profile {
+    Profile::from_json(
+        &json!({
+            "schemaVersion": 1,
+            "kind": "toolhost.agentProfile",
+            "id": profile_id,
+            "tools": {"allow": allow}
+        })
+        .to_string(),
+    )
+    .expect("profile")
+}
+
+/// The snapshot's tool ids, and each omitted tool's message.
+fn snapshot(host: &ToolHost, profile: &Profile) -> (Vec<String>, Vec<String>) {
+    let compiled = compile(
+        profile,
+        host.snapshot_sources(),
+        "inv_root",
+        ExitPolicy::RunFinishAllowed,
+    )
+    .expect("compiles");
+    (
+        compiled
+            .snapshot
+            .bindings()
+            .iter()
+            .map(|binding| binding.tool_id().to_string())
+            .collect(),
+        compiled
+            .diagnostics
+            .iter()
+            .map(|diagnostic| diagnostic.message.clone())
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn a_wrong_sha256_is_refused_and_nothing_is_recorded() {
+    let world = World::new();
+    let package = Package::with_sha(
+        guest("stateful"),
+        "acme-stateful",
+        "hostile.stateful",
+        MINIMAL,
+        &sha256_hex(b"some other component"),
+    );
+    let error = world.install(&package).await.expect_err("wrong digest");
+    assert_eq!(error.code(), "ext.sha256_mismatch", "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(&sha256_hex(guest("stateful").bytes))
+    );
+    assert!(!world.is_recorded("acme-stateful"));
+}
+
+#[tokio::test]
+async fn imports_beyond_the_request_are_refused_and_listed() {
+    let world = World::new();
+    for (name, tool, import) in [
+        (
+            "overreach",
+            "hostile.overreach",
+            "toolhost:host/random@0.1.3",
+        ),
+        ("net-probe", "hostile.net_probe", "wasi:sockets/"),
+        (
+            "foreign-import",
+            "hostile.foreign_import",
+            "evil:exfil/upload@1.0.0",
+        ),
+    ] {
+        let id = format!("acme-{name}");
+        let error = world
+            .install(&Package::new(guest(name), &id, tool, MINIMAL))
+            .await
+            .expect_err(name);
+        assert_eq!(error.code(), "ext.imports_not_requested", "{name}: {error}");
+        let text = error.to_string();
+        assert!(text.contains(import), "{name}: {text}");
+        assert!(text.contains("requests only log"), "{name}: {text}");
+        assert!(!world.is_recorded(&id), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn write_and_skill_capabilities_are_never_installed_or_granted() {
+    let world = World::new();
+    for capability in ["workspace-write", "skill-read"] {
+        let extra = MINIMAL.replace("[\"log\"]", &format!("[\"log\", \"{capability}\"]"));
+        let error = world
+            .install(&Package::new(
+                guest("reader-writes"),
+                "acme-rw",
+                "hostile.reader_writes",
+                &extra,
+            ))
+            .await
+            .expect_err(capability);
+        assert_eq!(error.code(), "ext.capability_refused", "{error}");
+    }
+    // Installed with an honest request, it still cannot be granted more.
+    let world = World::new();
+    world
+        .install(&Package::new(
+            guest("stateful"),
+            "acme-stateful",
+            "hostile.stateful",
+            MINIMAL,
+        ))
+        .await
+        .expect("installs");
+    let error = ExtensionRegistry::update(world.dir(), |registry| {
+        registry
+            .grant(
+                "acme-stateful",
+                Some(CapabilitySet::new([
+                    Capability::Log,
+                    Capability::WorkspaceWrite,
+                ])),
+                None,
+            )
+            .map(|_| ())
+    })
+    .expect_err("write");
+    assert_eq!(error.code(), "ext.capability_refused");
+}
+
+#[tokio::test]
+async fn limits_are_held_at_the_policy_cap_whatever_the_manifest_asks() {
+    let policy = HostPolicy {
+        caps: Limits {
+            fuel: Some(100_000_000),
+            deadline: Duration::from_secs(2),
+            memory_bytes: 32 << 20,
+            ..HostPolicy::default().caps
+        },
+    };
+    let world = World::with_policy(policy);
+    let greedy = format!(
+        "{MINIMAL}[limits]\nfuel = 1_000_000_000_000\ndeadline-ms = 600_000\nmemory-bytes = 4_294_967_296\n"
+    );
+    let installed = world
+        .install(&Package::new(
+            guest("spin"),
+            "acme-spin",
+            "hostile.spin",
+            &greedy,
+        ))
+        .await
+        .expect("installs, clamped");
+    assert_eq!(installed.limits.fuel, Some(100_000_000));
+    assert_eq!(installed.limits.deadline, Duration::from_secs(2));
+    assert_eq!(installed.limits.memory_bytes, 32 << 20);
+    let lowered: Vec<&str> = installed.clamped.iter().map(|c| c.limit).collect();
+    assert_eq!(lowered, ["fuel", "deadlineMs", "memoryBytes"]);
+    world
+        .install(&Package::new(
+            guest("membomb"),
+            "acme-membomb",
+            "hostile.membomb",
+            &greedy,
+        ))
+        .await
+        .expect("installs, clamped");
+    world.grant("acme-spin", None);
+    world.grant("acme-membomb", None);
+
+    let host = world.host().await;
+    let spin = call(&host, "ext/acme-spin:hostile.spin", json!({})).await;
+    assert_eq!(
+        spin.result.error_code.as_deref(),
+        Some("sandbox.out_of_fuel")
+    );
+    let report = spin.report.expect("sandbox report");
+    assert!(
+        (100_000_000..110_000_000).contains(&report.fuel_consumed),
+        "{}",
+        report.fuel_consumed
+    );
+    let bomb = call(&host, "ext/acme-membomb:hostile.membomb", json!({})).await;
+    assert_eq!(
+        bomb.result.error_code.as_deref(),
+        Some("sandbox.memory_limit")
+    );
+    let bomb_report = bomb.report.expect("report");
+    assert!(bomb_report.peak_memory_bytes <= 32 << 20);
+    eprintln!(
+        "extension kill: the fuel cap stopped the loop after {} µs, the memory cap the bomb after {} µs",
+        report.elapsed_us, bomb_report.elapsed_us
+    );
+}
+
+#[tokio::test]
+async fn an_ungranted_extension_is_invisible_to_snapshots() {
+    let world = World::new();
+    world
+        .install(&Package::new(
+            guest("stateful"),
+            "acme-stateful",
+            "hostile.stateful",
+            MINIMAL,
+        ))
+        .await
+        .expect("installs");
+    let tool = "ext/acme-stateful:hostile.stateful";
+    let writer = profile("writer", &[tool]);
+    let researcher = profile("researcher", &[tool]);
+
+    let host = world.host().await;
+    assert!(
+        host.catalog().get(&id(tool)).is_none(),
+        "not in the catalog"
+    );
+    let (tools, omitted) = snapshot(&host, &writer);
+    assert!(tools.is_empty());
+    assert_eq!(omitted.len(), 1);
+    assert!(
+        omitted[0].starts_with("ext.not_granted: "),
+        "{}",
+        omitted[0]
+    );
+    assert_eq!(host.extension_omitted()[0].code, "ext.not_granted");
+
+    world.grant("acme-stateful", Some(&["researcher"]));
+    let host = world.host().await;
+    assert_eq!(snapshot(&host, &researcher).0, [tool]);
+    let (tools, omitted) = snapshot(&host, &writer);
+    assert!(tools.is_empty());
+    assert!(
+        omitted[0].starts_with("ext.not_granted_to_profile"),
+        "{}",
+        omitted[0]
+    );
+
+    world.grant("acme-stateful", None);
+    let host = world.host().await;
+    assert_eq!(snapshot(&host, &writer).0, [tool]);
+    let item = host
+        .catalog_items()
+        .into_iter()
+        .find(|item| item.id.as_str() == tool)
+        .expect("listed");
+    assert_eq!(item.source.kind, "extension");
+    assert_eq!(item.source.capabilities, ["log"]);
+
+    ExtensionRegistry::update(world.dir(), |registry| {
+        registry.revoke("acme-stateful").map(|_| ())
+    })
+    .expect("revoke");
+    assert!(snapshot(&world.host().await, &writer).0.is_empty());
+}
+
+#[tokio::test]
+async fn a_component_changed_after_install_is_left_out_and_the_rest_serves() {
+    let world = World::new();
+    world
+        .install(&Package::new(
+            guest("stateful"),
+            "acme-stateful",
+            "hostile.stateful",
+            MINIMAL,
+        ))
+        .await
+        .expect("installs");
+    world
+        .install(&Package::new(
+            guest("panic"),
+            "acme-panic",
+            "hostile.panic",
+            MINIMAL,
+        ))
+        .await
+        .expect("installs");
+    world.grant("acme-stateful", None);
+    world.grant("acme-panic", None);
+    let registry = ExtensionRegistry::load(world.dir()).expect("registry");
+    let stored: PathBuf =
+        registry.component_path(registry.get("acme-stateful").expect("installed"));
+    std::fs::write(&stored, guest("spin").bytes).expect("swap the stored component");
+
+    let host = world.host().await;
+    let omitted = host.extension_omitted();
+    assert_eq!(omitted.len(), 1);
+    assert_eq!(
+        (omitted[0].id.as_str(), omitted[0].code),
+        ("acme-stateful", "ext.sha256_mismatch")
+    );
+    // A panicking extension is a typed failure; the host serves the next call.
+    for _ in 0..2 {
+        let panic = call(&host, "ext/acme-panic:hostile.panic", json!({})).await;
+        assert_eq!(
+            panic.result.error_code.as_deref(),
+            Some("sandbox.guest_trap")
+        );
+    }
+}
+
+#[tokio::test]
+async fn wit_versions_old_minors_install_unknown_majors_are_refused() {
+    let world = World::new();
+    // Built against the frozen toolhost:host@0.1.0, not the SDK.
+    let legacy =
+        "capabilities = [\"log\", \"random\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.0\"\n";
+    world
+        .install(&Package::new(
+            guest("legacy-v010"),
+            "acme-legacy",
+            "legacy.draw",
+            legacy,
+        ))
+        .await
+        .expect("a 0.1.0 extension installs");
+    world.grant("acme-legacy", None);
+    let host = world.host().await;
+    let draw = call(&host, "ext/acme-legacy:legacy.draw", json!({})).await;
+    assert!(!draw.result.is_error, "{}", draw.result.content);
+
+    // The manifest says 0.1.3, the component imports toolhost:host@1.0.0.
+    let error = world
+        .install(&Package::new(
+            guest("future-major"),
+            "acme-future",
+            "hostile.future_major",
+            MINIMAL,
+        ))
+        .await
+        .expect_err("1.0.0");
+    assert_eq!(error.code(), "ext.wit_unsupported", "{error}");
+    let text = error.to_string();
+    assert!(text.contains("toolhost:host/log@1.0.0"), "{text}");
+    assert!(text.contains("toolhost:host@0.1.0..=0.1.3"), "{text}");
+    // The manifest itself declaring a future major is refused before any load.
+    let error = world
+        .install(&Package::new(
+            guest("stateful"),
+            "acme-next",
+            "hostile.stateful",
+            &MINIMAL.replace("host = \"0.1.3\"", "host = \"2.0.0\""),
+        ))
+        .await
+        .expect_err("2.0.0");
+    assert_eq!(error.code(), "ext.wit_unsupported", "{error}");
+}
+
+#[tokio::test]
+async fn the_manifest_must_name_the_tool_the_component_describes() {
+    let world = World::new();
+    let error = world
+        .install(&Package::new(
+            guest("stateful"),
+            "acme-stateful",
+            "hostile.counter",
+            MINIMAL,
+        ))
+        .await
+        .expect_err("mismatch");
+    assert_eq!(error.code(), "ext.tools_mismatch", "{error}");
+    assert!(error.to_string().contains("hostile.stateful"));
+    assert!(!world.is_recorded("acme-stateful"));
+}
