@@ -13,6 +13,7 @@ fn toolhost(cache: &Path, args: &[&str]) -> Output {
         .arg("--cache-dir")
         .arg(cache)
         .args(args)
+        .env("TOOLHOST_EXT_DIR", cache.join("extensions"))
         .env_remove("TOOLHOST_LOG")
         .env_remove("TOOLHOST_RUNS_DIR")
         .output()

@@ -1,0 +1,242 @@
+//! An extension author's path through the `toolhost` binary, as
+//! docs/extensions.md tells it: a Rust extension from `toolhost ext new`, and
+//! the Python example built with componentize-py; each is built, sealed,
+//! installed, granted and called.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `toolhost` with its cache, extensions and runs inside `home`.
+fn toolhost(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(home)
+        .arg("--cache-dir")
+        .arg(home.join("cache"))
+        .args(args)
+        .env("TOOLHOST_EXT_DIR", home.join("extensions"))
+        .env("TOOLHOST_MCP_DIR", home.join("mcp"))
+        .env_remove("TOOLHOST_LOG")
+        .env_remove("TOOLHOST_RUNS_DIR")
+        .output()
+        .expect("run toolhost")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Run `toolhost`, expecting `code`; returns stdout.
+fn expect(home: &Path, args: &[&str], code: i32) -> String {
+    let output = toolhost(home, args);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "toolhost {args:?}\nstdout: {}\nstderr: {}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+fn installed(home: &Path) -> Value {
+    serde_json::from_str(&expect(home, &["ext", "list", "--json"], 0)).expect("json")
+}
+
+#[test]
+fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_called() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    let crate_dir = home.join("acme-repeat");
+    let created = expect(
+        home,
+        &[
+            "ext",
+            "new",
+            "acme-repeat",
+            "--tool",
+            "text.repeat",
+            "--dir",
+            "acme-repeat",
+        ],
+        0,
+    );
+    assert!(
+        created.contains("cargo build --release --target wasm32-wasip2"),
+        "{created}"
+    );
+    for file in ["Cargo.toml", "src/lib.rs", "toolhost-extension.toml"] {
+        assert!(crate_dir.join(file).is_file(), "{file}");
+    }
+    let again = toolhost(home, &["ext", "new", "acme-repeat", "--dir", "acme-repeat"]);
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "an existing crate is never overwritten"
+    );
+
+    // The build an author runs. Pin the versions this repository builds with
+    // (its lock file) and share one target directory between test runs, so
+    // the suite needs no newer crate and compiles the SDK once.
+    std::fs::copy(
+        repository().join("Cargo.lock"),
+        crate_dir.join("Cargo.lock"),
+    )
+    .expect("lock");
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ext-template-target");
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build
+        .current_dir(&crate_dir)
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .env("CARGO_TARGET_DIR", &target_dir);
+    for key in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        build.env_remove(key);
+    }
+    let status = build.status().expect("run cargo");
+    assert!(status.success(), "the template builds");
+    let built = target_dir.join("wasm32-wasip2/release/acme_repeat.wasm");
+    let expected = crate_dir.join("target/wasm32-wasip2/release");
+    std::fs::create_dir_all(&expected).expect("target dir");
+    std::fs::copy(&built, expected.join("acme_repeat.wasm"))
+        .expect("component where the manifest says");
+
+    // Unsealed, the manifest's placeholder digest does not match.
+    let unsealed = toolhost(home, &["ext", "install", "acme-repeat"]);
+    assert_eq!(unsealed.status.code(), Some(2));
+    assert!(
+        text(&unsealed.stderr).contains("ext.sha256_mismatch"),
+        "{}",
+        text(&unsealed.stderr)
+    );
+
+    let sealed = expect(home, &["ext", "seal", "acme-repeat"], 0);
+    assert!(sealed.contains("sha256"), "{sealed}");
+    let install = expect(home, &["ext", "install", "acme-repeat"], 0);
+    assert!(
+        install.contains("installed acme-repeat 0.1.0 (disabled)"),
+        "{install}"
+    );
+    assert_eq!(installed(home)[0]["grant"], Value::Null);
+
+    // Installed but not granted: not callable, and the catalog says why.
+    let hidden = toolhost(home, &["call", "text.repeat", r#"{"text":"ab"}"#]);
+    assert_eq!(hidden.status.code(), Some(2));
+    let listing = toolhost(home, &["tools", "list"]);
+    assert!(
+        text(&listing.stderr).contains("omitted extension acme-repeat"),
+        "{}",
+        text(&listing.stderr)
+    );
+
+    let granted = expect(home, &["ext", "grant", "acme-repeat"], 0);
+    assert!(granted.contains("for every profile"), "{granted}");
+    let answer = expect(
+        home,
+        &[
+            "call",
+            "ext/acme-repeat:text.repeat",
+            r#"{"text":"ab","times":3}"#,
+        ],
+        0,
+    );
+    assert_eq!(answer.trim(), "ababab");
+    let refused = toolhost(
+        home,
+        &["call", "text.repeat", r#"{"text":"ab","times":"3"}"#],
+    );
+    assert_eq!(refused.status.code(), Some(1), "a tool error is exit 1");
+    assert!(
+        text(&refused.stdout).contains("tool.invalid_arguments: times: invalid type"),
+        "{}",
+        text(&refused.stdout)
+    );
+
+    let info = expect(home, &["ext", "info", "acme-repeat"], 0);
+    assert!(info.contains("tool: ext/acme-repeat:text.repeat"), "{info}");
+    expect(home, &["ext", "revoke", "acme-repeat"], 0);
+    assert_eq!(
+        toolhost(home, &["call", "text.repeat", r#"{"text":"ab"}"#])
+            .status
+            .code(),
+        Some(2)
+    );
+    expect(home, &["ext", "remove", "acme-repeat"], 0);
+    assert_eq!(installed(home), serde_json::json!([]));
+}
+
+#[test]
+fn the_python_extension_is_built_installed_granted_and_called() {
+    let componentize = repository().join(".venv/bin/componentize-py");
+    if !componentize.is_file() {
+        eprintln!(
+            "SKIPPED: {} is missing (run `make setup`)",
+            componentize.display()
+        );
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    let example = repository().join("examples/extensions/word-count-py");
+    let package = home.join("word-count-py");
+    std::fs::create_dir_all(&package).expect("dir");
+    for file in ["app.py", "build.sh", "toolhost-extension.toml"] {
+        std::fs::copy(example.join(file), package.join(file)).expect(file);
+    }
+    let status = Command::new("sh")
+        .arg(package.join("build.sh"))
+        .env("COMPONENTIZE_PY", &componentize)
+        .env("TOOLHOST_WIT", repository().join("wit"))
+        .status()
+        .expect("run build.sh");
+    assert!(status.success(), "componentize-py builds the component");
+
+    expect(home, &["ext", "seal", "word-count-py"], 0);
+    let install = expect(home, &["ext", "install", "word-count-py"], 0);
+    assert!(install.contains("imports log; requests log"), "{install}");
+    assert!(install.contains("instances 40"), "{install}");
+    expect(
+        home,
+        &["ext", "grant", "word-count-py", "--capability", "log"],
+        0,
+    );
+
+    let output = expect(
+        home,
+        &[
+            "call",
+            "text.word_count",
+            r#"{"text":"hello wide world\nsecond line"}"#,
+            "--json",
+        ],
+        0,
+    );
+    let report: Value = serde_json::from_str(&output).expect("json");
+    assert_eq!(
+        report["result"]["content"],
+        "5 words, 28 characters, 2 lines."
+    );
+    assert_eq!(
+        report["result"]["structured"],
+        serde_json::json!({"words": 5, "chars": 28, "lines": 2})
+    );
+    let refused = toolhost(
+        home,
+        &["call", "ext/word-count-py:text.word_count", r#"{"nope":1}"#],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stdout).contains("tool.invalid_arguments"),
+        "{}",
+        text(&refused.stdout)
+    );
+}
