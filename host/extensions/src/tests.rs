@@ -126,7 +126,7 @@ fn grants_stay_within_the_request_and_cover_the_imports() {
                     capabilities.map(|c| CapabilitySet::new(c.iter().copied())),
                     profiles.map(|p| p.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>()),
                 )
-                .map(|extension| extension.clone())
+                .cloned()
         })
     };
     let error = grant(Some(&[Capability::Log, Capability::ChatRead]), None).expect_err("beyond");
@@ -170,7 +170,7 @@ fn grants_stay_within_the_request_and_cover_the_imports() {
     assert!(!narrow.visible_to("default"));
 
     let revoked = ExtensionRegistry::update(dir.path(), |registry| {
-        registry.revoke("acme-wordcount").map(|e| e.clone())
+        registry.revoke("acme-wordcount").cloned()
     })
     .expect("revoke");
     assert_eq!(revoked.grant, None);
