@@ -13,6 +13,7 @@ pub mod builtin;
 pub mod capability;
 pub mod catalog;
 pub mod descriptor;
+pub mod document;
 pub mod dto;
 pub mod error;
 pub mod gate;

@@ -57,3 +57,13 @@ impl ExtensionError {
         }
     }
 }
+
+impl From<toolhost_core::document::DocumentError> for ExtensionError {
+    fn from(error: toolhost_core::document::DocumentError) -> Self {
+        use toolhost_core::document::DocumentError;
+        match error {
+            DocumentError::Io { path, source } => Self::Io { path, source },
+            DocumentError::Invalid { path, message } => Self::RegistryInvalid { path, message },
+        }
+    }
+}

@@ -13,7 +13,6 @@
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -107,31 +106,13 @@ pub struct ExtensionRegistry {
 impl ExtensionRegistry {
     /// Read `<dir>/extensions.json`; a missing file is an empty registry.
     pub fn load(dir: &Path) -> Result<Self, ExtensionError> {
-        let path = dir.join(REGISTRY_FILE);
-        let extensions = match std::fs::read(&path) {
-            Ok(bytes) => {
-                let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
-                let file: RegistryFile =
-                    serde_path_to_error::deserialize(deserializer).map_err(|error| {
-                        ExtensionError::RegistryInvalid {
-                            path: path.clone(),
-                            message: format!("at `{}`: {}", error.path(), error.inner()),
-                        }
-                    })?;
-                if file.schema_version != 1 || file.kind != REGISTRY_KIND {
-                    return Err(ExtensionError::RegistryInvalid {
-                        path,
-                        message: format!(
-                            "expected schemaVersion 1 and kind {REGISTRY_KIND}, found {} and {}",
-                            file.schema_version, file.kind
-                        ),
-                    });
-                }
-                file.extensions
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(source) => return Err(ExtensionError::Io { path, source }),
-        };
+        let extensions = toolhost_core::document::read::<RegistryFile>(
+            &dir.join(REGISTRY_FILE),
+            REGISTRY_KIND,
+            1,
+        )?
+        .map(|file| file.extensions)
+        .unwrap_or_default();
         Ok(Self {
             dir: dir.to_owned(),
             extensions,
@@ -350,12 +331,10 @@ impl ExtensionRegistry {
             kind: REGISTRY_KIND.to_owned(),
             extensions: self.extensions.clone(),
         };
-        let mut bytes = serde_json::to_vec_pretty(&file).map_err(|error| ExtensionError::Io {
-            path: self.dir.clone(),
-            source: std::io::Error::other(error),
-        })?;
-        bytes.push(b'\n');
-        write_atomically(&self.dir.join(REGISTRY_FILE), &bytes)
+        Ok(toolhost_core::document::write(
+            &self.dir.join(REGISTRY_FILE),
+            &file,
+        )?)
     }
 }
 
@@ -363,16 +342,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// A temp file beside `path`, fsynced, renamed over it.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExtensionError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let io = |source| ExtensionError::Io {
+    toolhost_core::document::write_atomically(path, bytes).map_err(|source| ExtensionError::Io {
         path: path.to_owned(),
         source,
-    };
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    temp.write_all(bytes).map_err(io)?;
-    temp.as_file().sync_all().map_err(io)?;
-    temp.persist(path).map_err(|error| io(error.error))?;
-    Ok(())
+    })
 }

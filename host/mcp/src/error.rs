@@ -48,3 +48,13 @@ impl McpError {
         }
     }
 }
+
+impl From<toolhost_core::document::DocumentError> for McpError {
+    fn from(error: toolhost_core::document::DocumentError) -> Self {
+        use toolhost_core::document::DocumentError;
+        match error {
+            DocumentError::Io { path, source } => McpError::Io { path, source },
+            DocumentError::Invalid { path, message } => McpError::RegistryInvalid { path, message },
+        }
+    }
+}

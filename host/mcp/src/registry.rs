@@ -5,7 +5,6 @@
 //! state, and per-tool permissions.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -100,30 +99,10 @@ impl McpRegistry {
     /// a file that does not parse is `mcp.registry_invalid`.
     pub fn load(dir: &Path) -> Result<Self, McpError> {
         let path = dir.join(REGISTRY_FILE);
-        let registrations = match std::fs::read(&path) {
-            Ok(bytes) => {
-                let deserializer = &mut serde_json::Deserializer::from_slice(&bytes);
-                let file: RegistryFile =
-                    serde_path_to_error::deserialize(deserializer).map_err(|error| {
-                        McpError::RegistryInvalid {
-                            path: path.clone(),
-                            message: format!("at `{}`: {}", error.path(), error.inner()),
-                        }
-                    })?;
-                if file.schema_version != 1 || file.kind != REGISTRY_KIND {
-                    return Err(McpError::RegistryInvalid {
-                        path,
-                        message: format!(
-                            "expected schemaVersion 1 and kind {REGISTRY_KIND}, found {} and {}",
-                            file.schema_version, file.kind
-                        ),
-                    });
-                }
-                file.registrations
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(source) => return Err(McpError::Io { path, source }),
-        };
+        let registrations = toolhost_core::document::read::<RegistryFile>(&path, REGISTRY_KIND, 1)
+            .map_err(McpError::from)?
+            .map(|file| file.registrations)
+            .unwrap_or_default();
         Ok(Self {
             dir: dir.to_owned(),
             registrations,
@@ -235,25 +214,14 @@ impl McpRegistry {
             kind: REGISTRY_KIND.to_owned(),
             registrations: self.registrations.clone(),
         };
-        let mut bytes = serde_json::to_vec_pretty(&file).map_err(|error| McpError::Io {
-            path: self.dir.clone(),
-            source: std::io::Error::other(error),
-        })?;
-        bytes.push(b'\n');
-        write_atomically(&self.dir.join(REGISTRY_FILE), &bytes)
+        toolhost_core::document::write(&self.dir.join(REGISTRY_FILE), &file).map_err(McpError::from)
     }
 }
 
 /// A temp file beside `path`, fsynced, renamed over it.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), McpError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let io = |source| McpError::Io {
+    toolhost_core::document::write_atomically(path, bytes).map_err(|source| McpError::Io {
         path: path.to_owned(),
         source,
-    };
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    temp.write_all(bytes).map_err(io)?;
-    temp.as_file().sync_all().map_err(io)?;
-    temp.persist(path).map_err(|error| io(error.error))?;
-    Ok(())
+    })
 }

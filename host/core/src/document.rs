@@ -1,0 +1,124 @@
+//! The small versioned JSON documents a user's commands keep (MCP
+//! registrations, installed extensions): `{"schemaVersion": 1, "kind": …}`,
+//! read with the path of any bad field, replaced atomically so a crash never
+//! leaves half a file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not this kind of document, or a field that does not fit.
+    #[error("{}: {message}", path.display())]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// Read the document of `kind` at `path`; `None` when there is no file.
+pub fn read<T: DeserializeOwned>(
+    path: &Path,
+    kind: &str,
+    schema_version: u64,
+) -> Result<Option<T>, DocumentError> {
+    let invalid = |message: String| DocumentError::Invalid {
+        path: path.to_owned(),
+        message,
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(DocumentError::Io {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|error| invalid(error.to_string()))?;
+    let found = (value.get("schemaVersion"), value.get("kind"));
+    if found.0.and_then(Value::as_u64) != Some(schema_version)
+        || found.1.and_then(Value::as_str) != Some(kind)
+    {
+        let shown = |field: Option<&Value>| field.map_or("nothing".to_owned(), Value::to_string);
+        return Err(invalid(format!(
+            "expected schemaVersion {schema_version} and kind {kind}, found {} and {}",
+            shown(found.0),
+            shown(found.1)
+        )));
+    }
+    serde_path_to_error::deserialize(value)
+        .map(Some)
+        .map_err(|error| invalid(format!("at `{}`: {}", error.path(), error.inner())))
+}
+
+/// Write `document` as pretty JSON, atomically.
+pub fn write<T: Serialize>(path: &Path, document: &T) -> Result<(), DocumentError> {
+    let mut bytes = serde_json::to_vec_pretty(document).map_err(|error| DocumentError::Io {
+        path: path.to_owned(),
+        source: std::io::Error::other(error),
+    })?;
+    bytes.push(b'\n');
+    write_atomically(path, &bytes).map_err(|source| DocumentError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// A temp file beside `path`, fsynced, renamed over it.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|error| error.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Doc {
+        schema_version: u64,
+        kind: String,
+        names: Vec<String>,
+    }
+
+    #[test]
+    fn round_trips_and_names_what_is_wrong() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("doc.json");
+        assert!(read::<Doc>(&path, "t.doc", 1).expect("absent").is_none());
+        let doc = Doc {
+            schema_version: 1,
+            kind: "t.doc".into(),
+            names: vec!["a".into()],
+        };
+        write(&path, &doc).expect("write");
+        assert_eq!(read::<Doc>(&path, "t.doc", 1).expect("read"), Some(doc));
+        let error = read::<Doc>(&path, "t.other", 1).expect_err("kind");
+        assert!(
+            error
+                .to_string()
+                .contains("expected schemaVersion 1 and kind t.other, found 1 and \"t.doc\""),
+            "{error}"
+        );
+        std::fs::write(&path, r#"{"schemaVersion":1,"kind":"t.doc","names":[3]}"#).expect("write");
+        let error = read::<Doc>(&path, "t.doc", 1).expect_err("field");
+        assert!(error.to_string().contains("at `names[0]`"), "{error}");
+    }
+}
