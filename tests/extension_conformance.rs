@@ -90,6 +90,13 @@ impl World {
         install(&sandbox, self.dir(), package.path(), false, &|_| {}).await
     }
 
+    /// Install a hostile guest as an extension, expecting success.
+    async fn install_guest(&self, name: &str, id: &str, tool: &str, extra: &str) -> Installed {
+        self.install(&Package::new(guest(name), id, tool, extra))
+            .await
+            .unwrap_or_else(|error| panic!("{name} installs: {error}"))
+    }
+
     fn grant(&self, id: &str, profiles: Option<&[&str]>) {
         ExtensionRegistry::update(self.dir(), |registry| {
             registry
@@ -248,14 +255,8 @@ async fn write_and_skill_capabilities_are_never_installed_or_granted() {
     // Installed with an honest request, it still cannot be granted more.
     let world = World::new();
     world
-        .install(&Package::new(
-            guest("stateful"),
-            "acme-stateful",
-            "hostile.stateful",
-            MINIMAL,
-        ))
-        .await
-        .expect("installs");
+        .install_guest("stateful", "acme-stateful", "hostile.stateful", MINIMAL)
+        .await;
     let error = ExtensionRegistry::update(world.dir(), |registry| {
         registry
             .grant(
@@ -287,28 +288,16 @@ async fn limits_are_held_at_the_policy_cap_whatever_the_manifest_asks() {
         "{MINIMAL}[limits]\nfuel = 1_000_000_000_000\ndeadline-ms = 600_000\nmemory-bytes = 4_294_967_296\n"
     );
     let installed = world
-        .install(&Package::new(
-            guest("spin"),
-            "acme-spin",
-            "hostile.spin",
-            &greedy,
-        ))
-        .await
-        .expect("installs, clamped");
+        .install_guest("spin", "acme-spin", "hostile.spin", &greedy)
+        .await;
     assert_eq!(installed.limits.fuel, Some(100_000_000));
     assert_eq!(installed.limits.deadline, Duration::from_secs(2));
     assert_eq!(installed.limits.memory_bytes, 32 << 20);
     let lowered: Vec<&str> = installed.clamped.iter().map(|c| c.limit).collect();
     assert_eq!(lowered, ["fuel", "deadlineMs", "memoryBytes"]);
     world
-        .install(&Package::new(
-            guest("membomb"),
-            "acme-membomb",
-            "hostile.membomb",
-            &greedy,
-        ))
-        .await
-        .expect("installs, clamped");
+        .install_guest("membomb", "acme-membomb", "hostile.membomb", &greedy)
+        .await;
     world.grant("acme-spin", None);
     world.grant("acme-membomb", None);
 
@@ -341,14 +330,8 @@ async fn limits_are_held_at_the_policy_cap_whatever_the_manifest_asks() {
 async fn an_ungranted_extension_is_invisible_to_snapshots() {
     let world = World::new();
     world
-        .install(&Package::new(
-            guest("stateful"),
-            "acme-stateful",
-            "hostile.stateful",
-            MINIMAL,
-        ))
-        .await
-        .expect("installs");
+        .install_guest("stateful", "acme-stateful", "hostile.stateful", MINIMAL)
+        .await;
     let tool = "ext/acme-stateful:hostile.stateful";
     let writer = profile("writer", &[tool]);
     let researcher = profile("researcher", &[tool]);
@@ -401,23 +384,11 @@ async fn an_ungranted_extension_is_invisible_to_snapshots() {
 async fn a_component_changed_after_install_is_left_out_and_the_rest_serves() {
     let world = World::new();
     world
-        .install(&Package::new(
-            guest("stateful"),
-            "acme-stateful",
-            "hostile.stateful",
-            MINIMAL,
-        ))
-        .await
-        .expect("installs");
+        .install_guest("stateful", "acme-stateful", "hostile.stateful", MINIMAL)
+        .await;
     world
-        .install(&Package::new(
-            guest("panic"),
-            "acme-panic",
-            "hostile.panic",
-            MINIMAL,
-        ))
-        .await
-        .expect("installs");
+        .install_guest("panic", "acme-panic", "hostile.panic", MINIMAL)
+        .await;
     world.grant("acme-stateful", None);
     world.grant("acme-panic", None);
     let registry = ExtensionRegistry::load(world.dir()).expect("registry");
@@ -449,14 +420,8 @@ async fn wit_versions_old_minors_install_unknown_majors_are_refused() {
     let legacy =
         "capabilities = [\"log\", \"random\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.0\"\n";
     world
-        .install(&Package::new(
-            guest("legacy-v010"),
-            "acme-legacy",
-            "legacy.draw",
-            legacy,
-        ))
-        .await
-        .expect("a 0.1.0 extension installs");
+        .install_guest("legacy-v010", "acme-legacy", "legacy.draw", legacy)
+        .await;
     world.grant("acme-legacy", None);
     let host = world.host().await;
     let draw = call(&host, "ext/acme-legacy:legacy.draw", json!({})).await;
