@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 use serde_json::json;
-use toolhost_guest::knowledge::{self, Chat, ChatMessage, Role};
+use toolhost_guest::knowledge::{self, Chat, PackedMessage, Role};
 use toolhost_guest::markdown::code;
 use toolhost_guest::text::chat_search::compare_chat_hits;
 use toolhost_guest::text::{PreparedChatSearch, chat_snippet, metrics};
@@ -98,6 +98,25 @@ fn index(args: &Arguments, key: &str) -> Result<Option<u32>, ToolError> {
         .transpose()
 }
 
+/// A hit kept for the results: owned, since its batch is dropped.
+struct Kept {
+    index: u32,
+    role: Role,
+    name: String,
+    text: String,
+}
+
+impl From<PackedMessage<'_>> for Kept {
+    fn from(message: PackedMessage<'_>) -> Self {
+        Self {
+            index: message.index,
+            role: message.role,
+            name: message.name.to_owned(),
+            text: message.text.to_owned(),
+        }
+    }
+}
+
 pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolError> {
     args.only(&[
         "query",
@@ -133,7 +152,7 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
     let info = chat.info()?;
     let limit = limit as usize;
     // Best first: score descending, then the newer message.
-    let mut best: Vec<(f64, Option<usize>, ChatMessage)> = Vec::with_capacity(limit + 1);
+    let mut best: Vec<(f64, Option<usize>, Kept)> = Vec::with_capacity(limit + 1);
     let mut scanned = 0u64;
     let mut scratch = String::new();
     if info.message_count > 0 {
@@ -146,16 +165,22 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
                 break;
             }
             let batch_low = high.saturating_sub(knowledge::MAX_CHAT_BATCH - 1).max(low);
-            let batch = chat.messages(batch_low, high - batch_low + 1)?;
-            for message in batch.into_iter().rev() {
+            let batch = chat.scan(batch_low, high - batch_low + 1)?;
+            for at in (0..batch.len()).rev() {
                 if scanned >= scan_limit {
                     break;
                 }
+                let Some(message) = batch.get(at) else {
+                    return Err(ToolError::new(
+                        "chat.read_failed",
+                        format!("the host sent an inconsistent batch at message {at}"),
+                    ));
+                };
                 scanned += 1;
                 if role.is_some_and(|wanted| wanted != message.role) {
                     continue;
                 }
-                let (score, first) = prepared.score_message_in(&message.text, &mut scratch);
+                let (score, first) = prepared.score_message_in(message.text, &mut scratch);
                 if score <= 0.0 {
                     continue;
                 }
@@ -167,7 +192,7 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
                     .is_lt()
                 });
                 if at < limit {
-                    best.insert(at, (score, first, message));
+                    best.insert(at, (score, first, Kept::from(message)));
                     best.truncate(limit);
                 }
             }

@@ -1,5 +1,5 @@
-//! The read-only capabilities of 0.1.2 — the run's chat, its activated world
-//! info, installed skills — behind traits, so a tool's logic runs the same
+//! The read-only capabilities of 0.1.2 — the run's chat (packed scans since
+//! 0.1.4), its activated world info, installed skills — behind traits, so a tool's logic runs the same
 //! against the host and against an in-memory double in native tests.
 //!
 //! Every host error comes back as the [`ToolError`] the model reads.
@@ -9,7 +9,7 @@ use crate::bindings::toolhost::host::{
     capability_types as types, chat_read, skill_read, worldinfo_read,
 };
 
-pub use chat_read::{ChatInfo, ChatMessage, Role};
+pub use chat_read::{ChatInfo, ChatMessage, MessagePack, Role};
 pub use skill_read::{Budget, Skill, SkillFile, SkillText};
 pub use worldinfo_read::{Activation, Entry as WorldInfoEntry};
 
@@ -26,6 +26,76 @@ pub trait Chat {
     /// Messages `start..start + count` (at most [`MAX_CHAT_BATCH`]), clipped
     /// to the prefix.
     fn messages(&self, start: u32, count: u32) -> Result<Vec<ChatMessage>, ToolError>;
+    /// The same messages packed for a scan: one string for the texts, names
+    /// interned. Built from [`messages`](Self::messages) unless overridden;
+    /// the host answers it directly, in far fewer copies.
+    fn scan(&self, start: u32, count: u32) -> Result<MessagePack, ToolError> {
+        Ok(MessagePack::from_messages(
+            start,
+            self.messages(start, count)?,
+        ))
+    }
+}
+
+/// One message of a [`MessagePack`], borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackedMessage<'a> {
+    pub index: u32,
+    pub role: Role,
+    pub name: &'a str,
+    pub text: &'a str,
+}
+
+impl MessagePack {
+    pub fn from_messages(start: u32, messages: Vec<ChatMessage>) -> Self {
+        let mut pack = Self {
+            start: messages.first().map_or(start, |m| m.index),
+            texts: String::new(),
+            text_ends: Vec::with_capacity(messages.len()),
+            roles: Vec::with_capacity(messages.len()),
+            name_ids: Vec::with_capacity(messages.len()),
+            names: Vec::new(),
+        };
+        for message in messages {
+            pack.texts.push_str(&message.text);
+            pack.text_ends
+                .push(u32::try_from(pack.texts.len()).unwrap_or(u32::MAX));
+            pack.roles.push(message.role);
+            let id = match pack.names.iter().position(|known| *known == message.name) {
+                Some(id) => id,
+                None => {
+                    pack.names.push(message.name);
+                    pack.names.len() - 1
+                }
+            };
+            pack.name_ids.push(id as u32);
+        }
+        pack
+    }
+
+    pub fn len(&self) -> usize {
+        self.text_ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text_ends.is_empty()
+    }
+
+    /// Message `at` of the pack; `None` past its end or where the pack is
+    /// inconsistent (never from the host, but a pack is only data).
+    pub fn get(&self, at: usize) -> Option<PackedMessage<'_>> {
+        let from = match at {
+            0 => 0,
+            _ => *self.text_ends.get(at - 1)? as usize,
+        };
+        let to = *self.text_ends.get(at)? as usize;
+        Some(PackedMessage {
+            index: self.start.checked_add(u32::try_from(at).ok()?)?,
+            role: *self.roles.get(at)?,
+            name: self.names.get(*self.name_ids.get(at)? as usize)?,
+            text: self.texts.get(from..to)?,
+        })
+    }
 }
 
 /// The run's activated world info (`worldinfo-read`).
@@ -55,6 +125,10 @@ impl Chat for Host {
 
     fn messages(&self, start: u32, count: u32) -> Result<Vec<ChatMessage>, ToolError> {
         chat_read::messages(start, count).map_err(tool_error)
+    }
+
+    fn scan(&self, start: u32, count: u32) -> Result<MessagePack, ToolError> {
+        chat_read::scan(start, count).map_err(tool_error)
     }
 }
 
@@ -97,5 +171,47 @@ pub fn role_name(role: Role) -> &'static str {
         Role::User => "user",
         Role::Assistant => "assistant",
         Role::System => "system",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(index: u32, role: Role, name: &str, text: &str) -> ChatMessage {
+        ChatMessage {
+            index,
+            role,
+            name: name.into(),
+            send_date: None,
+            text: text.into(),
+            swipes: 1,
+        }
+    }
+
+    #[test]
+    fn a_pack_gives_back_each_message_and_refuses_inconsistency() {
+        let pack = MessagePack::from_messages(
+            7,
+            vec![
+                message(7, Role::User, "Ann", "héllo"),
+                message(8, Role::Assistant, "Bo", ""),
+                message(9, Role::User, "Ann", "龍"),
+            ],
+        );
+        assert_eq!(pack.names, ["Ann", "Bo"]);
+        let got: Vec<_> = (0..pack.len()).filter_map(|at| pack.get(at)).collect();
+        assert_eq!(got.len(), 3);
+        assert_eq!((got[0].index, got[0].name, got[0].text), (7, "Ann", "héllo"));
+        assert_eq!((got[1].index, got[1].role, got[1].text), (8, Role::Assistant, ""));
+        assert_eq!((got[2].index, got[2].name, got[2].text), (9, "Ann", "龍"));
+        assert!(pack.get(3).is_none());
+
+        let mut broken = pack.clone();
+        broken.text_ends[0] = 2; // inside `é`
+        assert!(broken.get(0).is_none());
+        let mut broken = pack;
+        broken.name_ids[1] = 9;
+        assert!(broken.get(1).is_none());
     }
 }

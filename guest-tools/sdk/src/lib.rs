@@ -54,15 +54,15 @@ pub use args::Arguments;
 pub use output::{Annotations, Descriptor, Output, ToolError};
 pub use typed::TypedTool;
 
-/// Raw bindings of `toolhost:host/all-capabilities@0.1.3`. Tool code normally
+/// Raw bindings of `toolhost:host/all-capabilities@0.1.4`. Tool code normally
 /// uses the safe wrappers ([`log`], [`random`]) instead.
 ///
 /// Only the capabilities a tool actually calls end up as imports of its
 /// component; the host checks them against the tool's grant at load.
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "toolhost:host/all-capabilities@0.1.3",
-        path: ["../../wit/tool", "../../wit/host-0.1.3"],
+        world: "toolhost:host/all-capabilities@0.1.4",
+        path: ["../../wit/tool", "../../wit/host-0.1.4"],
         generate_all,
         pub_export_macro: true,
         export_macro_name: "__export_raw",

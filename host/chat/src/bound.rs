@@ -43,6 +43,20 @@ pub struct ChatInfo {
     pub speakers: Vec<String>,
 }
 
+/// Consecutive messages packed for scanning: see [`BoundChat::pack`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedMessages {
+    /// Index of the first message.
+    pub start: u32,
+    pub texts: String,
+    /// Per message, where its text ends in `texts` (bytes).
+    pub text_ends: Vec<u32>,
+    pub roles: Vec<Role>,
+    /// Per message, its name's position in `names`.
+    pub name_ids: Vec<u32>,
+    pub names: Vec<String>,
+}
+
 /// The run's chat, frozen at its input prefix.
 #[derive(Debug, Clone)]
 pub struct BoundChat {
@@ -154,6 +168,39 @@ impl BoundChat {
             .saturating_add(count.min(MAX_MESSAGES_PER_BATCH) as usize)
             .min(all.len());
         &all[start..end]
+    }
+
+    /// The same messages as [`messages`](Self::messages), packed for a
+    /// scan: texts concatenated, names interned (`chat-read.scan`).
+    pub fn pack(&self, start: u32, count: u32) -> PackedMessages {
+        let messages = self.messages(start, count);
+        let mut pack = PackedMessages {
+            start: messages.first().map_or(start, ChatMessage::index),
+            texts: String::with_capacity(messages.iter().map(|m| m.text().len()).sum()),
+            text_ends: Vec::with_capacity(messages.len()),
+            roles: Vec::with_capacity(messages.len()),
+            name_ids: Vec::with_capacity(messages.len()),
+            names: Vec::new(),
+        };
+        for message in messages {
+            pack.texts.push_str(message.text());
+            // A chat file is far below 4 GiB per batch: at most 1,000
+            // messages, each a line of a file read into memory.
+            pack.text_ends
+                .push(u32::try_from(pack.texts.len()).unwrap_or(u32::MAX));
+            pack.roles.push(message.role());
+            let name = message.name();
+            // Batches have few speakers: a linear search beats hashing.
+            let id = match pack.names.iter().position(|known| known == name) {
+                Some(id) => id,
+                None => {
+                    pack.names.push(name.to_owned());
+                    pack.names.len() - 1
+                }
+            };
+            pack.name_ids.push(id as u32);
+        }
+        pack
     }
 
     /// Hex sha256 of the frozen prefix bytes: message lines 1..=N as they

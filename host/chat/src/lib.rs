@@ -24,7 +24,7 @@ pub mod file;
 pub mod generate;
 mod lines;
 
-pub use bound::{BoundChat, ChatInfo, FALLBACK_REPLY_NAME, MAX_MESSAGES_PER_BATCH};
+pub use bound::{BoundChat, ChatInfo, FALLBACK_REPLY_NAME, MAX_MESSAGES_PER_BATCH, PackedMessages};
 pub use commit::{
     COMMIT_API, COMMIT_ATTEMPTS, CommitMode, Committed, TEMP_SUFFIX, commit, commit_append,
     commit_replace, format_send_date,

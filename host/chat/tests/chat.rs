@@ -974,3 +974,34 @@ fn a_hundred_thousand_message_chat_loads() {
         text.len() as f64 / 1e6
     );
 }
+
+#[test]
+fn a_pack_holds_the_same_messages_as_the_batch() {
+    for name in [GROUP, CJK] {
+        let bound = BoundChat::bind(fixture(name), None).unwrap();
+        let count = bound.message_count();
+        for (start, want) in [(0, count), (1, 3), (count - 1, 5), (count + 3, 2)] {
+            let batch = bound.messages(start, want);
+            let pack = bound.pack(start, want);
+            assert_eq!(pack.text_ends.len(), batch.len(), "{name} {start}");
+            assert_eq!(pack.roles.len(), batch.len());
+            let mut from = 0usize;
+            for (at, message) in batch.iter().enumerate() {
+                assert_eq!(pack.start + at as u32, message.index());
+                let end = pack.text_ends[at] as usize;
+                assert_eq!(
+                    &pack.texts[from..end],
+                    message.text(),
+                    "{name} #{}",
+                    message.index()
+                );
+                assert_eq!(pack.roles[at], message.role());
+                assert_eq!(pack.names[pack.name_ids[at] as usize], message.name());
+                from = end;
+            }
+            let distinct: std::collections::BTreeSet<&str> =
+                batch.iter().map(|m| m.name()).collect();
+            assert_eq!(pack.names.len(), distinct.len(), "each name once");
+        }
+    }
+}

@@ -352,6 +352,7 @@ fn new_extension(target: &Path, id: &str, tool: &str, sdk_path: Option<&Path>) -
             .replace("{{tool}}", tool)
             .replace("{{crate}}", &crate_name)
             .replace("{{sdk}}", &sdk)
+            .replace("{{host}}", toolhost_sandbox::capability::HOST_VERSION)
     };
     std::fs::create_dir_all(target.join("src"))?;
     for (file, template) in [

@@ -110,7 +110,7 @@ pub const TOOL_PACKAGE: &str = "toolhost:tool";
 /// The one published version of `toolhost:tool`, the contract every tool exports.
 pub const TOOL_VERSION: &str = "0.1.0";
 /// The newest version of `toolhost:host`; every older 0.1.x links against it.
-pub const HOST_VERSION: &str = "0.1.3";
+pub const HOST_VERSION: &str = "0.1.4";
 
 /// A published version of `toolhost:host`. Landed versions never change;
 /// a component may import any of them (wasmtime links 0.1.x imports to the
@@ -121,6 +121,8 @@ pub enum HostVersion {
     V0_1_1,
     V0_1_2,
     V0_1_3,
+    /// `chat-read.scan`.
+    V0_1_4,
 }
 
 impl HostVersion {
@@ -129,6 +131,7 @@ impl HostVersion {
         HostVersion::V0_1_1,
         HostVersion::V0_1_2,
         HostVersion::V0_1_3,
+        HostVersion::V0_1_4,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -137,6 +140,7 @@ impl HostVersion {
             Self::V0_1_1 => "0.1.1",
             Self::V0_1_2 => "0.1.2",
             Self::V0_1_3 => "0.1.3",
+            Self::V0_1_4 => "0.1.4",
         }
     }
 
@@ -146,6 +150,7 @@ impl HostVersion {
             "0.1.1" => Some(Self::V0_1_1),
             "0.1.2" => Some(Self::V0_1_2),
             "0.1.3" => Some(Self::V0_1_3),
+            "0.1.4" => Some(Self::V0_1_4),
             _ => None,
         }
     }

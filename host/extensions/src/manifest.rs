@@ -460,7 +460,7 @@ deadline-ms = 2_000
             let text = error.to_string();
             assert!(text.contains(expected), "{text}");
             assert!(
-                text.contains("supports toolhost:tool@0.1.0 and toolhost:host@0.1.0..=0.1.3"),
+                text.contains("supports toolhost:tool@0.1.0 and toolhost:host@0.1.0..=0.1.4"),
                 "{text}"
             );
         }

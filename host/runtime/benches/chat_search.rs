@@ -13,13 +13,21 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost_chat::{BoundChat, Role, generate_chat};
 use toolhost_core::{ToolId, ToolOutcome};
-use toolhost_guest::knowledge::{self, Chat, ChatInfo, ChatMessage};
+use toolhost_guest::knowledge::{self, Chat, ChatInfo, ChatMessage, MessagePack};
 use toolhost_guest::{Arguments, ToolError};
 use toolhost_runtime::{ToolHost, ToolHostConfig};
 use toolhost_sandbox::{CallContext, CallEntropy, LimitOverrides};
 
 const MESSAGES: u32 = 100_000;
 const RUNS: usize = 7;
+
+fn sdk_role(role: Role) -> knowledge::Role {
+    match role {
+        Role::User => knowledge::Role::User,
+        Role::Assistant => knowledge::Role::Assistant,
+        Role::System => knowledge::Role::System,
+    }
+}
 
 /// The SDK's chat trait over the host's bound chat, for the native run.
 struct Native(Arc<BoundChat>);
@@ -42,17 +50,26 @@ impl Chat for Native {
             .iter()
             .map(|message| ChatMessage {
                 index: message.index(),
-                role: match message.role() {
-                    Role::User => knowledge::Role::User,
-                    Role::Assistant => knowledge::Role::Assistant,
-                    Role::System => knowledge::Role::System,
-                },
+                role: sdk_role(message.role()),
                 name: message.name().to_owned(),
                 send_date: message.send_date().map(str::to_owned),
                 text: message.text().to_owned(),
                 swipes: message.swipes(),
             })
             .collect())
+    }
+
+    /// Packed exactly as the host packs a batch for the component.
+    fn scan(&self, start: u32, count: u32) -> Result<MessagePack, ToolError> {
+        let pack = self.0.pack(start, count);
+        Ok(MessagePack {
+            start: pack.start,
+            texts: pack.texts,
+            text_ends: pack.text_ends,
+            roles: pack.roles.into_iter().map(sdk_role).collect(),
+            name_ids: pack.name_ids,
+            names: pack.names,
+        })
     }
 }
 

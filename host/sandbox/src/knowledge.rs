@@ -104,11 +104,7 @@ impl chat::Host for CallState {
                 .iter()
                 .map(|message| chat::ChatMessage {
                     index: message.index(),
-                    role: match message.role() {
-                        Role::User => chat::Role::User,
-                        Role::Assistant => chat::Role::Assistant,
-                        Role::System => chat::Role::System,
-                    },
+                    role: wit_role(message.role()),
                     name: message.name().to_owned(),
                     send_date: message.send_date().map(str::to_owned),
                     text: message.text().to_owned(),
@@ -117,6 +113,36 @@ impl chat::Host for CallState {
                 .collect()),
         };
         self.answer_capability(result)
+    }
+
+    fn scan(
+        &mut self,
+        start: u32,
+        count: u32,
+    ) -> wasmtime::Result<Result<chat::MessagePack, types::CapabilityError>> {
+        let result = match self.context.chat.clone() {
+            None => Err(not_bound()),
+            Some(bound) => {
+                let pack = bound.pack(start, count.min(MAX_CHAT_BATCH));
+                Ok(chat::MessagePack {
+                    start: pack.start,
+                    texts: pack.texts,
+                    text_ends: pack.text_ends,
+                    roles: pack.roles.into_iter().map(wit_role).collect(),
+                    name_ids: pack.name_ids,
+                    names: pack.names,
+                })
+            }
+        };
+        self.answer_capability(result)
+    }
+}
+
+fn wit_role(role: Role) -> chat::Role {
+    match role {
+        Role::User => chat::Role::User,
+        Role::Assistant => chat::Role::Assistant,
+        Role::System => chat::Role::System,
     }
 }
 

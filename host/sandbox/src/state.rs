@@ -19,8 +19,8 @@ use crate::workspace::{CallContext, HostFault};
 
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
-        world: "toolhost:host/all-capabilities@0.1.3",
-        path: ["../../wit/tool", "../../wit/host-0.1.3"],
+        world: "toolhost:host/all-capabilities@0.1.4",
+        path: ["../../wit/tool", "../../wit/host-0.1.4"],
         // Trappable: a host capability that hits a system failure (a symlink
         // planted in the workspace, an I/O error) stops the call instead of
         // handing the tool something it could paper over.
