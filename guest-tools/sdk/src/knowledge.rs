@@ -202,8 +202,14 @@ mod tests {
         assert_eq!(pack.names, ["Ann", "Bo"]);
         let got: Vec<_> = (0..pack.len()).filter_map(|at| pack.get(at)).collect();
         assert_eq!(got.len(), 3);
-        assert_eq!((got[0].index, got[0].name, got[0].text), (7, "Ann", "héllo"));
-        assert_eq!((got[1].index, got[1].role, got[1].text), (8, Role::Assistant, ""));
+        assert_eq!(
+            (got[0].index, got[0].name, got[0].text),
+            (7, "Ann", "héllo")
+        );
+        assert_eq!(
+            (got[1].index, got[1].role, got[1].text),
+            (8, Role::Assistant, "")
+        );
         assert_eq!((got[2].index, got[2].name, got[2].text), (9, "Ann", "龍"));
         assert!(pack.get(3).is_none());
 
