@@ -466,3 +466,101 @@ async fn the_manifest_must_name_the_tool_the_component_describes() {
     assert!(error.to_string().contains("hostile.stateful"));
     assert!(!world.is_recorded("acme-stateful"));
 }
+
+#[tokio::test]
+async fn a_revoke_or_an_upgrade_takes_effect_at_the_next_call_of_a_running_host() {
+    let world = World::new();
+    world
+        .install_guest("stateful", "acme-stateful", "hostile.stateful", MINIMAL)
+        .await;
+    world.grant("acme-stateful", None);
+    let host = world.host().await;
+    let tool = "ext/acme-stateful:hostile.stateful";
+    assert!(!call(&host, tool, json!({})).await.result.is_error);
+
+    ExtensionRegistry::update(world.dir(), |registry| {
+        registry.revoke("acme-stateful").map(|_| ())
+    })
+    .expect("revoke");
+    let revoked = call(&host, tool, json!({})).await;
+    assert_eq!(
+        revoked.result.error_code.as_deref(),
+        Some("ext.not_granted")
+    );
+    assert!(revoked.report.is_none(), "the component did not run");
+
+    // Upgraded to other code and granted again: this host still holds the
+    // old component, and refuses to run either.
+    let upgraded = Package::new(guest("panic"), "acme-stateful", "hostile.panic", MINIMAL);
+    let sandbox = Sandbox::new(sandbox_config(world.cache.path(), world.policy)).expect("sandbox");
+    install(&sandbox, world.dir(), upgraded.path(), true, &|_| {})
+        .await
+        .expect("upgrade");
+    world.grant("acme-stateful", None);
+    let changed = call(&host, tool, json!({})).await;
+    assert_eq!(changed.result.error_code.as_deref(), Some("ext.changed"));
+}
+
+#[tokio::test]
+async fn a_component_outside_its_directory_or_not_a_file_is_refused() {
+    let world = World::new();
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("evil.wasm"), guest("stateful").bytes).expect("write");
+    let package = Package::new(guest("stateful"), "acme-link", "hostile.stateful", MINIMAL);
+    std::fs::remove_file(package.path().join("tool.wasm")).expect("remove");
+    std::os::unix::fs::symlink(
+        outside.path().join("evil.wasm"),
+        package.path().join("tool.wasm"),
+    )
+    .expect("symlink");
+    let error = world.install(&package).await.expect_err("outside");
+    assert_eq!(error.code(), "ext.manifest_invalid", "{error}");
+    assert!(error.to_string().contains("outside"), "{error}");
+
+    let package = Package::new(guest("stateful"), "acme-dir", "hostile.stateful", MINIMAL);
+    std::fs::remove_file(package.path().join("tool.wasm")).expect("remove");
+    std::fs::create_dir(package.path().join("tool.wasm")).expect("a directory");
+    let error = world.install(&package).await.expect_err("directory");
+    assert!(error.to_string().contains("not a regular file"), "{error}");
+    assert!(!world.is_recorded("acme-link") && !world.is_recorded("acme-dir"));
+}
+
+#[tokio::test]
+async fn the_manifest_cannot_claim_an_older_wit_than_the_component_imports() {
+    let world = World::new();
+    // `overreach` imports toolhost:host/random at the SDK's version.
+    let claim = "capabilities = [\"log\", \"random\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.0\"\n";
+    let error = world
+        .install(&Package::new(
+            guest("overreach"),
+            "acme-old",
+            "hostile.overreach",
+            claim,
+        ))
+        .await
+        .expect_err("older claim");
+    assert_eq!(error.code(), "ext.wit_unsupported", "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("manifest targets toolhost:host@0.1.0"),
+        "{error}"
+    );
+    let honest = claim.replace(
+        "host = \"0.1.0\"",
+        &format!("host = \"{}\"", toolhost_sandbox::capability::HOST_VERSION),
+    );
+    let installed = world
+        .install(&Package::new(
+            guest("overreach"),
+            "acme-old",
+            "hostile.overreach",
+            &honest,
+        ))
+        .await
+        .expect("honest claim");
+    assert_eq!(
+        installed.extension.host_wit,
+        toolhost_sandbox::capability::HOST_VERSION
+    );
+}

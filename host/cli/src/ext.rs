@@ -63,8 +63,8 @@ pub enum ExtCommand {
         /// Where to create it [default: ./NAME].
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
-        /// The guest SDK crate to depend on [default: this toolhost's
-        /// checkout when it exists, else the toolhost-guest release].
+        /// The guest SDK crate to depend on (`guest-tools/sdk` of a toolhost
+        /// checkout) [default: the checkout this binary was built from].
         #[arg(long, value_name = "DIR")]
         sdk_path: Option<PathBuf>,
     },
@@ -331,6 +331,12 @@ fn default_sdk_path() -> Option<PathBuf> {
 
 fn new_extension(target: &Path, id: &str, tool: &str, sdk_path: Option<&Path>) -> Result<()> {
     let provider = ToolProvider::parse(&format!("ext/{id}")).map_err(anyhow::Error::new)?;
+    // The id is also the crate's name: Cargo wants a letter first and no dots.
+    if !id.starts_with(|c: char| c.is_ascii_lowercase()) || id.contains('.') {
+        bail!(
+            "`{id}` cannot name a Cargo package: for `ext new`, start the id with a letter and use no `.`"
+        );
+    }
     provider
         .check_native_name(tool)
         .map_err(anyhow::Error::new)
@@ -338,13 +344,18 @@ fn new_extension(target: &Path, id: &str, tool: &str, sdk_path: Option<&Path>) -
     if target.exists() && std::fs::read_dir(target)?.next().is_some() {
         bail!("{} exists and is not empty", target.display());
     }
-    let sdk = match sdk_path.map(Path::to_owned).or_else(default_sdk_path) {
-        Some(path) => {
-            let path = path.canonicalize().unwrap_or(path);
-            format!("{{ path = {:?} }}", path.display().to_string())
-        }
-        None => format!("\"{}\"", env!("CARGO_PKG_VERSION")),
+    // A path to a checkout only: the SDK is not published, and a crate name
+    // on crates.io could be anyone's.
+    let Some(sdk) = sdk_path.map(Path::to_owned).or_else(default_sdk_path) else {
+        bail!(
+            "the toolhost checkout this binary was built from is gone: pass --sdk-path DIR (its guest-tools/sdk)"
+        );
     };
+    if !sdk.join("Cargo.toml").is_file() {
+        bail!("--sdk-path {}: no Cargo.toml there", sdk.display());
+    }
+    let sdk = sdk.canonicalize().unwrap_or(sdk);
+    let sdk = format!("{{ path = {:?} }}", sdk.display().to_string());
     let crate_name = id.replace(['-', '.'], "_");
     let fill = |template: &str| {
         template

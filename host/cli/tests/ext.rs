@@ -79,6 +79,10 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
         Some(2),
         "an existing crate is never overwritten"
     );
+    assert!(text(&again.stderr).contains("exists and is not empty"));
+    let dotted = toolhost(home, &["ext", "new", "acme.repeat"]);
+    assert_eq!(dotted.status.code(), Some(2));
+    assert!(text(&dotted.stderr).contains("cannot name a Cargo package"));
 
     // The build an author runs. Pin the versions this repository builds with
     // (its lock file) and share one target directory between test runs, so
@@ -131,6 +135,11 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
     // Installed but not granted: not callable, and the catalog says why.
     let hidden = toolhost(home, &["call", "text.repeat", r#"{"text":"ab"}"#]);
     assert_eq!(hidden.status.code(), Some(2));
+    assert!(
+        text(&hidden.stderr).contains("no tool `text.repeat` in the catalog"),
+        "{}",
+        text(&hidden.stderr)
+    );
     let listing = toolhost(home, &["tools", "list"]);
     assert!(
         text(&listing.stderr).contains("omitted extension acme-repeat"),
@@ -164,11 +173,12 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
     let info = expect(home, &["ext", "info", "acme-repeat"], 0);
     assert!(info.contains("tool: ext/acme-repeat:text.repeat"), "{info}");
     expect(home, &["ext", "revoke", "acme-repeat"], 0);
-    assert_eq!(
-        toolhost(home, &["call", "text.repeat", r#"{"text":"ab"}"#])
-            .status
-            .code(),
-        Some(2)
+    let revoked = toolhost(home, &["call", "text.repeat", r#"{"text":"ab"}"#]);
+    assert_eq!(revoked.status.code(), Some(2));
+    assert!(
+        text(&revoked.stderr).contains("no tool `text.repeat` in the catalog"),
+        "{}",
+        text(&revoked.stderr)
     );
     expect(home, &["ext", "remove", "acme-repeat"], 0);
     assert_eq!(installed(home), serde_json::json!([]));
@@ -178,6 +188,12 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
 fn the_python_extension_is_built_installed_granted_and_called() {
     let componentize = repository().join(".venv/bin/componentize-py");
     if !componentize.is_file() {
+        // CI runs `make setup`, which installs it: missing there is a failure.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing although CI ran make setup",
+            componentize.display()
+        );
         eprintln!(
             "SKIPPED: {} is missing (run `make setup`)",
             componentize.display()

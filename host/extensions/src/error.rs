@@ -21,8 +21,19 @@ pub enum ExtensionError {
         expected: String,
         actual: String,
     },
-    #[error("ext.component_too_large: {} is {bytes} bytes; at most {max} are accepted", path.display())]
-    ComponentTooLarge { path: PathBuf, bytes: u64, max: u64 },
+    #[error(
+        "ext.sha256_mismatch: the stored component of `{id}` has sha256 {actual}, not the {expected} it was installed with: it changed on disk; reinstall it"
+    )]
+    StoredComponentChanged {
+        id: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("ext.component_too_large: {} is more than the {max} bytes accepted", path.display())]
+    ComponentTooLarge { path: PathBuf, max: u64 },
+    /// The manifest's component is not a regular file inside its directory.
+    #[error("ext.manifest_invalid: `component` {}: {message}", path.display())]
+    ComponentOutside { path: PathBuf, message: String },
     #[error("ext.registry_invalid: {}: {message}", path.display())]
     RegistryInvalid { path: PathBuf, message: String },
     #[error("ext.not_installed: no extension `{0}` is installed")]
@@ -47,8 +58,11 @@ impl ExtensionError {
             Self::ManifestInvalid { .. } => "ext.manifest_invalid",
             Self::CapabilityRefused { .. } => "ext.capability_refused",
             Self::WitUnsupported { .. } => "ext.wit_unsupported",
-            Self::Sha256Mismatch { .. } => "ext.sha256_mismatch",
+            Self::Sha256Mismatch { .. } | Self::StoredComponentChanged { .. } => {
+                "ext.sha256_mismatch"
+            }
             Self::ComponentTooLarge { .. } => "ext.component_too_large",
+            Self::ComponentOutside { .. } => "ext.manifest_invalid",
             Self::RegistryInvalid { .. } => "ext.registry_invalid",
             Self::NotInstalled(_) => "ext.not_installed",
             Self::AlreadyInstalled { .. } => "ext.already_installed",

@@ -11,7 +11,9 @@ pub mod manifest;
 pub mod registry;
 
 pub use error::ExtensionError;
-pub use manifest::{CheckedManifest, MANIFEST_FILE, Manifest, RequestedLimits, WitTarget};
+pub use manifest::{
+    CheckedManifest, MANIFEST_FILE, MAX_COMPONENT_BYTES, Manifest, RequestedLimits, WitTarget,
+};
 pub use registry::{ExtensionRegistry, Grant, InstalledExtension, sha256_hex};
 
 #[cfg(test)]

@@ -118,11 +118,62 @@ pub struct CheckedManifest {
     pub host_version: HostVersion,
 }
 
+/// Largest component accepted, in bytes (an interpreter-based component,
+/// CPython inside, is about 20 MB).
+pub const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
+
 impl CheckedManifest {
     /// The component file this manifest names.
     pub fn component_path(&self) -> PathBuf {
         self.dir.join(&self.manifest.component)
     }
+
+    /// The component's bytes: a regular file that resolves (symbolic links
+    /// followed) inside the manifest's directory, at most
+    /// [`MAX_COMPONENT_BYTES`].
+    pub fn read_component(&self) -> Result<Vec<u8>, ExtensionError> {
+        let path = self.component_path();
+        let io = |source| ExtensionError::Io {
+            path: path.clone(),
+            source,
+        };
+        let resolved = path.canonicalize().map_err(io)?;
+        let dir = self.dir.canonicalize().map_err(io)?;
+        if !resolved.starts_with(&dir) {
+            return Err(ExtensionError::ComponentOutside {
+                path,
+                message: format!(
+                    "resolves to {}, outside {}",
+                    resolved.display(),
+                    dir.display()
+                ),
+            });
+        }
+        read_bounded(&resolved, MAX_COMPONENT_BYTES)?.ok_or(ExtensionError::ComponentTooLarge {
+            path,
+            max: MAX_COMPONENT_BYTES,
+        })
+    }
+}
+
+/// A regular file's bytes, `None` when it holds more than `max` (read with a
+/// bound: a special file or a growing one cannot make it read forever).
+pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, ExtensionError> {
+    use std::io::Read as _;
+    let io = |source| ExtensionError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(ExtensionError::ComponentOutside {
+            path: path.to_owned(),
+            message: "not a regular file".into(),
+        });
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).map_err(io)?;
+    Ok((bytes.len() as u64 <= max).then_some(bytes))
 }
 
 impl Manifest {
@@ -138,20 +189,12 @@ impl Manifest {
             path: path.clone(),
             message,
         };
-        let metadata = std::fs::metadata(&path).map_err(|source| ExtensionError::Io {
-            path: path.clone(),
-            source,
+        let bytes = read_bounded(&path, MAX_MANIFEST_BYTES)?.ok_or_else(|| {
+            invalid(format!(
+                "it is longer than the {MAX_MANIFEST_BYTES} bytes a manifest may have"
+            ))
         })?;
-        if metadata.len() > MAX_MANIFEST_BYTES {
-            return Err(invalid(format!(
-                "{} bytes is more than the {MAX_MANIFEST_BYTES} a manifest may have",
-                metadata.len()
-            )));
-        }
-        let text = std::fs::read_to_string(&path).map_err(|source| ExtensionError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let text = String::from_utf8(bytes).map_err(|_| invalid("it is not UTF-8".into()))?;
         let manifest: Manifest =
             toml::from_str(&text).map_err(|error| invalid(error.to_string()))?;
         let dir = path
@@ -254,10 +297,18 @@ impl Manifest {
                 too_new.since()
             )));
         }
-        if let Some(limit) = self.limits.overrides().zero_limit() {
-            return Err(invalid(format!(
-                "`limits`: `{limit}` must be greater than zero"
-            )));
+        let limits = &self.limits;
+        for (name, value) in [
+            ("fuel", limits.fuel),
+            ("deadline-ms", limits.deadline_ms),
+            ("memory-bytes", limits.memory_bytes),
+            ("instances", limits.instances.map(u64::from)),
+        ] {
+            if value == Some(0) {
+                return Err(invalid(format!(
+                    "`limits.{name}` must be greater than zero"
+                )));
+            }
         }
         Ok(CheckedManifest {
             manifest: self,
@@ -398,7 +449,11 @@ deadline-ms = 2_000
                 with("[\"log\"]", "[\"network\"]"),
                 "unknown capability `network`",
             ),
-            (with("fuel = 2_000_000_000", "fuel = 0"), "`fuel`"),
+            (with("fuel = 2_000_000_000", "fuel = 0"), "`limits.fuel`"),
+            (
+                with("deadline-ms = 2_000", "deadline-ms = 0"),
+                "`limits.deadline-ms`",
+            ),
             (
                 with("author = \"Acme\"", "owner = \"Acme\""),
                 "unknown field `owner`",

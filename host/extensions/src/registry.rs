@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use toolhost_core::{Capability, CapabilitySet};
+use toolhost_core::{Capability, CapabilitySet, ToolProvider};
 
 use crate::error::ExtensionError;
 use crate::manifest::{CheckedManifest, RequestedLimits};
@@ -75,6 +75,34 @@ impl InstalledExtension {
             .map(|grant| CapabilitySet::new(grant.capabilities.iter().copied()))
     }
 
+    /// A record read from disk is checked like one being written: the file
+    /// may have been edited by hand, and a grant in it is never trusted
+    /// beyond what install and grant would have allowed.
+    fn check(&self) -> Result<(), String> {
+        ToolProvider::parse(&format!("ext/{}", self.id)).map_err(|error| error.to_string())?;
+        if self.sha256.len() != 64
+            || !self
+                .sha256
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err("sha256 must be 64 lowercase hex digits".into());
+        }
+        let Some(granted) = self.granted_set() else {
+            return Ok(());
+        };
+        if let Some(refused) = granted.iter().find(|c| c.refused_to_extensions().is_some()) {
+            return Err(format!("an extension can never be granted {refused}"));
+        }
+        let beyond = granted.without(&self.requested_set());
+        if !beyond.is_empty() {
+            return Err(format!(
+                "the grant gives {beyond}, which was never requested"
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether a snapshot of profile `profile_id` may offer its tools.
     pub fn visible_to(&self, profile_id: &str) -> bool {
         match &self.grant {
@@ -101,6 +129,10 @@ struct RegistryFile {
 pub struct ExtensionRegistry {
     dir: PathBuf,
     extensions: Vec<InstalledExtension>,
+    /// Component files no record uses any more, deleted once the records
+    /// that dropped them are saved (never before: a failed save must not
+    /// leave a record pointing at a deleted file).
+    unused: Vec<PathBuf>,
 }
 
 impl ExtensionRegistry {
@@ -113,9 +145,18 @@ impl ExtensionRegistry {
         )?
         .map(|file| file.extensions)
         .unwrap_or_default();
+        for (at, extension) in extensions.iter().enumerate() {
+            extension
+                .check()
+                .map_err(|message| ExtensionError::RegistryInvalid {
+                    path: dir.join(REGISTRY_FILE),
+                    message: format!("extensions[{at}] (`{}`): {message}", extension.id),
+                })?;
+        }
         Ok(Self {
             dir: dir.to_owned(),
             extensions,
+            unused: Vec::new(),
         })
     }
 
@@ -144,6 +185,10 @@ impl ExtensionRegistry {
         let mut registry = Self::load(dir)?;
         let value = change(&mut registry)?;
         registry.save()?;
+        for path in registry.unused.drain(..) {
+            // Best effort: a file left behind is only disk space.
+            let _ = std::fs::remove_file(path);
+        }
         drop(lock);
         Ok(value)
     }
@@ -190,7 +235,7 @@ impl ExtensionRegistry {
         })?;
         let actual = sha256_hex(&bytes);
         if actual != extension.sha256 {
-            return Err(ExtensionError::Sha256Mismatch {
+            return Err(ExtensionError::StoredComponentChanged {
                 id: extension.id.clone(),
                 expected: extension.sha256.clone(),
                 actual,
@@ -317,11 +362,11 @@ impl ExtensionRegistry {
         Ok(removed)
     }
 
-    /// Delete a component file no record uses any more (best effort: a file
-    /// left behind is only disk space).
-    fn forget_component(&self, old: &InstalledExtension) {
+    /// Mark a component file no record uses any more for deletion after
+    /// the save.
+    fn forget_component(&mut self, old: &InstalledExtension) {
         if self.extensions.iter().all(|e| e.sha256 != old.sha256) {
-            let _ = std::fs::remove_file(self.component_path(old));
+            self.unused.push(self.component_path(old));
         }
     }
 

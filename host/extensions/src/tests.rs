@@ -240,3 +240,53 @@ fn a_broken_registry_is_a_clear_error() {
             .contains("\"id\":3")
     );
 }
+
+#[test]
+fn a_hand_edited_registry_is_never_trusted_beyond_install_and_grant() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    install(
+        dir.path(),
+        &["log"],
+        &[Capability::Log],
+        b"component v2",
+        false,
+    )
+    .expect("install");
+    ExtensionRegistry::update(dir.path(), |registry| {
+        registry.grant("acme-wordcount", None, None).map(|_| ())
+    })
+    .expect("grant");
+    let path = dir.path().join("extensions.json");
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("registry")).expect("json");
+    let edited = |pointer: &str, value: serde_json::Value| {
+        let mut document = good.clone();
+        *document.pointer_mut(pointer).expect(pointer) = value;
+        document.to_string()
+    };
+    for (edit, expected) in [
+        (
+            edited(
+                "/extensions/0/grant/capabilities",
+                serde_json::json!(["log", "workspace-write"]),
+            ),
+            "never be granted workspace-write",
+        ),
+        (
+            edited(
+                "/extensions/0/grant/capabilities",
+                serde_json::json!(["log", "random"]),
+            ),
+            "random, which was never requested",
+        ),
+        (
+            edited("/extensions/0/sha256", serde_json::json!("../../../etc/x")),
+            "sha256 must be 64 lowercase hex digits",
+        ),
+    ] {
+        std::fs::write(&path, &edit).expect("edit");
+        let error = ExtensionRegistry::load(dir.path()).expect_err(expected);
+        assert_eq!(error.code(), "ext.registry_invalid");
+        assert!(error.to_string().contains(expected), "{error}");
+    }
+}

@@ -12,14 +12,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use toolhost_core::ToolProvider;
 use toolhost_core::limits::{Clamped, Limits};
+use toolhost_core::{HostVersion, ToolProvider};
 use toolhost_extensions::{ExtensionError, ExtensionRegistry, InstalledExtension, Manifest};
 use toolhost_sandbox::{ComponentSpec, LoadError, LoadEvent, LoadedFrom, Sandbox, ToolComponent};
-
-/// Largest component accepted, in bytes (an interpreter-based component,
-/// CPython inside, is about 20 MB).
-pub const MAX_COMPONENT_BYTES: u64 = 256 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
@@ -86,21 +82,16 @@ pub async fn install(
 ) -> Result<Installed, InstallError> {
     let checked = Manifest::load(manifest)?;
     let id = checked.manifest.id.clone();
-    let path = checked.component_path();
-    let io = |source| ExtensionError::Io {
-        path: path.clone(),
-        source,
-    };
-    let size = std::fs::metadata(&path).map_err(io)?.len();
-    if size > MAX_COMPONENT_BYTES {
-        return Err(ExtensionError::ComponentTooLarge {
-            path,
-            bytes: size,
-            max: MAX_COMPONENT_BYTES,
+    // Refused before the (possibly long) compile; checked again under the
+    // registry's lock when recorded.
+    if !upgrade && let Ok(existing) = ExtensionRegistry::load(dir)?.get(&id) {
+        return Err(ExtensionError::AlreadyInstalled {
+            id,
+            version: existing.version.clone(),
         }
         .into());
     }
-    let bytes = std::fs::read(&path).map_err(io)?;
+    let bytes = checked.read_component()?;
     let actual = toolhost_extensions::sha256_hex(&bytes);
     if actual != checked.manifest.sha256 {
         return Err(ExtensionError::Sha256Mismatch {
@@ -135,6 +126,20 @@ pub async fn install(
             error @ LoadError::UnsupportedWit { .. } => InstallError::WitUnsupported(error),
             error => InstallError::Load(error),
         })?;
+    // The WIT version the component really imports must be one its
+    // manifest admits to (what `ext info` shows is the fact, not the claim).
+    if let Some(newest) = newest_host_import(component.imports())
+        && newest > checked.host_version
+    {
+        return Err(ExtensionError::WitUnsupported {
+            target: format!("toolhost:host@{newest}"),
+            reason: format!(
+                "but its manifest targets toolhost:host@{}: correct `[wit] host`",
+                checked.host_version
+            ),
+        }
+        .into());
+    }
     let declared = &checked.manifest.tools[0];
     let described = component.id().native_name();
     if described != declared {
@@ -158,6 +163,42 @@ pub async fn install(
         loaded_from: component.loaded_from(),
         load_time: component.load_time(),
     })
+}
+
+/// Why a loaded extension may not run now, if it may not: its registry
+/// cannot be read, it was removed or revoked, or its component changed.
+pub(crate) fn recheck(dir: &Path, id: &str, sha256: &str) -> Option<(&'static str, String)> {
+    let registry = match ExtensionRegistry::load(dir) {
+        Ok(registry) => registry,
+        Err(error) => return Some((error.code(), error.to_string())),
+    };
+    let Ok(extension) = registry.get(id) else {
+        return Some((
+            "ext.not_installed",
+            format!("extension `{id}` is no longer installed"),
+        ));
+    };
+    if extension.grant.is_none() {
+        return Some(("ext.not_granted", format!("extension `{id}` was revoked")));
+    }
+    if extension.sha256 != sha256 {
+        return Some((
+            "ext.changed",
+            format!("extension `{id}` was upgraded since this host loaded it; start a new run"),
+        ));
+    }
+    None
+}
+
+/// The newest `toolhost:host` version among a component's imports.
+fn newest_host_import(imports: &[String]) -> Option<HostVersion> {
+    imports
+        .iter()
+        .filter_map(|import| {
+            let rest = import.strip_prefix("toolhost:host/")?;
+            HostVersion::parse(rest.split_once('@')?.1)
+        })
+        .max()
 }
 
 /// Load one granted extension under its grant (from the component cache
@@ -195,7 +236,10 @@ pub(crate) async fn load_granted(
             observe,
         )
         .await
-        .map_err(|error| ("ext.load_failed", error.to_string()))?;
+        .map_err(|error| match error {
+            LoadError::UnsupportedWit { .. } => ("ext.wit_unsupported", error.to_string()),
+            _ => ("ext.load_failed", error.to_string()),
+        })?;
     let described = component.id().native_name();
     if !extension.tools.iter().any(|tool| tool == described) {
         return Err((

@@ -117,6 +117,8 @@ pub enum ToolSource {
     Extension {
         id: String,
         version: String,
+        /// The registry it was granted in, rechecked before every call.
+        registry: PathBuf,
     },
 }
 
@@ -315,6 +317,7 @@ impl ToolHost {
                                 source: ToolSource::Extension {
                                     id: extension.id.clone(),
                                     version: extension.version.clone(),
+                                    registry: registry.dir().to_owned(),
                                 },
                             },
                         );
@@ -397,7 +400,9 @@ impl ToolHost {
                         name: match source {
                             ToolSource::Builtin { package } => package.clone(),
                             ToolSource::Mcp { server, .. } => server.clone(),
-                            ToolSource::Extension { id, version } => format!("{id} {version}"),
+                            ToolSource::Extension { id, version, .. } => {
+                                format!("{id} {version}")
+                            }
                         },
                         sha256: Some(component.sha256_hex().to_owned()),
                         capabilities: component
@@ -442,6 +447,27 @@ impl ToolHost {
             .get(&invocation.tool_id)
             .ok_or_else(|| ExecuteError::UnknownTool(invocation.tool_id.clone()))?;
         let component = match entry {
+            Entry::Component {
+                component,
+                source: ToolSource::Extension { id, registry, .. },
+            } => {
+                // The grant as it is now, not as it was when the host loaded:
+                // a revoke or an upgrade takes effect at the next call.
+                if let Some((code, message)) =
+                    crate::extensions::recheck(registry, id, component.sha256_hex())
+                {
+                    let (result, _) = AgentToolResult::from_outcome(
+                        invocation,
+                        ToolOutcome::Error(ToolFailure::new(code, message)),
+                    );
+                    return Ok(Execution {
+                        result,
+                        effect: None,
+                        report: None,
+                    });
+                }
+                component
+            }
             Entry::Component { component, .. } => component,
             Entry::Mcp {
                 dir, registration, ..
