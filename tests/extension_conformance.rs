@@ -564,3 +564,64 @@ async fn the_manifest_cannot_claim_an_older_wit_than_the_component_imports() {
         toolhost_sandbox::capability::HOST_VERSION
     );
 }
+
+#[tokio::test]
+async fn an_extension_annotated_as_control_still_cannot_return_an_effect() {
+    let world = World::new();
+    world
+        .install_guest("forger", "acme-forger", "hostile.forger", MINIMAL)
+        .await;
+    world.grant("acme-forger", None);
+    let host = world.host().await;
+    let forged = call(&host, "ext/acme-forger:hostile.forger", json!({})).await;
+    assert_eq!(
+        forged.result.error_code.as_deref(),
+        Some("sandbox.invalid_output")
+    );
+    assert!(
+        forged.result.content.contains("only builtin control tools"),
+        "{}",
+        forged.result.content
+    );
+    assert!(forged.effect.is_none(), "nothing for the host to apply");
+}
+
+#[test]
+fn concurrent_registry_changes_never_lose_each_other() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let checked = |id: &str| {
+        let manifest: toolhost_extensions::Manifest = toml_manifest(id);
+        manifest.check(dir.path().to_owned()).expect("valid")
+    };
+    std::thread::scope(|scope| {
+        for n in 0..8 {
+            let checked = checked(&format!("acme-{n}"));
+            let dir = dir.path();
+            scope.spawn(move || {
+                ExtensionRegistry::update(dir, |registry| {
+                    registry
+                        .install(
+                            &checked,
+                            format!("component {n}").as_bytes(),
+                            vec!["hostile.stateful".into()],
+                            &CapabilitySet::new([Capability::Log]),
+                            false,
+                        )
+                        .map(|_| ())
+                })
+                .expect("install");
+            });
+        }
+    });
+    let registry = ExtensionRegistry::load(dir.path()).expect("registry");
+    assert_eq!(registry.extensions().len(), 8, "every install was kept");
+}
+
+fn toml_manifest(id: &str) -> toolhost_extensions::Manifest {
+    toml::from_str(&format!(
+        "id = \"{id}\"\nversion = \"1.0.0\"\ndescription = \"d\"\ncomponent = \"c.wasm\"\n\
+         sha256 = \"{}\"\ntools = [\"hostile.stateful\"]\n{MINIMAL}",
+        sha256_hex(b"x")
+    ))
+    .expect("manifest")
+}
