@@ -233,21 +233,22 @@ async fn imports_beyond_the_request_are_refused_and_listed() {
 }
 
 #[tokio::test]
-async fn write_and_skill_capabilities_are_never_installed_or_granted() {
+async fn workspace_write_is_never_installed_or_granted() {
     let world = World::new();
-    for capability in ["workspace-write", "skill-read"] {
-        let extra = MINIMAL.replace("[\"log\"]", &format!("[\"log\", \"{capability}\"]"));
-        let error = world
-            .install(&Package::new(
-                guest("reader-writes"),
-                "acme-rw",
-                "hostile.reader_writes",
-                &extra,
-            ))
-            .await
-            .expect_err(capability);
-        assert_eq!(error.code(), "ext.capability_refused", "{error}");
-    }
+    let extra = MINIMAL.replace(
+        "[\"log\"]",
+        "[\"log\", \"workspace-read\", \"workspace-write\"]",
+    );
+    let error = world
+        .install(&Package::new(
+            guest("reader-writes"),
+            "acme-rw",
+            "hostile.reader_writes",
+            &extra,
+        ))
+        .await
+        .expect_err("workspace-write");
+    assert_eq!(error.code(), "ext.capability_refused", "{error}");
     // Installed with an honest request, it still cannot be granted more.
     let world = World::new();
     world
@@ -624,4 +625,87 @@ fn toml_manifest(id: &str) -> toolhost_extensions::Manifest {
         sha256_hex(b"x")
     ))
     .expect("manifest")
+}
+
+#[tokio::test]
+async fn an_extension_is_charged_for_every_skill_character_it_reads() {
+    use std::sync::Arc;
+    use toolhost_sandbox::{CallContext, ComponentSpec, LimitOverrides, SkillAccess, Trust};
+    use toolhost_skills::{Scope, SkillBudget, SkillLibrary, SkillPolicy, SkillSource};
+
+    // The builtin `skill.read` component, installed as a third-party extension.
+    let component = toolhost_conformance::builtin("skill-read");
+    let world = World::new();
+    let extra =
+        "capabilities = [\"log\", \"skill-read\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.4\"\n";
+    world
+        .install(&Package::new(component, "acme-skills", "skill.read", extra))
+        .await
+        .expect("skill-read is grantable");
+    world.grant("acme-skills", None);
+    let host = world.host().await;
+    let as_extension = host
+        .component(&id("ext/acme-skills:skill.read"))
+        .expect("loaded");
+    let as_builtin = host
+        .sandbox()
+        .load(
+            ComponentSpec {
+                label: "skill-read",
+                bytes: component.bytes,
+                expected_sha256: Some(component.sha256_hex),
+                provider: toolhost_core::ToolProvider::Builtin,
+                grant: CapabilitySet::for_world(component.world).expect("world"),
+                limits: LimitOverrides::default(),
+                trust: Trust::Builtin,
+            },
+            &|_| {},
+        )
+        .await
+        .expect("builtin");
+
+    let skills = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/skills/global");
+    let library = Arc::new(
+        SkillLibrary::load(&[SkillSource::new(Scope::Global, skills.clone())]).expect("library"),
+    );
+    let whole = std::fs::read_to_string(skills.join("prose-style/SKILL.md"))
+        .expect("skill")
+        .chars()
+        .count() as u64;
+    async fn charged_by(
+        sandbox: &Sandbox,
+        tool: &toolhost_sandbox::ToolComponent,
+        library: Arc<SkillLibrary>,
+    ) -> u64 {
+        let budget = Arc::new(SkillBudget::new(100_000, 100_000));
+        let context = CallContext {
+            skills: Some(Arc::new(SkillAccess {
+                library,
+                policy: SkillPolicy::new(["*".to_owned()], Vec::<String>::new()),
+                budget: Arc::clone(&budget),
+            })),
+            ..CallContext::default()
+        };
+        let report = sandbox
+            .call_under(
+                tool,
+                tool.limits(),
+                &json!({"name": "prose-style", "line_count": 1}),
+                CallEntropy::seeded(1),
+                context,
+            )
+            .await;
+        assert!(report.result.is_ok(), "{:?}", report.result);
+        budget.charged()
+    }
+    let builtin_charge = charged_by(host.sandbox(), &as_builtin, Arc::clone(&library)).await;
+    let extension_charge = charged_by(host.sandbox(), as_extension, library).await;
+    assert!(
+        builtin_charge > 0 && builtin_charge < whole,
+        "a builtin is charged what it shows: {builtin_charge}"
+    );
+    assert_eq!(
+        extension_charge, whole,
+        "an extension is charged all it read"
+    );
 }

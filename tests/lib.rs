@@ -2,7 +2,7 @@
 //! helpers for the conformance suite and the benchmark.
 
 use toolhost_core::ToolProvider;
-use toolhost_sandbox::{CapabilitySet, ComponentSpec, LimitOverrides};
+use toolhost_sandbox::{CapabilitySet, ComponentSpec, LimitOverrides, Trust};
 
 /// Hostile guests are embedded exactly like builtins.
 pub use toolhost_builtins::BuiltinComponent;
@@ -27,7 +27,7 @@ pub fn builtin(package: &str) -> &'static BuiltinComponent {
 }
 
 /// A load spec granting exactly the world the component declares, checking
-/// its recorded sha256, and allowing no effects.
+/// its recorded sha256, and trusting it like an extension (no effects).
 pub fn spec(component: &'static BuiltinComponent) -> ComponentSpec<'static> {
     ComponentSpec {
         label: component.package,
@@ -36,6 +36,6 @@ pub fn spec(component: &'static BuiltinComponent) -> ComponentSpec<'static> {
         provider: ToolProvider::Builtin,
         grant: CapabilitySet::for_world(component.world).expect("known world"),
         limits: LimitOverrides::default(),
-        allow_effects: false,
+        trust: Trust::Extension,
     }
 }

@@ -28,7 +28,8 @@ pub enum Capability {
     /// `toolhost:host/worldinfo-read` (0.1.2): the run's activated world info.
     WorldinfoRead,
     /// `toolhost:host/skill-read` (0.1.2): visible installed skills, under
-    /// the profile's read budgets.
+    /// the profile's read budgets (an extension is charged by the host for
+    /// all it reads; a builtin charges what it shows).
     SkillRead,
     /// `toolhost:host/agent-read` (0.1.3): the agents this agent may
     /// delegate to or hand off to.
@@ -81,11 +82,6 @@ impl Capability {
         match self {
             Self::WorkspaceWrite => Some(
                 "extensions never write the workspace directly; they return text the model can write with the builtin tools",
-            ),
-            // The per-run skill budget is charged by the calling tool after
-            // it decides what to show; only builtins are trusted to charge.
-            Self::SkillRead => Some(
-                "the skill read budget is charged by the calling tool, which only builtins are trusted to do",
             ),
             _ => None,
         }

@@ -15,7 +15,9 @@ use std::time::Duration;
 use toolhost_core::limits::{Clamped, Limits};
 use toolhost_core::{HostVersion, ToolProvider};
 use toolhost_extensions::{ExtensionError, ExtensionRegistry, InstalledExtension, Manifest};
-use toolhost_sandbox::{ComponentSpec, LoadError, LoadEvent, LoadedFrom, Sandbox, ToolComponent};
+use toolhost_sandbox::{
+    ComponentSpec, LoadError, LoadEvent, LoadedFrom, Sandbox, ToolComponent, Trust,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
@@ -110,7 +112,7 @@ pub async fn install(
                 provider: checked.provider.clone(),
                 grant: checked.requested.clone(),
                 limits: checked.manifest.limits.overrides(),
-                allow_effects: false,
+                trust: Trust::Extension,
             },
             observe,
         )
@@ -231,7 +233,7 @@ pub(crate) async fn load_granted(
                 provider,
                 grant,
                 limits: extension.limits.overrides(),
-                allow_effects: false,
+                trust: Trust::Extension,
             },
             observe,
         )

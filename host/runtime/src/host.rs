@@ -20,6 +20,7 @@ use toolhost_mcp::{CallOutcome, McpRegistry, Omitted, Permission, State};
 use toolhost_sandbox::{
     CallContext, CallEntropy, CallReport, CapabilitySet, ComponentSpec, HostFault, LimitError,
     LimitOverrides, LoadError, LoadEvent, Sandbox, SandboxConfig, SandboxError, ToolComponent,
+    Trust,
 };
 use uuid::Uuid;
 
@@ -204,7 +205,7 @@ impl ToolHost {
                         provider: ToolProvider::Builtin,
                         grant,
                         limits: LimitOverrides::default(),
-                        allow_effects: true,
+                        trust: Trust::Builtin,
                     },
                     observe,
                 )

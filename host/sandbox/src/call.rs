@@ -159,6 +159,7 @@ impl Sandbox {
                 &tool.label,
                 &tool.pre,
                 limits,
+                tool.trust,
                 entropy,
                 context,
                 Export::Call(&text),
@@ -192,6 +193,7 @@ impl Sandbox {
         label: &Arc<str>,
         pre: &bindings::AllCapabilitiesPre<CallState>,
         limits: &Limits,
+        trust: crate::Trust,
         entropy: CallEntropy,
         context: CallContext,
         export: Export<'_>,
@@ -205,7 +207,7 @@ impl Sandbox {
         let fuel = limits.fuel.unwrap_or(u64::MAX);
         let mut store = Store::new(
             &self.engine,
-            CallState::new(Arc::clone(label), limits, entropy, started, context),
+            CallState::new(Arc::clone(label), limits, trust, entropy, started, context),
         );
         store.limiter(|state| &mut state.limiter);
         // Fresh stores start with no fuel and a deadline of 0; arm both.
@@ -415,7 +417,10 @@ fn accept_output(
     let structured = parse_json("structured output", output.structured.as_deref())?;
     let effect = match output.effect {
         None => None,
-        Some(_) if !(tool.allow_effects && tool.descriptor.annotation_flag("control")) => {
+        Some(_)
+            if !(tool.trust == crate::Trust::Builtin
+                && tool.descriptor.annotation_flag("control")) =>
+        {
             return Err(invalid(
                 "it returned an effect, which only builtin control tools may do",
             ));

@@ -34,9 +34,19 @@ pub struct ComponentSpec<'a> {
     pub grant: CapabilitySet,
     /// Limits it asks for over the defaults; capped by the host policy.
     pub limits: LimitOverrides,
-    /// Whether a `control` tool may return effects. Only builtins: an
-    /// extension's own annotations never grant it.
-    pub allow_effects: bool,
+    /// What the host trusts the component with beyond its grant.
+    pub trust: Trust,
+}
+
+/// What a component is trusted with beyond its capability grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// Shipped with toolhost: a `control` tool may return effects, and a
+    /// skill reader charges the skill budget for what it shows.
+    Builtin,
+    /// Third-party: never returns effects, whatever its annotations; the
+    /// host charges the skill budget for every character it reads.
+    Extension,
 }
 
 /// Progress of a load, for terminals and logs.
@@ -111,7 +121,7 @@ pub struct ToolComponent {
     pub(crate) grant: CapabilitySet,
     pub(crate) limits: Limits,
     pub(crate) clamped: Vec<Clamped>,
-    pub(crate) allow_effects: bool,
+    pub(crate) trust: Trust,
     pub(crate) pre: bindings::AllCapabilitiesPre<crate::state::CallState>,
     pub(crate) loaded_from: LoadedFrom,
     pub(crate) load_time: Duration,
@@ -252,6 +262,7 @@ impl Sandbox {
                 &label_arc,
                 &pre,
                 &limits,
+                spec.trust,
                 CallEntropy::seeded(0),
                 crate::CallContext::default(),
                 Export::Describe,
@@ -283,7 +294,7 @@ impl Sandbox {
             grant: spec.grant,
             limits,
             clamped,
-            allow_effects: spec.allow_effects,
+            trust: spec.trust,
             pre,
             loaded_from,
             load_time: started.elapsed(),

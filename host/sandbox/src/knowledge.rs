@@ -233,12 +233,20 @@ impl skills::Host for CallState {
             Some(access) => access
                 .library
                 .read_text(&access.policy, &name, &path)
-                .map(|text| skills::SkillText {
-                    path: text.path,
-                    text: text.text,
-                    sha256: text.sha256,
-                })
-                .map_err(skill_error),
+                .map_err(skill_error)
+                .and_then(|text| {
+                    // An extension is charged for everything it reads, when
+                    // it reads it: it is not trusted to charge what it shows.
+                    if self.trust == crate::Trust::Extension {
+                        let chars = text.text.chars().count() as u64;
+                        access.budget.charge(chars).map_err(skill_error)?;
+                    }
+                    Ok(skills::SkillText {
+                        path: text.path,
+                        text: text.text,
+                        sha256: text.sha256,
+                    })
+                }),
         };
         self.answer_capability(result)
     }
@@ -264,6 +272,8 @@ impl skills::Host for CallState {
                 "skill.read_budget_exhausted",
                 "this run has no skill read budget".to_owned(),
             )),
+            // Already charged when it read (see `read_text`).
+            Some(_) if self.trust == crate::Trust::Extension => Ok(()),
             Some(access) => access.budget.charge(chars).map_err(skill_error),
         };
         self.answer_capability(result)

@@ -25,7 +25,7 @@ mod workspace;
 pub use agents::CallableAgent;
 pub use call::CallReport;
 pub use capability::{Capability, CapabilitySet, HostVersion};
-pub use component::{ComponentSpec, LoadError, LoadEvent, LoadedFrom, ToolComponent};
+pub use component::{ComponentSpec, LoadError, LoadEvent, LoadedFrom, ToolComponent, Trust};
 pub use engine::{Allocator, AllocatorChoice, Sandbox, SandboxConfig, SandboxError};
 pub use failure::SandboxFailure;
 pub use knowledge::SkillAccess;

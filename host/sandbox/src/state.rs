@@ -86,6 +86,7 @@ pub(crate) struct CallState {
     pub(crate) stdout: MemoryOutputPipe,
     pub(crate) stderr: MemoryOutputPipe,
     tool: Arc<str>,
+    pub(crate) trust: crate::Trust,
     /// The host objects this call's capabilities act on.
     pub(crate) context: CallContext,
     /// A system failure a host capability hit; the call was stopped for it.
@@ -96,6 +97,7 @@ impl CallState {
     pub(crate) fn new(
         tool: Arc<str>,
         limits: &Limits,
+        trust: crate::Trust,
         entropy: CallEntropy,
         started: Instant,
         context: CallContext,
@@ -131,6 +133,7 @@ impl CallState {
             stdout,
             stderr,
             tool,
+            trust,
             context,
             host_fault: None,
         }
