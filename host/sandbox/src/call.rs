@@ -100,6 +100,13 @@ pub(crate) struct Invocation {
 #[error("the call's deadline passed")]
 struct DeadlineReached;
 
+/// A linked component as one call needs it.
+pub(crate) struct Guest<'a> {
+    pub(crate) label: &'a Arc<str>,
+    pub(crate) pre: &'a bindings::AllCapabilitiesPre<CallState>,
+    pub(crate) trust: crate::Trust,
+}
+
 impl Sandbox {
     /// Call `tool` once with `arguments` (a JSON object). Never panics and
     /// never takes the host down: every guest misbehaviour is a typed
@@ -156,10 +163,12 @@ impl Sandbox {
 
         let invocation = self
             .invoke(
-                &tool.label,
-                &tool.pre,
+                Guest {
+                    label: &tool.label,
+                    pre: &tool.pre,
+                    trust: tool.trust,
+                },
                 limits,
-                tool.trust,
                 entropy,
                 context,
                 Export::Call(&text),
@@ -187,13 +196,11 @@ impl Sandbox {
         }
     }
 
-    /// Run one export in a fresh store under `limits`.
+    /// Run one export of `guest` in a fresh store under `limits`.
     pub(crate) async fn invoke(
         &self,
-        label: &Arc<str>,
-        pre: &bindings::AllCapabilitiesPre<CallState>,
+        guest: Guest<'_>,
         limits: &Limits,
-        trust: crate::Trust,
         entropy: CallEntropy,
         context: CallContext,
         export: Export<'_>,
@@ -207,7 +214,14 @@ impl Sandbox {
         let fuel = limits.fuel.unwrap_or(u64::MAX);
         let mut store = Store::new(
             &self.engine,
-            CallState::new(Arc::clone(label), limits, trust, entropy, started, context),
+            CallState::new(
+                Arc::clone(guest.label),
+                limits,
+                guest.trust,
+                entropy,
+                started,
+                context,
+            ),
         );
         store.limiter(|state| &mut state.limiter);
         // Fresh stores start with no fuel and a deadline of 0; arm both.
@@ -227,7 +241,7 @@ impl Sandbox {
         let grace = (self.ticker.tick() * 4).max(Duration::from_millis(25));
         let run = async {
             armed?;
-            let instance = pre.instantiate_async(&mut store).await?;
+            let instance = guest.pre.instantiate_async(&mut store).await?;
             let tool = instance.toolhost_tool_tool();
             Ok(match export {
                 Export::Describe => ExportResult::Descriptor(tool.call_describe(&mut store).await?),

@@ -259,10 +259,12 @@ impl Sandbox {
         let label_arc: Arc<str> = Arc::from(label);
         let report = self
             .invoke(
-                &label_arc,
-                &pre,
+                crate::call::Guest {
+                    label: &label_arc,
+                    pre: &pre,
+                    trust: spec.trust,
+                },
                 &limits,
-                spec.trust,
                 CallEntropy::seeded(0),
                 crate::CallContext::default(),
                 Export::Describe,
