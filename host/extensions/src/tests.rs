@@ -52,6 +52,18 @@ fn install(
     })
 }
 
+/// Install `bytes` as an extension requesting and importing only `log`.
+fn install_logger(dir: &Path, bytes: &[u8], upgrade: bool) -> Result<(), ExtensionError> {
+    install(dir, &["log"], &[Capability::Log], bytes, upgrade)
+}
+
+fn grant_whole_request(dir: &Path) {
+    ExtensionRegistry::update(dir, |registry| {
+        registry.grant("acme-wordcount", None, None).map(|_| ())
+    })
+    .expect("grant");
+}
+
 #[test]
 fn install_records_disabled_and_stores_the_component_by_digest() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -78,28 +90,14 @@ fn install_records_disabled_and_stores_the_component_by_digest() {
             .contains("\"requested\": [\n        \"log\",\n        \"random\"")
     );
 
-    let again = install(
-        dir.path(),
-        &["log"],
-        &[Capability::Log],
-        b"component v2",
-        false,
-    )
-    .expect_err("twice");
+    let again = install_logger(dir.path(), b"component v2", false).expect_err("twice");
     assert_eq!(again.code(), "ext.already_installed");
 }
 
 #[test]
 fn a_component_changed_on_disk_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    install(
-        dir.path(),
-        &["log"],
-        &[Capability::Log],
-        b"component v2",
-        false,
-    )
-    .expect("install");
+    install_logger(dir.path(), b"component v2", false).expect("install");
     let registry = ExtensionRegistry::load(dir.path()).expect("load");
     let extension = registry.get("acme-wordcount").expect("installed");
     std::fs::write(registry.component_path(extension), b"evil").expect("tamper");
@@ -179,26 +177,9 @@ fn grants_stay_within_the_request_and_cover_the_imports() {
 #[test]
 fn upgrade_drops_the_grant_and_remove_deletes_the_component() {
     let dir = tempfile::tempdir().expect("tempdir");
-    install(
-        dir.path(),
-        &["log"],
-        &[Capability::Log],
-        b"component v1",
-        false,
-    )
-    .expect("v1");
-    ExtensionRegistry::update(dir.path(), |registry| {
-        registry.grant("acme-wordcount", None, None).map(|_| ())
-    })
-    .expect("grant");
-    install(
-        dir.path(),
-        &["log"],
-        &[Capability::Log],
-        b"component v2",
-        true,
-    )
-    .expect("upgrade");
+    install_logger(dir.path(), b"component v1", false).expect("v1");
+    grant_whole_request(dir.path());
+    install_logger(dir.path(), b"component v2", true).expect("upgrade");
     let registry = ExtensionRegistry::load(dir.path()).expect("load");
     let extension = registry.get("acme-wordcount").expect("installed").clone();
     assert_eq!(extension.grant, None, "new code is authorized anew");
@@ -244,18 +225,8 @@ fn a_broken_registry_is_a_clear_error() {
 #[test]
 fn a_hand_edited_registry_is_never_trusted_beyond_install_and_grant() {
     let dir = tempfile::tempdir().expect("tempdir");
-    install(
-        dir.path(),
-        &["log"],
-        &[Capability::Log],
-        b"component v2",
-        false,
-    )
-    .expect("install");
-    ExtensionRegistry::update(dir.path(), |registry| {
-        registry.grant("acme-wordcount", None, None).map(|_| ())
-    })
-    .expect("grant");
+    install_logger(dir.path(), b"component v2", false).expect("install");
+    grant_whole_request(dir.path());
     let path = dir.path().join("extensions.json");
     let good: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("registry")).expect("json");
