@@ -79,17 +79,13 @@ pub enum ExtCommand {
 /// `--ext-dir`, else `$TOOLHOST_EXT_DIR`, else `$XDG_DATA_HOME/toolhost/extensions`,
 /// else `~/.local/share/toolhost/extensions`.
 pub fn ext_dir(flag: Option<&Path>) -> Result<PathBuf> {
-    let from_env = |key: &str| std::env::var_os(key).filter(|value| !value.is_empty());
-    flag.map(Path::to_path_buf)
-        .or_else(|| from_env("TOOLHOST_EXT_DIR").map(PathBuf::from))
-        .or_else(|| {
-            from_env("XDG_DATA_HOME").map(|dir| PathBuf::from(dir).join("toolhost/extensions"))
-        })
-        .or_else(|| {
-            from_env("HOME")
-                .map(|home| PathBuf::from(home).join(".local/share/toolhost/extensions"))
-        })
-        .context("no extensions directory: give --ext-dir or set TOOLHOST_EXT_DIR")
+    load::user_dir(
+        flag,
+        "TOOLHOST_EXT_DIR",
+        ("XDG_DATA_HOME", ".local/share"),
+        "toolhost/extensions",
+    )
+    .context("no extensions directory: give --ext-dir or set TOOLHOST_EXT_DIR")
 }
 
 pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) -> Result<ExitCode> {

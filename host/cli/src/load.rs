@@ -15,11 +15,30 @@ pub fn cache_dir(flag: Option<&Path>, no_cache: bool) -> Option<PathBuf> {
     if no_cache {
         return None;
     }
+    user_dir(
+        flag,
+        "TOOLHOST_CACHE_DIR",
+        ("XDG_CACHE_HOME", ".cache"),
+        "toolhost",
+    )
+}
+
+/// A directory of the user's: the flag, else `$<own_var>`, else
+/// `$<xdg_var>/<within>`, else `~/<home_fallback>/<within>` (the XDG base
+/// directory rules; empty variables count as unset).
+pub fn user_dir(
+    flag: Option<&Path>,
+    own_var: &str,
+    (xdg_var, home_fallback): (&str, &str),
+    within: &str,
+) -> Option<PathBuf> {
     let from_env = |key: &str| std::env::var_os(key).filter(|value| !value.is_empty());
     flag.map(Path::to_path_buf)
-        .or_else(|| from_env("TOOLHOST_CACHE_DIR").map(PathBuf::from))
-        .or_else(|| from_env("XDG_CACHE_HOME").map(|dir| PathBuf::from(dir).join("toolhost")))
-        .or_else(|| from_env("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost")))
+        .or_else(|| from_env(own_var).map(PathBuf::from))
+        .or_else(|| from_env(xdg_var).map(|dir| PathBuf::from(dir).join(within)))
+        .or_else(|| {
+            from_env("HOME").map(|home| PathBuf::from(home).join(home_fallback).join(within))
+        })
 }
 
 /// Compile progress on a terminal (indicatif draws nothing when stderr is

@@ -86,12 +86,13 @@ pub enum PermissionArg {
 /// `--mcp-dir`, else `$TOOLHOST_MCP_DIR`, else `$XDG_CONFIG_HOME/toolhost/mcp`,
 /// else `~/.config/toolhost/mcp`.
 pub fn mcp_dir(flag: Option<&Path>) -> Result<PathBuf> {
-    let from_env = |key: &str| std::env::var_os(key).filter(|value| !value.is_empty());
-    flag.map(Path::to_path_buf)
-        .or_else(|| from_env("TOOLHOST_MCP_DIR").map(PathBuf::from))
-        .or_else(|| from_env("XDG_CONFIG_HOME").map(|dir| PathBuf::from(dir).join("toolhost/mcp")))
-        .or_else(|| from_env("HOME").map(|home| PathBuf::from(home).join(".config/toolhost/mcp")))
-        .context("no MCP directory: give --mcp-dir or set TOOLHOST_MCP_DIR")
+    crate::load::user_dir(
+        flag,
+        "TOOLHOST_MCP_DIR",
+        ("XDG_CONFIG_HOME", ".config"),
+        "toolhost/mcp",
+    )
+    .context("no MCP directory: give --mcp-dir or set TOOLHOST_MCP_DIR")
 }
 
 pub async fn run(dir: &Path, command: McpCommand) -> Result<ExitCode> {
