@@ -12,9 +12,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use toolhost_core::ToolProvider;
 use toolhost_core::limits::{Clamped, Limits};
-use toolhost_core::{HostVersion, ToolProvider};
 use toolhost_extensions::{ExtensionError, ExtensionRegistry, InstalledExtension, Manifest};
+use toolhost_sandbox::capability::newest_host_import;
 use toolhost_sandbox::{
     ComponentSpec, LoadError, LoadEvent, LoadedFrom, Sandbox, ToolComponent, Trust,
 };
@@ -130,7 +131,7 @@ pub async fn install(
         })?;
     // The WIT version the component really imports must be one its
     // manifest admits to (what `ext info` shows is the fact, not the claim).
-    if let Some(newest) = newest_host_import(component.imports())
+    if let Some(newest) = newest_host_import(component.imports().iter().map(String::as_str))
         && newest > checked.host_version
     {
         return Err(ExtensionError::WitUnsupported {
@@ -190,17 +191,6 @@ pub(crate) fn recheck(dir: &Path, id: &str, sha256: &str) -> Option<(&'static st
         ));
     }
     None
-}
-
-/// The newest `toolhost:host` version among a component's imports.
-fn newest_host_import(imports: &[String]) -> Option<HostVersion> {
-    imports
-        .iter()
-        .filter_map(|import| {
-            let rest = import.strip_prefix("toolhost:host/")?;
-            HostVersion::parse(rest.split_once('@')?.1)
-        })
-        .max()
 }
 
 /// Load one granted extension under its grant (from the component cache

@@ -52,11 +52,7 @@ fn is_permitted(import: &str, grant: &CapabilitySet) -> bool {
     }
     // `toolhost:host/<interface>@<version>`, the interface granted and
     // present in that published version.
-    let Some((name, version)) = import
-        .strip_prefix(HOST_PACKAGE)
-        .and_then(|rest| rest.strip_prefix('/'))
-        .and_then(|rest| rest.split_once('@'))
-    else {
+    let Some((name, version)) = interface_of(import, HOST_PACKAGE) else {
         return false;
     };
     let Some(version) = HostVersion::parse(version) else {
@@ -78,11 +74,23 @@ fn is_permitted(import: &str, grant: &CapabilitySet) -> bool {
 pub fn imported_capabilities<'a>(imports: impl IntoIterator<Item = &'a str>) -> CapabilitySet {
     imports
         .into_iter()
-        .filter_map(|import| {
-            let name = import.strip_prefix(HOST_PACKAGE)?.strip_prefix('/')?;
-            Capability::parse(name.split_once('@').map_or(name, |(name, _)| name))
-        })
+        .filter_map(|import| Capability::parse(interface_of(import, HOST_PACKAGE)?.0))
         .collect()
+}
+
+/// The newest published `toolhost:host` version among a component's imports.
+pub fn newest_host_import<'a>(imports: impl IntoIterator<Item = &'a str>) -> Option<HostVersion> {
+    imports
+        .into_iter()
+        .filter_map(|import| HostVersion::parse(interface_of(import, HOST_PACKAGE)?.1))
+        .max()
+}
+
+/// `<package>/<interface>@<version>` split into interface and version.
+fn interface_of<'a>(name: &'a str, package: &str) -> Option<(&'a str, &'a str)> {
+    name.strip_prefix(package)?
+        .strip_prefix('/')?
+        .split_once('@')
 }
 
 /// Imports and exports naming a `toolhost:` package version this host does
@@ -92,12 +100,9 @@ pub fn unsupported_wit<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Stri
     names
         .into_iter()
         .filter(|name| {
-            let Some((package_path, version)) = name.split_once('@') else {
-                return false;
-            };
-            if package_path.starts_with(&format!("{HOST_PACKAGE}/")) {
+            if let Some((_, version)) = interface_of(name, HOST_PACKAGE) {
                 HostVersion::parse(version).is_none()
-            } else if package_path.starts_with(&format!("{TOOL_PACKAGE}/")) {
+            } else if let Some((_, version)) = interface_of(name, TOOL_PACKAGE) {
                 version != TOOL_VERSION
             } else {
                 false
@@ -219,6 +224,16 @@ mod tests {
             .to_string(),
             "log, workspace-read"
         );
+        assert_eq!(
+            newest_host_import([
+                "toolhost:host/log@0.1.0",
+                "toolhost:host/random@0.1.4",
+                "toolhost:host/log@9.0.0",
+                "wasi:io/streams@0.2.6",
+            ]),
+            Some(HostVersion::V0_1_4)
+        );
+        assert_eq!(newest_host_import(["wasi:io/streams@0.2.6"]), None);
         assert_eq!(
             unsupported_wit([
                 "toolhost:host/log@0.1.3",
