@@ -3,7 +3,8 @@
 //! the granted ones into a [`ToolHost`](crate::ToolHost).
 //!
 //! The checks at install, in order: the manifest's fields and WIT target;
-//! the component's size; its sha256 against the manifest; its WIT versions;
+//! the component's file and size; its sha256 against the manifest (by the
+//! sandbox, which hashes it anyway for the cache key); its WIT versions;
 //! its imports against the capabilities the manifest requests; a sandboxed
 //! `describe()` whose tool name must be the one the manifest declares. The
 //! same component is checked again at every load against the *granted*
@@ -95,15 +96,7 @@ pub async fn install(
         .into());
     }
     let bytes = checked.read_component()?;
-    let actual = toolhost_extensions::sha256_hex(&bytes);
-    if actual != checked.manifest.sha256 {
-        return Err(ExtensionError::Sha256Mismatch {
-            id,
-            expected: checked.manifest.sha256.clone(),
-            actual,
-        }
-        .into());
-    }
+    // The sandbox checks the digest first, before compiling anything.
     let component = sandbox
         .load(
             ComponentSpec {
@@ -119,6 +112,14 @@ pub async fn install(
         )
         .await
         .map_err(|error| match error {
+            LoadError::IntegrityMismatch {
+                expected, actual, ..
+            } => ExtensionError::Sha256Mismatch {
+                id: id.clone(),
+                expected,
+                actual,
+            }
+            .into(),
             LoadError::UngrantedImports { imports, grant, .. } => {
                 InstallError::ImportsNotRequested {
                     id: id.clone(),
