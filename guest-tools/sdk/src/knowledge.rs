@@ -8,6 +8,7 @@ use crate::ToolError;
 use crate::bindings::toolhost::host::{
     capability_types as types, chat_read, skill_read, worldinfo_read,
 };
+use crate::text::PackedTexts;
 
 pub use chat_read::{ChatInfo, ChatMessage, MessagePack, Role};
 pub use skill_read::{Budget, Skill, SkillFile, SkillText};
@@ -48,29 +49,19 @@ pub struct PackedMessage<'a> {
 
 impl MessagePack {
     pub fn from_messages(start: u32, messages: Vec<ChatMessage>) -> Self {
-        let mut pack = Self {
-            start: messages.first().map_or(start, |m| m.index),
-            texts: String::new(),
-            text_ends: Vec::with_capacity(messages.len()),
-            roles: Vec::with_capacity(messages.len()),
-            name_ids: Vec::with_capacity(messages.len()),
-            names: Vec::new(),
-        };
-        for message in messages {
-            pack.texts.push_str(&message.text);
-            pack.text_ends
-                .push(u32::try_from(pack.texts.len()).unwrap_or(u32::MAX));
-            pack.roles.push(message.role);
-            let id = match pack.names.iter().position(|known| *known == message.name) {
-                Some(id) => id,
-                None => {
-                    pack.names.push(message.name);
-                    pack.names.len() - 1
-                }
-            };
-            pack.name_ids.push(id as u32);
+        let mut packed =
+            PackedTexts::with_capacity(messages.len(), messages.iter().map(|m| m.text.len()).sum());
+        for message in &messages {
+            packed.push(&message.text, &message.name);
         }
-        pack
+        Self {
+            start: messages.first().map_or(start, |m| m.index),
+            texts: packed.texts,
+            text_ends: packed.text_ends,
+            roles: messages.iter().map(|m| m.role).collect(),
+            name_ids: packed.name_ids,
+            names: packed.names,
+        }
     }
 
     pub fn len(&self) -> usize {

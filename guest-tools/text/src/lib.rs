@@ -39,9 +39,11 @@
 pub mod chat_search;
 pub mod lines;
 pub mod metrics;
+pub mod pack;
 pub mod search;
 
 pub use chat_search::{PreparedChatSearch, chat_snippet};
 pub use lines::{LineRangeError, LineWindow, ReadLimits};
 pub use metrics::{TextMetrics, metrics};
+pub use pack::PackedTexts;
 pub use search::{BestHits, KeyedHit, PreparedSearch, TextHit, TextWindow, merge_hits};

@@ -13,6 +13,8 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use toolhost_text::PackedTexts;
+
 use crate::error::ChatError;
 use crate::file::{ChatFile, ChatHeader, ChatMessage, GROUP_HEADER_NAME, Role};
 
@@ -48,13 +50,9 @@ pub struct ChatInfo {
 pub struct PackedMessages {
     /// Index of the first message.
     pub start: u32,
-    pub texts: String,
-    /// Per message, where its text ends in `texts` (bytes).
-    pub text_ends: Vec<u32>,
+    /// Texts and names, laid out as `chat-read.scan` sends them.
+    pub packed: PackedTexts,
     pub roles: Vec<Role>,
-    /// Per message, its name's position in `names`.
-    pub name_ids: Vec<u32>,
-    pub names: Vec<String>,
 }
 
 /// The run's chat, frozen at its input prefix.
@@ -174,33 +172,18 @@ impl BoundChat {
     /// scan: texts concatenated, names interned (`chat-read.scan`).
     pub fn pack(&self, start: u32, count: u32) -> PackedMessages {
         let messages = self.messages(start, count);
-        let mut pack = PackedMessages {
-            start: messages.first().map_or(start, ChatMessage::index),
-            texts: String::with_capacity(messages.iter().map(|m| m.text().len()).sum()),
-            text_ends: Vec::with_capacity(messages.len()),
-            roles: Vec::with_capacity(messages.len()),
-            name_ids: Vec::with_capacity(messages.len()),
-            names: Vec::new(),
-        };
+        let mut packed = PackedTexts::with_capacity(
+            messages.len(),
+            messages.iter().map(|m| m.text().len()).sum(),
+        );
         for message in messages {
-            pack.texts.push_str(message.text());
-            // A chat file is far below 4 GiB per batch: at most 1,000
-            // messages, each a line of a file read into memory.
-            pack.text_ends
-                .push(u32::try_from(pack.texts.len()).unwrap_or(u32::MAX));
-            pack.roles.push(message.role());
-            let name = message.name();
-            // Batches have few speakers: a linear search beats hashing.
-            let id = match pack.names.iter().position(|known| known == name) {
-                Some(id) => id,
-                None => {
-                    pack.names.push(name.to_owned());
-                    pack.names.len() - 1
-                }
-            };
-            pack.name_ids.push(id as u32);
+            packed.push(message.text(), message.name());
         }
-        pack
+        PackedMessages {
+            start: messages.first().map_or(start, ChatMessage::index),
+            packed,
+            roles: messages.iter().map(ChatMessage::role).collect(),
+        }
     }
 
     /// Hex sha256 of the frozen prefix bytes: message lines 1..=N as they

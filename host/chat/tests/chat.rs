@@ -983,25 +983,28 @@ fn a_pack_holds_the_same_messages_as_the_batch() {
         for (start, want) in [(0, count), (1, 3), (count - 1, 5), (count + 3, 2)] {
             let batch = bound.messages(start, want);
             let pack = bound.pack(start, want);
-            assert_eq!(pack.text_ends.len(), batch.len(), "{name} {start}");
+            assert_eq!(pack.packed.text_ends.len(), batch.len(), "{name} {start}");
             assert_eq!(pack.roles.len(), batch.len());
             let mut from = 0usize;
             for (at, message) in batch.iter().enumerate() {
                 assert_eq!(pack.start + at as u32, message.index());
-                let end = pack.text_ends[at] as usize;
+                let end = pack.packed.text_ends[at] as usize;
                 assert_eq!(
-                    &pack.texts[from..end],
+                    &pack.packed.texts[from..end],
                     message.text(),
                     "{name} #{}",
                     message.index()
                 );
                 assert_eq!(pack.roles[at], message.role());
-                assert_eq!(pack.names[pack.name_ids[at] as usize], message.name());
+                assert_eq!(
+                    pack.packed.names[pack.packed.name_ids[at] as usize],
+                    message.name()
+                );
                 from = end;
             }
             let distinct: std::collections::BTreeSet<&str> =
                 batch.iter().map(|m| m.name()).collect();
-            assert_eq!(pack.names.len(), distinct.len(), "each name once");
+            assert_eq!(pack.packed.names.len(), distinct.len(), "each name once");
         }
     }
 }

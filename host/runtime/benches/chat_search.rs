@@ -64,11 +64,11 @@ impl Chat for Native {
         let pack = self.0.pack(start, count);
         Ok(MessagePack {
             start: pack.start,
-            texts: pack.texts,
-            text_ends: pack.text_ends,
+            texts: pack.packed.texts,
+            text_ends: pack.packed.text_ends,
             roles: pack.roles.into_iter().map(sdk_role).collect(),
-            name_ids: pack.name_ids,
-            names: pack.names,
+            name_ids: pack.packed.name_ids,
+            names: pack.packed.names,
         })
     }
 }

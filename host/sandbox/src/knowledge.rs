@@ -126,11 +126,11 @@ impl chat::Host for CallState {
                 let pack = bound.pack(start, count.min(MAX_CHAT_BATCH));
                 Ok(chat::MessagePack {
                     start: pack.start,
-                    texts: pack.texts,
-                    text_ends: pack.text_ends,
+                    texts: pack.packed.texts,
+                    text_ends: pack.packed.text_ends,
                     roles: pack.roles.into_iter().map(wit_role).collect(),
-                    name_ids: pack.name_ids,
-                    names: pack.names,
+                    name_ids: pack.packed.name_ids,
+                    names: pack.packed.names,
                 })
             }
         };
