@@ -13,7 +13,7 @@ use serde_json::json;
 use toolhost_guest::knowledge::{self, Chat, PackedMessage, Role};
 use toolhost_guest::markdown::code;
 use toolhost_guest::text::chat_search::compare_chat_hits;
-use toolhost_guest::text::{PreparedChatSearch, chat_snippet, metrics};
+use toolhost_guest::text::{FirstMatch, PreparedChatSearch, chat_snippet, metrics};
 use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
 
 pub const NATIVE_NAME: &str = "chat.search";
@@ -152,7 +152,7 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
     let info = chat.info()?;
     let limit = limit as usize;
     // Best first: score descending, then the newer message.
-    let mut best: Vec<(f64, Option<usize>, Kept)> = Vec::with_capacity(limit + 1);
+    let mut best: Vec<(f64, Option<FirstMatch>, Kept)> = Vec::with_capacity(limit + 1);
     let mut scanned = 0u64;
     let mut scratch = String::new();
     if info.message_count > 0 {
@@ -202,7 +202,10 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
     let hits: Vec<Hit> = best
         .into_iter()
         .map(|(score, first, message)| {
-            let snippet = chat_snippet(&message.text, first);
+            let snippet = chat_snippet(
+                &message.text,
+                first.map(|first| first.char_index(&message.text)),
+            );
             let counted = metrics(&message.text);
             Hit {
                 index: message.index,

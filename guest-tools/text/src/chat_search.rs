@@ -78,20 +78,39 @@ impl PreparedChatSearch {
     /// message is blank) and the position, in characters of `text`, of the
     /// earliest match, for [`chat_snippet`].
     pub fn score_message(&self, text: &str) -> (f64, Option<usize>) {
-        self.score_message_in(text, &mut String::new())
+        let (score, first) = self.score_message_in(text, &mut String::new());
+        (score, first.map(|first| first.char_index(text)))
     }
 
     /// [`score_message`](Self::score_message) folding into `scratch`, so a
-    /// scan over many messages reuses one buffer.
-    pub fn score_message_in(&self, text: &str, scratch: &mut String) -> (f64, Option<usize>) {
+    /// scan over many messages reuses one buffer. The match position stays
+    /// in folded bytes until [`FirstMatch::char_index`] asks for it: a scan
+    /// keeps few of the messages it scores, and counting characters up to
+    /// the match costs as much as finding it.
+    pub fn score_message_in(&self, text: &str, scratch: &mut String) -> (f64, Option<FirstMatch>) {
         if text.trim().is_empty() {
             return (0.0, None);
         }
         let (score, first_byte) = self.tokens.score(folded(text, scratch));
         (
             score,
-            first_byte.map(|byte| original_char_index(text, byte)),
+            first_byte.map(|folded_byte| FirstMatch { folded_byte }),
         )
+    }
+}
+
+/// Where a message's earliest match starts, as
+/// [`PreparedChatSearch::score_message_in`] found it in the folded text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstMatch {
+    folded_byte: usize,
+}
+
+impl FirstMatch {
+    /// The match's position in characters of `text`, the message it was
+    /// found in.
+    pub fn char_index(self, text: &str) -> usize {
+        original_char_index(text, self.folded_byte)
     }
 }
 
