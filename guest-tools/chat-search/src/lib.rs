@@ -13,7 +13,7 @@ use serde_json::json;
 use toolhost_guest::knowledge::{self, Chat, PackedMessage, Role};
 use toolhost_guest::markdown::code;
 use toolhost_guest::text::chat_search::compare_chat_hits;
-use toolhost_guest::text::{FirstMatch, PreparedChatSearch, chat_snippet, metrics};
+use toolhost_guest::text::{BatchScratch, FirstMatch, PreparedChatSearch, chat_snippet, metrics};
 use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
 
 pub const NATIVE_NAME: &str = "chat.search";
@@ -74,6 +74,13 @@ struct Structured<'a> {
     hits: &'a [Hit],
     scanned_messages: u64,
     total_messages: u32,
+}
+
+fn inconsistent_batch(at: usize) -> ToolError {
+    ToolError::new(
+        "chat.read_failed",
+        format!("the host sent an inconsistent batch at message {at}"),
+    )
 }
 
 fn invalid(message: impl Into<String>) -> ToolError {
@@ -155,6 +162,7 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
     let mut best: Vec<(f64, Option<FirstMatch>, Kept)> = Vec::with_capacity(limit + 1);
     let mut scanned = 0u64;
     let mut scratch = String::new();
+    let mut batch_scratch = BatchScratch::default();
     if info.message_count > 0 {
         let low = start.unwrap_or(0);
         let high = end.unwrap_or(u32::MAX).min(info.message_count - 1);
@@ -166,23 +174,18 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
             }
             let batch_low = high.saturating_sub(knowledge::MAX_CHAT_BATCH - 1).max(low);
             let batch = chat.scan(batch_low, high - batch_low + 1)?;
-            for at in (0..batch.len()).rev() {
-                if scanned >= scan_limit {
-                    break;
-                }
-                let Some(message) = batch.get(at) else {
-                    return Err(ToolError::new(
-                        "chat.read_failed",
-                        format!("the host sent an inconsistent batch at message {at}"),
-                    ));
-                };
-                scanned += 1;
-                if role.is_some_and(|wanted| wanted != message.role) {
-                    continue;
-                }
-                let (score, first) = prepared.score_message_in(message.text, &mut scratch);
-                if score <= 0.0 {
-                    continue;
+            // The newest `take` messages of the batch are within the scan limit.
+            let take = usize::try_from(scan_limit - scanned)
+                .unwrap_or(usize::MAX)
+                .min(batch.len());
+            let scanned_range = batch.len() - take..batch.len();
+            scanned += take as u64;
+            let message_at = |at: usize| batch.get(at).ok_or_else(|| inconsistent_batch(at));
+            let mut keep = |message: PackedMessage<'_>, score: f64, first: Option<FirstMatch>| {
+                // A hit scoring below the worst kept one (when all `limit`
+                // places are taken) loses whatever its index.
+                if best.len() == limit && best.last().is_some_and(|worst| worst.0 > score) {
+                    return;
                 }
                 let at = best.partition_point(|(kept, _, kept_message)| {
                     compare_chat_hits(
@@ -194,6 +197,41 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
                 if at < limit {
                     best.insert(at, (score, first, Kept::from(message)));
                     best.truncate(limit);
+                }
+            };
+            match role {
+                // Every message is scored: all at once, reading only the hits.
+                None => {
+                    let mut failed = None;
+                    let consistent = prepared.score_packed(
+                        &batch.texts,
+                        &batch.text_ends,
+                        scanned_range.clone(),
+                        &mut batch_scratch,
+                        |at, score, first| match message_at(at) {
+                            Ok(message) => keep(message, score, Some(first)),
+                            Err(error) => failed = Some(error),
+                        },
+                    );
+                    if let Some(error) = failed {
+                        return Err(error);
+                    }
+                    if !consistent {
+                        return Err(inconsistent_batch(scanned_range.start));
+                    }
+                }
+                // Few are: one at a time, skipping the others unread.
+                Some(wanted) => {
+                    for at in scanned_range {
+                        let message = message_at(at)?;
+                        if message.role != wanted {
+                            continue;
+                        }
+                        let (score, first) = prepared.score_message_in(message.text, &mut scratch);
+                        if score > 0.0 {
+                            keep(message, score, first);
+                        }
+                    }
                 }
             }
             next_high = batch_low.checked_sub(1).filter(|next| *next >= low);

@@ -42,7 +42,7 @@ pub mod metrics;
 pub mod pack;
 pub mod search;
 
-pub use chat_search::{FirstMatch, PreparedChatSearch, chat_snippet};
+pub use chat_search::{BatchScratch, FirstMatch, PreparedChatSearch, chat_snippet};
 pub use lines::{LineRangeError, LineWindow, ReadLimits};
 pub use metrics::{TextMetrics, metrics};
 pub use pack::PackedTexts;
