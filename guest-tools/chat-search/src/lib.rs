@@ -181,55 +181,54 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
             let scanned_range = batch.len() - take..batch.len();
             scanned += take as u64;
             let message_at = |at: usize| batch.get(at).ok_or_else(|| inconsistent_batch(at));
-            let mut keep = |message: PackedMessage<'_>, score: f64, first: Option<FirstMatch>| {
+            // Hits come newest first; only those that enter the best
+            // `limit` are read back as messages.
+            let mut keep = |at: usize, score: f64, first: Option<FirstMatch>| {
                 // A hit scoring below the worst kept one (when all `limit`
                 // places are taken) loses whatever its index.
                 if best.len() == limit && best.last().is_some_and(|worst| worst.0 > score) {
-                    return;
+                    return Ok(());
                 }
-                let at = best.partition_point(|(kept, _, kept_message)| {
-                    compare_chat_hits(
-                        (*kept, kept_message.index as usize),
-                        (score, message.index as usize),
-                    )
-                    .is_lt()
+                let index = (batch.start as usize).saturating_add(at);
+                let place = best.partition_point(|(kept, _, kept_message)| {
+                    compare_chat_hits((*kept, kept_message.index as usize), (score, index)).is_lt()
                 });
-                if at < limit {
-                    best.insert(at, (score, first, Kept::from(message)));
+                if place < limit {
+                    best.insert(place, (score, first, Kept::from(message_at(at)?)));
                     best.truncate(limit);
                 }
+                Ok(())
             };
             match role {
-                // Every message is scored: all at once, reading only the hits.
+                // Every message is scored: all at once.
                 None => {
-                    let mut failed = None;
+                    let mut failed = Ok(());
                     let consistent = prepared.score_packed(
                         &batch.texts,
                         &batch.text_ends,
                         scanned_range.clone(),
                         &mut batch_scratch,
-                        |at, score, first| match message_at(at) {
-                            Ok(message) => keep(message, score, Some(first)),
-                            Err(error) => failed = Some(error),
+                        |at, score, first| {
+                            if failed.is_ok() {
+                                failed = keep(at, score, Some(first));
+                            }
                         },
                     );
-                    if let Some(error) = failed {
-                        return Err(error);
-                    }
+                    failed?;
                     if !consistent {
                         return Err(inconsistent_batch(scanned_range.start));
                     }
                 }
                 // Few are: one at a time, skipping the others unread.
                 Some(wanted) => {
-                    for at in scanned_range {
+                    for at in scanned_range.rev() {
                         let message = message_at(at)?;
                         if message.role != wanted {
                             continue;
                         }
                         let (score, first) = prepared.score_message_in(message.text, &mut scratch);
                         if score > 0.0 {
-                            keep(message, score, first);
+                            keep(at, score, first)?;
                         }
                     }
                 }

@@ -118,7 +118,7 @@ impl PreparedChatSearch {
     /// Scores messages `range` of a packed batch (`texts` concatenated,
     /// message `i` ending at byte `ends[i]`, as [`PackedTexts`](crate::pack::PackedTexts)
     /// lays them out) and calls `hit(i, score, first)` for each one that
-    /// matches, in order. The result is exactly that of
+    /// matches, last message first (a scan goes newest first). The result is exactly that of
     /// [`score_message_in`](Self::score_message_in) on each message, but the
     /// messages are folded into one buffer (an ASCII batch in one pass) and
     /// each token's searcher runs over the whole of it, jumping to the next
@@ -204,7 +204,7 @@ impl PreparedChatSearch {
                 from = end;
             }
         }
-        for (offset, (&mask, &first)) in masks.iter().zip(firsts.iter()).enumerate() {
+        for (offset, (&mask, &first)) in masks.iter().zip(firsts.iter()).enumerate().rev() {
             if mask != 0 {
                 hit(
                     range.start + offset,
@@ -222,14 +222,18 @@ impl PreparedChatSearch {
 /// one reduction at the end, and the letter test as signed byte compares,
 /// which wasm's 128-bit SIMD (and SSE2) have as single instructions.
 fn lower_ascii_into(bytes: &[u8], out: &mut Vec<u8>) -> bool {
-    if bytes.iter().fold(0_u8, |any, &b| any | b) >= 0x80 {
-        return false;
-    }
+    let start = out.len();
+    let mut any = 0_u8;
     out.extend(bytes.iter().map(|&b| {
+        any |= b;
         let signed = b as i8;
         let upper = (signed > b'A' as i8 - 1) & (signed < b'Z' as i8 + 1);
         b | (u8::from(upper) << 5)
     }));
+    if any >= 0x80 {
+        out.truncate(start);
+        return false;
+    }
     true
 }
 
@@ -438,6 +442,7 @@ mod tests {
                     |i, score, first| got.push((i, score, Some(first.char_index(messages[i])))),
                 );
                 assert!(consistent);
+                expected.reverse(); // hits come last message first
                 assert_eq!(got, expected, "{query:?} over {range:?}");
             }
         }
