@@ -116,9 +116,10 @@ pub struct BatchScratch {
 
 impl PreparedChatSearch {
     /// Scores messages `range` of a packed batch (`texts` concatenated,
-    /// message `i` ending at byte `ends[i]`, as [`PackedTexts`](crate::pack::PackedTexts)
-    /// lays them out) and calls `hit(i, score, first)` for each one that
-    /// matches, last message first (a scan goes newest first). The result is exactly that of
+    /// message `i` ending at byte `ends[i]`, as
+    /// [`PackedTexts`](crate::pack::PackedTexts) lays them out) and calls
+    /// `hit(i, score, first)` for each one that matches, last message first
+    /// (a scan goes newest first). The result is exactly that of
     /// [`score_message_in`](Self::score_message_in) on each message, but the
     /// messages are folded into one buffer (an ASCII batch in one pass) and
     /// each token's searcher runs over the whole of it, jumping to the next

@@ -31,17 +31,27 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Run `toolhost`, expecting `code`; returns stdout.
-fn expect(home: &Path, args: &[&str], code: i32) -> String {
+/// Run `toolhost`, expecting `code`; returns stdout and stderr.
+fn expect_output(home: &Path, args: &[&str], code: i32) -> (String, String) {
     let output = toolhost(home, args);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert_eq!(
         output.status.code(),
         Some(code),
-        "toolhost {args:?}\nstdout: {}\nstderr: {}",
-        text(&output.stdout),
-        text(&output.stderr)
+        "toolhost {args:?}\nstdout: {stdout}\nstderr: {stderr}"
     );
-    text(&output.stdout)
+    (stdout, stderr)
+}
+
+/// Run `toolhost`, expecting `code`; returns stdout.
+fn expect(home: &Path, args: &[&str], code: i32) -> String {
+    expect_output(home, args, code).0
+}
+
+/// Run `toolhost`, expecting `code` and `needle` on stderr.
+fn expect_stderr(home: &Path, args: &[&str], code: i32, needle: &str) {
+    let (_, stderr) = expect_output(home, args, code);
+    assert!(stderr.contains(needle), "toolhost {args:?}: {stderr}");
 }
 
 fn installed(home: &Path) -> Value {
@@ -73,16 +83,19 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
     for file in ["Cargo.toml", "src/lib.rs", "toolhost-extension.toml"] {
         assert!(crate_dir.join(file).is_file(), "{file}");
     }
-    let again = toolhost(home, &["ext", "new", "acme-repeat", "--dir", "acme-repeat"]);
-    assert_eq!(
-        again.status.code(),
-        Some(2),
-        "an existing crate is never overwritten"
+    // An existing crate is never overwritten.
+    expect_stderr(
+        home,
+        &["ext", "new", "acme-repeat", "--dir", "acme-repeat"],
+        2,
+        "exists and is not empty",
     );
-    assert!(text(&again.stderr).contains("exists and is not empty"));
-    let dotted = toolhost(home, &["ext", "new", "acme.repeat"]);
-    assert_eq!(dotted.status.code(), Some(2));
-    assert!(text(&dotted.stderr).contains("cannot name a Cargo package"));
+    expect_stderr(
+        home,
+        &["ext", "new", "acme.repeat"],
+        2,
+        "cannot name a Cargo package",
+    );
 
     // The build an author runs. Pin the versions this repository builds with
     // (its lock file) and share one target directory between test runs, so
@@ -115,12 +128,11 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
         .expect("component where the manifest says");
 
     // Unsealed, the manifest's placeholder digest does not match.
-    let unsealed = toolhost(home, &["ext", "install", "acme-repeat"]);
-    assert_eq!(unsealed.status.code(), Some(2));
-    assert!(
-        text(&unsealed.stderr).contains("ext.sha256_mismatch"),
-        "{}",
-        text(&unsealed.stderr)
+    expect_stderr(
+        home,
+        &["ext", "install", "acme-repeat"],
+        2,
+        "ext.sha256_mismatch",
     );
 
     let sealed = expect(home, &["ext", "seal", "acme-repeat"], 0);
@@ -133,19 +145,14 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
     assert_eq!(installed(home)[0]["grant"], Value::Null);
 
     // Installed but not granted: not callable, and the catalog says why.
-    let hidden = toolhost(home, &["call", "text.repeat", r#"{"text":"ab"}"#]);
-    assert_eq!(hidden.status.code(), Some(2));
-    assert!(
-        text(&hidden.stderr).contains("no tool `text.repeat` in the catalog"),
-        "{}",
-        text(&hidden.stderr)
+    let not_in_catalog = "no tool `text.repeat` in the catalog";
+    expect_stderr(
+        home,
+        &["call", "text.repeat", r#"{"text":"ab"}"#],
+        2,
+        not_in_catalog,
     );
-    let listing = toolhost(home, &["tools", "list"]);
-    assert!(
-        text(&listing.stderr).contains("omitted extension acme-repeat"),
-        "{}",
-        text(&listing.stderr)
-    );
+    expect_stderr(home, &["tools", "list"], 0, "omitted extension acme-repeat");
 
     let granted = expect(home, &["ext", "grant", "acme-repeat"], 0);
     assert!(granted.contains("for every profile"), "{granted}");
@@ -159,26 +166,25 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
         0,
     );
     assert_eq!(answer.trim(), "ababab");
-    let refused = toolhost(
+    // A tool error is exit 1, its text on stdout.
+    let refused = expect(
         home,
         &["call", "text.repeat", r#"{"text":"ab","times":"3"}"#],
+        1,
     );
-    assert_eq!(refused.status.code(), Some(1), "a tool error is exit 1");
     assert!(
-        text(&refused.stdout).contains("tool.invalid_arguments: times: invalid type"),
-        "{}",
-        text(&refused.stdout)
+        refused.contains("tool.invalid_arguments: times: invalid type"),
+        "{refused}"
     );
 
     let info = expect(home, &["ext", "info", "acme-repeat"], 0);
     assert!(info.contains("tool: ext/acme-repeat:text.repeat"), "{info}");
     expect(home, &["ext", "revoke", "acme-repeat"], 0);
-    let revoked = toolhost(home, &["call", "text.repeat", r#"{"text":"ab"}"#]);
-    assert_eq!(revoked.status.code(), Some(2));
-    assert!(
-        text(&revoked.stderr).contains("no tool `text.repeat` in the catalog"),
-        "{}",
-        text(&revoked.stderr)
+    expect_stderr(
+        home,
+        &["call", "text.repeat", r#"{"text":"ab"}"#],
+        2,
+        not_in_catalog,
     );
     expect(home, &["ext", "remove", "acme-repeat"], 0);
     assert_eq!(installed(home), serde_json::json!([]));
@@ -245,14 +251,10 @@ fn the_python_extension_is_built_installed_granted_and_called() {
         report["result"]["structured"],
         serde_json::json!({"words": 5, "chars": 28, "lines": 2})
     );
-    let refused = toolhost(
+    let refused = expect(
         home,
         &["call", "ext/word-count-py:text.word_count", r#"{"nope":1}"#],
+        1,
     );
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(
-        text(&refused.stdout).contains("tool.invalid_arguments"),
-        "{}",
-        text(&refused.stdout)
-    );
+    assert!(refused.contains("tool.invalid_arguments"), "{refused}");
 }
