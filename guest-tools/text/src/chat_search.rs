@@ -30,6 +30,7 @@
 use std::cmp::Ordering;
 use std::ops::Range;
 
+use crate::lanes::lower_ascii;
 use crate::search::{NormalizedQuery, Tokens, fold_case_into, folded, folded_len, normalize_query};
 
 /// Most tokens after expansion.
@@ -152,17 +153,21 @@ impl PreparedChatSearch {
             masks,
             firsts,
         } = scratch;
-        folded.clear();
         folded_ends.clear();
         let base = start_of(range.start);
         let span_end = match range.end {
             end if end > range.start => ends[end - 1] as usize,
             _ => base,
         };
-        if lower_ascii_into(&texts.as_bytes()[base..span_end], folded) {
+        let span = &texts.as_bytes()[base..span_end];
+        // The buffer keeps its length from batch to batch, so only growth
+        // is zero-filled before the lowering overwrites it.
+        folded.resize(span.len(), 0);
+        if lower_ascii(span, folded) {
             // Folding ASCII keeps every length: the ends carry over.
             folded_ends.extend(ends[range.clone()].iter().map(|&end| end as usize - base));
         } else {
+            folded.clear();
             let mut one = String::new();
             for i in range.clone() {
                 let text = &texts[start_of(i)..ends[i] as usize];
@@ -180,15 +185,9 @@ impl PreparedChatSearch {
         firsts.clear();
         firsts.resize(folded_ends.len(), usize::MAX);
         let bytes = folded.as_slice();
-        for (bit, finder) in self.tokens.finders().iter().enumerate() {
-            let needle = finder.needle().len();
-            if needle == 0 {
-                continue; // never built: tokens are not empty
-            }
-            let mut from = 0;
+        for (bit, needle) in self.tokens.iter().map(str::len).enumerate() {
             let mut message = 0;
-            while let Some(found) = bytes.get(from..).and_then(|rest| finder.find(rest)) {
-                let at = from + found;
+            self.tokens.for_each_match(bit, bytes, |at| {
                 while folded_ends[message] <= at {
                     message += 1;
                 }
@@ -202,8 +201,8 @@ impl PreparedChatSearch {
                     masks[message] |= 1 << bit;
                     firsts[message] = firsts[message].min(at - start);
                 }
-                from = end;
-            }
+                Some(end)
+            });
         }
         for (offset, (&mask, &first)) in masks.iter().zip(firsts.iter()).enumerate().rev() {
             if mask != 0 {
@@ -216,26 +215,6 @@ impl PreparedChatSearch {
         }
         true
     }
-}
-
-/// Appends `bytes` lowercased to `out` if they are all ASCII; `false`
-/// (and `out` untouched) if not. Written for the vectorizer: no early exit,
-/// one reduction at the end, and the letter test as signed byte compares,
-/// which wasm's 128-bit SIMD (and SSE2) have as single instructions.
-fn lower_ascii_into(bytes: &[u8], out: &mut Vec<u8>) -> bool {
-    let start = out.len();
-    let mut any = 0_u8;
-    out.extend(bytes.iter().map(|&b| {
-        any |= b;
-        let signed = b as i8;
-        let upper = (signed > b'A' as i8 - 1) & (signed < b'Z' as i8 + 1);
-        b | (u8::from(upper) << 5)
-    }));
-    if any >= 0x80 {
-        out.truncate(start);
-        return false;
-    }
-    true
 }
 
 /// Where a message's earliest match starts, as

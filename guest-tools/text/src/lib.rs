@@ -37,6 +37,7 @@
 //!   bigrams.
 
 pub mod chat_search;
+mod lanes;
 pub mod lines;
 pub mod metrics;
 pub mod pack;

@@ -186,6 +186,10 @@ pub(crate) struct Tokens {
     tokens: Vec<Token>,
     total_weight: u32,
     finders: Vec<memmem::Finder<'static>>,
+    /// Per token, its 64-positions-a-step scanner (`None` for one-byte
+    /// tokens): in wasm it outruns memchr's searcher (see `lanes`).
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    pairs: Vec<Option<crate::lanes::PairNeedle>>,
 }
 
 impl PartialEq for Tokens {
@@ -210,14 +214,42 @@ impl Tokens {
             .map(|token| memmem::Finder::new(token.text.as_bytes()).into_owned())
             .collect();
         Self {
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            pairs: tokens
+                .iter()
+                .map(|token| crate::lanes::PairNeedle::new(token.text.as_bytes()))
+                .collect(),
             tokens,
             total_weight,
             finders,
         }
     }
 
-    pub(crate) fn finders(&self) -> &[memmem::Finder<'static>] {
-        &self.finders
+    /// Calls `found(at)` for occurrences of token `index` in `haystack`,
+    /// leftmost first; `found` returns where the search goes on (at least
+    /// `at + 1`), or `None` to stop. One call per long haystack: what a scan
+    /// over a whole batch of messages uses.
+    pub(crate) fn for_each_match(
+        &self,
+        index: usize,
+        haystack: &[u8],
+        mut found: impl FnMut(usize) -> Option<usize>,
+    ) {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        if let Some(Some(pair)) = self.pairs.get(index) {
+            return pair.for_each::<core::arch::wasm32::v128>(haystack, found);
+        }
+        let Some(finder) = self.finders.get(index) else {
+            return;
+        };
+        let mut from = 0;
+        while let Some(position) = haystack.get(from..).and_then(|rest| finder.find(rest)) {
+            let at = from + position;
+            let Some(resume) = found(at) else {
+                return;
+            };
+            from = resume.max(at + 1);
+        }
     }
 
     pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &str> {
@@ -348,20 +380,22 @@ impl PreparedSearch {
         let bytes = folded.as_bytes();
 
         let mut masks: Vec<u64> = vec![0; starts.len()];
-        for (index, finder) in self.tokens.finders().iter().enumerate() {
-            if finder.needle().contains(&b'\n') {
+        for (index, token) in self.tokens.iter().enumerate() {
+            if token.contains('\n') {
                 continue; // a line never contains one
             }
             let bit = 1_u64 << index;
             // One pass per token; matches come in order, so the line they
-            // fall on only moves forward.
+            // fall on only moves forward, and once a line matches the search
+            // goes on from the next one.
             let mut line = 0;
-            for at in finder.find_iter(bytes) {
+            self.tokens.for_each_match(index, bytes, |at| {
                 while line + 1 < starts.len() && starts[line + 1] <= at {
                     line += 1;
                 }
                 masks[line] |= bit;
-            }
+                Some(starts.get(line + 1).copied().unwrap_or(bytes.len()))
+            });
         }
         let mut candidates: Vec<(f64, u32)> = masks
             .iter()

@@ -132,6 +132,12 @@ async fn bench() {
             "one CJK-style word (bigrams)",
             json!({"query": "lantern", "limit": 20}),
         ),
+        // Nothing matches: folding and scanning every byte, with no hit
+        // to handle.
+        (
+            "no match (two words)",
+            json!({"query": "zqxjvw kqpz", "limit": 20}),
+        ),
         // Every message still crosses into the guest, but only the 1 % that
         // are system notes get scored: what streaming the chat costs.
         (

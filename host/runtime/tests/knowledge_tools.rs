@@ -396,3 +396,114 @@ async fn a_link_planted_in_a_skill_never_reads_outside() {
         outcome.model_text()
     );
 }
+
+/// The chat as the guest SDK's in-memory chat, for running the tool natively.
+fn memory_chat(bound: &toolhost_chat::BoundChat) -> toolhost_guest::testing::MemoryChat {
+    use toolhost_chat::Role;
+    use toolhost_guest::knowledge::{self, ChatMessage};
+    let info = bound.info();
+    toolhost_guest::testing::MemoryChat {
+        user_name: info.user_name.clone(),
+        character_name: info.character_name.clone(),
+        // The bound chat hands out at most a batch at a time.
+        messages: (0..info.message_count)
+            .step_by(1000)
+            .flat_map(|start| bound.messages(start, 1000))
+            .map(|message| ChatMessage {
+                index: message.index(),
+                role: match message.role() {
+                    Role::User => knowledge::Role::User,
+                    Role::Assistant => knowledge::Role::Assistant,
+                    Role::System => knowledge::Role::System,
+                },
+                name: message.name().to_owned(),
+                send_date: message.send_date().map(str::to_owned),
+                text: message.text().to_owned(),
+                swipes: message.swipes(),
+            })
+            .collect(),
+        batches: Default::default(),
+    }
+}
+
+/// In wasm the component scans with vector code of its own (`toolhost-text`'s
+/// `lanes`), natively with memchr: both must find exactly the same hits, on
+/// all-ASCII batches (a generated chat) and on folded non-ASCII ones.
+#[tokio::test]
+async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let generated = dir.path().join("generated.jsonl");
+    std::fs::write(&generated, toolhost_chat::generate_chat(2500, 3)).expect("write");
+    let chats = [
+        (
+            generated,
+            &[
+                json!({"query": "silver river"}),
+                json!({"query": "lantern", "limit": 50}),
+                json!({"query": "The Old MAP", "limit": 50}),
+                json!({"query": "a", "limit": 50}), // one byte: no pair to scan
+                json!({"query": "er"}),
+                json!({"query": "?*"}), // a literal
+                json!({"query": "qxzjwv"}),
+                json!({"query": "storm", "start_message": 700, "scan_limit": 1200}),
+                json!({"query": "ember", "role": "assistant"}),
+            ][..],
+        ),
+        (
+            fixtures().join("chats/cjk_chat.jsonl"),
+            &[
+                json!({"query": "图书馆"}),
+                json!({"query": "抹茶 ラテ"}),
+                json!({"query": "樱花瓣小雪把伞收起来"}),
+                json!({"query": "😤"}),
+            ][..],
+        ),
+        (
+            fixtures().join("chats/long_character_chat.jsonl"),
+            &[json!({"query": "Mirelle rain"}), json!({"query": "the"})][..],
+        ),
+    ];
+    let host = host();
+    let search = host
+        .component(&toolhost_core::ToolId::builtin("chat.search").expect("id"))
+        .expect("component");
+    for (path, queries) in chats {
+        let bound = Arc::new(toolhost_chat::BoundChat::bind(&path, None).expect("bind"));
+        let native_chat = memory_chat(&bound);
+        for arguments in queries {
+            let report = host
+                .sandbox()
+                .call_under(
+                    search,
+                    search.limits(),
+                    arguments,
+                    CallEntropy::seeded(1),
+                    toolhost_sandbox::CallContext {
+                        chat: Some(Arc::clone(&bound)),
+                        ..Default::default()
+                    },
+                )
+                .await;
+            let toolhost_core::ToolOutcome::Success(sandboxed) = report.outcome() else {
+                panic!("{arguments}: {:?}", report.outcome());
+            };
+            let native = chat_search::search_chat(
+                &toolhost_guest::Arguments::from_value(arguments.clone()).expect("object"),
+                &native_chat,
+            )
+            .expect("native search");
+            let hits = sandboxed.structured["hits"].as_array().map_or(0, Vec::len);
+            assert_eq!(
+                hits == 0,
+                arguments["query"] == "qxzjwv",
+                "{arguments}: {hits} hits"
+            );
+            assert_eq!(
+                native.structured_value().as_ref(),
+                Some(&sandboxed.structured),
+                "{arguments} on {}",
+                path.display()
+            );
+        }
+    }
+}
