@@ -3,12 +3,12 @@
 //!
 //! Why not just memchr: its wasm `simd128` searcher tests 16 positions per
 //! loop step, and under Cranelift every step also pays a fuel check, an
-//! epoch check and reloads of values spilled around those checks' calls,
-//! about 30 instructions per 16 bytes. Here one step tests 64 positions
-//! (four vectors, one branch), so that overhead is paid once per 64 bytes;
-//! it halved the sandboxed scan time of `chat.search`. Natively memchr's
-//! AVX2 searcher stays the faster one, so [`Tokens`](crate::search) uses
-//! these only in wasm builds with `simd128`.
+//! epoch check and reloads of values spilled around those checks' calls:
+//! about 50 x86 instructions per 16 bytes in the compiled component. Here
+//! one step tests 64 positions (four vectors, one branch) in about 85, so
+//! that overhead is paid once per 64 bytes. Natively memchr's AVX2 searcher
+//! stays the faster one, so [`Tokens`](crate::search) uses these only in
+//! wasm builds with `simd128` (`docs/benchmarks.md` has the figures).
 //!
 //! The algorithms are written once, over [`Lanes`]: wasm's `v128` in the
 //! guests, and a plain-array [`Portable`] in the unit tests, whose checked
