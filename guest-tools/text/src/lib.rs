@@ -2,8 +2,8 @@
 //! (`workspace.read_file`, `workspace.search_files`, `chat.search`,
 //! `chat.read_messages`, `skill.read`, `skill.search`,
 //! `worldinfo.read_activated`) and by the host, which reports the same
-//! metrics. Pure std Rust without dependencies; it compiles natively and for
-//! `wasm32-wasip2`, and it is written for running under fuel: texts are
+//! metrics. Pure Rust with one dependency (memchr); it compiles natively
+//! and for `wasm32-wasip2`, and it is written for running under fuel: texts are
 //! borrowed rather than copied where the result is a slice of the input, and
 //! each line or message is case-folded once, not once per token.
 //!
@@ -14,6 +14,8 @@
 //!   `workspace.search_files` / `skill.search` ([`PreparedSearch`]).
 //! - [`chat_search`]: the token expansion, message scoring and snippets of
 //!   `chat.search` ([`PreparedChatSearch`]).
+//! - `lanes` (private): in wasm builds with `simd128`, the substring search
+//!   and ASCII lowering under both searches, 64 bytes per loop step.
 //!
 //! # Decisions where the reference is silent or quirky
 //!
