@@ -17,7 +17,7 @@
 //!   descending, then line ascending; a window overlapping one already taken
 //!   is skipped; at most `limit` are taken, in that order. Snippets are
 //!   numbered rows `{n:>width} | {line}` (width = digits of the window's last
-//!   line). Lines are split as in [`lines`].
+//!   line). Lines are split as in [`lines`](crate::lines).
 //! - **Across texts** ([`merge_hits`]): score descending, path ascending,
 //!   start line ascending, the first `limit`.
 //!
