@@ -33,8 +33,7 @@ pub(crate) fn lower_ascii(bytes: &[u8], out: &mut [u8]) -> bool {
 
 /// [`lower_ascii`] written for a compiler's vectorizer (natively LLVM's
 /// does well): no early exit, one reduction, the letter test as signed byte
-/// compares.
-#[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
+/// compares. In wasm it lowers what the 64-byte steps leave over.
 fn lower_ascii_scalar(bytes: &[u8], out: &mut [u8]) -> bool {
     let mut seen = 0_u8;
     for (&byte, target) in bytes.iter().zip(out) {
@@ -90,12 +89,8 @@ fn lower_ascii_with<L: Lanes>(bytes: &[u8], out: &mut [u8]) -> bool {
             seen = seen.or(v);
         }
     }
-    let mut tail_seen = 0_u8;
-    for (&byte, target) in source_tail.iter().zip(target_tail) {
-        tail_seen |= byte;
-        *target = byte.to_ascii_lowercase();
-    }
-    seen.top_bits() == 0 && tail_seen < 0x80
+    // The last (fewer than 64) bytes one by one.
+    lower_ascii_scalar(source_tail, target_tail) && seen.top_bits() == 0
 }
 
 /// A needle with the two bytes (by memchr's rarity ranking) a scan tests
