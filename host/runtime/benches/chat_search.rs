@@ -11,67 +11,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_chat::{BoundChat, Role, generate_chat};
+use toolhost_chat::{BoundChat, generate_chat};
 use toolhost_core::{ToolId, ToolOutcome};
-use toolhost_guest::knowledge::{self, Chat, ChatInfo, ChatMessage, MessagePack};
-use toolhost_guest::{Arguments, ToolError};
+use toolhost_guest::Arguments;
 use toolhost_runtime::{ToolHost, ToolHostConfig};
 use toolhost_sandbox::{CallContext, CallEntropy, LimitOverrides};
 
+#[path = "../tests/support/native_chat.rs"]
+mod native_chat;
+
+use native_chat::NativeChat;
+
 const MESSAGES: u32 = 100_000;
 const RUNS: usize = 7;
-
-fn sdk_role(role: Role) -> knowledge::Role {
-    match role {
-        Role::User => knowledge::Role::User,
-        Role::Assistant => knowledge::Role::Assistant,
-        Role::System => knowledge::Role::System,
-    }
-}
-
-/// The SDK's chat trait over the host's bound chat, for the native run.
-struct Native(Arc<BoundChat>);
-
-impl Chat for Native {
-    fn info(&self) -> Result<ChatInfo, ToolError> {
-        let info = self.0.info();
-        Ok(ChatInfo {
-            user_name: info.user_name.clone(),
-            character_name: info.character_name.clone(),
-            group: info.group,
-            message_count: info.message_count,
-        })
-    }
-
-    fn messages(&self, start: u32, count: u32) -> Result<Vec<ChatMessage>, ToolError> {
-        Ok(self
-            .0
-            .messages(start, count)
-            .iter()
-            .map(|message| ChatMessage {
-                index: message.index(),
-                role: sdk_role(message.role()),
-                name: message.name().to_owned(),
-                send_date: message.send_date().map(str::to_owned),
-                text: message.text().to_owned(),
-                swipes: message.swipes(),
-            })
-            .collect())
-    }
-
-    /// Packed exactly as the host packs a batch for the component.
-    fn scan(&self, start: u32, count: u32) -> Result<MessagePack, ToolError> {
-        let pack = self.0.pack(start, count);
-        Ok(MessagePack {
-            start: pack.start,
-            texts: pack.packed.texts,
-            text_ends: pack.packed.text_ends,
-            roles: pack.roles.into_iter().map(sdk_role).collect(),
-            name_ids: pack.packed.name_ids,
-            names: pack.packed.names,
-        })
-    }
-}
 
 fn ms(duration: Duration) -> String {
     format!("{:.2}", duration.as_secs_f64() * 1e3)
@@ -125,7 +77,7 @@ async fn bench() {
         chat: Some(Arc::clone(&bound)),
         ..CallContext::default()
     };
-    let native = Native(Arc::clone(&bound));
+    let native = NativeChat(Arc::clone(&bound));
     let queries = [
         ("two words", json!({"query": "silver river", "limit": 20})),
         (

@@ -14,6 +14,11 @@ use toolhost_runtime::{
 use toolhost_sandbox::CallEntropy;
 use toolhost_skills::{Scope, SkillSource};
 
+#[path = "support/native_chat.rs"]
+mod native_chat;
+
+use native_chat::NativeChat;
+
 const TOOLS: [&str; 6] = [
     "chat.search",
     "chat.read_messages",
@@ -397,35 +402,6 @@ async fn a_link_planted_in_a_skill_never_reads_outside() {
     );
 }
 
-/// The chat as the guest SDK's in-memory chat, for running the tool natively.
-fn memory_chat(bound: &toolhost_chat::BoundChat) -> toolhost_guest::testing::MemoryChat {
-    use toolhost_chat::Role;
-    use toolhost_guest::knowledge::{self, ChatMessage};
-    let info = bound.info();
-    toolhost_guest::testing::MemoryChat {
-        user_name: info.user_name.clone(),
-        character_name: info.character_name.clone(),
-        // The bound chat hands out at most a batch at a time.
-        messages: (0..info.message_count)
-            .step_by(1000)
-            .flat_map(|start| bound.messages(start, 1000))
-            .map(|message| ChatMessage {
-                index: message.index(),
-                role: match message.role() {
-                    Role::User => knowledge::Role::User,
-                    Role::Assistant => knowledge::Role::Assistant,
-                    Role::System => knowledge::Role::System,
-                },
-                name: message.name().to_owned(),
-                send_date: message.send_date().map(str::to_owned),
-                text: message.text().to_owned(),
-                swipes: message.swipes(),
-            })
-            .collect(),
-        batches: Default::default(),
-    }
-}
-
 /// In wasm the component scans with vector code of its own (`toolhost-text`'s
 /// `lanes`), natively with memchr: both must find exactly the same hits, on
 /// all-ASCII batches (a generated chat) and on folded non-ASCII ones.
@@ -469,7 +445,7 @@ async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
         .expect("component");
     for (path, queries) in chats {
         let bound = Arc::new(toolhost_chat::BoundChat::bind(&path, None).expect("bind"));
-        let native_chat = memory_chat(&bound);
+        let native_chat = NativeChat(Arc::clone(&bound));
         for arguments in queries {
             let report = host
                 .sandbox()
