@@ -24,6 +24,7 @@ pub mod profile;
 pub mod result;
 pub mod snapshot;
 pub mod turn;
+pub mod work;
 
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -39,7 +40,7 @@ pub use model::{
     AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelResponse,
     AgentModelRole, AgentModelSettings, FinishReason, TokenUsage,
 };
-pub use profile::{Profile, ProfileError};
+pub use profile::{Profile, ProfileError, ProfileVersion};
 pub use result::{
     AgentToolResult, AwaitMode, CommitMode, IdentityMismatch, TOOL_ERROR_HEADING, ToolEffect,
     ToolFailure, ToolInvocation, ToolOutcome, ToolSuccess,
@@ -52,3 +53,4 @@ pub use turn::{
     AgentModelTool, ModelCallError, ModelTurn, ProviderToolCall, ToolChoice, ToolTurnContract,
     TurnError,
 };
+pub use work::{DeadlinePassed, WorkMeter};

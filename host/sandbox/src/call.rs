@@ -98,7 +98,7 @@ pub(crate) struct Invocation {
 /// Marks a store stopped by its own wall-clock deadline.
 #[derive(Debug, thiserror::Error)]
 #[error("the call's deadline passed")]
-struct DeadlineReached;
+pub(crate) struct DeadlineReached;
 
 /// A linked component as one call needs it.
 pub(crate) struct Guest<'a> {

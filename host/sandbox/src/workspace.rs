@@ -10,6 +10,8 @@
 
 use std::sync::Arc;
 
+use toolhost_core::WorkMeter;
+
 use toolhost_workspace::{
     Entry, EntryKind, Listing, MAX_LIST_DEPTH, TextFile, WorkspaceError, WorkspaceSession,
     WriteMode,
@@ -19,6 +21,9 @@ use crate::state::CallState;
 use crate::state::bindings::toolhost::host::{
     workspace_read as read, workspace_types as types, workspace_write as write,
 };
+
+/// `record-read` from an extension: refused, nothing recorded.
+pub const READ_STATE_REFUSED: &str = "workspace.read_state_refused";
 
 /// Most entries one `list-entries` may return, whatever the tool asks.
 const MAX_LIST_ENTRIES: u32 = 1_000;
@@ -95,7 +100,17 @@ impl CallState {
                 code: code.to_owned(),
                 message,
             })),
+            // Stopped like a guest running late: the model reads
+            // `sandbox.deadline_exceeded`, the run goes on.
+            Err(WorkspaceError::DeadlinePassed(_)) => {
+                Err(wasmtime::Error::new(crate::call::DeadlineReached))
+            }
         }
+    }
+
+    /// What host-side work for this call may spend: until its deadline.
+    pub(crate) fn work_meter(&self) -> WorkMeter {
+        WorkMeter::until(self.deadline_at)
     }
 }
 
@@ -152,7 +167,10 @@ impl read::Host for CallState {
         let session = self.workspace()?;
         let depth = depth.clamp(1, MAX_LIST_DEPTH as u32) as usize;
         let limit = limit.min(MAX_LIST_ENTRIES) as usize;
-        let result = session.workspace().list(&path, depth, limit).map(listing);
+        let result = session
+            .workspace()
+            .list_metered(&path, depth, limit, &self.work_meter())
+            .map(listing);
         self.answer(result)
     }
 
@@ -167,7 +185,7 @@ impl read::Host for CallState {
         let files = max_files.min(MAX_WALK_FILES) as usize;
         let result = session
             .workspace()
-            .walk_files(&path, depth, files)
+            .walk_files_metered(&path, depth, files, &self.work_meter())
             .map(listing);
         self.answer(result)
     }
@@ -188,6 +206,16 @@ impl read::Host for CallState {
         seen: Option<String>,
     ) -> wasmtime::Result<Result<(), types::WorkspaceError>> {
         let session = self.workspace()?;
+        // What the model has read authorizes what it may overwrite
+        // (compare-and-swap). An extension reporting reads could make a
+        // later `workspace.write_file` replace a file the model never saw,
+        // so only builtins, which show the model what they record, may.
+        if self.trust == crate::Trust::Extension {
+            return Ok(Err(types::WorkspaceError {
+                code: READ_STATE_REFUSED.to_owned(),
+                message: "an extension's reads do not count as the model's reads; the model reads the file with workspace_read_file before it edits it".to_owned(),
+            }));
+        }
         let result = session.record_read(&path, &sha256, seen.as_deref());
         self.answer(result)
     }
@@ -230,7 +258,13 @@ impl write::Host for CallState {
     ) -> wasmtime::Result<Result<write::Patched, types::WorkspaceError>> {
         let session = self.workspace()?;
         let result = session
-            .patch(&path, &old_string, &new_string, replace_all)
+            .patch_metered(
+                &path,
+                &old_string,
+                &new_string,
+                replace_all,
+                &self.work_meter(),
+            )
             .map(|patched| write::Patched {
                 path: patched.path,
                 replacements: u32::try_from(patched.replacements).unwrap_or(u32::MAX),

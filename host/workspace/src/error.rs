@@ -45,6 +45,10 @@ pub mod codes {
     /// `project` on a run that already has `input/persist_snapshot.json`
     /// or files in `persist/` (use `PersistBase::load` on a reopened run).
     pub const PERSIST_ALREADY_PROJECTED: &str = "workspace.persist_already_projected";
+
+    // Neither: the sandbox stops the call as `sandbox.deadline_exceeded`.
+    /// The call's deadline passed while the host worked for it.
+    pub const DEADLINE_PASSED: &str = "workspace.deadline_passed";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +59,11 @@ pub enum WorkspaceError {
     /// The run fails.
     #[error("{code}: {message}")]
     System { code: &'static str, message: String },
+    /// The call's deadline passed during host-side work for it (a
+    /// [`WorkMeter`](toolhost_core::WorkMeter) ran out): the sandbox stops
+    /// the call as `sandbox.deadline_exceeded`, like a guest running late.
+    #[error("workspace.deadline_passed: {0}")]
+    DeadlinePassed(#[from] toolhost_core::DeadlinePassed),
 }
 
 impl WorkspaceError {
@@ -75,12 +84,14 @@ impl WorkspaceError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Recoverable { code, .. } | Self::System { code, .. } => code,
+            Self::DeadlinePassed(_) => codes::DEADLINE_PASSED,
         }
     }
 
-    pub fn message(&self) -> &str {
+    pub fn message(&self) -> String {
         match self {
-            Self::Recoverable { message, .. } | Self::System { message, .. } => message,
+            Self::Recoverable { message, .. } | Self::System { message, .. } => message.clone(),
+            Self::DeadlinePassed(passed) => passed.to_string(),
         }
     }
 

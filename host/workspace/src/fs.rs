@@ -29,6 +29,8 @@ use rustix::fs::{
 };
 use rustix::io::Errno;
 
+use toolhost_core::WorkMeter;
+
 use crate::error::{WorkspaceError, codes};
 use crate::path::{WorkspacePath, segment_ok};
 
@@ -519,11 +521,32 @@ pub(crate) enum WalkKind {
 /// A symlink or special file anywhere is System `workspace.symlink_found`.
 /// Names this workspace cannot address (not UTF-8, control characters, `\`)
 /// and, when `skip_temp`, this crate's temp files are skipped with a warning.
+/// Most names read from one directory by a walk that has no tighter bound
+/// of its own (the persist projection).
+pub(crate) const MAX_DIRECTORY_NAMES: usize = 100_000;
+
+/// Work units charged per directory entry: reading and `stat`ing one costs
+/// about what scanning a few hundred bytes does, so the meter looks at the
+/// clock every few thousand entries (milliseconds), not every 64 Ki.
+const ENTRY_UNITS: u64 = 16;
+
+/// What bounds one walk: the call's meter ([`ENTRY_UNITS`] per directory
+/// entry read) and the most names read from any one directory.
+#[derive(Clone, Copy)]
+pub(crate) struct WalkBounds<'a> {
+    pub meter: &'a WorkMeter,
+    /// A directory holding more names is read only this far and the walk
+    /// ends cut short ([`ControlFlow::Break`]): its names are sorted in
+    /// memory, so this bounds the memory of one listing.
+    pub max_names: usize,
+}
+
 pub(crate) fn walk(
     dir: OwnedFd,
     base: &WorkspacePath,
     depth: usize,
     skip_temp: bool,
+    bounds: WalkBounds<'_>,
     visit: &mut dyn FnMut(&WorkspacePath, WalkKind, u64) -> ControlFlow<()>,
 ) -> Result<ControlFlow<()>, WorkspaceError> {
     if depth == 0 {
@@ -532,11 +555,22 @@ pub(crate) fn walk(
     let shown = base.as_str();
     let mut reader = Dir::new(dir).map_err(|errno| WorkspaceError::io("list", shown, errno))?;
     let mut names = Vec::new();
+    let mut cut_short = false;
     for entry in reader.by_ref() {
+        bounds.meter.charge(ENTRY_UNITS)?;
         let entry = entry.map_err(|errno| WorkspaceError::io("list", shown, errno))?;
         let raw = entry.file_name().to_bytes();
         if raw == b"." || raw == b".." {
             continue;
+        }
+        if names.len() >= bounds.max_names {
+            tracing::warn!(
+                dir = shown,
+                max = bounds.max_names,
+                "directory holds more entries than one listing reads; listing it cut short"
+            );
+            cut_short = true;
+            break;
         }
         match std::str::from_utf8(raw) {
             Ok(name) if segment_ok(name) && !(skip_temp && name.starts_with(TEMP_PREFIX)) => {
@@ -582,7 +616,7 @@ pub(crate) fn walk(
                                 }));
                         }
                     };
-                    if walk(child, &path, depth - 1, skip_temp, visit)?.is_break() {
+                    if walk(child, &path, depth - 1, skip_temp, bounds, visit)?.is_break() {
                         return Ok(ControlFlow::Break(()));
                     }
                 }
@@ -590,5 +624,9 @@ pub(crate) fn walk(
             other => return Err(WorkspaceError::symlink_found(path.as_str(), special(other))),
         }
     }
-    Ok(ControlFlow::Continue(()))
+    Ok(if cut_short {
+        ControlFlow::Break(())
+    } else {
+        ControlFlow::Continue(())
+    })
 }

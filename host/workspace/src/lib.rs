@@ -12,6 +12,8 @@
 //!   per-path write locks.
 //! - [`session`]: [`WorkspaceSession`], one per invocation: read-states and
 //!   the compare-and-swap rules of write and patch.
+//! - `replace`: finding and replacing a patch's `old_string` with linear
+//!   work and no allocation over the file cap.
 //! - [`persist`]: projecting the chat's persistent directory into the run
 //!   and promoting it back.
 //! - [`error`]: [`WorkspaceError`], recoverable (the model reads it) or
@@ -24,6 +26,7 @@ pub mod error;
 mod fs;
 pub mod path;
 pub mod persist;
+mod replace;
 pub mod roots;
 pub mod session;
 pub mod workspace;

@@ -30,6 +30,7 @@ use std::path::Path;
 use rustix::fs::{FlockOperation, Mode, OFlags, flock};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
+use toolhost_core::WorkMeter;
 
 use crate::error::{WorkspaceError, codes};
 use crate::fs::{self, Node, Placed, Placement, Staged, TempSite, WalkKind};
@@ -101,11 +102,7 @@ fn in_chat(dir: &Path) -> impl Fn(WorkspaceError) -> WorkspaceError + '_ {
             dir.display(),
             error.message()
         );
-        match error {
-            WorkspaceError::Recoverable { code, .. } | WorkspaceError::System { code, .. } => {
-                WorkspaceError::system(code, message)
-            }
-        }
+        WorkspaceError::system(error.code(), message)
     }
 }
 
@@ -152,12 +149,36 @@ fn files_under(
             ));
         }
         Some(Node::Directory(fd)) => {
-            let _ = fs::walk(fd, &base, WALK_DEPTH, true, &mut |path, kind, bytes| {
-                if kind == WalkKind::File {
-                    files.push((path.clone(), bytes));
-                }
-                ControlFlow::Continue(())
-            })?;
+            let meter = WorkMeter::unbounded();
+            let bounds = fs::WalkBounds {
+                meter: &meter,
+                max_names: fs::MAX_DIRECTORY_NAMES,
+            };
+            let walked = fs::walk(
+                fd,
+                &base,
+                WALK_DEPTH,
+                true,
+                bounds,
+                &mut |path, kind, bytes| {
+                    if kind == WalkKind::File {
+                        files.push((path.clone(), bytes));
+                    }
+                    ControlFlow::Continue(())
+                },
+            )?;
+            if walked.is_break() {
+                // Projecting or promoting part of a directory would lose
+                // files; refuse the whole instead.
+                return Err(WorkspaceError::io(
+                    "list",
+                    start,
+                    format!(
+                        "a directory holds more than {} entries",
+                        fs::MAX_DIRECTORY_NAMES
+                    ),
+                ));
+            }
         }
     }
     Ok(files)

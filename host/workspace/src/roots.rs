@@ -94,6 +94,24 @@ impl WorkspaceRoots {
         Self { roots }
     }
 
+    /// These roots with the runtime's `tool-results/` hidden: what an
+    /// extension sees unless it was granted other calls' results.
+    pub fn without_tool_results(&self) -> Self {
+        let roots = self
+            .roots
+            .iter()
+            .map(|root| {
+                let hidden = root.name == TOOL_RESULTS_DIR;
+                Root {
+                    name: root.name.clone(),
+                    visible: root.visible && !hidden,
+                    writable: root.writable && !hidden,
+                }
+            })
+            .collect();
+        Self { roots }
+    }
+
     /// Names of the visible roots, in manifest order.
     pub fn visible(&self) -> impl Iterator<Item = &str> {
         self.roots

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{WorkspaceError, codes};
 use crate::fs::{Placed, Placement};
 use crate::path::{PathUse, WorkspacePath};
+use crate::replace::{self, Occurrence};
 use crate::workspace::{TextFile, Workspace, sha256_hex};
+use toolhost_core::WorkMeter;
 use toolhost_text::metrics;
 
 /// What this invocation knows about one file.
@@ -89,23 +91,6 @@ pub struct WorkspaceSession {
 
 fn recoverable(code: &'static str, message: String) -> WorkspaceError {
     WorkspaceError::recoverable(code, message)
-}
-
-/// Occurrences of `needle` in `haystack`, overlapping ones included (so
-/// `aa` in `aaa` is ambiguous, not unique).
-fn occurrences(haystack: &str, needle: &str) -> usize {
-    let mut count = 0;
-    let mut from = 0;
-    while let Some(found) = haystack[from..].find(needle) {
-        count += 1;
-        let start = from + found;
-        // Next char boundary after the match start.
-        from = start + haystack[start..].chars().next().map_or(1, char::len_utf8);
-        if from > haystack.len() {
-            break;
-        }
-    }
-    count
 }
 
 impl WorkspaceSession {
@@ -363,6 +348,24 @@ impl WorkspaceSession {
         new: &str,
         replace_all: bool,
     ) -> Result<Patched, WorkspaceError> {
+        self.patch_metered(path, old, new, replace_all, &WorkMeter::unbounded())
+    }
+
+    /// [`Self::patch`] for one call: every byte the matching examines is
+    /// charged to `meter`, which stops the work at the call's deadline
+    /// ([`WorkspaceError::DeadlinePassed`]). Whatever the strings, the work
+    /// is linear in the file and the strings, and nothing larger than the
+    /// file cap is allocated: uniqueness takes at most two `memmem`
+    /// searches, `replace_all` counts its matches in one pass and checks
+    /// the resulting length before building it.
+    pub fn patch_metered(
+        &self,
+        path: &str,
+        old: &str,
+        new: &str,
+        replace_all: bool,
+        meter: &WorkMeter,
+    ) -> Result<Patched, WorkspaceError> {
         if old.is_empty() {
             return Err(recoverable(
                 codes::PATCH_EMPTY_OLD_STRING,
@@ -404,6 +407,8 @@ impl WorkspaceSession {
                 self.flag_full_read(&path);
                 return Err(full_read_needed("replace_all needs a full read of the file"));
             }
+            let observed_bytes: usize = state.observed.iter().map(String::len).sum();
+            meter.charge(observed_bytes as u64)?;
             if partial && !state.observed.iter().any(|text| text.contains(old)) {
                 self.flag_full_read(&path);
                 return Err(full_read_needed(
@@ -428,33 +433,64 @@ impl WorkspaceSession {
                 }
                 return Err(stale());
             }
-            let found = occurrences(&current.text, old);
-            if found == 0 || (found > 1 && !replace_all) {
-                if partial {
-                    self.flag_full_read(&path);
-                }
-                return Err(if found == 0 {
-                    recoverable(
-                        codes::PATCH_OLD_STRING_NOT_FOUND,
-                        format!(
-                            "old_string was not found in `{path}`; copy it exactly from workspace_read_file output, without the line-number prefixes."
-                        ),
-                    )
-                } else {
-                    recoverable(
-                        codes::PATCH_OLD_STRING_NOT_UNIQUE,
-                        format!(
-                            "old_string occurs {found} times in `{path}`; include more surrounding text to make it unique, or set replace_all to replace every occurrence."
-                        ),
-                    )
-                });
-            }
-            let (new_text, replacements) = if replace_all {
-                (current.text.replace(old, new), current.text.matches(old).count())
-            } else {
-                (current.text.replacen(old, new, 1), 1)
+            let not_found = || {
+                recoverable(
+                    codes::PATCH_OLD_STRING_NOT_FOUND,
+                    format!(
+                        "old_string was not found in `{path}`; copy it exactly from workspace_read_file output, without the line-number prefixes."
+                    ),
+                )
             };
-            self.workspace.check_size(&path, new_text.len())?;
+            let text = &current.text;
+            let (new_text, replacements) = if replace_all {
+                let found = replace::count(text, old, meter)?;
+                if found == 0 {
+                    if partial {
+                        self.flag_full_read(&path);
+                    }
+                    return Err(not_found());
+                }
+                // The size is known before anything is built.
+                let len = replace::replaced_len(text.len(), found, old.len(), new.len())
+                    .unwrap_or(u64::MAX);
+                self.workspace.check_size(&path, usize::try_from(len).unwrap_or(usize::MAX))?;
+                (
+                    replace::replace_all(text, old, new, len as usize, meter)?,
+                    found,
+                )
+            } else {
+                match replace::find_unique(text, old, meter)? {
+                    Occurrence::Unique(at) => {
+                        self.workspace
+                            .check_size(&path, text.len() - old.len() + new.len())?;
+                        (replace::replace_at(text, at, old.len(), new), 1)
+                    }
+                    Occurrence::None => {
+                        if partial {
+                            self.flag_full_read(&path);
+                        }
+                        return Err(not_found());
+                    }
+                    Occurrence::Several { first, second } => {
+                        if partial {
+                            self.flag_full_read(&path);
+                        }
+                        let (first, second) =
+                            (replace::line_of(text, first), replace::line_of(text, second));
+                        let where_ = if first == second {
+                            format!("twice on line {first}")
+                        } else {
+                            format!("on lines {first} and {second}")
+                        };
+                        return Err(recoverable(
+                            codes::PATCH_OLD_STRING_NOT_UNIQUE,
+                            format!(
+                                "old_string occurs more than once in `{path}` (first {where_}); include more surrounding text to make it unique, or set replace_all to replace every occurrence."
+                            ),
+                        ));
+                    }
+                }
+            };
             // Under the path lock, against the version just checked.
             self.workspace
                 .place(&path, new_text.as_bytes(), Placement::Replace)?;
@@ -479,7 +515,7 @@ impl WorkspaceSession {
             }
             Ok(Patched {
                 path: path.as_str().to_owned(),
-                replacements: replacements as u64,
+                replacements,
                 old_sha256: current.sha256,
                 sha256,
                 chars: metrics::chars(&new_text),
@@ -532,14 +568,5 @@ mod tests {
             std::fs::read_dir(temp.path().join(".tmp")).unwrap().count(),
             0
         );
-    }
-
-    #[test]
-    fn occurrences_count_overlaps_on_char_boundaries() {
-        assert_eq!(occurrences("aaa", "aa"), 2);
-        assert_eq!(occurrences("abcabc", "abc"), 2);
-        assert_eq!(occurrences("日本日本", "日本"), 2);
-        assert_eq!(occurrences("日本", "x"), 0);
-        assert_eq!(occurrences("x", "x"), 1);
     }
 }

@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use toolhost_core::WorkMeter;
 use toolhost_journal::layout::TMP_DIR;
 
 use crate::error::WorkspaceError;
-use crate::fs::{self, Node, Placed, Placement, TempSite, WalkKind};
+use crate::fs::{self, Node, Placed, Placement, TempSite, WalkBounds, WalkKind};
 use crate::path::{PathUse, WorkspacePath};
 use crate::roots::WorkspaceRoots;
 
@@ -156,6 +157,17 @@ impl Workspace {
         visible: &[String],
         writable: &[String],
     ) -> Result<Self, WorkspaceError> {
+        self.with_roots(self.roots.narrowed(visible, writable))
+    }
+
+    /// The same run directory without `tool-results/`
+    /// ([`WorkspaceRoots::without_tool_results`]).
+    pub fn without_tool_results(&self) -> Result<Self, WorkspaceError> {
+        self.with_roots(self.roots.without_tool_results())
+    }
+
+    /// A view through `roots`, sharing the directory and the write locks.
+    fn with_roots(&self, roots: WorkspaceRoots) -> Result<Self, WorkspaceError> {
         let dir = self.dir.try_clone().map_err(|error| {
             WorkspaceError::io(
                 "reopen run directory",
@@ -166,7 +178,7 @@ impl Workspace {
         Ok(Self {
             run_dir: self.run_dir.clone(),
             dir,
-            roots: self.roots.narrowed(visible, writable),
+            roots,
             limits: self.limits.clone(),
             locks: Arc::clone(&self.locks),
         })
@@ -285,11 +297,24 @@ impl Workspace {
     /// visible roots are ever entered, so hidden entries never take a place
     /// under the limit. A file path lists that file.
     pub fn list(&self, path: &str, depth: usize, limit: usize) -> Result<Listing, WorkspaceError> {
+        self.list_metered(path, depth, limit, &WorkMeter::unbounded())
+    }
+
+    /// [`Self::list`] for one call: every entry read is charged to `meter`
+    /// (stopping at the call's deadline), and at most
+    /// [`WorkspaceLimits::max_list_scan`] entries are examined in all.
+    pub fn list_metered(
+        &self,
+        path: &str,
+        depth: usize,
+        limit: usize,
+        meter: &WorkMeter,
+    ) -> Result<Listing, WorkspaceError> {
         let depth = depth.clamp(1, MAX_LIST_DEPTH);
         let mut entries = Vec::new();
         let mut truncated = false;
         let scan = self.limits.max_list_scan;
-        self.visit(path, depth, &mut |path, kind, bytes| {
+        let walked = self.visit(path, depth, meter, &mut |path, kind, bytes| {
             if entries.len() >= scan {
                 truncated = true;
                 return ControlFlow::Break(());
@@ -297,6 +322,7 @@ impl Workspace {
             entries.push(entry(path, kind, bytes));
             ControlFlow::Continue(())
         })?;
+        truncated |= walked.is_break();
         entries.sort_by(|a, b| {
             (a.kind != EntryKind::Directory, &a.path)
                 .cmp(&(b.kind != EntryKind::Directory, &b.path))
@@ -318,9 +344,30 @@ impl Workspace {
         max_depth: usize,
         max_files: usize,
     ) -> Result<Listing, WorkspaceError> {
+        self.walk_files_metered(path, max_depth, max_files, &WorkMeter::unbounded())
+    }
+
+    /// [`Self::walk_files`] for one call: every entry read is charged to
+    /// `meter`, and directories count against
+    /// [`WorkspaceLimits::max_list_scan`] like files, so a tree of empty
+    /// directories cannot keep the walk going.
+    pub fn walk_files_metered(
+        &self,
+        path: &str,
+        max_depth: usize,
+        max_files: usize,
+        meter: &WorkMeter,
+    ) -> Result<Listing, WorkspaceError> {
         let mut entries = Vec::new();
         let mut truncated = false;
-        self.visit(path, max_depth.max(1), &mut |path, kind, bytes| {
+        let mut examined = 0_usize;
+        let scan = self.limits.max_list_scan;
+        let walked = self.visit(path, max_depth.max(1), meter, &mut |path, kind, bytes| {
+            examined += 1;
+            if examined > scan {
+                truncated = true;
+                return ControlFlow::Break(());
+            }
             if kind == WalkKind::File {
                 if entries.len() >= max_files {
                     truncated = true;
@@ -330,37 +377,44 @@ impl Workspace {
             }
             ControlFlow::Continue(())
         })?;
+        truncated |= walked.is_break();
         entries.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Listing { entries, truncated })
     }
 
+    /// Visit what lies under `raw`; `Break` when the visitor stopped or a
+    /// directory was too large to read whole.
     fn visit(
         &self,
         raw: &str,
         depth: usize,
+        meter: &WorkMeter,
         visit: &mut dyn FnMut(&WorkspacePath, WalkKind, u64) -> ControlFlow<()>,
-    ) -> Result<(), WorkspaceError> {
+    ) -> Result<ControlFlow<()>, WorkspaceError> {
         let path = WorkspacePath::parse(raw, PathUse::Directory)?;
         self.roots.check_visible(&path)?;
+        let bounds = WalkBounds {
+            meter,
+            max_names: self.limits.max_list_scan,
+        };
         if path.is_root() {
             for root in self.roots.visible() {
                 let root = WorkspacePath::root().join(root);
                 // A visible root that does not exist yet is simply empty.
                 if let Some(node) = fs::open_node(self.anchor(), root.as_str(), root.as_str())?
-                    && self.visit_node(node, &root, depth, visit)?.is_break()
+                    && self
+                        .visit_node(node, &root, depth, bounds, visit)?
+                        .is_break()
                 {
-                    break;
+                    return Ok(ControlFlow::Break(()));
                 }
             }
-            return Ok(());
+            return Ok(ControlFlow::Continue(()));
         }
         match fs::open_node(self.anchor(), path.as_str(), path.as_str())? {
             None => Err(WorkspaceError::path_not_found(path.as_str())),
-            Some(Node::File { bytes, .. }) => {
-                let _ = visit(&path, WalkKind::File, bytes);
-                Ok(())
-            }
-            Some(Node::Directory(fd)) => fs::walk(fd, &path, depth, false, visit).map(|_| ()),
+            Some(Node::File { bytes, .. }) => Ok(visit(&path, WalkKind::File, bytes)),
+            Some(Node::Directory(fd)) => fs::walk(fd, &path, depth, false, bounds, visit),
         }
     }
 
@@ -370,6 +424,7 @@ impl Workspace {
         node: Node,
         path: &WorkspacePath,
         depth: usize,
+        bounds: WalkBounds<'_>,
         visit: &mut dyn FnMut(&WorkspacePath, WalkKind, u64) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, WorkspaceError> {
         match node {
@@ -378,7 +433,7 @@ impl Workspace {
                 if visit(path, WalkKind::Directory, 0).is_break() {
                     return Ok(ControlFlow::Break(()));
                 }
-                fs::walk(fd, path, depth - 1, false, visit)
+                fs::walk(fd, path, depth - 1, false, bounds, visit)
             }
         }
     }
