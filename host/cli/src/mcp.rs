@@ -12,12 +12,21 @@ use toolhost_mcp::{McpRegistry, Permission, State, Transport, cache, offered_too
 #[derive(Subcommand)]
 pub enum McpCommand {
     /// Register a server: `toolhost mcp add NAME -- COMMAND [ARGS…]` (stdio),
-    /// or `toolhost mcp add NAME --url URL` (streamable HTTP).
+    /// or `toolhost mcp add NAME --url URL` (streamable HTTP: `https://`
+    /// anywhere, `http://` only on this machine).
     Add {
         name: String,
         /// A streamable-HTTP endpoint instead of a command.
         #[arg(long, conflicts_with = "command")]
         url: Option<String>,
+        /// The environment variable holding the secret sent as
+        /// `Authorization: Bearer …` (only its name is stored).
+        #[arg(long, value_name = "VAR", requires = "url")]
+        auth_env: Option<String>,
+        /// Trust only the CA certificates in this PEM file for the server's
+        /// TLS certificate [default: the system's roots].
+        #[arg(long, value_name = "FILE", requires = "url")]
+        ca_file: Option<PathBuf>,
         /// An environment variable for the server process; repeatable.
         #[arg(long, value_name = "KEY=VALUE")]
         env: Vec<String>,
@@ -101,11 +110,18 @@ pub async fn run(dir: &Path, command: McpCommand) -> Result<ExitCode> {
         McpCommand::Add {
             name,
             url,
+            auth_env,
+            ca_file,
             env,
             command,
         } => {
             let transport = match (url, command.split_first()) {
-                (Some(url), _) => Transport::Http { url },
+                (Some(url), _) => Transport::Http {
+                    url,
+                    auth_env,
+                    // Stored absolute: later commands run from anywhere.
+                    ca_file: ca_file.map(|path| std::path::absolute(&path).unwrap_or(path)),
+                },
                 (None, Some((program, args))) => Transport::Stdio {
                     command: program.clone(),
                     args: args.to_vec(),
@@ -224,7 +240,10 @@ fn list(registry: &McpRegistry, json: bool) -> Result<()> {
             .collect();
         let transport = match &registration.transport {
             Transport::Stdio { command, args, .. } => format!("{command} {}", args.join(" ")),
-            Transport::Http { url } => url.clone(),
+            Transport::Http { url, auth_env, .. } => match auth_env {
+                Some(name) => format!("{url} (Authorization from ${name})"),
+                None => url.clone(),
+            },
         };
         println!(
             "{} {} [{:?}] {}\n  tools: {}",

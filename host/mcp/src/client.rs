@@ -8,9 +8,11 @@ use std::time::Duration;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use toolhost_net::{ClientOptions, TrustRoots};
 
 use crate::error::McpError;
 use crate::registry::{Registration, Transport};
@@ -96,34 +98,49 @@ async fn connect(registration: &Registration) -> Result<Client, McpError> {
                 .await
                 .map_err(|error| connect_error(error.to_string()))
         }
-        Transport::Http { url } => {
-            if !is_loopback(url) {
-                return Err(McpError::Unsupported(format!(
-                    "{server}: {url} is not a loopback http:// URL; only servers on this machine are reached over HTTP"
-                )));
+        Transport::Http {
+            url,
+            auth_env,
+            ca_file,
+        } => {
+            // Checked again: the registrations file may have been edited.
+            registration.transport.check()?;
+            let roots = match ca_file {
+                Some(path) => TrustRoots::CaFile(path.clone()),
+                None => TrustRoots::System,
+            };
+            let client = toolhost_net::client(&ClientOptions {
+                timeout: None,
+                roots,
+            })
+            .map_err(|error| connect_error(error.to_string()))?;
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(name) = auth_env {
+                let secret = std::env::var(name).map_err(|_| {
+                    connect_error(format!(
+                        "the environment variable {name}, which holds its Authorization secret, is not set"
+                    ))
+                })?;
+                config = config.auth_header(secret);
             }
-            // reqwest may be built without a default crypto provider (the
-            // workspace picks ring); install it once per process.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-            ().serve(transport)
-                .await
-                .map_err(|error| connect_error(error.to_string()))
+            let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
+            match ().serve(transport).await {
+                Ok(running) => Ok(running),
+                Err(error) => {
+                    // rmcp keeps only the text of the HTTP client's error,
+                    // which says "error sending request" and not why (a
+                    // certificate, a refused connection): ask once more
+                    // for the cause.
+                    let mut message = toolhost_net::error_chain(&error);
+                    if let Err(cause) = client.head(url.as_str()).send().await {
+                        message.push_str(": ");
+                        message.push_str(&toolhost_net::error_chain(&cause));
+                    }
+                    Err(connect_error(message))
+                }
+            }
         }
     }
-}
-
-/// `http://127.0.0.1…`, `http://localhost…` or `http://[::1]…`.
-pub fn is_loopback(url: &str) -> bool {
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let host = rest.split(['/', '?']).next().unwrap_or("");
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.split(':').next().unwrap_or(""),
-    };
-    matches!(host, "127.0.0.1" | "localhost" | "::1")
 }
 
 async fn close(client: Client) {

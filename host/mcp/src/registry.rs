@@ -1,13 +1,15 @@
 //! [`McpRegistry`]: the MCP servers a user registered, stored in
-//! `<mcp dir>/registrations.json` (written atomically: a temp file beside
-//! it, then a rename). Each registration has a uuid (its tools' ids are
-//! `mcp/<uuid>:<native-name>`), a display name, how to reach the server, a
-//! state, and per-tool permissions.
+//! `<mcp dir>/registrations.json` (written atomically and durably, every
+//! change a read-modify-write under the directory's lock, so two commands
+//! at once never lose one's change). Each registration has a uuid (its
+//! tools' ids are `mcp/<uuid>:<native-name>`), a display name, how to reach
+//! the server, a state, and per-tool permissions.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use toolhost_net::Endpoint;
 use uuid::Uuid;
 
 use crate::error::McpError;
@@ -31,10 +33,70 @@ pub enum Transport {
         #[serde(default)]
         env: BTreeMap<String, String>,
     },
-    /// Streamable HTTP, to a server on this machine (a loopback `http://`
-    /// URL; anything else is refused when called).
+    /// Streamable HTTP: `https://` to any server, or `http://` to one on
+    /// this machine (a loopback host, checked on the parsed URL); anything
+    /// else is refused when registered and again when called.
     #[serde(rename_all = "camelCase")]
-    Http { url: String },
+    Http {
+        url: String,
+        /// The environment variable holding the secret sent as
+        /// `Authorization: Bearer <secret>`; only the name is stored, the
+        /// secret is read from the environment at each connection.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth_env: Option<String>,
+        /// Trust only the CA certificates (PEM) in this file instead of the
+        /// system's roots (a private server's own CA).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ca_file: Option<PathBuf>,
+    },
+}
+
+impl Transport {
+    /// A loopback or TLS HTTP transport without credentials in its URL, a
+    /// stdio one with a command.
+    pub fn check(&self) -> Result<(), McpError> {
+        match self {
+            Transport::Stdio { command, .. } => {
+                if command.trim().is_empty() {
+                    return Err(McpError::Invalid("a stdio server needs a command".into()));
+                }
+            }
+            Transport::Http {
+                url,
+                auth_env,
+                ca_file,
+            } => {
+                let endpoint =
+                    Endpoint::parse(url).map_err(|error| McpError::Invalid(error.to_string()))?;
+                if !endpoint.is_https() && !endpoint.is_loopback() {
+                    return Err(McpError::Unsupported(format!(
+                        "{url} is plain http:// to another machine; use https:// (plain http:// reaches only servers on this machine)"
+                    )));
+                }
+                if ca_file.is_some() && !endpoint.is_https() {
+                    return Err(McpError::Invalid(format!(
+                        "a CA file only applies to an https:// URL, not {url}"
+                    )));
+                }
+                if let Some(name) = auth_env
+                    && !is_env_name(name)
+                {
+                    return Err(McpError::Invalid(format!(
+                        "`{name}` is not an environment variable name (letters, digits and _, not starting with a digit)"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,71 +206,87 @@ impl McpRegistry {
             .ok_or_else(|| McpError::NotRegistered(key.to_owned()))
     }
 
+    /// Change the registrations under the directory's lock: read the file
+    /// as it is now, apply `change`, save. `self` becomes what was saved, so
+    /// a change made meanwhile by another command is kept, not overwritten.
+    fn change<T>(
+        &mut self,
+        change: impl FnOnce(&mut McpRegistry) -> Result<T, McpError>,
+    ) -> Result<T, McpError> {
+        let dir = self.dir.clone();
+        let (value, fresh) = toolhost_core::document::with_dir_lock(&dir, || {
+            let mut fresh = Self::load(&dir)?;
+            let value = change(&mut fresh)?;
+            fresh.save()?;
+            Ok::<_, McpError>((value, fresh))
+        })?;
+        *self = fresh;
+        Ok(value)
+    }
+
     /// Register a server (active, every tool allowed) and save.
     pub fn add(&mut self, display_name: &str, transport: Transport) -> Result<Uuid, McpError> {
-        let display_name = display_name.trim();
+        let display_name = display_name.trim().to_owned();
         if display_name.is_empty() {
             return Err(McpError::Invalid("a registration needs a name".into()));
         }
-        if self
-            .registrations
-            .iter()
-            .any(|r| r.display_name == display_name)
-        {
-            return Err(McpError::Invalid(format!(
-                "a server is already registered as {display_name}"
-            )));
-        }
-        if let Transport::Stdio { command, .. } = &transport
-            && command.trim().is_empty()
-        {
-            return Err(McpError::Invalid("a stdio server needs a command".into()));
-        }
-        let id = Uuid::new_v4();
-        self.registrations.push(Registration {
-            id,
-            display_name: display_name.to_owned(),
-            transport,
-            state: State::Active,
-            permissions: BTreeMap::new(),
-        });
-        self.save()?;
-        Ok(id)
+        transport.check()?;
+        self.change(|registry| {
+            if registry
+                .registrations
+                .iter()
+                .any(|r| r.display_name == display_name)
+            {
+                return Err(McpError::Invalid(format!(
+                    "a server is already registered as {display_name}"
+                )));
+            }
+            let id = Uuid::new_v4();
+            registry.registrations.push(Registration {
+                id,
+                display_name,
+                transport,
+                state: State::Active,
+                permissions: BTreeMap::new(),
+            });
+            Ok(id)
+        })
     }
 
     pub fn remove(&mut self, key: &str) -> Result<Registration, McpError> {
-        let id = self.find(key)?.id;
-        let index = self
-            .registrations
-            .iter()
-            .position(|r| r.id == id)
-            .ok_or_else(|| McpError::NotRegistered(key.to_owned()))?;
-        let removed = self.registrations.remove(index);
-        self.save()?;
+        let removed = self.change(|registry| {
+            let id = registry.find(key)?.id;
+            let index = registry
+                .registrations
+                .iter()
+                .position(|r| r.id == id)
+                .ok_or_else(|| McpError::NotRegistered(key.to_owned()))?;
+            Ok(registry.registrations.remove(index))
+        })?;
         // Its cached tool list goes with it (a missing cache is fine).
-        let _ = std::fs::remove_file(self.dir.join("cache").join(format!("{id}.json")));
+        let _ = std::fs::remove_file(self.dir.join("cache").join(format!("{}.json", removed.id)));
         Ok(removed)
     }
 
     pub fn set_state(&mut self, key: &str, state: State) -> Result<(), McpError> {
-        self.find_mut(key)?.state = state;
-        self.save()
+        self.change(|registry| {
+            registry.find_mut(key)?.state = state;
+            Ok(())
+        })
     }
 
     pub fn grant(&mut self, key: &str, tool: &str, permission: Permission) -> Result<(), McpError> {
-        self.find_mut(key)?
-            .permissions
-            .insert(tool.to_owned(), permission);
-        self.save()
+        self.change(|registry| {
+            registry
+                .find_mut(key)?
+                .permissions
+                .insert(tool.to_owned(), permission);
+            Ok(())
+        })
     }
 
     /// Write the file atomically: a crash leaves the old one or the new one.
     fn save(&self) -> Result<(), McpError> {
-        let io = |source| McpError::Io {
-            path: self.dir.clone(),
-            source,
-        };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
         let file = RegistryFile {
             schema_version: 1,
             kind: REGISTRY_KIND.to_owned(),

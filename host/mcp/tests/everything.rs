@@ -2,7 +2,7 @@
 //! from npm (installed by `make setup` into tests/peers/node), started over
 //! stdio. Skipped, loudly, only when node is not installed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -11,38 +11,9 @@ use toolhost_mcp::{
     project, refresh,
 };
 
-const TIMEOUT: Duration = Duration::from_secs(30);
+mod common;
 
-/// The server's entry point, installing it when npm is there but it is not.
-fn server_script() -> Option<PathBuf> {
-    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/node");
-    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let have = |program: &str| {
-        std::process::Command::new(program)
-            .arg("--version")
-            .output()
-            .is_ok_and(|output| output.status.success())
-    };
-    if !have("node") {
-        eprintln!(
-            "SKIPPED: node is not installed, so the MCP tests against server-everything cannot run"
-        );
-        return None;
-    }
-    if !script.exists() {
-        assert!(
-            have("npm"),
-            "node is installed but npm is not; run `make setup`"
-        );
-        let status = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&peers)
-            .status()
-            .expect("npm ci");
-        assert!(status.success(), "npm ci in tests/peers/node failed");
-    }
-    Some(script)
-}
+use common::{TIMEOUT, server_script};
 
 fn everything(script: &Path) -> Transport {
     Transport::Stdio {
@@ -254,33 +225,7 @@ async fn streamable_http_reaches_a_loopback_server_and_nothing_else() {
     let Some(script) = server_script() else {
         return;
     };
-    // A free port, then the server's streamable-HTTP mode on it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let mut child = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the HTTP server");
-    // Wait until it listens.
-    let mut ready = false;
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(ready, "server-everything did not listen on {port}");
+    let (mut child, port) = common::serve_http(&script).await;
 
     let dir = tempfile::tempdir().expect("tempdir");
     let mut registry = McpRegistry::load(dir.path()).expect("registry");
@@ -289,6 +234,8 @@ async fn streamable_http_reaches_a_loopback_server_and_nothing_else() {
             "everything-http",
             Transport::Http {
                 url: format!("http://127.0.0.1:{port}/mcp"),
+                auth_env: None,
+                ca_file: None,
             },
         )
         .expect("add");
@@ -310,25 +257,105 @@ async fn streamable_http_reaches_a_loopback_server_and_nothing_else() {
     assert_eq!(project(&echo).content, "Echo: over http");
     child.kill().await.ok();
 
+    // Plain http:// to another machine, or a URL whose "loopback" part is
+    // really a user name (`http://127.0.0.1:1@OTHER-HOST/`), is refused
+    // when registered…
+    for url in [
+        "http://example.com/mcp".to_owned(),
+        "http://127.0.0.1:1@example.com/mcp".to_owned(),
+        format!("http://127.0.0.1:1@127.0.0.1:{port}/mcp"),
+    ] {
+        let error = registry
+            .add(
+                "remote",
+                Transport::Http {
+                    url: url.clone(),
+                    auth_env: None,
+                    ca_file: None,
+                },
+            )
+            .expect_err(&url);
+        assert!(
+            matches!(
+                error.code(),
+                "mcp.transport_unsupported" | "mcp.invalid_registration"
+            ),
+            "{url}: {error}"
+        );
+    }
+}
+
+/// A registrations file edited by hand to hold a URL with userinfo is
+/// refused at call time too, and nothing listening where it points is
+/// reached.
+#[tokio::test]
+async fn a_hand_edited_userinfo_url_reaches_nothing() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("registry");
     registry
         .add(
-            "remote",
+            "local",
             Transport::Http {
-                url: "http://example.com/mcp".into(),
+                url: format!("http://127.0.0.1:{port}/mcp"),
+                auth_env: None,
+                ca_file: None,
             },
         )
         .expect("add");
-    let remote = registry.find("remote").expect("found").clone();
-    match call_tool(&remote, "echo", Map::new(), TIMEOUT).await {
-        CallOutcome::Failed(info) => assert_eq!(info.code, "mcp.transport_unsupported"),
-        other => panic!("a remote URL must not be reached: {other:?}"),
+    let path = dir.path().join("registrations.json");
+    let text = std::fs::read_to_string(&path).expect("registry");
+    let edited = text.replace(
+        &format!("http://127.0.0.1:{port}/mcp"),
+        &format!("http://127.0.0.1:1@127.0.0.1:{port}/mcp"),
+    );
+    std::fs::write(&path, edited).expect("edit");
+    let registry = McpRegistry::load(dir.path()).expect("reload");
+    let registration = registry.find("local").expect("found").clone();
+    match call_tool(&registration, "echo", Map::new(), TIMEOUT).await {
+        CallOutcome::Failed(info) => {
+            assert_eq!(info.code, "mcp.invalid_registration", "{}", info.message)
+        }
+        other => panic!("a userinfo URL must not be reached: {other:?}"),
     }
-    assert!(toolhost_mcp::client::is_loopback("http://[::1]:8080/mcp"));
-    assert!(toolhost_mcp::client::is_loopback("http://localhost/mcp"));
-    assert!(!toolhost_mcp::client::is_loopback(
-        "http://127.0.0.1.evil.com/mcp"
-    ));
-    assert!(!toolhost_mcp::client::is_loopback("https://127.0.0.1/mcp"));
+    let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+    assert!(accepted.is_err(), "the listener was reached");
+}
+
+/// Two processes changing the registry at once (here eight threads with
+/// their own loaded copies) never lose a change.
+#[test]
+fn concurrent_grants_are_all_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    McpRegistry::load(dir.path())
+        .expect("empty")
+        .add(
+            "notes",
+            Transport::Stdio {
+                command: "node".into(),
+                args: vec![],
+                env: Default::default(),
+            },
+        )
+        .expect("add");
+    std::thread::scope(|scope| {
+        for thread in 0..8 {
+            let dir = dir.path();
+            scope.spawn(move || {
+                let mut registry = McpRegistry::load(dir).expect("load");
+                for tool in 0..5 {
+                    registry
+                        .grant("notes", &format!("tool-{thread}-{tool}"), Permission::Deny)
+                        .expect("grant");
+                }
+            });
+        }
+    });
+    let registry = McpRegistry::load(dir.path()).expect("reload");
+    assert_eq!(registry.find("notes").expect("notes").permissions.len(), 40);
 }
 
 #[tokio::test]

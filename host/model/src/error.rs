@@ -44,6 +44,10 @@ pub enum ModelError {
     #[error("model.invalid_response: {provider} sent a body that is not JSON: {message}")]
     NotJson { provider: String, message: String },
 
+    /// A reply body larger than the client reads.
+    #[error("model.response_too_large: {provider} sent a reply of more than {limit} bytes")]
+    TooLarge { provider: String, limit: usize },
+
     /// The model's configuration is unusable (missing API key variable).
     #[error("model.configuration_invalid: {0}")]
     Configuration(String),
@@ -81,6 +85,7 @@ impl Classified for ModelError {
             ModelError::Timeout { .. } => "model.timeout",
             ModelError::Status { status, .. } => status_code(*status),
             ModelError::NotJson { .. } => "model.invalid_response",
+            ModelError::TooLarge { .. } => "model.response_too_large",
             ModelError::Configuration(_) => "model.configuration_invalid",
         }
     }

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use toolhost_core::AgentModelRequest;
+use toolhost_net::{ClientOptions, Endpoint, TrustRoots};
 use toolhost_providers::{Provider, SseEvent, SseFramer};
 
 use crate::{AgentModel, ModelError, ModelFuture, ModelReply};
@@ -27,6 +28,10 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// How much of an error body an error message keeps.
 const ERROR_BODY_CHARS: usize = 2_000;
+
+/// Largest reply body read (a whole JSON reply, or all of a stream's
+/// bytes): a provider's answer is read into memory, so it is bounded.
+pub const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct HttpModelConfig {
@@ -48,18 +53,21 @@ pub struct HttpModel {
 }
 
 impl HttpModel {
+    /// The base URL is parsed (no user name or password in it); the client
+    /// follows no redirect to another origin, so the key is only ever sent
+    /// where the base URL points.
     pub fn new(mut config: HttpModelConfig) -> Result<Self, ModelError> {
+        let endpoint = Endpoint::parse(&config.base_url)
+            .map_err(|error| ModelError::Configuration(format!("the model URL: {error}")))?;
+        config.base_url = endpoint.as_str().to_owned();
         while config.base_url.ends_with('/') {
             config.base_url.pop();
         }
-        // reqwest is built without a default crypto provider; install ring
-        // once per process (a second install is refused and harmless).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .timeout(config.timeout)
-            .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|error| ModelError::Configuration(format!("HTTP client: {error}")))?;
+        let client = toolhost_net::client(&ClientOptions {
+            timeout: Some(config.timeout),
+            roots: TrustRoots::System,
+        })
+        .map_err(|error| ModelError::Configuration(error.to_string()))?;
         Ok(Self { config, client })
     }
 
@@ -105,8 +113,9 @@ impl HttpModel {
         } else {
             ModelError::Transport {
                 provider: self.provider_name(),
-                // The chain says why (refused, reset); the top says where.
-                message: error_chain(&error),
+                // The chain says why (refused, reset, a redirect elsewhere);
+                // the top says where.
+                message: toolhost_net::error_chain(&error),
             }
         }
     }
@@ -116,14 +125,19 @@ impl HttpModel {
         let body = provider.encode_request(request, self.config.stream)?;
         let url = self.url(&request.settings.model);
         tracing::debug!(%url, provider = provider.name(), "model request");
-        let response = self
+        let mut response = self
             .with_headers(self.client.post(&url).json(&body))
             .send()
             .await
             .map_err(|error| self.transport(error))?;
         let status = response.status();
         if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
+            // Only the start of an error body is kept, so only that is read.
+            let bytes = self
+                .read_body(&mut response, ERROR_BODY_CHARS * 4)
+                .await
+                .unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes);
             return Err(ModelError::Status {
                 provider: self.provider_name(),
                 status: status.as_u16(),
@@ -133,10 +147,10 @@ impl HttpModel {
         if self.config.stream {
             self.assemble(request, response).await
         } else {
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|error| self.transport(error))?;
+            let bytes = self.read_body(&mut response, MAX_RESPONSE_BYTES).await?;
+            if bytes.len() > MAX_RESPONSE_BYTES {
+                return Err(self.too_large());
+            }
             let raw: Value =
                 serde_json::from_slice(&bytes).map_err(|error| ModelError::NotJson {
                     provider: self.provider_name(),
@@ -144,6 +158,34 @@ impl HttpModel {
                 })?;
             let response = provider.decode_response(&request.turn, &raw)?;
             Ok(ModelReply { response, raw })
+        }
+    }
+
+    /// At most `limit` bytes of the body, and one chunk more when there is
+    /// more (so the caller can tell a body over the limit).
+    async fn read_body(
+        &self,
+        response: &mut reqwest::Response,
+        limit: usize,
+    ) -> Result<Vec<u8>, ModelError> {
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| self.transport(error))?
+        {
+            body.extend_from_slice(&chunk);
+            if body.len() > limit {
+                break;
+            }
+        }
+        Ok(body)
+    }
+
+    fn too_large(&self) -> ModelError {
+        ModelError::TooLarge {
+            provider: self.provider_name(),
+            limit: MAX_RESPONSE_BYTES,
         }
     }
 
@@ -157,6 +199,7 @@ impl HttpModel {
         let mut framer = SseFramer::new();
         let mut assembler = self.config.provider.stream_assembler(&request.turn);
         let mut events: Vec<Value> = Vec::new();
+        let mut received = 0_usize;
         let mut feed = |batch: Vec<SseEvent>| -> Result<(), ModelError> {
             for event in batch {
                 assembler.push(&event)?;
@@ -169,6 +212,10 @@ impl HttpModel {
             .await
             .map_err(|error| self.transport(error))?
         {
+            received += chunk.len();
+            if received > MAX_RESPONSE_BYTES {
+                return Err(self.too_large());
+            }
             feed(framer.push(&chunk)?)?;
         }
         // A last event without its blank line is dropped, as the SSE rules
@@ -179,17 +226,6 @@ impl HttpModel {
             raw: Value::Array(events),
         })
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 impl AgentModel for HttpModel {

@@ -31,6 +31,8 @@ pub struct Canned {
     pub status: u16,
     pub content_type: &'static str,
     pub body: String,
+    /// A `Location` header (for a redirect).
+    pub location: Option<String>,
 }
 
 impl Canned {
@@ -39,6 +41,7 @@ impl Canned {
             status: 200,
             content_type: "application/json",
             body,
+            location: None,
         }
     }
     pub fn sse(body: String) -> Self {
@@ -46,6 +49,16 @@ impl Canned {
             status: 200,
             content_type: "text/event-stream",
             body,
+            location: None,
+        }
+    }
+    /// `307 Temporary Redirect` to `location`.
+    pub fn redirect(location: String) -> Self {
+        Self {
+            status: 307,
+            content_type: "text/plain",
+            body: String::new(),
+            location: Some(location),
         }
     }
 }
@@ -71,8 +84,12 @@ pub async fn serve(answers: Vec<Canned>) -> FakeProvider {
             let request = read_request(&mut socket).await;
             record.lock().expect("lock").push(request);
             let reason = if answer.status == 200 { "OK" } else { "Error" };
+            let location = answer
+                .location
+                .as_ref()
+                .map_or(String::new(), |to| format!("location: {to}\r\n"));
             let head = format!(
-                "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\ncontent-length: {}\r\n{location}connection: close\r\n\r\n",
                 answer.status,
                 answer.content_type,
                 answer.body.len()

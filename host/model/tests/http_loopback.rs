@@ -188,11 +188,13 @@ async fn http_failures_are_typed_and_say_whether_to_retry() {
             status: 429,
             content_type: "application/json",
             body: r#"{"error":{"message":"slow down"}}"#.into(),
+            location: None,
         },
         Canned {
             status: 401,
             content_type: "application/json",
             body: r#"{"error":{"message":"bad key"}}"#.into(),
+            location: None,
         },
         Canned::json("<html>not json</html>".into()),
         Canned::json(
@@ -239,4 +241,51 @@ async fn a_refused_connection_is_a_retryable_transport_failure() {
         .expect_err("refused");
     assert_eq!(error.code(), "model.transport_failed");
     assert!(error.retryable());
+}
+
+/// A provider that redirects elsewhere never gets the key sent there: the
+/// review saw `x-api-key` and `x-goog-api-key` follow a 307 to another host.
+#[tokio::test]
+async fn a_redirect_to_another_origin_sends_the_key_nowhere() {
+    for case in cases() {
+        let elsewhere = serve(vec![Canned::json("{}".into())]).await;
+        let named = serve(vec![Canned::redirect(format!(
+            "{}/stolen",
+            elsewhere.base_url
+        ))])
+        .await;
+        let model = model(case.provider, &named.base_url, false);
+        let error = model
+            .complete(&request("m"))
+            .await
+            .expect_err("a cross-origin redirect");
+        let name = case.fixtures;
+        assert_eq!(error.code(), "model.transport_failed", "{name}");
+        assert!(
+            error.to_string().contains("refusing to follow a redirect"),
+            "{name}: {error}"
+        );
+        assert_eq!(named.seen.lock().unwrap().len(), 1, "{name}");
+        assert!(
+            elsewhere.seen.lock().unwrap().is_empty(),
+            "{name}: the other origin was sent a request"
+        );
+    }
+}
+
+#[test]
+fn a_model_url_with_a_user_name_is_refused() {
+    let error = HttpModel::new(HttpModelConfig {
+        provider: Provider::OpenaiChat,
+        base_url: "http://127.0.0.1:1@example.com/v1".into(),
+        api_key: Some(KEY.to_owned()),
+        stream: false,
+        timeout: Duration::from_secs(1),
+    })
+    .expect_err("userinfo");
+    assert_eq!(error.code(), "model.configuration_invalid");
+    assert!(
+        error.to_string().contains("user name or password"),
+        "{error}"
+    );
 }
