@@ -564,6 +564,54 @@ async fn cache_is_used_and_a_corrupt_entry_is_rebuilt() {
     );
 }
 
+/// The review's swap: one valid cache entry copied over another
+/// component's name used to load (another component's native code ran).
+/// Now the header names its key: the entry is refused, the right component
+/// compiled again.
+#[tokio::test]
+async fn a_cache_entry_copied_over_another_components_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = || SandboxConfig {
+        cache_dir: Some(dir.path().to_owned()),
+        ..SandboxConfig::default()
+    };
+    let first = Sandbox::new(config()).expect("sandbox");
+    let dice_sha = load(&first, dice_spec()).await.sha256_hex().to_owned();
+    let other = load(&first, spec(builtin("workspace-list-files"))).await;
+    let entry_of = |sha: &str| {
+        std::fs::read_dir(dir.path())
+            .expect("cache dir")
+            .map(|entry| entry.expect("entry").path())
+            .find(|path| {
+                path.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with(sha))
+            })
+            .expect("a cache entry")
+    };
+    std::fs::copy(entry_of(other.sha256_hex()), entry_of(&dice_sha)).expect("swap");
+
+    let rejected = std::sync::Mutex::new(Vec::new());
+    let observe = |event: LoadEvent<'_>| {
+        if let LoadEvent::CacheRejected { reason, .. } = event {
+            rejected.lock().expect("lock").push(reason);
+        }
+    };
+    let second = Sandbox::new(config()).expect("sandbox");
+    let dice = second.load(dice_spec(), &observe).await.expect("rebuilt");
+    assert_eq!(dice.loaded_from(), LoadedFrom::Compiled);
+    assert_eq!(dice.id().as_str(), "builtin:dice.roll");
+    let reasons = rejected.lock().expect("lock").clone();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains("another component"), "{reasons:?}");
+    assert!(
+        call(&second, &dice, json!({"formula": "d6"}))
+            .await
+            .result
+            .is_ok()
+    );
+}
+
 #[tokio::test]
 async fn pooling_falls_back_cleanly_when_address_space_is_short() {
     // Millions of 4 GiB memory slots cannot be reserved on any machine.
