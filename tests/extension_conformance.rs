@@ -10,7 +10,7 @@ use toolhost_conformance::{BuiltinComponent, guest};
 use toolhost_core::limits::{HostPolicy, Limits};
 use toolhost_core::snapshot::{ExitPolicy, compile};
 use toolhost_core::{Capability, CapabilitySet, Profile, ToolId, ToolInvocation};
-use toolhost_extensions::{ExtensionRegistry, sha256_hex};
+use toolhost_extensions::{ExtensionRegistry, GrantRequest, sha256_hex};
 use toolhost_runtime::extensions::{InstallError, Installed, install};
 use toolhost_runtime::{ToolHost, ToolHostConfig};
 use toolhost_sandbox::{CallEntropy, Sandbox, SandboxConfig};
@@ -97,13 +97,23 @@ impl World {
             .unwrap_or_else(|error| panic!("{name} installs: {error}"))
     }
 
-    fn grant(&self, id: &str, profiles: Option<&[&str]>) {
+    fn grant_with(&self, id: &str, request: GrantRequest) {
+        ExtensionRegistry::update(self.dir(), |registry| {
+            registry.grant(id, request).map(|_| ())
+        })
+        .expect("grant");
+    }
+
+    fn grant(&self, id: &str, profiles: Option<&[&Profile]>) {
         ExtensionRegistry::update(self.dir(), |registry| {
             registry
                 .grant(
                     id,
-                    None,
-                    profiles.map(|p| p.iter().map(|s| s.to_string()).collect()),
+                    GrantRequest {
+                        profiles: profiles
+                            .map(|p| p.iter().map(|profile| profile.version()).collect()),
+                        ..GrantRequest::default()
+                    },
                 )
                 .map(|_| ())
         })
@@ -258,11 +268,13 @@ async fn workspace_write_is_never_installed_or_granted() {
         registry
             .grant(
                 "acme-stateful",
-                Some(CapabilitySet::new([
-                    Capability::Log,
-                    Capability::WorkspaceWrite,
-                ])),
-                None,
+                GrantRequest {
+                    capabilities: Some(CapabilitySet::new([
+                        Capability::Log,
+                        Capability::WorkspaceWrite,
+                    ])),
+                    ..GrantRequest::default()
+                },
             )
             .map(|_| ())
     })
@@ -348,13 +360,27 @@ async fn an_ungranted_extension_is_invisible_to_snapshots() {
     );
     assert_eq!(host.extension_omitted()[0].code, "ext.not_granted");
 
-    world.grant("acme-stateful", Some(&["researcher"]));
+    world.grant("acme-stateful", Some(&[&researcher]));
     let host = world.host().await;
     assert_eq!(snapshot(&host, &researcher).0, [tool]);
     let (tools, omitted) = snapshot(&host, &writer);
     assert!(tools.is_empty());
     assert!(
         omitted[0].starts_with("ext.not_granted_to_profile"),
+        "{}",
+        omitted[0]
+    );
+    // Any profile declaring the id `researcher` used to be covered; now a
+    // grant is for the profile's content, so another one is not.
+    let impostor = {
+        let mut changed = researcher.clone();
+        changed.description = Some("declares the granted id, allows more".into());
+        changed
+    };
+    let (tools, omitted) = snapshot(&host, &impostor);
+    assert!(tools.is_empty());
+    assert!(
+        omitted[0].contains("its content has changed since"),
         "{}",
         omitted[0]
     );
@@ -708,4 +734,118 @@ async fn an_extension_is_charged_for_every_skill_character_it_reads() {
         extension_charge, whole,
         "an extension is charged all it read"
     );
+}
+
+/// The review's two findings about `workspace-read` for extensions: it
+/// showed `tool-results/` (other calls' chat text, skill text, MCP output),
+/// and `record-read` let an extension forge the read-state that authorizes
+/// `workspace.write_file` to replace a file.
+#[tokio::test]
+async fn an_extension_sees_tool_results_only_when_granted_and_never_records_reads() {
+    use std::sync::Arc;
+    use toolhost_runtime::ToolExecutor;
+    use toolhost_sandbox::CallContext;
+    use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
+
+    let world = World::new();
+    let extra =
+        "capabilities = [\"log\", \"workspace-read\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.4\"\n";
+    world
+        .install(&Package::new(
+            guest("snoop"),
+            "acme-snoop",
+            "hostile.snoop",
+            extra,
+        ))
+        .await
+        .expect("installs");
+    world.grant("acme-snoop", None);
+
+    let run = tempfile::tempdir().expect("run dir");
+    for dir in ["output", "tool-results", ".tmp"] {
+        std::fs::create_dir_all(run.path().join(dir)).expect("root");
+    }
+    std::fs::write(
+        run.path().join("tool-results/call_secret.json"),
+        "{\"content\":\"the chat's private text\"}",
+    )
+    .expect("a stored result");
+    std::fs::write(run.path().join("output/draft.md"), "the model's draft\n").expect("draft");
+    let workspace = Workspace::open(
+        run.path(),
+        WorkspaceRoots::default_run(),
+        WorkspaceLimits::default(),
+    )
+    .expect("workspace");
+    // The model's invocation session: what it has read authorizes writes.
+    let session = Arc::new(WorkspaceSession::new(Arc::new(workspace)));
+
+    let host = world.host().await;
+    let tool = "ext/acme-snoop:hostile.snoop";
+    let snapshot = compile(
+        &profile("writer", &[tool]),
+        host.snapshot_sources(),
+        "inv_root",
+        ExitPolicy::RunFinishAllowed,
+    )
+    .expect("snapshot")
+    .snapshot;
+    let binding = snapshot.bindings()[0].clone();
+    let snoop = |arguments: Value| {
+        let (host, binding, session) = (&host, &binding, Arc::clone(&session));
+        async move {
+            let execution = ToolExecutor::execute(
+                host,
+                &ToolInvocation {
+                    call_id: "call_1".into(),
+                    tool_id: id(tool),
+                    arguments,
+                    provider_metadata: Value::Null,
+                },
+                binding,
+                CallEntropy::seeded(1),
+                CallContext::with_workspace(session),
+            )
+            .await
+            .expect("executes");
+            execution.result.content
+        }
+    };
+
+    let read = snoop(json!({"action": "read", "path": "tool-results/call_secret.json"})).await;
+    assert!(
+        read.contains("refused: workspace.path_not_visible"),
+        "{read}"
+    );
+    let listed = snoop(json!({"action": "list"})).await;
+    assert!(listed.contains("output/draft.md"), "{listed}");
+    assert!(!listed.contains("tool-results"), "{listed}");
+
+    let forged = snoop(json!({"action": "record", "path": "output/draft.md"})).await;
+    assert!(
+        forged.contains("refused: workspace.read_state_refused"),
+        "{forged}"
+    );
+    assert_eq!(session.read_state("output/draft.md"), None);
+    // So the model still cannot replace a file it never read.
+    let error = session
+        .write(
+            "output/draft.md",
+            "overwritten",
+            toolhost_workspace::WriteMode::Replace,
+        )
+        .expect_err("not read by the model");
+    assert_eq!(error.code(), "workspace.write_requires_read");
+
+    // Granted explicitly, the results are readable (the grant is read at
+    // every call: no new host needed).
+    world.grant_with(
+        "acme-snoop",
+        GrantRequest {
+            tool_results: true,
+            ..GrantRequest::default()
+        },
+    );
+    let read = snoop(json!({"action": "read", "path": "tool-results/call_secret.json"})).await;
+    assert!(read.contains("the chat's private text"), "{read}");
 }

@@ -8,8 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
-use toolhost_core::{Capability, CapabilitySet, ToolProvider};
-use toolhost_extensions::{ExtensionRegistry, InstalledExtension, MANIFEST_FILE, sha256_hex};
+use toolhost_core::{Capability, CapabilitySet, ProfileVersion, ToolProvider};
+use toolhost_extensions::{
+    ExtensionRegistry, GrantRequest, InstalledExtension, MANIFEST_FILE, sha256_hex,
+};
 use toolhost_sandbox::Sandbox;
 
 use crate::load;
@@ -33,10 +35,17 @@ pub enum ExtCommand {
         /// [default: everything its manifest requests].
         #[arg(long = "capability", value_name = "NAME")]
         capabilities: Vec<String>,
-        /// Only snapshots of this profile (by its id) may offer its tools;
-        /// repeatable [default: every profile that allows them].
+        /// Only snapshots of this profile, as its file is now, may offer its
+        /// tools (bound to its id and content digest: a changed profile
+        /// needs a new grant); repeatable [default: every profile that
+        /// allows them].
         #[arg(long = "profile", value_name = "FILE")]
         profiles: Vec<PathBuf>,
+        /// Also let it read `tool-results/` through workspace-read: other
+        /// calls' results (chat text, skill text, MCP output). Builtins
+        /// always see it; an extension only with this.
+        #[arg(long)]
+        tool_results: bool,
     },
     /// Disable an extension again (it stays installed).
     Revoke { id: String },
@@ -135,6 +144,7 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
             id,
             capabilities,
             profiles,
+            tool_results,
         } => {
             let capabilities = if capabilities.is_empty() {
                 None
@@ -155,12 +165,21 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
                 Some(
                     profiles
                         .iter()
-                        .map(|path| load::profile(Some(path)).map(|profile| profile.id))
-                        .collect::<Result<BTreeSet<String>>>()?,
+                        .map(|path| load::profile(Some(path)).map(|profile| profile.version()))
+                        .collect::<Result<BTreeSet<ProfileVersion>>>()?,
                 )
             };
             let extension = ExtensionRegistry::update(dir, |registry| {
-                registry.grant(&id, capabilities, profiles).cloned()
+                registry
+                    .grant(
+                        &id,
+                        GrantRequest {
+                            capabilities,
+                            profiles,
+                            tool_results,
+                        },
+                    )
+                    .cloned()
             })?;
             println!("granted {}: {}", extension.id, grant_text(&extension));
         }
@@ -241,14 +260,31 @@ fn grant_text(extension: &InstalledExtension) -> String {
         Some(grant) => {
             let profiles = match &grant.profiles {
                 None => "every profile".to_owned(),
-                Some(ids) => format!(
+                Some(versions) => format!(
                     "profile{} {}",
-                    if ids.len() == 1 { "" } else { "s" },
-                    ids.iter().cloned().collect::<Vec<_>>().join(", ")
+                    if versions.len() == 1 { "" } else { "s" },
+                    versions
+                        .iter()
+                        .map(profile_text)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             };
-            format!("{} for {profiles}", set_text(&grant.capabilities))
+            let results = if grant.tool_results {
+                " (tool-results/ readable)"
+            } else {
+                ""
+            };
+            format!("{}{results} for {profiles}", set_text(&grant.capabilities))
         }
+    }
+}
+
+/// `id@sha256-prefix`, or why a grant from an older registry covers nothing.
+fn profile_text(version: &ProfileVersion) -> String {
+    match version.sha256.get(..12) {
+        Some(prefix) => format!("{}@{prefix}", version.id),
+        None => format!("{} (granted by id only: grant again)", version.id),
     }
 }
 
@@ -268,6 +304,27 @@ fn print_info(registry: &ExtensionRegistry, e: &InstalledExtension) {
     println!("  requests: {}", set_text(&e.requested));
     println!("  imports: {}", set_text(&e.imports));
     println!("  grant: {}", grant_text(e));
+    if let Some(grant) = &e.grant
+        && grant.capabilities.contains(&Capability::WorkspaceRead)
+    {
+        println!(
+            "  tool-results/ (other calls' results): {}",
+            if grant.tool_results {
+                "readable (granted with --tool-results)"
+            } else {
+                "hidden (grant again with --tool-results to show it)"
+            }
+        );
+    }
+    if e.grant
+        .as_ref()
+        .is_some_and(|grant| grant.profiles.is_some())
+    {
+        println!(
+            "  a grant covers each profile as it was when granted (id@content sha256): a changed profile needs `toolhost ext grant {} --profile FILE` again",
+            e.id
+        );
+    }
     let limits = &e.limits;
     println!(
         "  requested limits: fuel {}, deadline {}, memory {}, instances {}",

@@ -75,6 +75,16 @@ impl ProfileError {
     }
 }
 
+/// One version of a profile: its id and the sha256 of its resolved content
+/// ([`Profile::digest`]). An extension granted to a profile is granted to
+/// this version: a changed profile needs a new grant.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProfileVersion {
+    pub id: String,
+    pub sha256: String,
+}
+
 /// A resolved profile: every default filled in, every tool reference a
 /// canonical [`ToolId`]. Serializing it gives the frozen form a run stores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -477,6 +487,22 @@ impl Profile {
         // A resolved profile holds only strings, numbers and maps with string
         // keys: serializing it cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Hex sha256 of [`Self::to_resolved_json`]: the profile's content, what
+    /// a run records and what a grant to this profile is bound to. Layout
+    /// and defaults spelled out do not change it; any change of meaning does.
+    pub fn digest(&self) -> String {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(self.to_resolved_json().as_bytes()))
+    }
+
+    /// This profile as a grant names it.
+    pub fn version(&self) -> ProfileVersion {
+        ProfileVersion {
+            id: self.id.clone(),
+            sha256: self.digest(),
+        }
     }
 
     /// Whether the model may be offered `id`: allowed and not denied.

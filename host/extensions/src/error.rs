@@ -34,6 +34,10 @@ pub enum ExtensionError {
     /// The manifest's component is not a regular file inside its directory.
     #[error("ext.manifest_invalid: `component` {}: {message}", path.display())]
     ComponentOutside { path: PathBuf, message: String },
+    /// A manifest or component path that is not a regular file (a fifo, a
+    /// device, a directory): refused before anything is read from it.
+    #[error("ext.manifest_invalid: {} is {kind}, not a regular file", path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error("ext.registry_invalid: {}: {message}", path.display())]
     RegistryInvalid { path: PathBuf, message: String },
     #[error("ext.not_installed: no extension `{0}` is installed")]
@@ -62,7 +66,7 @@ impl ExtensionError {
                 "ext.sha256_mismatch"
             }
             Self::ComponentTooLarge { .. } => "ext.component_too_large",
-            Self::ComponentOutside { .. } => "ext.manifest_invalid",
+            Self::ComponentOutside { .. } | Self::NotAFile { .. } => "ext.manifest_invalid",
             Self::RegistryInvalid { .. } => "ext.registry_invalid",
             Self::NotInstalled(_) => "ext.not_installed",
             Self::AlreadyInstalled { .. } => "ext.already_installed",

@@ -13,8 +13,9 @@ pub mod registry;
 pub use error::ExtensionError;
 pub use manifest::{
     CheckedManifest, MANIFEST_FILE, MAX_COMPONENT_BYTES, Manifest, RequestedLimits, WitTarget,
+    read_bounded,
 };
-pub use registry::{ExtensionRegistry, Grant, InstalledExtension, sha256_hex};
+pub use registry::{ExtensionRegistry, Grant, GrantRequest, InstalledExtension, sha256_hex};
 
 #[cfg(test)]
 mod tests;

@@ -157,23 +157,47 @@ impl CheckedManifest {
 }
 
 /// A regular file's bytes, `None` when it holds more than `max` (read with a
-/// bound: a special file or a growing one cannot make it read forever).
-pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, ExtensionError> {
+/// bound: a growing file cannot make it read forever). The file is opened
+/// with `O_NONBLOCK` and its type checked before any read: opening a fifo
+/// for reading would otherwise wait for a writer forever, and reading a
+/// device need never end.
+pub fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, ExtensionError> {
     use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
     let io = |source| ExtensionError::Io {
         path: path.to_owned(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
-    if !file.metadata().map_err(io)?.is_file() {
-        return Err(ExtensionError::ComponentOutside {
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(io)?;
+    let kind = file.metadata().map_err(io)?.file_type();
+    if !kind.is_file() {
+        return Err(ExtensionError::NotAFile {
             path: path.to_owned(),
-            message: "not a regular file".into(),
+            kind: describe_kind(kind),
         });
     }
     let mut bytes = Vec::new();
     file.take(max + 1).read_to_end(&mut bytes).map_err(io)?;
     Ok((bytes.len() as u64 <= max).then_some(bytes))
+}
+
+fn describe_kind(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a fifo"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
 }
 
 impl Manifest {

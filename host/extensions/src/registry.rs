@@ -12,12 +12,11 @@
 //! and, optionally, the only profiles whose snapshots may offer its tools.
 
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use toolhost_core::{Capability, CapabilitySet, ToolProvider};
+use toolhost_core::{Capability, CapabilitySet, ProfileVersion, ToolProvider};
 
 use crate::error::ExtensionError;
 use crate::manifest::{CheckedManifest, RequestedLimits};
@@ -25,7 +24,6 @@ use crate::manifest::{CheckedManifest, RequestedLimits};
 pub const REGISTRY_KIND: &str = "toolhost.extensions";
 pub const REGISTRY_FILE: &str = "extensions.json";
 const COMPONENTS_DIR: &str = "components";
-const LOCK_FILE: &str = ".lock";
 
 /// One installed extension.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,10 +56,60 @@ pub struct InstalledExtension {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Grant {
     pub capabilities: Vec<Capability>,
-    /// Profile ids whose snapshots may offer its tools; `None` for every
-    /// profile that allows them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profiles: Option<BTreeSet<String>>,
+    /// The profiles whose snapshots may offer its tools, each as it was when
+    /// granted (id and content digest: another profile declaring the same
+    /// id, or this one changed, is not covered); `None` for every profile
+    /// that allows them.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "granted_profiles"
+    )]
+    pub profiles: Option<BTreeSet<ProfileVersion>>,
+    /// It may read `tool-results/` (other calls' results: chat text, skill
+    /// text, MCP output) through `workspace-read`. Builtins always see it;
+    /// an extension only when a user said so, separately from
+    /// `workspace-read`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tool_results: bool,
+}
+
+/// What `ext grant` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct GrantRequest {
+    /// `None`: everything the manifest requests.
+    pub capabilities: Option<CapabilitySet>,
+    /// `None`: every profile that allows its tools.
+    pub profiles: Option<BTreeSet<ProfileVersion>>,
+    /// Let it read `tool-results/` (needs `workspace-read`).
+    pub tool_results: bool,
+}
+
+/// A registry written before grants were bound to a profile's content
+/// lists bare ids; they load as versions no profile has (an empty digest),
+/// so such a grant covers nothing until it is given again.
+fn granted_profiles<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<BTreeSet<ProfileVersion>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Granted {
+        Version(ProfileVersion),
+        Id(String),
+    }
+    let listed: Option<Vec<Granted>> = Option::deserialize(deserializer)?;
+    Ok(listed.map(|listed| {
+        listed
+            .into_iter()
+            .map(|granted| match granted {
+                Granted::Version(version) => version,
+                Granted::Id(id) => ProfileVersion {
+                    id,
+                    sha256: String::new(),
+                },
+            })
+            .collect()
+    }))
 }
 
 impl InstalledExtension {
@@ -94,6 +142,11 @@ impl InstalledExtension {
         if let Some(refused) = granted.iter().find(|c| c.refused_to_extensions().is_some()) {
             return Err(format!("an extension can never be granted {refused}"));
         }
+        if self.grant.as_ref().is_some_and(|grant| grant.tool_results)
+            && !granted.contains(Capability::WorkspaceRead)
+        {
+            return Err("tool-results/ is granted without workspace-read".into());
+        }
         let beyond = granted.without(&self.requested_set());
         if !beyond.is_empty() {
             return Err(format!(
@@ -103,15 +156,15 @@ impl InstalledExtension {
         Ok(())
     }
 
-    /// Whether a snapshot of profile `profile_id` may offer its tools.
-    pub fn visible_to(&self, profile_id: &str) -> bool {
+    /// Whether a snapshot of this version of a profile may offer its tools.
+    pub fn visible_to(&self, profile: &ProfileVersion) -> bool {
         match &self.grant {
             None => false,
             Some(Grant { profiles: None, .. }) => true,
             Some(Grant {
                 profiles: Some(profiles),
                 ..
-            }) => profiles.contains(profile_id),
+            }) => profiles.contains(profile),
         }
     }
 }
@@ -167,30 +220,16 @@ impl ExtensionRegistry {
         dir: &Path,
         change: impl FnOnce(&mut ExtensionRegistry) -> Result<T, ExtensionError>,
     ) -> Result<T, ExtensionError> {
-        let io = |path: &Path| {
-            let path = path.to_owned();
-            move |source| ExtensionError::Io { path, source }
-        };
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let lock_path = dir.join(LOCK_FILE);
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io(&lock_path))?;
-        // Released when `lock` is dropped, after the save.
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|errno| io(&lock_path)(errno.into()))?;
-        let mut registry = Self::load(dir)?;
-        let value = change(&mut registry)?;
-        registry.save()?;
-        for path in registry.unused.drain(..) {
-            // Best effort: a file left behind is only disk space.
-            let _ = std::fs::remove_file(path);
-        }
-        drop(lock);
-        Ok(value)
+        toolhost_core::document::with_dir_lock(dir, || {
+            let mut registry = Self::load(dir)?;
+            let value = change(&mut registry)?;
+            registry.save()?;
+            for path in registry.unused.drain(..) {
+                // Best effort: a file left behind is only disk space.
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(value)
+        })
     }
 
     pub fn dir(&self) -> &Path {
@@ -295,14 +334,17 @@ impl ExtensionRegistry {
         self.get(&manifest.id)
     }
 
-    /// Authorize an extension with `capabilities` (its whole request when
-    /// `None`), for `profiles` only when given.
+    /// Authorize an extension as `request` says.
     pub fn grant(
         &mut self,
         id: &str,
-        capabilities: Option<CapabilitySet>,
-        profiles: Option<BTreeSet<String>>,
+        request: GrantRequest,
     ) -> Result<&InstalledExtension, ExtensionError> {
+        let GrantRequest {
+            capabilities,
+            profiles,
+            tool_results,
+        } = request;
         let extension = self.get_mut(id)?;
         let requested = extension.requested_set();
         let capabilities = capabilities.unwrap_or_else(|| requested.clone());
@@ -337,9 +379,16 @@ impl ExtensionRegistry {
         {
             return Err(invalid("a grant for no profile grants nothing".into()));
         }
+        if tool_results && !capabilities.contains(Capability::WorkspaceRead) {
+            return Err(invalid(
+                "tool-results/ is read through workspace-read, which this grant does not give"
+                    .into(),
+            ));
+        }
         extension.grant = Some(Grant {
             capabilities: capabilities.iter().collect(),
             profiles,
+            tool_results,
         });
         Ok(extension)
     }

@@ -3,9 +3,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use toolhost_core::{Capability, CapabilitySet};
+use toolhost_core::{Capability, CapabilitySet, ProfileVersion};
 
-use crate::{ExtensionError, ExtensionRegistry, Manifest, sha256_hex};
+use crate::{ExtensionError, ExtensionRegistry, GrantRequest, Manifest, sha256_hex};
 
 fn checked(requested: &[&str]) -> crate::CheckedManifest {
     let capabilities = requested
@@ -57,9 +57,18 @@ fn install_logger(dir: &Path, bytes: &[u8], upgrade: bool) -> Result<(), Extensi
     install(dir, &["log"], &[Capability::Log], bytes, upgrade)
 }
 
+fn version(id: &str, content: &str) -> ProfileVersion {
+    ProfileVersion {
+        id: id.to_owned(),
+        sha256: sha256_hex(content.as_bytes()),
+    }
+}
+
 fn grant_whole_request(dir: &Path) {
     ExtensionRegistry::update(dir, |registry| {
-        registry.grant("acme-wordcount", None, None).map(|_| ())
+        registry
+            .grant("acme-wordcount", GrantRequest::default())
+            .map(|_| ())
     })
     .expect("grant");
 }
@@ -78,7 +87,7 @@ fn install_records_disabled_and_stores_the_component_by_digest() {
     let registry = ExtensionRegistry::load(dir.path()).expect("load");
     let extension = registry.get("acme-wordcount").expect("installed");
     assert_eq!(extension.grant, None);
-    assert!(!extension.visible_to("default"));
+    assert!(!extension.visible_to(&version("default", "a")));
     assert_eq!(extension.sha256, sha256_hex(b"component v2"));
     assert_eq!(
         registry.component_bytes(extension).expect("bytes"),
@@ -121,8 +130,12 @@ fn grants_stay_within_the_request_and_cover_the_imports() {
             registry
                 .grant(
                     "acme-wordcount",
-                    capabilities.map(|c| CapabilitySet::new(c.iter().copied())),
-                    profiles.map(|p| p.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>()),
+                    GrantRequest {
+                        capabilities: capabilities.map(|c| CapabilitySet::new(c.iter().copied())),
+                        profiles: profiles
+                            .map(|p| p.iter().map(|id| version(id, "a")).collect::<BTreeSet<_>>()),
+                        tool_results: false,
+                    },
                 )
                 .cloned()
         })
@@ -158,14 +171,17 @@ fn grants_stay_within_the_request_and_cover_the_imports() {
         all.granted_set().expect("granted").to_string(),
         "log, random, workspace-read"
     );
-    assert!(all.visible_to("anyone"));
+    assert!(all.visible_to(&version("anyone", "a")));
     let narrow = grant(
         Some(&[Capability::Log, Capability::WorkspaceRead]),
         Some(&["researcher"]),
     )
     .expect("narrow");
-    assert!(narrow.visible_to("researcher"));
-    assert!(!narrow.visible_to("default"));
+    assert!(narrow.visible_to(&version("researcher", "a")));
+    assert!(!narrow.visible_to(&version("default", "a")));
+    // Another profile declaring the same id, or this one changed: not
+    // covered.
+    assert!(!narrow.visible_to(&version("researcher", "b")));
 
     let revoked = ExtensionRegistry::update(dir.path(), |registry| {
         registry.revoke("acme-wordcount").cloned()
@@ -260,4 +276,86 @@ fn a_hand_edited_registry_is_never_trusted_beyond_install_and_grant() {
         assert_eq!(error.code(), "ext.registry_invalid");
         assert!(error.to_string().contains(expected), "{error}");
     }
+}
+
+#[test]
+fn a_grant_by_bare_profile_id_from_an_older_registry_covers_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    install_logger(dir.path(), b"component v2", false).expect("install");
+    grant_whole_request(dir.path());
+    let path = dir.path().join("extensions.json");
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("registry")).expect("json");
+    document["extensions"][0]["grant"]["profiles"] = serde_json::json!(["researcher"]);
+    std::fs::write(&path, document.to_string()).expect("edit");
+    let registry = ExtensionRegistry::load(dir.path()).expect("an older registry loads");
+    let extension = registry.get("acme-wordcount").expect("installed");
+    assert!(!extension.visible_to(&version("researcher", "a")));
+    let granted = extension.grant.as_ref().and_then(|g| g.profiles.as_ref());
+    assert_eq!(
+        granted.map(|p| p.iter().map(|v| v.sha256.as_str()).collect::<Vec<_>>()),
+        Some(vec![""])
+    );
+}
+
+/// `ext install` on a fifo used to wait forever for a writer.
+#[test]
+fn a_fifo_manifest_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join(crate::MANIFEST_FILE);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+    let error = Manifest::load(dir.path()).expect_err("a fifo");
+    assert_eq!(error.code(), "ext.manifest_invalid");
+    assert!(error.to_string().contains("a fifo"), "{error}");
+}
+
+#[test]
+fn tool_results_are_a_separate_grant_that_needs_workspace_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    install(
+        dir.path(),
+        &["log", "workspace-read"],
+        &[Capability::Log],
+        b"component v2",
+        false,
+    )
+    .expect("install");
+    let grant = |capabilities: &[Capability], tool_results: bool| {
+        ExtensionRegistry::update(dir.path(), |registry| {
+            registry
+                .grant(
+                    "acme-wordcount",
+                    GrantRequest {
+                        capabilities: Some(CapabilitySet::new(capabilities.iter().copied())),
+                        tool_results,
+                        ..GrantRequest::default()
+                    },
+                )
+                .cloned()
+        })
+    };
+    let error = grant(&[Capability::Log], true).expect_err("without workspace-read");
+    assert_eq!(error.code(), "ext.grant_invalid");
+    let plain = grant(&[Capability::Log, Capability::WorkspaceRead], false).expect("grant");
+    assert!(!plain.grant.expect("granted").tool_results);
+    let with = grant(&[Capability::Log, Capability::WorkspaceRead], true).expect("grant");
+    assert!(with.grant.expect("granted").tool_results);
+    // A hand edit giving tool-results without workspace-read is refused.
+    let path = dir.path().join("extensions.json");
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("registry")).expect("json");
+    document["extensions"][0]["grant"]["capabilities"] = serde_json::json!(["log"]);
+    std::fs::write(&path, document.to_string()).expect("edit");
+    let error = ExtensionRegistry::load(dir.path()).expect_err("edited");
+    assert!(
+        error.to_string().contains("without workspace-read"),
+        "{error}"
+    );
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use toolhost_core::ToolProvider;
 use toolhost_core::limits::{Clamped, Limits};
-use toolhost_extensions::{ExtensionError, ExtensionRegistry, InstalledExtension, Manifest};
+use toolhost_extensions::{ExtensionError, ExtensionRegistry, Grant, InstalledExtension, Manifest};
 use toolhost_sandbox::capability::newest_host_import;
 use toolhost_sandbox::{
     ComponentSpec, LoadError, LoadEvent, LoadedFrom, Sandbox, ToolComponent, Trust,
@@ -169,29 +169,28 @@ pub async fn install(
     })
 }
 
-/// Why a loaded extension may not run now, if it may not: its registry
-/// cannot be read, it was removed or revoked, or its component changed.
-pub(crate) fn recheck(dir: &Path, id: &str, sha256: &str) -> Option<(&'static str, String)> {
-    let registry = match ExtensionRegistry::load(dir) {
-        Ok(registry) => registry,
-        Err(error) => return Some((error.code(), error.to_string())),
-    };
+/// The grant of a loaded extension as it is now, or why it may not run:
+/// its registry cannot be read, it was removed or revoked, or its component
+/// changed.
+pub(crate) fn recheck(dir: &Path, id: &str, sha256: &str) -> Result<Grant, (&'static str, String)> {
+    let registry =
+        ExtensionRegistry::load(dir).map_err(|error| (error.code(), error.to_string()))?;
     let Ok(extension) = registry.get(id) else {
-        return Some((
+        return Err((
             "ext.not_installed",
             format!("extension `{id}` is no longer installed"),
         ));
     };
-    if extension.grant.is_none() {
-        return Some(("ext.not_granted", format!("extension `{id}` was revoked")));
-    }
+    let Some(grant) = &extension.grant else {
+        return Err(("ext.not_granted", format!("extension `{id}` was revoked")));
+    };
     if extension.sha256 != sha256 {
-        return Some((
+        return Err((
             "ext.changed",
             format!("extension `{id}` was upgraded since this host loaded it; start a new run"),
         ));
     }
-    None
+    Ok(grant.clone())
 }
 
 /// Load one granted extension under its grant (from the component cache

@@ -7,12 +7,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use toolhost_core::{
-    AgentToolCatalogItemDto, AgentToolResult, CatalogError, IdentityMismatch, SnapshotSources,
-    ToolBinding, ToolCatalog, ToolEffect, ToolId, ToolInvocation, ToolProvider, ToolSourceDto,
+    AgentToolCatalogItemDto, AgentToolResult, CatalogError, IdentityMismatch, ProfileVersion,
+    SnapshotSources, ToolBinding, ToolCatalog, ToolEffect, ToolId, ToolInvocation, ToolProvider,
+    ToolSourceDto,
 };
 use toolhost_core::{ToolFailure, ToolOutcome, ToolSuccess};
 use toolhost_extensions::ExtensionRegistry;
@@ -22,6 +24,7 @@ use toolhost_sandbox::{
     LimitOverrides, LoadError, LoadEvent, Sandbox, SandboxConfig, SandboxError, ToolComponent,
     Trust,
 };
+use toolhost_workspace::WorkspaceSession;
 use uuid::Uuid;
 
 pub use toolhost_builtins::BuiltinComponent;
@@ -168,7 +171,7 @@ pub struct ToolHost {
     /// Every omission, keyed for the snapshot compiler's diagnostics.
     unavailable: BTreeMap<String, String>,
     /// Extensions granted to some profiles only.
-    restricted_to_profiles: BTreeMap<String, BTreeSet<String>>,
+    restricted_to_profiles: BTreeMap<String, BTreeSet<ProfileVersion>>,
     mcp_call_timeout: Duration,
 }
 
@@ -447,6 +450,7 @@ impl ToolHost {
             .entries
             .get(&invocation.tool_id)
             .ok_or_else(|| ExecuteError::UnknownTool(invocation.tool_id.clone()))?;
+        let mut context = context;
         let component = match entry {
             Entry::Component {
                 component,
@@ -454,18 +458,22 @@ impl ToolHost {
             } => {
                 // The grant as it is now, not as it was when the host loaded:
                 // a revoke or an upgrade takes effect at the next call.
-                if let Some((code, message)) =
-                    crate::extensions::recheck(registry, id, component.sha256_hex())
-                {
-                    let (result, _) = AgentToolResult::from_outcome(
-                        invocation,
-                        ToolOutcome::Error(ToolFailure::new(code, message)),
-                    );
-                    return Ok(Execution {
-                        result,
-                        effect: None,
-                        report: None,
-                    });
+                let grant = match crate::extensions::recheck(registry, id, component.sha256_hex()) {
+                    Ok(grant) => grant,
+                    Err((code, message)) => {
+                        let (result, _) = AgentToolResult::from_outcome(
+                            invocation,
+                            ToolOutcome::Error(ToolFailure::new(code, message)),
+                        );
+                        return Ok(Execution {
+                            result,
+                            effect: None,
+                            report: None,
+                        });
+                    }
+                };
+                if !grant.tool_results {
+                    context = hide_tool_results(context).map_err(ExecuteError::HostFault)?;
                 }
                 component
             }
@@ -632,6 +640,23 @@ impl ToolExecutor for ToolHost {
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send {
         self.run(invocation, binding.limits.as_ref(), entropy, context)
     }
+}
+
+/// An extension's view of the invocation's workspace without
+/// `tool-results/` (other calls' results), in a session of its own: it was
+/// not granted them. Its reads never count as the model's anyway.
+fn hide_tool_results(mut context: CallContext) -> Result<CallContext, HostFault> {
+    if let Some(session) = &context.workspace {
+        let narrowed = session
+            .workspace()
+            .without_tool_results()
+            .map_err(|error| HostFault {
+                code: error.code().to_owned(),
+                message: error.message(),
+            })?;
+        context.workspace = Some(Arc::new(WorkspaceSession::new(Arc::new(narrowed))));
+    }
+    Ok(context)
 }
 
 /// Parse a person's argument text the way a provider's would be: text that is

@@ -228,8 +228,7 @@ impl Run {
 
     /// Whether `profile` resolves to exactly the profile this run froze.
     pub fn was_created_with(&self, profile: &Profile) -> bool {
-        toolhost_journal::sha256_hex(profile.to_resolved_json().as_bytes())
-            == self.manifest.profile.sha256
+        profile.digest() == self.manifest.profile.sha256
     }
 
     /// The run directory, for one journal append or audit write. A panic

@@ -706,3 +706,56 @@ async fn a_delegated_agent_sees_only_what_its_profile_shows() {
     );
     assert_eq!(summary.tasks[0].status, "completed");
 }
+
+/// The review found a handoff target whose profile hides a root could
+/// still publish a file under it with `workspace_commit`: the commit read
+/// through the run's workspace, not the invocation's.
+#[tokio::test]
+async fn a_handoff_target_commits_only_what_its_profile_shows() {
+    let fixture = Fixture::new();
+    let models = book(
+        json!([
+            {"toolCalls": [
+                call("w1", "workspace_write_file",
+                    json!({"path": "output/secret.md", "content": "The writer's private notes."})),
+                call("w2", "agent_handoff", json!({"agentId": "editor", "handoff": {"objective": "Reply"}}))
+            ]}
+        ]),
+        json!({"editor": [
+            {"toolCalls": [call("e1", "workspace_commit", json!({"path": "output/secret.md"}))]},
+            {"toolCalls": [
+                call("e2", "workspace_write_file", json!({"path": "scratch/reply.md", "content": REPLY})),
+                call("e3", "workspace_commit", json!({"path": "scratch/reply.md"})),
+                finish("e4")
+            ]}
+        ]}),
+    );
+    let editor = editor(json!({
+        "workspace": {"visibleRoots": ["scratch"], "writableRoots": ["scratch"]}
+    }));
+    let summary = fixture
+        .run_agents(
+            &writer(json!({})),
+            models,
+            directory(vec![editor]),
+            config(),
+        )
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(
+        fixture.tool_result("e1")["errorCode"],
+        "workspace.path_not_visible"
+    );
+    assert_eq!(fixture.tool_result("e3")["isError"], false);
+    let texts: Vec<String> = fixture
+        .chat()
+        .messages()
+        .iter()
+        .map(|message| message.text().to_owned())
+        .collect();
+    assert!(
+        !texts.iter().any(|text| text.contains("private notes")),
+        "the hidden file reached the chat"
+    );
+    assert_eq!(texts.last().map(String::as_str), Some(REPLY));
+}

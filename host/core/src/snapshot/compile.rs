@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{ExitPolicy, InvocationToolSnapshot, SnapshotError, ToolBinding};
 use crate::alias::{AliasAllocator, builtin_alias, extension_alias_base, mcp_alias_base};
 use crate::builtin::{CHILD_EXCLUDED, TASK_RETURN};
-use crate::profile::Profile;
+use crate::profile::{Profile, ProfileVersion};
 use crate::{ToolCatalog, ToolId, ToolProvider};
 
 /// Where descriptors and source names come from.
@@ -24,15 +24,15 @@ pub struct SnapshotSources<'a> {
     /// (`mcp/<uuid>`, `ext/<id>`). The diagnostic of an allowed tool that is
     /// missing says this reason.
     pub unavailable: &'a BTreeMap<String, String>,
-    /// Providers whose tools only the listed profile ids may be offered (an
-    /// extension granted to some profiles), by provider (`ext/<id>`).
-    pub restricted_to_profiles: &'a BTreeMap<String, BTreeSet<String>>,
+    /// Providers whose tools only the listed profile versions may be offered
+    /// (an extension granted to some profiles), by provider (`ext/<id>`).
+    pub restricted_to_profiles: &'a BTreeMap<String, BTreeSet<ProfileVersion>>,
 }
 
 /// No omissions (for sources without external tools).
 pub static NO_OMISSIONS: BTreeMap<String, String> = BTreeMap::new();
 /// No per-profile restrictions.
-pub static NO_RESTRICTIONS: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+pub static NO_RESTRICTIONS: BTreeMap<String, BTreeSet<ProfileVersion>> = BTreeMap::new();
 
 /// Why an allowed tool is not in the snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -113,6 +113,8 @@ pub fn compile(
 
     let mut bindings = Vec::new();
     let mut diagnostics = Vec::new();
+    // Hashed only when an extension is restricted to some profiles.
+    let mut version: Option<ProfileVersion> = None;
     for tool in &profile.tools.allow {
         if profile.tools.deny.contains(tool) {
             diagnostics.push(SnapshotDiagnostic::new(tool, OmitReason::Denied));
@@ -135,17 +137,14 @@ pub fn compile(
             continue;
         };
         let provider = tool.provider().to_string();
-        if let Some(profiles) = sources.restricted_to_profiles.get(&provider)
-            && !profiles.contains(&profile.id)
-        {
-            let mut diagnostic = SnapshotDiagnostic::new(tool, OmitReason::Unavailable);
-            diagnostic.message = format!(
-                "ext.not_granted_to_profile: {provider} is granted to {} only, not to profile `{}`",
-                profiles.iter().cloned().collect::<Vec<_>>().join(", "),
-                profile.id
-            );
-            diagnostics.push(diagnostic);
-            continue;
+        if let Some(granted) = sources.restricted_to_profiles.get(&provider) {
+            let version = version.get_or_insert_with(|| profile.version());
+            if !granted.contains(version) {
+                let mut diagnostic = SnapshotDiagnostic::new(tool, OmitReason::Unavailable);
+                diagnostic.message = not_granted_message(&provider, granted, version);
+                diagnostics.push(diagnostic);
+                continue;
+            }
         }
         let model_alias = match tool.provider() {
             ToolProvider::Builtin => builtin_alias(tool.native_name()),
@@ -186,4 +185,32 @@ pub fn compile(
         snapshot,
         diagnostics,
     })
+}
+
+/// Why a profile-restricted extension is not offered to `version`: another
+/// profile, or this profile changed since the grant.
+fn not_granted_message(
+    provider: &str,
+    granted: &BTreeSet<ProfileVersion>,
+    version: &ProfileVersion,
+) -> String {
+    if let Some(earlier) = granted.iter().find(|g| g.id == version.id) {
+        return format!(
+            "ext.not_granted_to_profile: {provider} was granted to profile `{}` as it was then (sha256 {}); its content has changed since (sha256 {}): grant it again with `toolhost ext grant {} --profile FILE`",
+            version.id,
+            short(&earlier.sha256),
+            short(&version.sha256),
+            provider.strip_prefix("ext/").unwrap_or(provider),
+        );
+    }
+    let ids: BTreeSet<&str> = granted.iter().map(|g| g.id.as_str()).collect();
+    format!(
+        "ext.not_granted_to_profile: {provider} is granted to {} only, not to profile `{}`",
+        ids.into_iter().collect::<Vec<_>>().join(", "),
+        version.id
+    )
+}
+
+fn short(sha256: &str) -> &str {
+    sha256.get(..12).unwrap_or(sha256)
 }

@@ -343,15 +343,19 @@ fn extension_grants_decide_visibility_per_profile() {
         "ext/idle".to_owned(),
         "ext.not_granted: installed but not granted".to_owned(),
     )]);
+    let profile_for = |profile_id: &str, description: &str| {
+        profile(
+            json!({"id": profile_id, "description": description, "tools": {"allow": [
+                granted.to_string(), narrow.to_string(), ungranted.to_string()
+            ]}}),
+        )
+    };
     let restricted = BTreeMap::from([(
         "ext/narrow".to_owned(),
-        std::collections::BTreeSet::from(["researcher".to_owned()]),
+        std::collections::BTreeSet::from([profile_for("researcher", "v1").version()]),
     )]);
     let names = names();
-    let compile_for = |profile_id: &str| {
-        let profile = profile(json!({"id": profile_id, "tools": {"allow": [
-            granted.to_string(), narrow.to_string(), ungranted.to_string()
-        ]}}));
+    let compile_with = |profile: crate::Profile| {
         let sources = SnapshotSources {
             catalog: &catalog,
             mcp_server_names: &names,
@@ -360,6 +364,7 @@ fn extension_grants_decide_visibility_per_profile() {
         };
         compile(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed).expect("compiles")
     };
+    let compile_for = |profile_id: &str| compile_with(profile_for(profile_id, "v1"));
     let tester = compile_for("tester");
     assert_eq!(
         aliases(&tester.snapshot),
@@ -380,4 +385,14 @@ fn extension_grants_decide_visibility_per_profile() {
     let researcher = compile_for("researcher");
     assert_eq!(researcher.snapshot.bindings().len(), 2);
     assert_eq!(researcher.diagnostics.len(), 1);
+
+    // The same id with other content is another profile: the grant was
+    // for the profile as it was.
+    let changed = compile_with(profile_for("researcher", "v2, with more tools"));
+    assert_eq!(changed.snapshot.bindings().len(), 1);
+    let message = &changed.diagnostics[0].message;
+    assert!(
+        message.contains("its content has changed since") && message.contains("grant it again"),
+        "{message}"
+    );
 }

@@ -402,8 +402,10 @@ impl InvocationLoop<'_> {
             }
             ledger.auto_published = true;
         }
+        let workspace = Arc::clone(self.session.workspace().workspace());
         let origin = CommitOrigin {
             invocation_id: self.id(),
+            workspace: &workspace,
             call_id: None,
             reason: None,
             round,
@@ -452,8 +454,10 @@ impl InvocationLoop<'_> {
         let outcome = match effect {
             ToolEffect::Commit { path, mode, reason } => {
                 let path = path.unwrap_or_else(|| MESSAGE_BODY_PATH.to_owned());
+                let workspace = Arc::clone(self.session.workspace().workspace());
                 let origin = CommitOrigin {
                     invocation_id: self.id(),
+                    workspace: &workspace,
                     call_id: Some(executed.invocation().call_id.clone()),
                     reason,
                     round,

@@ -9,7 +9,7 @@ use toolhost_journal::{
     ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, PersistentChangesCommitted,
     PreservedCommit,
 };
-use toolhost_workspace::{PersistBase, persist};
+use toolhost_workspace::{PersistBase, Workspace, persist};
 
 use super::tasks::TaskBoard;
 use super::{CommitRecord, LoopConfig, LoopParts, LoopSummary, RunStatus};
@@ -48,6 +48,10 @@ impl Ledger {
 /// Where a commit comes from.
 pub(super) struct CommitOrigin<'a> {
     pub invocation_id: &'a str,
+    /// The committing invocation's view of the workspace: a commit reads
+    /// only through the roots its profile shows (a handoff target whose
+    /// profile hides a root cannot publish a file under it).
+    pub workspace: &'a Workspace,
     /// The `workspace.commit` call, or `None` for an auto-publish.
     pub call_id: Option<String>,
     pub reason: Option<String>,
@@ -81,7 +85,7 @@ impl RunShared {
         mode: CommitMode,
         origin: CommitOrigin<'_>,
     ) -> Result<Result<CommitRecord, ToolFailure>, RunFailure> {
-        let file = match self.run.workspace().read_text(path) {
+        let file = match origin.workspace.read_text(path) {
             Ok(file) => file,
             Err(error) if error.is_system() => return Err(error.into()),
             Err(error) => return Ok(Err(ToolFailure::new(error.code(), error.message()))),
