@@ -4,6 +4,13 @@
 //! profile's budgets), the sandbox, the audit files and the journal, like
 //! a model's. Control tools (commit, finish, delegation) need an agent loop
 //! to apply their effects, so they are not served.
+//!
+//! A call that ends the run (a host fault such as a symlink planted in the
+//! workspace, an MCP call whose outcome is unknown) ends the server too: the
+//! journal gets `run_failed`, that request and every one still in flight
+//! are answered with a JSON-RPC error naming `run.failed` and the code,
+//! stdout is closed and the process exits 2. A client never goes on against
+//! a run that has failed.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -22,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 use toolhost_core::{Classified, ExitPolicy, ProviderToolCall, ToolBinding, ToolChoice};
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
-use toolhost_runtime::{InvocationSession, Run, RunBindings, ToolHost};
+use toolhost_runtime::{InvocationSession, Run, RunBindings, RunFailure, ToolHost};
 use toolhost_sandbox::CallEntropy;
 
 use crate::load;
@@ -48,9 +55,33 @@ pub struct ServeArgs {
 #[derive(Clone)]
 struct Served {
     host: Arc<ToolHost>,
+    run: Arc<Run>,
     session: Arc<Mutex<InvocationSession>>,
     tools: Arc<Vec<ToolBinding>>,
+    /// Set by the call that ended the run; every later call is refused.
+    ended: Arc<std::sync::Mutex<Option<RunEnded>>>,
+    /// Notified once the run ended: the server stops.
+    stop: Arc<tokio::sync::Notify>,
 }
+
+/// Why the run ended, as every later request is told.
+#[derive(Debug, Clone)]
+struct RunEnded {
+    code: String,
+    message: String,
+}
+
+impl RunEnded {
+    fn error(&self) -> ErrorData {
+        ErrorData::internal_error(
+            format!("run.failed: {}: {}", self.code, self.message),
+            Some(serde_json::json!({"code": "run.failed", "cause": self.code})),
+        )
+    }
+}
+
+/// Exit status when the run failed.
+const RUN_FAILED_EXIT: u8 = 2;
 
 pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
     let profile = load::profile(args.profile.as_deref())?;
@@ -88,16 +119,45 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
     );
     let served = Served {
         host,
+        run: Arc::clone(&run),
         session: Arc::new(Mutex::new(session)),
         tools: Arc::new(tools),
+        ended: Arc::new(std::sync::Mutex::new(None)),
+        stop: Arc::new(tokio::sync::Notify::new()),
     };
+    let ended = Arc::clone(&served.ended);
+    let stop = Arc::clone(&served.stop);
     let running = served
         .serve(rmcp::transport::stdio())
         .await
         .context("starting the MCP server on stdio")?;
-    let ended = running.waiting().await;
+    // Cancelling stops the loop; rmcp then answers the requests still in
+    // flight before it closes the transport.
+    let cancel = running.cancellation_token();
+    tokio::spawn(async move {
+        stop.notified().await;
+        cancel.cancel();
+    });
+    let quit = running.waiting().await;
+    let failed = ended
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    if let Some(failed) = failed {
+        eprintln!(
+            "toolhost mcp serve: run {} failed: {}: {}",
+            run.run_id(),
+            failed.code,
+            failed.message
+        );
+        // stdin is read by a blocking thread that would keep the process
+        // alive; everything is journalled and synced, and stdout flushed.
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        std::process::exit(i32::from(RUN_FAILED_EXIT));
+    }
     run.complete()?;
-    ended.context("serving MCP")?;
+    quit.context("serving MCP")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -121,6 +181,35 @@ fn describe(binding: &ToolBinding) -> Tool {
             .open_world(hint("openWorld").unwrap_or(false)),
     );
     tool
+}
+
+impl Served {
+    fn ended(&self) -> Option<RunEnded> {
+        self.ended
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// `failure` ended the run: journal `run_failed`, refuse everything from
+    /// now on, stop serving. Called with the session lock held, so no other
+    /// call starts in between.
+    fn end_run(&self, failure: &RunFailure) -> RunEnded {
+        if let Err(journal) = self.run.fail(failure) {
+            eprintln!("error: could not journal the failure: {journal}");
+        }
+        let ended = RunEnded {
+            code: failure.code().to_owned(),
+            message: failure.to_string(),
+        };
+        *self
+            .ended
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(ended.clone());
+        // A stored permit: the watcher wakes even if it waits later.
+        self.stop.notify_one();
+        ended
+    }
 }
 
 impl ServerHandler for Served {
@@ -153,6 +242,9 @@ impl ServerHandler for Served {
         };
         let tool = binding.descriptor.id.clone();
         let mut session = self.session.lock().await;
+        if let Some(ended) = self.ended() {
+            return Err(ended.error());
+        }
         let turn = session
             .begin_turn(ToolChoice::Specific(tool), "mcp-serve")
             .map_err(|failure| ErrorData::internal_error(failure.to_string(), None))?;
@@ -164,12 +256,13 @@ impl ServerHandler for Served {
                 provider_metadata: Value::Null,
             })
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
-        let outcome = session
+        let outcome = match session
             .call(self.host.as_ref(), &turn, invocation, CallEntropy::fresh())
             .await
-            .map_err(|failure| {
-                ErrorData::internal_error(format!("{} ({})", failure, failure.code()), None)
-            })?;
+        {
+            Ok(outcome) => outcome,
+            Err(failure) => return Err(self.end_run(&failure).error()),
+        };
         let text = ContentBlock::text(outcome.model_text());
         Ok(if outcome.result.is_error {
             CallToolResult::error(vec![text])

@@ -1,0 +1,157 @@
+//! `toolhost mcp serve` when a call ends its run: a raw newline-delimited
+//! JSON-RPC client on the server's stdin and stdout, so the test sees every
+//! byte and the end of the stream.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn serve(dir: &Path, profile: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir)
+        .arg("--cache-dir")
+        .arg(dir)
+        .args(["--mcp-dir", "mcp", "mcp", "serve", "--profile"])
+        .arg(profile)
+        .args(["--run-dir", "served-run"])
+        .env("TOOLHOST_EXT_DIR", dir.join("extensions"))
+        .env_remove("TOOLHOST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start toolhost mcp serve")
+}
+
+fn send(stdin: &mut impl Write, messages: &[Value]) {
+    let mut text = String::new();
+    for message in messages {
+        text.push_str(&message.to_string());
+        text.push('\n');
+    }
+    stdin.write_all(text.as_bytes()).expect("write");
+    stdin.flush().expect("flush");
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+}
+
+/// Wait for the process, killing it after `limit` (a hang is a failure).
+fn exit_code(child: &mut Child, limit: Duration) -> Option<i32> {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code();
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("toolhost mcp serve did not exit within {limit:?} after its run failed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The review saw `mcp serve` keep serving after a run-ending failure and
+/// end the journal with `run_completed`.
+#[test]
+fn a_call_that_fails_the_run_ends_the_server() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
+    let profile = dir.join("served.json");
+    std::fs::write(
+        &profile,
+        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"served",
+            "tools":{"allow":["dice.roll","workspace.read_file"]}}"#,
+    )
+    .expect("profile");
+    std::fs::write(dir.join("outside.txt"), "not the workspace's\n").expect("outside");
+    let mut child = serve(dir, &profile);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+
+    send(
+        &mut stdin,
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "1"}}}),
+        ],
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("initialize answer");
+    let answer: Value = serde_json::from_str(&line).expect("json");
+    assert_eq!(answer["id"], 1, "{line}");
+
+    // The run exists now: plant a symbolic link where the model will read.
+    std::os::unix::fs::symlink(
+        dir.join("outside.txt"),
+        dir.join("served-run/output/link.md"),
+    )
+    .expect("plant a symlink");
+    send(
+        &mut stdin,
+        &[
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            call(2, "workspace_read_file", json!({"path": "output/link.md"})),
+            call(3, "dice_roll", json!({"formula": "d6"})),
+        ],
+    );
+
+    // Read to the end of stdout: the server closes it.
+    let mut answers = Vec::new();
+    for line in stdout.lines() {
+        let line = line.expect("line");
+        answers.push(serde_json::from_str::<Value>(&line).expect("json"));
+    }
+    let code = exit_code(&mut child, Duration::from_secs(60));
+    let stderr = {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut text);
+        text
+    };
+    assert_eq!(code, Some(2), "{stderr}");
+
+    let failing = answers
+        .iter()
+        .find(|answer| answer["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer to the failing call: {answers:?}"));
+    let message = failing["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("run.failed: "), "{failing}");
+    assert!(message.contains("workspace.symlink_found"), "{failing}");
+    assert_eq!(failing["error"]["data"]["code"], "run.failed");
+    // A call still in flight is refused the same way, never served.
+    for answer in answers.iter().filter(|answer| answer["id"] == 3) {
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("run.failed: "), "{answer}");
+    }
+    assert!(
+        stderr.contains("failed: workspace.symlink_found"),
+        "{stderr}"
+    );
+
+    let journal = std::fs::read_to_string(dir.join("served-run/events.jsonl")).expect("journal");
+    let types: Vec<String> = journal
+        .lines()
+        .map(|line| {
+            let event: Value = serde_json::from_str(line).expect("event");
+            event["type"].as_str().expect("type").to_owned()
+        })
+        .collect();
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("run_failed"),
+        "{types:?}"
+    );
+    assert!(!types.iter().any(|t| t == "run_completed"), "{types:?}");
+    // The dice were never rolled.
+    assert_eq!(
+        types.iter().filter(|t| *t == "tool_call_started").count(),
+        1,
+        "{types:?}"
+    );
+}
