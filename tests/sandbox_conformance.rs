@@ -446,6 +446,19 @@ async fn bad_descriptor_is_refused_at_load() {
     );
 }
 
+/// `describe()` had no size cap: its text reaches every catalog, snapshot,
+/// model request and terminal.
+#[tokio::test]
+async fn an_oversized_descriptor_is_refused_at_load() {
+    let sandbox = sandbox();
+    let error = load_error(&sandbox, "oversized").await;
+    assert!(matches!(error, LoadError::Descriptor { .. }), "{error}");
+    assert!(
+        error.to_string().contains("the description is") && error.to_string().contains("at most"),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn arguments_are_checked_before_the_guest_runs() {
     let sandbox = sandbox();

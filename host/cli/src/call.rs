@@ -2,6 +2,7 @@
 //! snapshot → turn → gate → sandbox → audit files and journal — in a run
 //! directory the person can inspect afterwards with `toolhost journal`.
 
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -50,7 +51,12 @@ pub async fn call(host: &ToolHost, args: CallArgs) -> Result<ExitCode> {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&details)?);
             } else {
-                println!("{text}");
+                // Exactly what the model reads, unless a person reads it.
+                if std::io::stdout().is_terminal() {
+                    println!("{}", crate::terminal::block(&text));
+                } else {
+                    println!("{text}");
+                }
             }
             Ok(if is_error {
                 ExitCode::from(1)
@@ -92,7 +98,11 @@ fn fail(run: &Arc<Run>, failure: RunFailure) -> Result<ExitCode> {
     if let Err(journal) = run.fail(&failure) {
         eprintln!("error: could not journal the failure: {journal}");
     }
-    eprintln!("error: {failure} ({})", failure.class());
+    eprintln!(
+        "error: {} ({})",
+        crate::terminal::block(&failure.to_string()),
+        failure.class()
+    );
     Ok(ExitCode::from(2))
 }
 

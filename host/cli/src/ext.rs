@@ -15,6 +15,7 @@ use toolhost_extensions::{
 use toolhost_sandbox::Sandbox;
 
 use crate::load;
+use crate::terminal::line;
 
 #[derive(Subcommand)]
 pub enum ExtCommand {
@@ -290,12 +291,13 @@ fn profile_text(version: &ProfileVersion) -> String {
 
 fn print_info(registry: &ExtensionRegistry, e: &InstalledExtension) {
     println!("{} {}", e.id, e.version);
-    println!("  {}", e.description);
+    // The manifest's words: one safe line each.
+    println!("  {}", line(&e.description));
     if let Some(author) = &e.author {
-        println!("  author: {author}");
+        println!("  author: {}", line(author));
     }
     for tool in &e.tools {
-        println!("  tool: ext/{}:{tool}", e.id);
+        println!("  tool: ext/{}:{}", e.id, line(tool));
     }
     println!(
         "  targets: toolhost:tool@0.1.0, toolhost:host@{}",

@@ -22,7 +22,11 @@ pub fn print_snapshot(host: &ToolHost, profile: &Profile, child: bool, id: &str)
     let compiled = snapshot::compile(profile, host.snapshot_sources(), id, exit_policy)?;
     println!("{}", compiled.snapshot.to_json_pretty());
     for diagnostic in &compiled.diagnostics {
-        eprintln!("omitted {}: {}", diagnostic.tool_id, diagnostic.message);
+        eprintln!(
+            "omitted {}: {}",
+            diagnostic.tool_id,
+            crate::terminal::line(&diagnostic.message)
+        );
     }
     Ok(())
 }

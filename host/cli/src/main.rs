@@ -13,6 +13,7 @@ mod mcp;
 mod run;
 mod serve;
 mod table;
+mod terminal;
 mod tools;
 
 use std::path::PathBuf;
@@ -276,7 +277,8 @@ fn main() -> ExitCode {
 }
 
 fn system_failure(error: &anyhow::Error) -> ExitCode {
-    eprintln!("error: {error:#}");
+    // Errors quote what guests, servers and files said.
+    eprintln!("error: {}", terminal::block(&format!("{error:#}")));
     ExitCode::from(2)
 }
 
@@ -350,14 +352,19 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             for omitted in host.mcp_omitted() {
                 let what = omitted.tool.as_deref().unwrap_or("(all tools)");
                 eprintln!(
-                    "omitted mcp {} {what}: {} ({})",
-                    omitted.server, omitted.reason, omitted.code
+                    "omitted mcp {} {}: {} ({})",
+                    terminal::line(&omitted.server),
+                    terminal::line(what),
+                    terminal::line(&omitted.reason),
+                    omitted.code
                 );
             }
             for omitted in host.extension_omitted() {
                 eprintln!(
                     "omitted extension {}: {} ({})",
-                    omitted.id, omitted.reason, omitted.code
+                    omitted.id,
+                    terminal::line(&omitted.reason),
+                    omitted.code
                 );
             }
         }

@@ -9,6 +9,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
 use toolhost_mcp::{McpRegistry, Permission, State, Transport, cache, offered_tools, refresh};
 
+use crate::terminal::line;
+
 #[derive(Subcommand)]
 pub enum McpCommand {
     /// Register a server: `toolhost mcp add NAME -- COMMAND [ARGS…]` (stdio),
@@ -164,12 +166,16 @@ pub async fn run(dir: &Path, command: McpCommand) -> Result<ExitCode> {
                 match refresh(&registry, &registration, Duration::from_secs(timeout)).await {
                     Ok(cache) => println!(
                         "{}: {} tool(s) cached",
-                        registration.display_name,
+                        line(&registration.display_name),
                         cache.tools.len()
                     ),
                     Err(error) => {
                         failed = true;
-                        eprintln!("{}: {error}", registration.display_name);
+                        eprintln!(
+                            "{}: {}",
+                            line(&registration.display_name),
+                            line(&error.to_string())
+                        );
                     }
                 }
             }
@@ -245,24 +251,29 @@ fn list(registry: &McpRegistry, json: bool) -> Result<()> {
                 None => url.clone(),
             },
         };
+        // Names, commands and tool names may come from a server or a
+        // hand-edited file: one safe line each.
         println!(
             "{} {} [{:?}] {}\n  tools: {}",
             registration.id,
-            registration.display_name,
+            line(&registration.display_name),
             registration.state,
-            transport.trim(),
+            line(transport.trim()),
             if tools.is_empty() {
                 "none offered".to_owned()
             } else {
-                tools.join(", ")
+                line(&tools.join(", ")).into_owned()
             }
         );
     }
     for omission in &omitted {
         let what = omission.tool.as_deref().unwrap_or("(all tools)");
         eprintln!(
-            "omitted {} {what}: {} ({})",
-            omission.server, omission.reason, omission.code
+            "omitted {} {}: {} ({})",
+            line(&omission.server),
+            line(what),
+            line(&omission.reason),
+            omission.code
         );
     }
     Ok(())

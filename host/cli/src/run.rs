@@ -134,6 +134,7 @@ fn progress_printer(verbose: bool) -> Observer {
         }
         let payload: Value = serde_json::from_slice(payload).unwrap_or(Value::Null);
         let details = inspect::details(event_type, &payload);
+        let details = crate::terminal::line(&details);
         let marker = match level {
             Level::Error => "!",
             Level::Warn => "~",
@@ -169,7 +170,7 @@ fn print_summary(summary: &LoopSummary, chat: &std::path::Path, json: bool) -> R
         } else {
             ""
         };
-        println!("reason:   {message}{retry}");
+        println!("reason:   {}{retry}", crate::terminal::line(message));
     }
     if summary.agents.len() > 1 {
         println!("agents:   {}", summary.agents.join(" -> "));

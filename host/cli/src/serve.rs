@@ -148,7 +148,7 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
             "toolhost mcp serve: run {} failed: {}: {}",
             run.run_id(),
             failed.code,
-            failed.message
+            crate::terminal::block(&failed.message)
         );
         // stdin is read by a blocking thread that would keep the process
         // alive; everything is journalled and synced, and stdout flushed.

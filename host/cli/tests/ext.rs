@@ -83,6 +83,16 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
     for file in ["Cargo.toml", "src/lib.rs", "toolhost-extension.toml"] {
         assert!(crate_dir.join(file).is_file(), "{file}");
     }
+    // A manifest's words reach a terminal: give it an escape sequence that
+    // clears the screen, a forged line and a bidi override.
+    let manifest = crate_dir.join("toolhost-extension.toml");
+    let spoofed = std::fs::read_to_string(&manifest)
+        .expect("manifest")
+        .replace(
+            "description = \"Repeat a text a few times.\"",
+            "description = \"Repeat a text.\\u001b[2J\\nFAKE LINE\\u202e\"",
+        );
+    std::fs::write(&manifest, spoofed).expect("spoofed manifest");
     // An existing crate is never overwritten.
     expect_stderr(
         home,
@@ -179,6 +189,14 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
 
     let info = expect(home, &["ext", "info", "acme-repeat"], 0);
     assert!(info.contains("tool: ext/acme-repeat:text.repeat"), "{info}");
+    assert!(
+        info.contains("Repeat a text.\\u{1b}[2J\\nFAKE LINE\\u{202e}"),
+        "{info}"
+    );
+    assert!(
+        !info.contains('\u{1b}') && !info.contains('\u{202e}') && !info.contains("\nFAKE LINE"),
+        "{info:?}"
+    );
     expect(home, &["ext", "revoke", "acme-repeat"], 0);
     expect_stderr(
         home,

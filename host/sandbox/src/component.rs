@@ -409,10 +409,64 @@ fn warn_rejected(label: &str, reason: &str, observe: &(dyn Fn(LoadEvent<'_>) + S
 
 type WitDescriptor = bindings::toolhost::tool::types::Descriptor;
 
+/// Most a `describe()` may say: its text reaches catalogs, snapshots, model
+/// requests and terminals, so it is bounded like a call's output is.
+pub const MAX_TITLE_CHARS: usize = 128;
+pub const MAX_DESCRIPTION_BYTES: usize = 16 * 1024;
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+pub const MAX_SOURCE_KIND_BYTES: usize = 64;
+
+/// The first bound `wit` breaks, if any.
+fn oversized(wit: &WitDescriptor) -> Option<String> {
+    let too_long = |what: &str, size: usize, max: usize, unit: &str| {
+        (size > max).then(|| format!("{what} is {size} {unit}; at most {max} are accepted"))
+    };
+    let title = wit
+        .title
+        .as_deref()
+        .map_or(0, |title| title.chars().count());
+    too_long("the title", title, MAX_TITLE_CHARS, "characters")
+        .or_else(|| {
+            too_long(
+                "the description",
+                wit.description.len(),
+                MAX_DESCRIPTION_BYTES,
+                "bytes",
+            )
+        })
+        .or_else(|| {
+            too_long(
+                "the input schema",
+                wit.input_schema.len(),
+                MAX_SCHEMA_BYTES,
+                "bytes",
+            )
+        })
+        .or_else(|| {
+            too_long(
+                "the output schema",
+                wit.output_schema.as_ref().map_or(0, String::len),
+                MAX_SCHEMA_BYTES,
+                "bytes",
+            )
+        })
+        .or_else(|| {
+            too_long(
+                "the source kind",
+                wit.annotations.source_kind.as_ref().map_or(0, String::len),
+                MAX_SOURCE_KIND_BYTES,
+                "bytes",
+            )
+        })
+}
+
 fn convert_descriptor(
     provider: &ToolProvider,
     wit: WitDescriptor,
 ) -> Result<ToolDescriptor, String> {
+    if let Some(problem) = oversized(&wit) {
+        return Err(problem);
+    }
     let id = ToolId::new(provider, &wit.native_name).map_err(|error| error.to_string())?;
     let parse = |what: &str, text: &str| -> Result<Value, String> {
         serde_json::from_str(text).map_err(|error| format!("{what} is not JSON: {error}"))
