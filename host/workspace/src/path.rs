@@ -156,9 +156,17 @@ impl WorkspacePath {
             return Err(invalid(raw, "it names no file"));
         }
         debug_assert!(segments.iter().all(|segment| segment_ok(segment)));
-        Ok(Self {
-            normalized: segments.join("/"),
-        })
+        let normalized = segments.join("/");
+        // Dropping `.` and empty segments can expose what the checks above
+        // refuse (`./C:/` is `C:`, `x /` is `x `): a normalized path must
+        // pass them itself, or the model could not name it again.
+        if normalized.trim() != normalized {
+            return Err(invalid(raw, "it starts or ends with whitespace"));
+        }
+        if has_drive_prefix(&normalized) {
+            return Err(invalid(raw, "it starts with a drive prefix"));
+        }
+        Ok(Self { normalized })
     }
 
     /// The workspace root (the empty path).
@@ -270,7 +278,7 @@ mod tests {
 
     #[test]
     fn refusals_name_the_problem() {
-        let cases: [(&str, &str); 14] = [
+        let cases: [(&str, &str); 16] = [
             ("", "names no file"),
             (".", "end with"),
             ("./", "end with"),
@@ -285,6 +293,9 @@ mod tests {
             ("output/../run.json", "`..`"),
             ("output/a\0b", "control"),
             ("output/a\nb", "control"),
+            // Found by the generated-path property: what normalizing exposes.
+            ("./C:/x", "drive"),
+            ("./ x.md", "whitespace"),
         ];
         for (raw, needle) in cases {
             let error = file(raw).expect_err(raw);
