@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUSTUP ?= rustup
 GUEST_TARGET := wasm32-wasip2
 
-.PHONY: setup build test conformance demo bench lint clean
+.PHONY: setup build test conformance demo bench fuzz lint clean
 
 ## Install what the build needs: the wasm target the guest tools compile to,
 ## the third-party MCP peers the tests talk to: server-everything from npm
@@ -85,6 +85,18 @@ bench: setup
 	$(CARGO) bench --locked -p toolhost-runtime --bench control_plane
 	$(CARGO) bench --locked -p toolhost-runtime --bench workspace_search
 	$(CARGO) bench --locked -p toolhost-runtime --bench chat_search
+
+## The generated-input tests (proptest: model paths, dice formulas, patches,
+## searches, SSE framing, chat files, manifests, provider replies) with far
+## more cases than `make test` runs (256 each): FUZZ_CASES per property,
+## release build. A failure prints the smallest input that fails.
+FUZZ_CASES ?= 100000
+FUZZ_PACKAGES := -p toolhost-workspace -p toolhost-text -p dice-roll \
+	-p toolhost-providers -p toolhost-chat -p toolhost-extensions
+
+fuzz: setup
+	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --locked --release $(FUZZ_PACKAGES) \
+		--test properties --test patch_bounds
 
 lint: setup
 	$(CARGO) fmt --all -- --check

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::Fixture;
+use proptest::prelude::*;
 use toolhost_core::WorkMeter;
 use toolhost_workspace::{WorkspaceError, WorkspaceSession, codes};
 
@@ -160,4 +161,105 @@ fn a_passed_deadline_stops_the_patch_and_leaves_the_file() {
         "{error}"
     );
     assert_eq!(fixture.read(PATH), text);
+}
+
+// ---- generated patches ---------------------------------------------------
+
+/// What a patch should do, computed the obvious (quadratic) way.
+#[derive(Debug, PartialEq)]
+enum Expected {
+    Refused(&'static str),
+    Patched { text: String, replacements: u64 },
+}
+
+fn reference(text: &str, old: &str, new: &str, replace_all: bool, cap: usize) -> Expected {
+    if old.is_empty() {
+        return Expected::Refused(codes::PATCH_EMPTY_OLD_STRING);
+    }
+    if old == new {
+        return Expected::Refused(codes::PATCH_NO_CHANGE);
+    }
+    let (patched, replacements) = if replace_all {
+        let found = text.matches(old).count() as u64;
+        if found == 0 {
+            return Expected::Refused(codes::PATCH_OLD_STRING_NOT_FOUND);
+        }
+        (text.replace(old, new), found)
+    } else {
+        // Overlapping occurrences count: every char boundary is a start.
+        let starts = text
+            .char_indices()
+            .filter(|(at, _)| text[*at..].starts_with(old))
+            .count();
+        match starts {
+            0 => return Expected::Refused(codes::PATCH_OLD_STRING_NOT_FOUND),
+            1 => (text.replacen(old, new, 1), 1),
+            _ => return Expected::Refused(codes::PATCH_OLD_STRING_NOT_UNIQUE),
+        }
+    };
+    if patched.len() > cap {
+        return Expected::Refused(codes::FILE_TOO_LARGE);
+    }
+    Expected::Patched {
+        text: patched,
+        replacements,
+    }
+}
+
+/// Few distinct characters (ASCII, a newline, a CJK and a combining one),
+/// so matches and overlaps are common.
+fn small_text(max: usize) -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec!['a', 'b', '\n', '日', 'é']),
+        0..max,
+    )
+    .prop_map(|chars| chars.into_iter().collect())
+}
+
+proptest! {
+    /// Over random files and strings: the same answer as the reference, the
+    /// file changed only when patched, work linear in the file and the
+    /// strings (the meter), memory a small multiple of file and result.
+    #[test]
+    fn patches_match_the_reference_in_bounded_work_and_memory(
+        text in small_text(300),
+        old in small_text(5),
+        new in small_text(5),
+        replace_all in any::<bool>(),
+        cap in prop_oneof![Just(8 * 1024 * 1024_usize), 0..400_usize],
+    ) {
+        let limits = toolhost_workspace::WorkspaceLimits {
+            max_file_bytes: cap.max(text.len()) as u64,
+            ..toolhost_workspace::WorkspaceLimits::default()
+        };
+        let fixture = Fixture::with_limits(limits.clone());
+        let session = fully_read(&fixture, &text);
+        let meter = WorkMeter::unbounded();
+        let (result, peak) = peak_allocated(|| {
+            session.patch_metered(PATH, &old, &new, replace_all, &meter)
+        });
+        let expected = reference(&text, &old, &new, replace_all, limits.max_file_bytes as usize);
+        let on_disk = fixture.read(PATH);
+        match (&expected, result) {
+            (Expected::Refused(code), Err(error)) => {
+                prop_assert_eq!(error.code(), *code, "{}", error);
+                prop_assert_eq!(&on_disk, &text);
+            }
+            (Expected::Patched { text: patched, replacements }, Ok(done)) => {
+                prop_assert_eq!(&on_disk, patched);
+                prop_assert_eq!(done.replacements, *replacements);
+            }
+            (expected, got) => prop_assert!(false, "expected {:?}, got {:?}", expected, got),
+        }
+        let result_len = match &expected {
+            Expected::Patched { text, .. } => text.len(),
+            Expected::Refused(_) => 0,
+        };
+        let linear = 2 * (text.len() + old.len()) + result_len + new.len();
+        prop_assert!(meter.spent() <= linear as u64, "{} units > {}", meter.spent(), linear);
+        prop_assert!(
+            peak <= 4 * (text.len() + result_len) + 64 * 1024,
+            "peak {} bytes for a {}-byte file", peak, text.len()
+        );
+    }
 }
