@@ -93,7 +93,20 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// fsync a directory (its entries: a rename or a new file in it).
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
+    std::fs::File::open(dir)?.sync_all()?;
+    DIRECTORY_SYNCS.with(|count| count.set(count.get() + 1));
+    Ok(())
+}
+
+thread_local! {
+    /// Directory fsyncs made on this thread: a counting hook for tests (a
+    /// rename that was never made durable cannot be observed otherwise).
+    static DIRECTORY_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many directory fsyncs [`sync_dir`] has made on this thread.
+pub fn directory_syncs() -> u64 {
+    DIRECTORY_SYNCS.with(std::cell::Cell::get)
 }
 
 /// The lock file of a directory of documents.
@@ -162,6 +175,29 @@ mod tests {
         std::fs::write(&path, r#"{"schemaVersion":1,"kind":"t.doc","names":[3]}"#).expect("write");
         let error = read::<Doc>(&path, "t.doc", 1).expect_err("field");
         assert!(error.to_string().contains("at `names[0]`"), "{error}");
+    }
+
+    /// The review found the registries renamed into place without syncing
+    /// their directory: a reported change could vanish in a power loss.
+    #[test]
+    fn a_write_syncs_the_file_and_then_its_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("doc.json");
+        let before = directory_syncs();
+        write(
+            &path,
+            &Doc {
+                schema_version: 1,
+                kind: "t.doc".into(),
+                names: vec![],
+            },
+        )
+        .expect("write");
+        assert_eq!(
+            directory_syncs(),
+            before + 1,
+            "the directory was not fsynced"
+        );
     }
 
     /// Eight threads each add a name under the lock: none is lost. Without
