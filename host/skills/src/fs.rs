@@ -187,6 +187,11 @@ fn walk_dir(
         if raw == b"." || raw == b".." {
             continue;
         }
+        // Names are sorted in memory: a directory with more entries than a
+        // skill may hold files is refused before it is read whole.
+        if names.len() >= max_files {
+            return Err(FsProblem::TooManyFiles);
+        }
         match std::str::from_utf8(raw) {
             Ok(name) if entry_name_ok(name) => names.push(name.to_owned()),
             _ => tracing::debug!(
