@@ -531,6 +531,18 @@ async fn builtins_import_only_their_world() {
     }
 }
 
+/// Load `dice.roll`, keeping the reasons of every cache entry rejected.
+async fn load_noting_rejections(sandbox: &Sandbox) -> (ToolComponent, Vec<String>) {
+    let rejected = std::sync::Mutex::new(Vec::new());
+    let observe = |event: LoadEvent<'_>| {
+        if let LoadEvent::CacheRejected { reason, .. } = event {
+            rejected.lock().expect("lock").push(reason);
+        }
+    };
+    let dice = sandbox.load(dice_spec(), &observe).await.expect("rebuilt");
+    (dice, rejected.into_inner().expect("lock"))
+}
+
 #[tokio::test]
 async fn cache_is_used_and_a_corrupt_entry_is_rebuilt() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -554,16 +566,10 @@ async fn cache_is_used_and_a_corrupt_entry_is_rebuilt() {
         let bytes = std::fs::read(&path).expect("read");
         std::fs::write(&path, &bytes[..bytes.len() / 2]).expect("truncate");
     }
-    let rejected = std::sync::Mutex::new(Vec::new());
-    let observe = |event: LoadEvent<'_>| {
-        if let LoadEvent::CacheRejected { reason, .. } = event {
-            rejected.lock().expect("lock").push(reason);
-        }
-    };
     let third = Sandbox::new(config()).expect("sandbox");
-    let dice = third.load(dice_spec(), &observe).await.expect("rebuilt");
+    let (dice, rejected) = load_noting_rejections(&third).await;
     assert_eq!(dice.loaded_from(), LoadedFrom::Compiled);
-    assert_eq!(rejected.lock().expect("lock").len(), 1);
+    assert_eq!(rejected.len(), 1);
     assert!(
         call(&third, &dice, json!({"formula": "d6"}))
             .await
@@ -604,17 +610,10 @@ async fn a_cache_entry_copied_over_another_components_is_refused() {
     };
     std::fs::copy(entry_of(other.sha256_hex()), entry_of(&dice_sha)).expect("swap");
 
-    let rejected = std::sync::Mutex::new(Vec::new());
-    let observe = |event: LoadEvent<'_>| {
-        if let LoadEvent::CacheRejected { reason, .. } = event {
-            rejected.lock().expect("lock").push(reason);
-        }
-    };
     let second = Sandbox::new(config()).expect("sandbox");
-    let dice = second.load(dice_spec(), &observe).await.expect("rebuilt");
+    let (dice, reasons) = load_noting_rejections(&second).await;
     assert_eq!(dice.loaded_from(), LoadedFrom::Compiled);
     assert_eq!(dice.id().as_str(), "builtin:dice.roll");
-    let reasons = rejected.lock().expect("lock").clone();
     assert_eq!(reasons.len(), 1, "{reasons:?}");
     assert!(reasons[0].contains("another component"), "{reasons:?}");
     assert!(

@@ -15,6 +15,21 @@ mod common;
 
 use common::{TIMEOUT, server_script};
 
+/// A streamable-HTTP transport to `url`, no secret, the system's roots.
+fn http(url: impl Into<String>) -> Transport {
+    Transport::Http {
+        url: url.into(),
+        auth_env: None,
+        ca_file: None,
+    }
+}
+
+/// Register `transport` as `name` and return the registration.
+fn add(registry: &mut McpRegistry, name: &str, transport: Transport) -> Registration {
+    registry.add(name, transport).expect("add");
+    registry.find(name).expect("found").clone()
+}
+
 fn everything(script: &Path) -> Transport {
     Transport::Stdio {
         command: "node".into(),
@@ -229,17 +244,11 @@ async fn streamable_http_reaches_a_loopback_server_and_nothing_else() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let mut registry = McpRegistry::load(dir.path()).expect("registry");
-    registry
-        .add(
-            "everything-http",
-            Transport::Http {
-                url: format!("http://127.0.0.1:{port}/mcp"),
-                auth_env: None,
-                ca_file: None,
-            },
-        )
-        .expect("add");
-    let registration = registry.find("everything-http").expect("found").clone();
+    let registration = add(
+        &mut registry,
+        "everything-http",
+        http(format!("http://127.0.0.1:{port}/mcp")),
+    );
     let cache = refresh(&registry, &registration, TIMEOUT)
         .await
         .expect("refresh over HTTP");
@@ -265,16 +274,7 @@ async fn streamable_http_reaches_a_loopback_server_and_nothing_else() {
         "http://127.0.0.1:1@example.com/mcp".to_owned(),
         format!("http://127.0.0.1:1@127.0.0.1:{port}/mcp"),
     ] {
-        let error = registry
-            .add(
-                "remote",
-                Transport::Http {
-                    url: url.clone(),
-                    auth_env: None,
-                    ca_file: None,
-                },
-            )
-            .expect_err(&url);
+        let error = registry.add("remote", http(url.clone())).expect_err(&url);
         assert!(
             matches!(
                 error.code(),
@@ -296,16 +296,11 @@ async fn a_hand_edited_userinfo_url_reaches_nothing() {
     let port = listener.local_addr().expect("addr").port();
     let dir = tempfile::tempdir().expect("tempdir");
     let mut registry = McpRegistry::load(dir.path()).expect("registry");
-    registry
-        .add(
-            "local",
-            Transport::Http {
-                url: format!("http://127.0.0.1:{port}/mcp"),
-                auth_env: None,
-                ca_file: None,
-            },
-        )
-        .expect("add");
+    add(
+        &mut registry,
+        "local",
+        http(format!("http://127.0.0.1:{port}/mcp")),
+    );
     let path = dir.path().join("registrations.json");
     let text = std::fs::read_to_string(&path).expect("registry");
     let edited = text.replace(
@@ -389,4 +384,52 @@ async fn a_stdio_server_gets_its_registered_env_but_none_of_toolhosts_secrets() 
     assert!(text.contains("granted-value"), "{text}");
     // toolhost's own environment (here: cargo's variables) stays home.
     assert!(!text.contains("CARGO_MANIFEST_DIR"), "{text}");
+}
+
+/// A streamable-HTTP server that answers with a redirect to another origin
+/// never gets the request (or its Authorization secret) sent there.
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_not_followed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let elsewhere_port = elsewhere.local_addr().expect("addr").port();
+    let named = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let named_port = named.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = named.accept().await {
+            let mut buffer = vec![0; 16 * 1024];
+            let _ = stream.read(&mut buffer).await;
+            let answer = format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:{elsewhere_port}/mcp\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut registry = McpRegistry::load(dir.path()).expect("registry");
+    let registration = add(
+        &mut registry,
+        "redirecting",
+        Transport::Http {
+            url: format!("http://127.0.0.1:{named_port}/mcp"),
+            // Cargo sets it for every test process: a secret that must not
+            // follow the redirect.
+            auth_env: Some("CARGO_PKG_NAME".into()),
+            ca_file: None,
+        },
+    );
+    let error = refresh(&registry, &registration, TIMEOUT)
+        .await
+        .expect_err("a cross-origin redirect");
+    assert_eq!(error.code(), "mcp.connect_failed", "{error}");
+    assert!(
+        error.to_string().contains("refusing to follow a redirect"),
+        "{error}"
+    );
+    let reached = tokio::time::timeout(Duration::from_millis(200), elsewhere.accept()).await;
+    assert!(reached.is_err(), "the other origin was reached");
 }

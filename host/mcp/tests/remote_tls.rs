@@ -17,7 +17,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Map, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolhost_mcp::{CallOutcome, McpRegistry, Transport, call_tool, project, refresh};
+use toolhost_mcp::{
+    CallOutcome, McpRegistry, Registration, Transport, call_tool, project, refresh,
+};
 
 use common::{TIMEOUT, server_script};
 
@@ -95,19 +97,24 @@ async fn tls_front(pki: &TestPki, backend: u16) -> (u16, Arc<Mutex<Vec<String>>>
     (port, heads)
 }
 
-fn registry_with(dir: &Path, url: &str, auth_env: &str, ca_file: &Path) -> McpRegistry {
-    let mut registry = McpRegistry::load(dir).expect("registry");
+/// `remote`, registered in `dir` for `https://127.0.0.1:{port}/mcp`, its
+/// secret in `auth_env` and `ca_pem` its only trusted CA.
+fn registered(dir: &Path, port: u16, auth_env: &str, ca_pem: &str) -> (McpRegistry, Registration) {
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca_pem).expect("ca file");
+    let mut registry = McpRegistry::load(&dir.join("mcp")).expect("registry");
     registry
         .add(
             "remote",
             Transport::Http {
-                url: url.to_owned(),
+                url: format!("https://127.0.0.1:{port}/mcp"),
                 auth_env: Some(auth_env.to_owned()),
-                ca_file: Some(ca_file.to_owned()),
+                ca_file: Some(ca_file),
             },
         )
         .expect("add");
-    registry
+    let registration = registry.find("remote").expect("found").clone();
+    (registry, registration)
 }
 
 /// Cargo sets `CARGO_PKG_NAME` for every test process: an environment
@@ -123,15 +130,7 @@ async fn the_named_ca_and_the_secret_from_the_environment_reach_a_tls_server() {
     let pki = test_pki();
     let (port, heads) = tls_front(&pki, backend).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, &pki.ca_pem).expect("ca file");
-    let registry = registry_with(
-        &dir.path().join("mcp"),
-        &format!("https://127.0.0.1:{port}/mcp"),
-        SECRET_VARIABLE,
-        &ca_file,
-    );
-    let registration = registry.find("remote").expect("found").clone();
+    let (registry, registration) = registered(dir.path(), port, SECRET_VARIABLE, &pki.ca_pem);
     let cache = refresh(&registry, &registration, TIMEOUT)
         .await
         .expect("refresh over TLS");
@@ -169,15 +168,8 @@ async fn a_wrong_ca_is_a_clear_certificate_error() {
     // Nothing needs to answer behind the front: the handshake fails first.
     let (port, heads) = tls_front(&pki, 9).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let other_ca = dir.path().join("other-ca.pem");
-    std::fs::write(&other_ca, test_ca("some other CA").pem()).expect("ca file");
-    let registry = registry_with(
-        &dir.path().join("mcp"),
-        &format!("https://127.0.0.1:{port}/mcp"),
-        SECRET_VARIABLE,
-        &other_ca,
-    );
-    let registration = registry.find("remote").expect("found").clone();
+    let other_ca = test_ca("some other CA").pem();
+    let (registry, registration) = registered(dir.path(), port, SECRET_VARIABLE, &other_ca);
     let error = refresh(&registry, &registration, TIMEOUT)
         .await
         .expect_err("an untrusted certificate");
@@ -198,24 +190,12 @@ async fn a_missing_secret_is_refused_before_connecting() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let dir = tempfile::tempdir().expect("tempdir");
-    let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, test_pki().ca_pem).expect("ca file");
-    let registry = registry_with(
-        &dir.path().join("mcp"),
-        &format!("https://127.0.0.1:{port}/mcp"),
-        "TOOLHOST_TEST_SECRET_THAT_IS_NOT_SET",
-        &ca_file,
-    );
-    let registration = registry.find("remote").expect("found").clone();
+    let unset = "TOOLHOST_TEST_SECRET_THAT_IS_NOT_SET";
+    let (_registry, registration) = registered(dir.path(), port, unset, &test_pki().ca_pem);
     match call_tool(&registration, "echo", Map::new(), TIMEOUT).await {
         CallOutcome::Failed(info) => {
             assert_eq!(info.code, "mcp.connect_failed");
-            assert!(
-                info.message
-                    .contains("TOOLHOST_TEST_SECRET_THAT_IS_NOT_SET"),
-                "{}",
-                info.message
-            );
+            assert!(info.message.contains(unset), "{}", info.message);
         }
         other => panic!("expected a refusal: {other:?}"),
     }
