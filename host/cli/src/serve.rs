@@ -127,6 +127,7 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
     };
     let ended = Arc::clone(&served.ended);
     let stop = Arc::clone(&served.stop);
+    let session = Arc::clone(&served.session);
     let running = served
         .serve(rmcp::transport::stdio())
         .await
@@ -139,6 +140,10 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
         cancel.cancel();
     });
     let quit = running.waiting().await;
+    // rmcp stops waiting for calls still running after a few seconds, but
+    // does not stop them: take the session (waiting for such a call) and
+    // keep it, so that no call runs after the run is completed or failed.
+    let _no_more_calls = session.lock().await;
     let failed = ended
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -245,9 +250,11 @@ impl ServerHandler for Served {
         if let Some(ended) = self.ended() {
             return Err(ended.error());
         }
-        let turn = session
-            .begin_turn(ToolChoice::Specific(tool), "mcp-serve")
-            .map_err(|failure| ErrorData::internal_error(failure.to_string(), None))?;
+        let turn = match session.begin_turn(ToolChoice::Specific(tool), "mcp-serve") {
+            Ok(turn) => turn,
+            // A journal that cannot be written ends the run too.
+            Err(failure) => return Err(self.end_run(&failure).error()),
+        };
         let invocation = turn
             .decode_call(ProviderToolCall {
                 call_id: Some(format!("mcp_{}", uuid::Uuid::new_v4().simple())),

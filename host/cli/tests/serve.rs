@@ -98,9 +98,26 @@ fn a_call_that_fails_the_run_ends_the_server() {
         &[
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
             call(2, "workspace_read_file", json!({"path": "output/link.md"})),
-            call(3, "dice_roll", json!({"formula": "d6"})),
         ],
     );
+    // Once the failing call holds the session, a second call can only
+    // wait for it or come after it: either way it must be refused.
+    let journal = dir.join("served-run/events.jsonl");
+    let started = Instant::now();
+    while !std::fs::read_to_string(&journal)
+        .unwrap_or_default()
+        .contains("tool_call_started")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the call never started"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // The server may already have closed its stdin: a failed write is fine.
+    let _ =
+        stdin.write_all(format!("{}\n", call(3, "dice_roll", json!({"formula": "d6"}))).as_bytes());
+    let _ = stdin.flush();
 
     // Read to the end of stdout: the server closes it.
     let mut answers = Vec::new();
@@ -124,7 +141,8 @@ fn a_call_that_fails_the_run_ends_the_server() {
     assert!(message.starts_with("run.failed: "), "{failing}");
     assert!(message.contains("workspace.symlink_found"), "{failing}");
     assert_eq!(failing["error"]["data"]["code"], "run.failed");
-    // A call still in flight is refused the same way, never served.
+    // The second call, if the server read it before stopping, is refused
+    // the same way; it is never served (no second tool_call_started below).
     for answer in answers.iter().filter(|answer| answer["id"] == 3) {
         let message = answer["error"]["message"].as_str().unwrap_or_default();
         assert!(message.starts_with("run.failed: "), "{answer}");
