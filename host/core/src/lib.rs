@@ -16,6 +16,7 @@ pub mod descriptor;
 pub mod document;
 pub mod dto;
 pub mod error;
+pub mod file;
 pub mod gate;
 pub mod id;
 pub mod limits;

@@ -156,48 +156,21 @@ impl CheckedManifest {
     }
 }
 
-/// A regular file's bytes, `None` when it holds more than `max` (read with a
-/// bound: a growing file cannot make it read forever). The file is opened
-/// with `O_NONBLOCK` and its type checked before any read: opening a fifo
-/// for reading would otherwise wait for a writer forever, and reading a
-/// device need never end.
+/// A regular file's bytes, `None` when it holds more than `max`; a fifo,
+/// device or directory is refused before any read
+/// ([`toolhost_core::file::read_regular`]).
 pub fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, ExtensionError> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let io = |source| ExtensionError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let file = std::fs::File::options()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)
-        .map_err(io)?;
-    let kind = file.metadata().map_err(io)?.file_type();
-    if !kind.is_file() {
-        return Err(ExtensionError::NotAFile {
+    use toolhost_core::file::{FileError, read_regular};
+    read_regular(path, max).map_err(|error| match error {
+        FileError::Io(source) => ExtensionError::Io {
             path: path.to_owned(),
-            kind: describe_kind(kind),
-        });
-    }
-    let mut bytes = Vec::new();
-    file.take(max + 1).read_to_end(&mut bytes).map_err(io)?;
-    Ok((bytes.len() as u64 <= max).then_some(bytes))
-}
-
-fn describe_kind(kind: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a fifo"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    }
+            source,
+        },
+        FileError::NotAFile(kind) => ExtensionError::NotAFile {
+            path: path.to_owned(),
+            kind,
+        },
+    })
 }
 
 impl Manifest {

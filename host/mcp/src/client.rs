@@ -114,7 +114,10 @@ async fn connect(registration: &Registration) -> Result<Client, McpError> {
                 roots,
             })
             .map_err(|error| connect_error(error.to_string()))?;
-            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            // The parsed URL is what is reached: the same one `check` saw.
+            let endpoint = toolhost_net::Endpoint::parse(url)
+                .map_err(|error| McpError::Invalid(error.to_string()))?;
+            let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.as_str());
             if let Some(name) = auth_env {
                 let secret = std::env::var(name).map_err(|_| {
                     connect_error(format!(
@@ -132,7 +135,7 @@ async fn connect(registration: &Registration) -> Result<Client, McpError> {
                     // certificate, a refused connection): ask once more
                     // for the cause.
                     let mut message = toolhost_net::error_chain(&error);
-                    if let Err(cause) = client.head(url.as_str()).send().await {
+                    if let Err(cause) = client.head(endpoint.as_str()).send().await {
                         message.push_str(": ");
                         message.push_str(&toolhost_net::error_chain(&cause));
                     }

@@ -6,13 +6,20 @@
 //!   (`Authorization`, `Cookie`) when the host changes, so a provider's
 //!   `x-api-key` or `x-goog-api-key` went on to wherever a 307 pointed. Here
 //!   a redirect to another scheme, host or port is an error, before any
-//!   request is sent there.
+//!   request is sent there. Within the origin only 307 and 308 are
+//!   followed: they repeat the request as it was, while 301, 302 and 303
+//!   turn a POST (every model and MCP request) into a GET without its body,
+//!   which no API means (an MCP endpoint would answer it with an event
+//!   stream and the call would hang).
 //! - **TLS trust is the system's, or only the CA a user names.**
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reqwest::redirect::{Attempt, Policy};
+
+/// Largest CA file read (a system bundle is about 200 KiB).
+const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Most redirects followed within the origin.
 const MAX_REDIRECTS: usize = 10;
@@ -53,6 +60,16 @@ pub struct CrossOriginRedirect {
     pub to: String,
 }
 
+/// A redirect that would not repeat the request as it was.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "refusing to follow a {status} redirect to {to}: it would resend the request as a GET without its body; only 307 and 308 are followed"
+)]
+pub struct MethodChangingRedirect {
+    pub status: u16,
+    pub to: String,
+}
+
 /// reqwest is built without a default crypto provider; install ring once
 /// per process (a second install is refused and harmless).
 pub fn install_crypto_provider() {
@@ -80,11 +97,16 @@ pub fn client(options: &ClientOptions) -> Result<reqwest::Client, ClientError> {
 fn same_origin(attempt: Attempt<'_>) -> reqwest::redirect::Action {
     let first = attempt.previous().first().map(|url| url.origin());
     let next = attempt.url().origin();
+    let status = attempt.status().as_u16();
     match first {
         Some(first) if first != next => {
             let from = first.ascii_serialization();
             let to = next.ascii_serialization();
             attempt.error(CrossOriginRedirect { from, to })
+        }
+        _ if !matches!(status, 307 | 308) => {
+            let to = attempt.url().to_string();
+            attempt.error(MethodChangingRedirect { status, to })
         }
         _ if attempt.previous().len() > MAX_REDIRECTS => {
             attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
@@ -98,7 +120,10 @@ fn read_ca_file(path: &Path) -> Result<Vec<reqwest::Certificate>, ClientError> {
         path: path.to_owned(),
         reason,
     };
-    let pem = std::fs::read(path).map_err(|error| failed(error.to_string()))?;
+    // A fifo or device here would block the connecting task for good.
+    let pem = toolhost_core::file::read_regular(path, MAX_CA_FILE_BYTES)
+        .map_err(|error| failed(error.to_string()))?
+        .ok_or_else(|| failed(format!("is larger than {MAX_CA_FILE_BYTES} bytes")))?;
     let certificates = reqwest::Certificate::from_pem_bundle(&pem)
         .map_err(|error| failed(format!("not PEM certificates: {error}")))?;
     if certificates.is_empty() {

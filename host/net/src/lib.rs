@@ -8,7 +8,7 @@ mod client;
 mod endpoint;
 
 pub use client::{
-    ClientError, ClientOptions, CrossOriginRedirect, TrustRoots, client, error_chain,
-    install_crypto_provider,
+    ClientError, ClientOptions, CrossOriginRedirect, MethodChangingRedirect, TrustRoots, client,
+    error_chain, install_crypto_provider,
 };
 pub use endpoint::{Endpoint, EndpointError, LOOPBACK_V4};

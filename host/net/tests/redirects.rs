@@ -104,6 +104,32 @@ async fn a_redirect_within_the_origin_is_followed() {
     assert_eq!(seen.load(Ordering::SeqCst), 2);
 }
 
+/// 301/302/303 would resend a POST as a GET without its body: refused,
+/// even within the origin.
+#[tokio::test]
+async fn a_redirect_that_changes_the_method_is_refused() {
+    let (named, seen) = server(|path, port| {
+        if path == "/final" {
+            ok("a GET answered")
+        } else {
+            format!(
+                "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{port}/final\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+        }
+    })
+    .await;
+    let client = client(&ClientOptions::default()).unwrap();
+    let error = client
+        .post(format!("http://127.0.0.1:{named}/v1/messages"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap_err();
+    let text = toolhost_net::error_chain(&error);
+    assert!(text.contains("only 307 and 308 are followed"), "{text}");
+    assert_eq!(seen.load(Ordering::SeqCst), 1, "the GET was never sent");
+}
+
 #[test]
 fn a_ca_file_that_is_not_pem_is_a_clear_error() {
     let temp = tempfile::tempdir().unwrap();
