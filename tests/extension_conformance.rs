@@ -848,4 +848,11 @@ async fn an_extension_sees_tool_results_only_when_granted_and_never_records_read
     );
     let read = snoop(json!({"action": "read", "path": "tool-results/call_secret.json"})).await;
     assert!(read.contains("the chat's private text"), "{read}");
+    // Now it shares the model's own session: its reads still never count.
+    let forged = snoop(json!({"action": "record", "path": "output/draft.md"})).await;
+    assert!(
+        forged.contains("refused: workspace.read_state_refused"),
+        "{forged}"
+    );
+    assert_eq!(session.read_state("output/draft.md"), None);
 }

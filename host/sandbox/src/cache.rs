@@ -105,13 +105,15 @@ impl ComponentCache {
             .mode(0o700)
             .create(&dir)
             .map_err(io)?;
-        let metadata = fs::symlink_metadata(&dir).map_err(io)?;
+        // A symbolic link the user made to relocate the cache is followed:
+        // what must be the user's alone is the directory it leads to.
+        let metadata = fs::metadata(&dir).map_err(io)?;
         let insecure = |problem: String| CacheError::Insecure {
             path: dir.clone(),
             problem,
         };
         if !metadata.is_dir() {
-            return Err(insecure("is not a directory (a symbolic link?)".into()));
+            return Err(insecure("is not a directory".into()));
         }
         if let Some(problem) = foreign(&metadata) {
             return Err(insecure(problem));

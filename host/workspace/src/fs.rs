@@ -16,6 +16,7 @@
 //! same directory; then the parent is fsynced. A staged file that is not
 //! committed is unlinked when dropped, on every error path.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::ops::ControlFlow;
@@ -516,13 +517,8 @@ pub(crate) enum WalkKind {
     Directory,
 }
 
-/// Visit what lies under the directory `dir` (whose path is `base`), depth
-/// first, names in byte order, `depth` levels deep (1: its children only).
-/// A symlink or special file anywhere is System `workspace.symlink_found`.
-/// Names this workspace cannot address (not UTF-8, control characters, `\`)
-/// and, when `skip_temp`, this crate's temp files are skipped with a warning.
-/// Most names read from one directory by a walk that has no tighter bound
-/// of its own (the persist projection).
+/// Most names read by a walk that has no tighter bound of its own (the
+/// persist projection).
 pub(crate) const MAX_DIRECTORY_NAMES: usize = 100_000;
 
 /// Work units charged per directory entry: reading and `stat`ing one costs
@@ -531,16 +527,29 @@ pub(crate) const MAX_DIRECTORY_NAMES: usize = 100_000;
 const ENTRY_UNITS: u64 = 16;
 
 /// What bounds one walk: the call's meter ([`ENTRY_UNITS`] per directory
-/// entry read) and the most names read from any one directory.
+/// entry read) and the names it may still read.
 #[derive(Clone, Copy)]
 pub(crate) struct WalkBounds<'a> {
     pub meter: &'a WorkMeter,
-    /// A directory holding more names is read only this far and the walk
-    /// ends cut short ([`ControlFlow::Break`]): its names are sorted in
-    /// memory, so this bounds the memory of one listing.
-    pub max_names: usize,
+    /// Names the whole walk may still read, shared by every directory it
+    /// enters (each keeps its sorted names while its children are walked):
+    /// once none are left, the walk ends cut short
+    /// ([`ControlFlow::Break`]). Every entry counts, skipped ones too.
+    pub names_left: &'a Cell<usize>,
 }
 
+impl<'a> WalkBounds<'a> {
+    pub(crate) fn new(meter: &'a WorkMeter, names_left: &'a Cell<usize>) -> Self {
+        Self { meter, names_left }
+    }
+}
+
+/// Visit what lies under the directory `dir` (whose path is `base`), depth
+/// first, names in byte order, `depth` levels deep (1: its children only).
+/// A symlink or special file anywhere is System `workspace.symlink_found`.
+/// Names this workspace cannot address (not UTF-8, control characters, `\`)
+/// and, when `skip_temp`, this crate's temp files are skipped (one warning
+/// per directory, with the count).
 pub(crate) fn walk(
     dir: OwnedFd,
     base: &WorkspacePath,
@@ -556,6 +565,7 @@ pub(crate) fn walk(
     let mut reader = Dir::new(dir).map_err(|errno| WorkspaceError::io("list", shown, errno))?;
     let mut names = Vec::new();
     let mut cut_short = false;
+    let mut skipped = 0_usize;
     for entry in reader.by_ref() {
         bounds.meter.charge(ENTRY_UNITS)?;
         let entry = entry.map_err(|errno| WorkspaceError::io("list", shown, errno))?;
@@ -563,25 +573,28 @@ pub(crate) fn walk(
         if raw == b"." || raw == b".." {
             continue;
         }
-        if names.len() >= bounds.max_names {
+        let Some(left) = bounds.names_left.get().checked_sub(1) else {
             tracing::warn!(
                 dir = shown,
-                max = bounds.max_names,
-                "directory holds more entries than one listing reads; listing it cut short"
+                "more entries than one listing reads; listing cut short"
             );
             cut_short = true;
             break;
-        }
+        };
+        bounds.names_left.set(left);
         match std::str::from_utf8(raw) {
             Ok(name) if segment_ok(name) && !(skip_temp && name.starts_with(TEMP_PREFIX)) => {
                 names.push(name.to_owned());
             }
-            _ => tracing::warn!(
-                dir = shown,
-                name = %String::from_utf8_lossy(raw),
-                "skipping a directory entry the workspace cannot address"
-            ),
+            _ => skipped += 1,
         }
+    }
+    if skipped > 0 {
+        tracing::warn!(
+            dir = shown,
+            skipped,
+            "skipping directory entries the workspace cannot address"
+        );
     }
     names.sort();
     let fd = reader

@@ -150,10 +150,8 @@ fn files_under(
         }
         Some(Node::Directory(fd)) => {
             let meter = WorkMeter::unbounded();
-            let bounds = fs::WalkBounds {
-                meter: &meter,
-                max_names: fs::MAX_DIRECTORY_NAMES,
-            };
+            let names_left = std::cell::Cell::new(fs::MAX_DIRECTORY_NAMES);
+            let bounds = fs::WalkBounds::new(&meter, &names_left);
             let walked = fs::walk(
                 fd,
                 &base,
@@ -173,10 +171,7 @@ fn files_under(
                 return Err(WorkspaceError::io(
                     "list",
                     start,
-                    format!(
-                        "a directory holds more than {} entries",
-                        fs::MAX_DIRECTORY_NAMES
-                    ),
+                    format!("it holds more than {} entries", fs::MAX_DIRECTORY_NAMES),
                 ));
             }
         }

@@ -302,7 +302,7 @@ impl Workspace {
 
     /// [`Self::list`] for one call: every entry read is charged to `meter`
     /// (stopping at the call's deadline), and at most
-    /// [`WorkspaceLimits::max_list_scan`] entries are examined in all.
+    /// [`WorkspaceLimits::max_list_scan`] names are read in all.
     pub fn list_metered(
         &self,
         path: &str,
@@ -393,10 +393,8 @@ impl Workspace {
     ) -> Result<ControlFlow<()>, WorkspaceError> {
         let path = WorkspacePath::parse(raw, PathUse::Directory)?;
         self.roots.check_visible(&path)?;
-        let bounds = WalkBounds {
-            meter,
-            max_names: self.limits.max_list_scan,
-        };
+        let names_left = std::cell::Cell::new(self.limits.max_list_scan);
+        let bounds = WalkBounds::new(meter, &names_left);
         if path.is_root() {
             for root in self.roots.visible() {
                 let root = WorkspacePath::root().join(root);
