@@ -61,7 +61,7 @@ pub fn commit_replace(
     run_message: Option<u32>,
     text: &str,
 ) -> Result<Committed, ChatError> {
-    commit(bound, run_message, text, CommitMode::Replace)
+    commit(bound, run_message, text, CommitMode::Replace, None)
 }
 
 /// Append `text` to the run's message, creating it when `run_message` is
@@ -71,12 +71,15 @@ pub fn commit_append(
     run_message: Option<u32>,
     text: &str,
 ) -> Result<Committed, ChatError> {
-    commit(bound, run_message, text, CommitMode::Append)
+    commit(bound, run_message, text, CommitMode::Append, None)
 }
 
 /// Write `text` into the run's message of `bound`'s chat (see the module
 /// documentation). `run_message` is the index a previous commit of the same
-/// run returned, `None` before the first.
+/// run returned, `None` before the first. `commit_id`, when given, is
+/// written into the message's `extra.commitId` (replacing the previous
+/// commit's), so [`find_commit`] can tell afterwards whether this commit
+/// landed: a run resumed after a crash asks before committing again.
 ///
 /// Errors: `agent.input_history_conflict` (prefix changed; nothing written),
 /// `chat.message_not_found` (`run_message` is not the run's message; nothing
@@ -89,6 +92,7 @@ pub fn commit(
     run_message: Option<u32>,
     text: &str,
     mode: CommitMode,
+    commit_id: Option<&str>,
 ) -> Result<Committed, ChatError> {
     // Write through a symlink to the real file, and keep the temp file on
     // its filesystem.
@@ -100,15 +104,13 @@ pub fn commit(
     let send_date = format_send_date(SystemTime::now());
     for attempt in 1..=COMMIT_ATTEMPTS {
         let current = fs::read(&target).map_err(|e| ChatError::io(&target, e))?;
-        let (updated, index) = plan(
-            bound,
-            &target,
-            &current,
-            run_message,
+        let change = Change {
             text,
             mode,
-            &send_date,
-        )?;
+            send_date: &send_date,
+            commit_id,
+        };
+        let (updated, index) = plan(bound, &target, &current, run_message, &change)?;
         let temp = write_temp(&target, &dir, &updated)?;
         let now = fs::read(&target).map_err(|e| ChatError::io(&target, e))?;
         if now != current {
@@ -128,6 +130,35 @@ pub fn commit(
         &target,
         format!("the chat kept changing during the commit ({COMMIT_ATTEMPTS} attempts)"),
     ))
+}
+
+/// The index of the message whose `extra.commitId` is `commit_id`, among
+/// the messages after the run's frozen input history; `None` when no
+/// message carries it (the commit never landed, or a later commit of the
+/// same run replaced its id: commits of a run are sequential, so only the
+/// latest can be in doubt after a crash).
+pub fn find_commit(bound: &BoundChat, commit_id: &str) -> Result<Option<u32>, ChatError> {
+    let current = fs::read(bound.path()).map_err(|e| ChatError::io(bound.path(), e))?;
+    let lines = split_lines(&current);
+    let first = 1 + bound.message_count() as usize;
+    for (line_number, span) in lines.iter().enumerate().skip(first) {
+        let content = &current[span.content()];
+        if is_blank(content) {
+            continue;
+        }
+        let Ok(message) = serde_json::from_slice::<serde_json::Value>(content) else {
+            continue;
+        };
+        let extra = |key: &str| message.get("extra").and_then(|extra| extra.get(key));
+        if extra("api").and_then(serde_json::Value::as_str) == Some(COMMIT_API)
+            && extra("commitId").and_then(serde_json::Value::as_str) == Some(commit_id)
+        {
+            let index = u32::try_from(line_number - 1)
+                .map_err(|_| io_other(bound.path(), "the chat has too many messages"))?;
+            return Ok(Some(index));
+        }
+    }
+    Ok(None)
 }
 
 fn io_other(path: &Path, message: impl Into<String>) -> ChatError {
@@ -162,16 +193,28 @@ fn write_temp(
     Ok(temp)
 }
 
+/// What one commit writes into the run's message.
+struct Change<'a> {
+    text: &'a str,
+    mode: CommitMode,
+    send_date: &'a str,
+    commit_id: Option<&'a str>,
+}
+
 /// The new file content and the run message's index.
 fn plan(
     bound: &BoundChat,
     path: &Path,
     current: &[u8],
     run_message: Option<u32>,
-    text: &str,
-    mode: CommitMode,
-    send_date: &str,
+    change: &Change<'_>,
 ) -> Result<(Vec<u8>, u32), ChatError> {
+    let &Change {
+        text,
+        mode,
+        send_date,
+        commit_id,
+    } = change;
     let lines = split_lines(current);
     let Some(last) = lines.iter().rposition(|s| !is_blank(&current[s.content()])) else {
         return Err(ChatError::conflict(path, "the chat file is now empty"));
@@ -184,7 +227,7 @@ fn plan(
         None => {
             let index = u32::try_from(message_lines)
                 .map_err(|_| io_other(path, "the chat has too many messages"))?;
-            let line = new_message_line(bound.reply_name(), text, send_date);
+            let line = new_message_line(bound.reply_name(), text, send_date, commit_id);
             let ending: &[u8] = match &current[lines[0].terminator()] {
                 b"" => b"\n",
                 ending => ending,
@@ -217,7 +260,8 @@ fn plan(
             };
             let line = std::str::from_utf8(&current[span.content()])
                 .map_err(|_| not_ours("the line is not UTF-8 text".into()))?;
-            let rewritten = rewrite_run_message(path, index, line, text, mode).map_err(not_ours)?;
+            let rewritten =
+                rewrite_run_message(path, index, line, text, mode, commit_id).map_err(not_ours)?;
             let mut updated = Vec::with_capacity(current.len() + text.len() + 16);
             updated.extend_from_slice(&current[..span.start]);
             updated.extend_from_slice(rewritten.as_bytes());
@@ -266,24 +310,29 @@ struct NewMessage<'a> {
     is_system: bool,
     send_date: &'a str,
     mes: &'a str,
-    extra: NewExtra,
+    extra: NewExtra<'a>,
 }
 
 #[derive(Serialize)]
-struct NewExtra {
+struct NewExtra<'a> {
     api: &'static str,
+    #[serde(rename = "commitId", skip_serializing_if = "Option::is_none")]
+    commit_id: Option<&'a str>,
 }
 
 /// The line of a new run message, compact like SillyTavern's
 /// `JSON.stringify`.
-fn new_message_line(name: &str, text: &str, send_date: &str) -> String {
+fn new_message_line(name: &str, text: &str, send_date: &str, commit_id: Option<&str>) -> String {
     let message = NewMessage {
         name,
         is_user: false,
         is_system: false,
         send_date,
         mes: text,
-        extra: NewExtra { api: COMMIT_API },
+        extra: NewExtra {
+            api: COMMIT_API,
+            commit_id,
+        },
     };
     // Serializing strings and booleans into a String cannot fail.
     serde_json::to_string(&message).unwrap_or_default()
@@ -304,6 +353,7 @@ fn rewrite_run_message(
     line: &str,
     text: &str,
     mode: CommitMode,
+    commit_id: Option<&str>,
 ) -> Result<String, String> {
     let fields: RunMessageFields =
         parse_object(path, index as usize + 2, line).map_err(|e| e.to_string())?;
@@ -322,14 +372,16 @@ fn rewrite_run_message(
             .iter()
             .find(|m| member_key(line, m).as_deref() == Some(name))
     };
-    let api = find("extra")
-        .and_then(|extra| object_members(line, extra.value.clone()))
-        .and_then(|extra| {
-            extra
-                .into_iter()
-                .find(|m| member_key(line, m).as_deref() == Some("api"))
-        })
-        .and_then(|api| serde_json::from_str::<String>(&line[api.value]).ok());
+    let extra = find("extra");
+    let extra_members = extra.and_then(|extra| object_members(line, extra.value.clone()));
+    let extra_member = |name: &str| {
+        extra_members
+            .iter()
+            .flatten()
+            .find(|m| member_key(line, m).as_deref() == Some(name))
+    };
+    let api = extra_member("api")
+        .and_then(|api| serde_json::from_str::<String>(&line[api.value.clone()]).ok());
     if api.as_deref() != Some(COMMIT_API) {
         return Err(format!(
             "it was not written by a run (`extra.api` is not \"{COMMIT_API}\")"
@@ -343,6 +395,19 @@ fn rewrite_run_message(
     let mes = find("mes").ok_or("the line has no `mes`")?;
     let mut splices = vec![(mes.value.clone(), encoded.clone())];
     // Keep the displayed swipe in step with `mes`.
+    if let Some(commit_id) = commit_id {
+        let encoded_id = serde_json::to_string(commit_id).map_err(|e| e.to_string())?;
+        match (extra_member("commitId"), extra) {
+            (Some(member), _) => splices.push((member.value.clone(), encoded_id)),
+            // `api` was found above, so `extra` is an object with a member:
+            // the id goes in before its closing brace.
+            (None, Some(extra)) => {
+                let close = extra.value.end - 1;
+                splices.push((close..close, format!(",\"commitId\":{encoded_id}")));
+            }
+            (None, None) => {}
+        }
+    }
     if let (Some(swipes), Some(Json::Number(swipe_id))) = (find("swipes"), fields.swipe_id)
         && let Ok(swipe_id) = swipe_id.parse::<usize>()
         && let Some(elements) = array_elements(line, swipes.value.clone())
@@ -411,17 +476,51 @@ mod tests {
     #[test]
     fn rewrite_splices_mes_and_the_current_swipe_only() {
         let line = r#"{"name":"Lyra","is_user":false,"mes":"a","swipes":["old","a"],"swipe_id":1,"extra":{"api":"toolhost","x":[1, 2]},"z":"}"}"#;
-        let out =
-            rewrite_run_message(Path::new("c"), 3, line, "b\n\"", CommitMode::Append).unwrap();
+        let out = rewrite_run_message(Path::new("c"), 3, line, "b\n\"", CommitMode::Append, None)
+            .unwrap();
         assert_eq!(
             out,
             r#"{"name":"Lyra","is_user":false,"mes":"ab\n\"","swipes":["old","ab\n\""],"swipe_id":1,"extra":{"api":"toolhost","x":[1, 2]},"z":"}"}"#
         );
         let foreign = r#"{"name":"Lyra","is_user":false,"mes":"a","extra":{"api":"openai"}}"#;
-        let err =
-            rewrite_run_message(Path::new("c"), 3, foreign, "b", CommitMode::Replace).unwrap_err();
+        let err = rewrite_run_message(Path::new("c"), 3, foreign, "b", CommitMode::Replace, None)
+            .unwrap_err();
         assert!(err.contains("extra.api"), "{err}");
         let user = r#"{"name":"Ser","is_user":true,"mes":"a","extra":{"api":"toolhost"}}"#;
-        assert!(rewrite_run_message(Path::new("c"), 3, user, "b", CommitMode::Replace).is_err());
+        assert!(
+            rewrite_run_message(Path::new("c"), 3, user, "b", CommitMode::Replace, None).is_err()
+        );
+    }
+
+    #[test]
+    fn rewrite_replaces_or_adds_the_commit_id() {
+        let with_id = r#"{"mes":"a","extra":{"api":"toolhost","commitId":"r:commit_001"}}"#;
+        let out = rewrite_run_message(
+            Path::new("c"),
+            3,
+            with_id,
+            "b",
+            CommitMode::Replace,
+            Some("r:commit_002"),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            r#"{"mes":"b","extra":{"api":"toolhost","commitId":"r:commit_002"}}"#
+        );
+        let without = r#"{"mes":"a","extra":{"api":"toolhost"}}"#;
+        let out = rewrite_run_message(
+            Path::new("c"),
+            3,
+            without,
+            "b",
+            CommitMode::Append,
+            Some("r:commit_002"),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            r#"{"mes":"ab","extra":{"api":"toolhost","commitId":"r:commit_002"}}"#
+        );
     }
 }

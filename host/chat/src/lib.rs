@@ -27,7 +27,7 @@ mod lines;
 pub use bound::{BoundChat, ChatInfo, FALLBACK_REPLY_NAME, MAX_MESSAGES_PER_BATCH, PackedMessages};
 pub use commit::{
     COMMIT_API, COMMIT_ATTEMPTS, CommitMode, Committed, TEMP_SUFFIX, commit, commit_append,
-    commit_replace, format_send_date,
+    commit_replace, find_commit, format_send_date,
 };
 pub use error::ChatError;
 pub use file::{ChatFile, ChatHeader, ChatMessage, GROUP_HEADER_NAME, Role};

@@ -1008,3 +1008,53 @@ fn a_pack_holds_the_same_messages_as_the_batch() {
         }
     }
 }
+
+#[test]
+fn a_commit_id_is_found_only_after_its_commit_landed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chat.jsonl");
+    std::fs::write(
+        &path,
+        "{\"user_name\":\"Ser\",\"character_name\":\"Lyra\"}\n{\"name\":\"Ser\",\"is_user\":true,\"mes\":\"hi\"}\n",
+    )
+    .unwrap();
+    let bound = toolhost_chat::BoundChat::bind(&path, None).unwrap();
+    assert_eq!(
+        toolhost_chat::find_commit(&bound, "run_a:commit_001").unwrap(),
+        None
+    );
+    let first = toolhost_chat::commit(
+        &bound,
+        None,
+        "draft",
+        toolhost_chat::CommitMode::Replace,
+        Some("run_a:commit_001"),
+    )
+    .unwrap();
+    assert_eq!(
+        toolhost_chat::find_commit(&bound, "run_a:commit_001").unwrap(),
+        Some(first.index)
+    );
+    toolhost_chat::commit(
+        &bound,
+        Some(first.index),
+        " and more",
+        toolhost_chat::CommitMode::Append,
+        Some("run_a:commit_002"),
+    )
+    .unwrap();
+    // The later commit's id replaced the first one's on the run's message.
+    assert_eq!(
+        toolhost_chat::find_commit(&bound, "run_a:commit_001").unwrap(),
+        None
+    );
+    assert_eq!(
+        toolhost_chat::find_commit(&bound, "run_a:commit_002").unwrap(),
+        Some(first.index)
+    );
+    // Another run's id is not this one's.
+    assert_eq!(
+        toolhost_chat::find_commit(&bound, "run_b:commit_002").unwrap(),
+        None
+    );
+}

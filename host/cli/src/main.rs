@@ -116,9 +116,9 @@ enum Command {
         #[command(flatten)]
         inputs: InputArgs,
         /// The model: `script:FILE`, `openai:URL`, `openai-responses:URL`,
-        /// `anthropic:URL` or `gemini:URL`.
-        #[arg(long, value_name = "KIND:WHERE")]
-        model: String,
+        /// `anthropic:URL` or `gemini:URL` [with --resume: the recorded one].
+        #[arg(long, value_name = "KIND:WHERE", required_unless_present = "resume")]
+        model: Option<String>,
         /// The provider's model name [default: the profile's model.id].
         #[arg(long, value_name = "NAME")]
         model_name: Option<String>,
@@ -136,9 +136,10 @@ enum Command {
         /// Seconds one model call may take.
         #[arg(long, value_name = "SECONDS", default_value_t = 120)]
         model_timeout: u64,
-        /// The first user message: what the run is for.
-        #[arg(long, default_value = "Write the next reply of this chat.")]
-        task: String,
+        /// The first user message: what the run is for [default: "Write the
+        /// next reply of this chat."].
+        #[arg(long)]
+        task: Option<String>,
         /// Overrides the profile's tools.maxRounds.
         #[arg(long)]
         max_rounds: Option<u32>,
@@ -150,8 +151,19 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         agents: Option<PathBuf>,
         /// The run directory (absent or empty) [default: a new directory under --runs-dir].
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with = "resume")]
         run_dir: Option<PathBuf>,
+        /// Go on with an interrupted run from what its directory recorded
+        /// (input/loop.json, the journal, the stored replies and results);
+        /// keys come from the environment again. A flag that contradicts the
+        /// record is refused; an ended run is never resumed.
+        #[arg(long, value_name = "RUN_DIR")]
+        resume: Option<PathBuf>,
+        /// The run seed: ids and every call's entropy (and its clock) derive
+        /// from it, so two runs of one script are comparable [default: random,
+        /// recorded in input/loop.json].
+        #[arg(long, value_name = "N")]
+        seed: Option<u64>,
         #[arg(
             long,
             value_name = "DIR",
@@ -414,6 +426,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             persist,
             agents,
             run_dir,
+            resume,
+            seed,
             runs_dir,
             durability,
             json,
@@ -432,6 +446,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 persist,
                 agents,
                 run_dir,
+                resume,
+                seed,
                 runs_dir,
                 durability: durability.into(),
                 json,

@@ -3,7 +3,7 @@
 //! journal event on stderr and a summary at the end.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use toolhost_core::profile::Presentation;
 use toolhost_journal::{Durability, Level, Observer};
-use toolhost_model::{HttpOptions, ModelSpec};
+use toolhost_model::{HttpOptions, ModelSource, ModelSpec};
 use toolhost_runtime::{
     AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunBindings, RunCancel, RunStatus,
     SillyTavernChatHost, ToolHost, run_agent_loop,
@@ -23,18 +23,21 @@ use crate::{inspect, load};
 pub struct RunArgs {
     pub profile: Option<PathBuf>,
     pub bindings: RunBindings,
-    pub model: String,
+    pub model: Option<String>,
     pub model_name: Option<String>,
     pub max_output_tokens: Option<u32>,
     pub api_key_env: Option<String>,
     pub stream: bool,
     pub model_timeout: Duration,
-    pub task: String,
+    pub task: Option<String>,
     pub max_rounds: Option<u32>,
     pub persist: Option<PathBuf>,
     /// Agent profiles the run may delegate or hand off to.
     pub agents: Option<PathBuf>,
     pub run_dir: Option<PathBuf>,
+    /// An interrupted run to go on with.
+    pub resume: Option<PathBuf>,
+    pub seed: Option<u64>,
     pub runs_dir: PathBuf,
     pub durability: Durability,
     pub json: bool,
@@ -42,41 +45,35 @@ pub struct RunArgs {
     pub verbose: bool,
 }
 
+const DEFAULT_TASK: &str = "Write the next reply of this chat.";
+
+/// A run ready for its loop: new, or resumed from its record.
+struct Prepared {
+    run: Arc<Run>,
+    models: Arc<dyn ModelSource>,
+    agents: AgentDirectory,
+    config: LoopConfig,
+}
+
 /// Exit 0 when the run completed, 1 on a partial success (commits kept),
 /// 2 when it failed, 130 when it was cancelled.
 pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
-    let profile = load::profile(args.profile.as_deref())?;
-    let agents = match &args.agents {
-        Some(dir) => AgentDirectory::load(dir)?,
-        None => AgentDirectory::default(),
+    let prepared = match &args.resume {
+        Some(dir) => resume(&args, dir)?,
+        None => start(&args)?,
     };
-    let spec: ModelSpec = args.model.parse()?;
-    let models = spec.open(&HttpOptions {
-        key_variable: args.api_key_env.clone(),
-        stream: args.stream,
-        timeout: args.model_timeout,
-    })?;
-    let Some(chat_path) = args.bindings.chat.clone() else {
-        bail!(
-            "a run writes its reply into a chat: give the SillyTavern chat file with --chat FILE"
-        );
-    };
-    if let Some(dir) = &args.run_dir
-        && dir.join("run.json").exists()
-    {
-        bail!(
-            "{} already holds a run; `toolhost run` starts a new one (pick an empty or new --run-dir)",
-            dir.display()
-        );
-    }
-    let run = match &args.run_dir {
-        Some(dir) => Run::create_with(dir, &profile, args.durability, &args.bindings)?,
-        None => Run::create_under(&args.runs_dir, &profile, args.durability, &args.bindings)?,
-    };
+    let Prepared {
+        run,
+        models,
+        agents,
+        mut config,
+    } = prepared;
     let chat = run
         .chat()
-        .with_context(|| format!("binding the chat {}", chat_path.display()))?;
+        .context("the run is bound to no chat (toolhost run needs one)")?;
+    let chat_path = chat.path().to_owned();
     let chat_host = Arc::new(SillyTavernChatHost::new(Arc::clone(chat)));
+    let profile = run.profile();
     eprintln!(
         "run {} — profile {} ({}), model {}, chat {} ({} messages), {} other agent(s)",
         run.run_id(),
@@ -93,16 +90,9 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
     run.observe(Some(progress_printer(args.verbose)));
 
     let cancel = RunCancel::new();
-    let config = LoopConfig {
-        task: args.task.clone(),
-        model_name: args.model_name.clone(),
-        max_output_tokens: args.max_output_tokens,
-        max_rounds: args.max_rounds,
-        persist_dir: args.persist.clone(),
-        cancel: cancel.clone(),
-        ..LoopConfig::default()
-    };
-    // Ctrl-C stops the run at its next step; the journal records it.
+    config.cancel = cancel.clone();
+    // Ctrl-C stops the run at its next step; the journal records it and the
+    // run is over (`run_cancelled`). SIGTERM or a kill leaves it resumable.
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("cancelling the run (Ctrl-C)…");
@@ -124,6 +114,141 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
         RunStatus::Failed => ExitCode::from(2),
         RunStatus::Cancelled => ExitCode::from(130),
     })
+}
+
+/// A new run: its directory, its models and the record of its settings.
+fn start(args: &RunArgs) -> Result<Prepared> {
+    let profile = load::profile(args.profile.as_deref())?;
+    let agents = match &args.agents {
+        Some(dir) => AgentDirectory::load(dir)?,
+        None => AgentDirectory::default(),
+    };
+    let spec_text = args.model.clone().context("--model is required")?;
+    let spec: ModelSpec = spec_text.parse()?;
+    let options = HttpOptions {
+        key_variable: args.api_key_env.clone(),
+        stream: args.stream,
+        timeout: args.model_timeout,
+    };
+    let models = spec.open(&options)?;
+    if args.bindings.chat.is_none() {
+        bail!(
+            "a run writes its reply into a chat: give the SillyTavern chat file with --chat FILE"
+        );
+    }
+    if let Some(dir) = &args.run_dir
+        && dir.join("run.json").exists()
+    {
+        bail!(
+            "{} already holds a run; `toolhost run` starts a new one (pick an empty or new --run-dir, or go on with --resume {})",
+            dir.display(),
+            dir.display()
+        );
+    }
+    let run = match &args.run_dir {
+        Some(dir) => Run::create_with(dir, &profile, args.durability, &args.bindings)?,
+        None => Run::create_under(&args.runs_dir, &profile, args.durability, &args.bindings)?,
+    };
+    let config = LoopConfig {
+        task: args.task.clone().unwrap_or_else(|| DEFAULT_TASK.to_owned()),
+        model_name: args.model_name.clone(),
+        max_output_tokens: args.max_output_tokens,
+        max_rounds: args.max_rounds,
+        persist_dir: args.persist.as_deref().map(absolute).transpose()?,
+        seed: args.seed,
+        model: model_record(&spec_text, &options),
+        ..LoopConfig::default()
+    };
+    Ok(Prepared {
+        run,
+        models,
+        agents,
+        config,
+    })
+}
+
+/// An interrupted run, reopened with what it recorded; a flag given again
+/// must say what the record says.
+fn resume(args: &RunArgs, dir: &Path) -> Result<Prepared> {
+    let bindings = &args.bindings;
+    if bindings.chat.is_some() || bindings.prompt_snapshot.is_some() || !bindings.skills.is_empty()
+    {
+        bail!(
+            "a resumed run keeps the chat, world info and skills run.json recorded: drop --chat, --worldinfo and --skills"
+        );
+    }
+    let (run, record) = Run::resume(dir).with_context(|| format!("resuming {}", dir.display()))?;
+    if let Some(path) = &args.profile {
+        let profile = load::profile(Some(path))?;
+        if !run.was_created_with(&profile) {
+            bail!(
+                "{} is not the profile {} was created with (run.json holds its digest)",
+                path.display(),
+                dir.display()
+            );
+        }
+    }
+    let recorded = |key: &str| record.model.get(key).cloned().unwrap_or(Value::Null);
+    let spec_text = recorded("spec").as_str().map(str::to_owned).context(
+        "input/loop.json names no model spec: resume it through the API with the models it used",
+    )?;
+    if let Some(given) = &args.model
+        && *given != spec_text
+    {
+        bail!("the run was recorded with --model {spec_text}, not {given}");
+    }
+    let options = HttpOptions {
+        key_variable: recorded("keyVariable").as_str().map(str::to_owned),
+        stream: recorded("stream").as_bool().unwrap_or(false),
+        timeout: Duration::from_secs(recorded("timeoutSecs").as_u64().unwrap_or(120)),
+    };
+    if args.api_key_env.is_some() && args.api_key_env != options.key_variable {
+        bail!("the run was recorded with another --api-key-env");
+    }
+    if args.stream && !options.stream {
+        bail!("the run was recorded without --stream");
+    }
+    let models = spec_text.parse::<ModelSpec>()?.open(&options)?;
+    let agents = match &args.agents {
+        // Checked against the record by the loop, before its first step.
+        Some(dir) => AgentDirectory::load(dir)?,
+        None => record.agents()?,
+    };
+    let mut config = record.config();
+    if let Some(task) = &args.task {
+        config.task = task.clone();
+    }
+    config.model_name = args.model_name.clone().or(config.model_name);
+    config.max_output_tokens = args.max_output_tokens.or(config.max_output_tokens);
+    config.max_rounds = args.max_rounds.or(config.max_rounds);
+    if let Some(persist) = &args.persist {
+        config.persist_dir = Some(absolute(persist)?);
+    }
+    if let Some(seed) = args.seed {
+        config.seed = Some(seed);
+    }
+    Ok(Prepared {
+        run,
+        models,
+        agents,
+        config,
+    })
+}
+
+/// What input/loop.json keeps of the model: enough to open it again, never
+/// the key itself.
+fn model_record(spec: &str, options: &HttpOptions) -> Value {
+    serde_json::json!({
+        "spec": spec,
+        "keyVariable": options.key_variable,
+        "stream": options.stream,
+        "timeoutSecs": options.timeout.as_secs(),
+    })
+}
+
+/// A persist directory, absolute: a resume may run from anywhere.
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))
 }
 
 /// One stderr line per journal event as it is written.

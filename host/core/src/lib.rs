@@ -12,6 +12,7 @@ pub mod alias;
 pub mod builtin;
 pub mod capability;
 pub mod catalog;
+pub mod crash_point;
 pub mod descriptor;
 pub mod document;
 pub mod dto;

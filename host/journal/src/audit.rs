@@ -219,6 +219,44 @@ impl RunDirectory {
         self.store_call_file(call_id, &target, &bytes, "/callId")
     }
 
+    /// [`store_tool_args`](Self::store_tool_args) for a resumed run making
+    /// a call again: a file already holding exactly these bytes (the call
+    /// was requested before the interruption) is the same record, not a
+    /// duplicate; different bytes still are.
+    pub fn store_tool_args_again(
+        &self,
+        call_id: &str,
+        tool_id: &ToolId,
+        invocation_id: &str,
+        round: u32,
+        arguments: &Value,
+    ) -> Result<String, AuditError> {
+        let record = ToolArgsRecord {
+            call_id,
+            tool_id,
+            invocation_id,
+            round,
+            arguments,
+        };
+        let bytes = pretty(call_id, &record)?;
+        let target = self.layout().tool_args(call_id);
+        if fs::read(&target.absolute).is_ok_and(|existing| existing == bytes) {
+            return Ok(target.relative);
+        }
+        self.store_call_file(call_id, &target, &bytes, "/callId")
+    }
+
+    /// [`write_create_only`](Self::write_create_only), where a file already
+    /// holding exactly `bytes` counts as written (a resumed run writing a
+    /// record again).
+    pub fn write_create_only_again(&self, relative: &str, bytes: &[u8]) -> Result<(), AuditError> {
+        let target = self.layout().resolve(relative)?;
+        if fs::read(&target.absolute).is_ok_and(|existing| existing == bytes) {
+            return Ok(());
+        }
+        self.write_create_only(relative, bytes)
+    }
+
     /// Store a call's result as `tool-results/call_<hex>.json`; returns the
     /// run-relative ref for `tool_result_stored.path`.
     pub fn store_tool_result(

@@ -291,6 +291,11 @@ pub struct RunResumed {
     pub previous_seq: u64,
     /// Bytes of a torn last line that were cut off (and kept aside), if any.
     pub torn_bytes: Option<u64>,
+    /// An agent run resumed (`toolhost run --resume`): what its journal
+    /// held (a `toolhost_runtime` `ResumeFound`). Absent when a run is
+    /// only reopened for more calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume: Option<Value>,
 }
 
 run_scoped!(RunResumed, "run_resumed", Level::Info);

@@ -230,6 +230,12 @@ impl RunDirectory {
         read_if_present(path)
     }
 
+    /// A run file (`input/loop.json`, a stored model reply), `None` if it
+    /// was never written.
+    pub fn read_file(&self, relative: &str) -> Result<Option<Vec<u8>>, RunError> {
+        read_if_present(self.layout.resolve(relative)?.absolute)
+    }
+
     /// An invocation's stored read-state, if it has one.
     pub fn read_read_state(&self, invocation_id: &str) -> Result<Option<Vec<u8>>, RunError> {
         let path = self.layout.read_state(invocation_id)?.absolute;

@@ -55,6 +55,11 @@ pub trait AgentModel: Send + Sync {
     /// Answer `request`. Tool calls in the reply must be decoded through
     /// `request.turn` (aliases of this request only).
     fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a>;
+
+    /// A resumed run took one reply of this model from its record instead
+    /// of asking: a model answering from a sequence (a script) moves past
+    /// one reply, so the next request gets the reply after it.
+    fn skip_reply(&self) {}
 }
 
 /// Where each agent of a run gets its model: one model for all (an HTTP

@@ -261,6 +261,10 @@ impl AgentModel for ScriptedModel {
         format!("script:{}", self.source)
     }
 
+    fn skip_reply(&self) {
+        *self.next.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    }
+
     fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
         Box::pin(async move { self.answer(request) })
     }

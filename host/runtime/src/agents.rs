@@ -92,6 +92,11 @@ impl AgentDirectory {
         self.profiles.get(id)
     }
 
+    /// Every agent, by id.
+    pub fn profiles(&self) -> impl Iterator<Item = &Arc<Profile>> {
+        self.profiles.values()
+    }
+
     pub fn len(&self) -> usize {
         self.profiles.len()
     }

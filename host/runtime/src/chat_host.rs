@@ -25,13 +25,23 @@ pub trait ChatHost: Send + Sync {
     /// Write `text` as the run's message: `Replace` makes it the message,
     /// `Append` adds it to the end. `run_message` is the index an earlier
     /// commit of this run returned (`None` before the first: the message is
-    /// created). Returns the message's index.
+    /// created). Returns the message's index. `commit_id` names this commit
+    /// (`<runId>:commit_NNN`); the host keeps it with the message so
+    /// [`ChatHost::find_commit`] can answer for it later.
     fn commit(
         &self,
         text: &str,
         mode: CommitMode,
         run_message: Option<u32>,
+        commit_id: &str,
     ) -> Result<u32, ChatHostError>;
+
+    /// The index of the message the commit `commit_id` reached, or `None`
+    /// when it never landed. Only the run's latest commit is ever asked
+    /// about: a resumed run asks for a commit it requested but did not see
+    /// complete, and commits again only on `None` — that is how a commit
+    /// stays exactly-once across a crash.
+    fn find_commit(&self, commit_id: &str) -> Result<Option<u32>, ChatHostError>;
 
     /// Where commits go, for progress lines (`chats/alice.jsonl`).
     fn describe(&self) -> String;
@@ -55,20 +65,29 @@ impl ChatHost for SillyTavernChatHost {
         text: &str,
         mode: CommitMode,
         run_message: Option<u32>,
+        commit_id: &str,
     ) -> Result<u32, ChatHostError> {
         let mode = match mode {
             CommitMode::Replace => toolhost_chat::CommitMode::Replace,
             CommitMode::Append => toolhost_chat::CommitMode::Append,
         };
-        toolhost_chat::commit(&self.chat, run_message, text, mode)
+        toolhost_chat::commit(&self.chat, run_message, text, mode, Some(commit_id))
             .map(|committed| committed.index)
-            .map_err(|error| ChatHostError {
-                code: error.code().to_owned(),
-                message: error.to_string(),
-            })
+            .map_err(chat_host_error)
+    }
+
+    fn find_commit(&self, commit_id: &str) -> Result<Option<u32>, ChatHostError> {
+        toolhost_chat::find_commit(&self.chat, commit_id).map_err(chat_host_error)
     }
 
     fn describe(&self) -> String {
         self.chat.path().display().to_string()
+    }
+}
+
+fn chat_host_error(error: toolhost_chat::ChatError) -> ChatHostError {
+    ChatHostError {
+        code: error.code().to_owned(),
+        message: error.to_string(),
     }
 }

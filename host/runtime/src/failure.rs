@@ -69,6 +69,16 @@ pub enum RunFailure {
     /// The run was cancelled from outside.
     #[error("agent.cancelled: the run was cancelled")]
     Cancelled,
+    /// A resume of a run that already ended (`run_completed`,
+    /// `run_failed`, `run_partial_success`, `run_cancelled`).
+    #[error(
+        "run.already_ended: the run ended with {kind} (journal event {seq}); an ended run is never resumed"
+    )]
+    AlreadyEnded { kind: String, seq: u64 },
+    /// A resume of a run that cannot be resumed: no loop record, or the
+    /// settings given contradict it.
+    #[error("run.not_resumable: {0}")]
+    NotResumable(String),
 }
 
 /// Codes a user may retry as is (the model may do better next time).
@@ -139,6 +149,8 @@ impl Classified for RunFailure {
             Self::ChatCommit(_) => "agent.chat_commit_failed",
             Self::LoopExhausted { code, .. } => code,
             Self::Cancelled => "agent.cancelled",
+            Self::AlreadyEnded { .. } => "run.already_ended",
+            Self::NotResumable(_) => "run.not_resumable",
         }
     }
 

@@ -24,14 +24,15 @@ use toolhost_core::{
     snapshot::SnapshotDiagnostic,
 };
 use toolhost_journal::{
-    ModelRequestCreated, ToolCallOutcome, ToolCallRequested, ToolCallStarted, ToolCallSystemFailed,
-    ToolResultStored,
+    ModelRequestCreated, ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested,
+    ToolCallStarted, ToolCallSystemFailed, ToolResultStored,
 };
 use toolhost_sandbox::{CallContext, CallEntropy, CallReport, CallableAgent, SkillAccess};
 use toolhost_workspace::WorkspaceSession;
 
 use crate::failure::RunFailure;
 use crate::host::ToolExecutor;
+use crate::replay::{self, InDoubt};
 use crate::run::Run;
 
 /// A finished call the run goes on after.
@@ -64,9 +65,17 @@ pub struct ExecutedCall {
     round: u32,
     started: Instant,
     skill_chars_before: u64,
+    /// A resumed run's stored result for this call: what the model reads,
+    /// whatever the replayed effect says.
+    stored: Option<AgentToolResult>,
 }
 
 impl ExecutedCall {
+    /// The stored result, when this call was replayed from the record.
+    pub(crate) fn stored_result(&self) -> Option<&AgentToolResult> {
+        self.stored.as_ref()
+    }
+
     pub fn invocation(&self) -> &ToolInvocation {
         &self.invocation
     }
@@ -260,6 +269,15 @@ impl InvocationSession {
         let started = Instant::now();
         let tool_id = invocation.tool_id.clone();
         let round = self.round;
+        let replay = self.run.replay().cloned();
+        let stored = match &replay {
+            Some(_) => self.stored_result(&invocation)?,
+            None => None,
+        };
+        let in_doubt = stored.is_none()
+            && replay
+                .as_ref()
+                .is_some_and(|replay| replay.was_started(&self.invocation_id, &invocation.call_id));
         self.record_request(&invocation)?;
 
         let mut skill_chars_before = self.skills.budget.charged();
@@ -289,6 +307,26 @@ impl InvocationSession {
                     .snapshot
                     .binding(&tool_id)
                     .ok_or_else(|| RunFailure::State(format!("`{tool_id}` lost its binding")))?;
+                if let Some(stored) = &stored
+                    && !replay::is_effect_tool(&tool_id)
+                {
+                    return Ok(self.replayed(invocation, stored.clone(), started, true));
+                }
+                if in_doubt && replay::is_write_tool(&tool_id) {
+                    // `None`: it never landed, so it runs again.
+                    if let Some(result) = self.resolve_write(&invocation)? {
+                        return Ok(self.replayed(invocation, result, started, false));
+                    }
+                } else if in_doubt && replay::in_doubt(&tool_id) == InDoubt::Unknown {
+                    let failure = replay::outcome_unknown(&tool_id);
+                    let (result, _) =
+                        AgentToolResult::from_outcome(&invocation, ToolOutcome::Error(failure));
+                    return Ok(self.replayed(invocation, result, started, false));
+                }
+                if replay::is_write_tool(&tool_id) {
+                    self.workspace
+                        .set_intent_sink(Some(self.intent_sink(&invocation.call_id)));
+                }
                 let (chat, worldinfo) = self.run.call_inputs();
                 // The per-call skill budget starts afresh with every call.
                 self.skills.budget.begin_call();
@@ -300,10 +338,11 @@ impl InvocationSession {
                     skills: Some(Arc::clone(&self.skills)),
                     agents: self.agents.clone(),
                 };
-                match executor
+                let executed = executor
                     .execute(&invocation, binding, entropy, context)
-                    .await
-                {
+                    .await;
+                self.workspace.set_intent_sink(None);
+                match executed {
                     Ok(execution) => (execution.result, execution.effect, execution.report),
                     Err(error) => {
                         return Err(self.system_failure(&invocation, round, error.into()));
@@ -328,7 +367,120 @@ impl InvocationSession {
             round,
             started,
             skill_chars_before,
+            stored,
         })
+    }
+
+    /// A call a resumed run answers from its record, without executing it.
+    /// Records each write of the call before it lands (create-only), so a
+    /// resume can tell whether it did.
+    fn intent_sink(&self, call_id: &str) -> toolhost_workspace::IntentSink {
+        let run = Arc::clone(&self.run);
+        let relative = replay::intent_path(&self.invocation_id, call_id);
+        Arc::new(move |intent: &toolhost_workspace::WriteIntent| {
+            let mut bytes = serde_json::to_vec_pretty(intent).unwrap_or_default();
+            bytes.push(b'\n');
+            run.dir()
+                .write_create_only(&relative, &bytes)
+                .map_err(|error| {
+                    toolhost_workspace::WorkspaceError::io(
+                        "record the write's intent",
+                        &relative,
+                        error,
+                    )
+                })
+        })
+    }
+
+    /// A write a crash interrupted, seen from its recorded intent: landed
+    /// (a success the model reads, and the file known as written), or
+    /// `Ok(None)`: it never landed and runs again; anything else is
+    /// `tool.outcome_unknown`.
+    fn resolve_write(
+        &self,
+        invocation: &ToolInvocation,
+    ) -> Result<Option<AgentToolResult>, RunFailure> {
+        let relative = replay::intent_path(&self.invocation_id, &invocation.call_id);
+        let Some(bytes) = self.run.read_file(&relative)? else {
+            return Ok(None);
+        };
+        let intent: toolhost_workspace::WriteIntent = serde_json::from_slice(&bytes)
+            .map_err(|error| RunFailure::State(format!("{relative} does not load: {error}")))?;
+        let now = match self.run.workspace().read_text(&intent.path) {
+            Ok(file) => Some(file.sha256),
+            Err(error) if error.code() == "workspace.file_not_found" => None,
+            Err(error) if error.is_system() => return Err(error.into()),
+            Err(_) => None,
+        };
+        let outcome = if now.as_deref() == Some(intent.after_sha256.as_str()) {
+            self.workspace
+                .record_landed_write(&intent.path, &intent.after_sha256);
+            ToolOutcome::Success(toolhost_core::ToolSuccess {
+                content: format!(
+                    "Wrote {}. (The run was interrupted after this write landed and before its result was recorded; the resumed run found the file as this call left it.)",
+                    intent.path
+                ),
+                structured: json!({"path": intent.path, "sha256": intent.after_sha256,
+                                   "resumedAfterInterruption": true}),
+                resource_refs: vec![format!("workspace:{}", intent.path)],
+                effect: None,
+            })
+        } else if now == intent.before_sha256 {
+            return Ok(None);
+        } else {
+            ToolOutcome::Error(replay::outcome_unknown(&invocation.tool_id))
+        };
+        Ok(Some(AgentToolResult::from_outcome(invocation, outcome).0))
+    }
+
+    /// `from_record`: the result is the stored one; else it is new (an
+    /// outcome the resume could not tell) and is stored like any other.
+    fn replayed(
+        &self,
+        invocation: ToolInvocation,
+        result: AgentToolResult,
+        started: Instant,
+        from_record: bool,
+    ) -> ExecutedCall {
+        ExecutedCall {
+            invocation,
+            stored: from_record.then(|| result.clone()),
+            result,
+            effect: None,
+            report: None,
+            round: self.round,
+            started,
+            skill_chars_before: self.skills.budget.charged(),
+        }
+    }
+
+    /// The stored result of a call of this invocation, if a resumed run's
+    /// record has one.
+    fn stored_result(
+        &self,
+        invocation: &ToolInvocation,
+    ) -> Result<Option<AgentToolResult>, RunFailure> {
+        let path = self.run.manifest_layout().tool_result(&invocation.call_id);
+        let Some(bytes) = self.run.read_file(&path.relative)? else {
+            return Ok(None);
+        };
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Stored {
+            invocation_id: String,
+            result: AgentToolResult,
+        }
+        let stored: Stored = serde_json::from_slice(&bytes).map_err(|error| {
+            RunFailure::State(format!("{} does not load: {error}", path.relative))
+        })?;
+        if stored.invocation_id != self.invocation_id {
+            return Err(RunFailure::State(format!(
+                "{} holds a call of {}, not of {}",
+                path.relative, stored.invocation_id, self.invocation_id
+            )));
+        }
+        stored.result.check_identity(invocation)?;
+        Ok(Some(stored.result))
     }
 
     /// An MCP result longer than the inline limit: the whole text goes to
@@ -412,19 +564,32 @@ impl InvocationSession {
             round: self.round,
             started,
             skill_chars_before: self.skills.budget.charged(),
+            stored: None,
         })
     }
 
     /// The arguments are an audit fact before anything acts on them. A
     /// duplicate call id fails here, before any file is overwritten.
     fn record_request(&mut self, invocation: &ToolInvocation) -> Result<(), RunFailure> {
-        let arguments_ref = self.run.dir().store_tool_args(
-            &invocation.call_id,
-            &invocation.tool_id,
-            &self.invocation_id,
-            self.round,
-            &invocation.arguments,
-        )?;
+        let dir = self.run.dir();
+        let arguments_ref = if self.run.replay().is_some() {
+            dir.store_tool_args_again(
+                &invocation.call_id,
+                &invocation.tool_id,
+                &self.invocation_id,
+                self.round,
+                &invocation.arguments,
+            )?
+        } else {
+            dir.store_tool_args(
+                &invocation.call_id,
+                &invocation.tool_id,
+                &self.invocation_id,
+                self.round,
+                &invocation.arguments,
+            )?
+        };
+        drop(dir);
         self.run.record(&ToolCallRequested {
             round: self.round,
             invocation_id: self.invocation_id.clone(),
@@ -448,15 +613,25 @@ impl InvocationSession {
             round,
             started,
             skill_chars_before,
+            stored,
         } = executed;
+        let replayed = stored.is_some();
+        let result = stored.unwrap_or(result);
         if let Err(mismatch) = result.check_identity(&invocation) {
             return Err(self.system_failure(&invocation, round, mismatch.into()));
         }
-        let result_ref = match self
-            .run
-            .dir()
-            .store_tool_result(&self.invocation_id, round, &result)
-        {
+        let stored = if replayed {
+            Ok(self
+                .run
+                .manifest_layout()
+                .tool_result(&invocation.call_id)
+                .relative)
+        } else {
+            self.run
+                .dir()
+                .store_tool_result(&self.invocation_id, round, &result)
+        };
+        let result_ref = match stored {
             Ok(path) => path,
             Err(error) => return Err(self.system_failure(&invocation, round, error.into())),
         };
@@ -483,7 +658,11 @@ impl InvocationSession {
                 .charged()
                 .saturating_sub(skill_chars_before),
         );
-        outcome.record(self.run.dir().journal_mut())?;
+        if outcome.is_error {
+            self.run.record(&ToolCallFailed(outcome))?;
+        } else {
+            self.run.record(&ToolCallCompleted(outcome))?;
+        }
         self.store_read_state()?;
         Ok(CallOutcome {
             result,

@@ -11,11 +11,12 @@ mod failure;
 mod host;
 mod inputs;
 mod invocation;
+mod replay;
 mod run;
 
 pub use agent_loop::{
-    CommitRecord, DIRECT_OUTPUT_PATH, LoopConfig, LoopParts, LoopSummary, MESSAGE_BODY_PATH,
-    RetryPolicy, RunCancel, RunStatus, TaskSummary, run_agent_loop,
+    CommitRecord, DIRECT_OUTPUT_PATH, LOOP_RECORD_PATH, LoopConfig, LoopParts, LoopRecord,
+    LoopSummary, MESSAGE_BODY_PATH, RetryPolicy, RunCancel, RunStatus, TaskSummary, run_agent_loop,
 };
 pub use agents::{AgentDirectory, AgentDirectoryError};
 pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
@@ -26,4 +27,5 @@ pub use host::{
 };
 pub use inputs::RunBindings;
 pub use invocation::{CallOutcome, ExecutedCall, InvocationSession};
+pub use replay::ResumeFound;
 pub use run::Run;

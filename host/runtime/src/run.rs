@@ -21,9 +21,11 @@ use toolhost_skills::{SkillBudget, SkillPolicy};
 use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
 use toolhost_worldinfo::Activation;
 
+use crate::agent_loop::{LOOP_RECORD_PATH, LoopRecord};
 use crate::failure::RunFailure;
 use crate::inputs::{self, Loaded, RunBindings};
 use crate::invocation::InvocationSession;
+use crate::replay::{Replay, TERMINAL_EVENTS};
 
 /// An open run. Shared by its invocations (`Arc<Run>`); the directory is
 /// behind a mutex because the journal has one writer.
@@ -39,6 +41,8 @@ pub struct Run {
     inputs: Loaded,
     /// The run's frozen profile.
     profile: Arc<Profile>,
+    /// A resumed agent run's journal, made again step by step.
+    replay: Option<Arc<Replay>>,
 }
 
 impl Run {
@@ -111,20 +115,75 @@ impl Run {
     pub fn open(root: &Path) -> Result<(Arc<Self>, Recovery), RunFailure> {
         let (mut dir, recovery) = RunDirectory::open(root)?;
         let loaded = inputs::rebind(&dir.manifest().inputs, root)?;
-        let resolved = dir.read_resolved_profile()?;
-        let profile = std::str::from_utf8(&resolved)
-            .map_err(|error| error.to_string())
-            .and_then(|text| Profile::from_json(text).map_err(|error| error.to_string()))
-            .map_err(|error| {
-                RunFailure::State(format!("the run's profile does not load: {error}"))
-            })?;
+        let profile = Self::load_profile(&dir)?;
         let resumed = RunResumed {
             run_id: dir.manifest().run_id.clone(),
             previous_seq: recovery.last_seq,
             torn_bytes: recovery.torn_bytes,
+            resume: None,
         };
         dir.journal_mut().record(&resumed)?;
         Ok((Arc::new(Self::wrap(dir, loaded, profile)?), recovery))
+    }
+
+    /// Reopen an interrupted agent run to go on with its loop
+    /// ([`crate::run_agent_loop`] with the returned record's settings). The
+    /// run directory's lock is held from here, so no second process can
+    /// resume it at once. Refused when the run ended, or has no
+    /// `input/loop.json` (not an agent run, or one made before runs were
+    /// resumable).
+    pub fn resume(root: &Path) -> Result<(Arc<Self>, LoopRecord), RunFailure> {
+        let (mut dir, recovery) = RunDirectory::open(root)?;
+        let events = read_events(dir.layout().journal().absolute)?;
+        if let Some(end) = events
+            .iter()
+            .find(|event| TERMINAL_EVENTS.contains(&event.r#type.as_str()))
+        {
+            return Err(RunFailure::AlreadyEnded {
+                kind: end.r#type.clone(),
+                seq: end.seq,
+            });
+        }
+        let record = match dir.read_file(LOOP_RECORD_PATH)? {
+            Some(bytes) => LoopRecord::from_json(&bytes)?,
+            None => {
+                return Err(RunFailure::NotResumable(format!(
+                    "{} has no {LOOP_RECORD_PATH}: it is not an agent run, or was made before runs could be resumed",
+                    root.display()
+                )));
+            }
+        };
+        let loaded = inputs::rebind(&dir.manifest().inputs, root)?;
+        let profile = Self::load_profile(&dir)?;
+        let replay = Replay::from_events(&events);
+        let resumed = RunResumed {
+            run_id: dir.manifest().run_id.clone(),
+            previous_seq: recovery.last_seq,
+            torn_bytes: recovery.torn_bytes,
+            resume: serde_json::to_value(&replay.found).ok(),
+        };
+        dir.journal_mut().record(&resumed)?;
+        let mut run = Self::wrap(dir, loaded, profile)?;
+        run.replay = Some(Arc::new(replay));
+        Ok((Arc::new(run), record))
+    }
+
+    fn load_profile(dir: &RunDirectory) -> Result<Profile, RunFailure> {
+        let resolved = dir.read_resolved_profile()?;
+        std::str::from_utf8(&resolved)
+            .map_err(|error| error.to_string())
+            .and_then(|text| Profile::from_json(text).map_err(|error| error.to_string()))
+            .map_err(|error| RunFailure::State(format!("the run's profile does not load: {error}")))
+    }
+
+    /// A resumed run's journal cursor (`None`: a new or reopened run).
+    pub(crate) fn replay(&self) -> Option<&Arc<Replay>> {
+        self.replay.as_ref()
+    }
+
+    /// A run file, `None` if it was never written.
+    pub(crate) fn read_file(&self, relative: &str) -> Result<Option<Vec<u8>>, RunFailure> {
+        Ok(self.dir().read_file(relative)?)
     }
 
     fn wrap(dir: RunDirectory, inputs: Loaded, profile: Profile) -> Result<Self, RunFailure> {
@@ -137,6 +196,7 @@ impl Run {
             workspace: Arc::new(workspace),
             inputs,
             profile: Arc::new(profile),
+            replay: None,
         })
     }
 
@@ -240,8 +300,17 @@ impl Run {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Journal `event` — unless a resumed run journalled it before and its
+    /// loop is only making it again ([`Replay`]).
     pub fn record<E: Event>(&self, event: &E) -> Result<u64, RunFailure> {
-        Ok(self.dir().journal_mut().record(event)?)
+        if let Some(replay) = &self.replay
+            && let Some(recorded) = replay.take(&event.scope().invocation_id, E::TYPE)
+        {
+            return Ok(recorded.seq);
+        }
+        let seq = self.dir().journal_mut().record(event)?;
+        toolhost_core::crash_point::hit_event(seq);
+        Ok(seq)
     }
 
     /// Compile, store (create-only) and journal the snapshot of a new
@@ -253,6 +322,11 @@ impl Run {
         invocation_id: &str,
         exit_policy: ExitPolicy,
     ) -> Result<InvocationSession, RunFailure> {
+        if self.replay.is_some()
+            && let Some(session) = self.restart_invocation(profile, invocation_id)?
+        {
+            return Ok(session);
+        }
         let compiled = snapshot::compile(profile, sources, invocation_id, exit_policy)?;
         let snapshot = Arc::new(compiled.snapshot);
         let contract = ToolTurnContract::all(&snapshot, ToolChoice::Auto)?;
@@ -261,10 +335,10 @@ impl Run {
             .iter()
             .map(|diagnostic| serde_json::to_value(diagnostic).unwrap_or(Value::Null))
             .collect();
-        let mut dir = self.dir();
-        let snapshot_path =
-            dir.write_snapshot(invocation_id, snapshot.to_json_pretty().as_bytes())?;
-        dir.journal_mut().record(&ContextAssembled {
+        let snapshot_path = self
+            .dir()
+            .write_snapshot(invocation_id, snapshot.to_json_pretty().as_bytes())?;
+        self.record(&ContextAssembled {
             invocation_id: invocation_id.to_owned(),
             snapshot_id: snapshot.id().to_owned(),
             snapshot_path,
@@ -272,7 +346,6 @@ impl Run {
             turn_contract: serde_json::to_value(&contract).unwrap_or(Value::Null),
             diagnostics,
         })?;
-        drop(dir);
         let workspace = self.workspace_session_for(profile)?;
         let mut session = InvocationSession::new(
             Arc::clone(self),
@@ -286,6 +359,58 @@ impl Run {
         .with_diagnostics(compiled.diagnostics);
         session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
         Ok(session)
+    }
+
+    /// An invocation of a resumed run that had started: its stored snapshot
+    /// (never compiled again: the model saw it), its read-state and the
+    /// skill characters its calls were charged; a fresh gate, which the
+    /// replayed calls fill again. `None` when it had not started.
+    fn restart_invocation(
+        self: &Arc<Self>,
+        profile: &Profile,
+        invocation_id: &str,
+    ) -> Result<Option<InvocationSession>, RunFailure> {
+        let Some(bytes) = self.dir().read_snapshot(invocation_id)? else {
+            return Ok(None);
+        };
+        let snapshot: InvocationToolSnapshot = serde_json::from_slice(&bytes).map_err(|error| {
+            RunFailure::State(format!(
+                "the stored snapshot of `{invocation_id}` does not load: {error}"
+            ))
+        })?;
+        let snapshot = Arc::new(snapshot);
+        let contract = ToolTurnContract::all(&snapshot, ToolChoice::Auto)?;
+        let snapshot_path = self
+            .layout
+            .tool_snapshot(invocation_id)
+            .map_err(|error| RunFailure::State(error.to_string()))?
+            .relative;
+        self.record(&ContextAssembled {
+            invocation_id: invocation_id.to_owned(),
+            snapshot_id: snapshot.id().to_owned(),
+            snapshot_path,
+            snapshot: snapshot.summary(),
+            turn_contract: serde_json::to_value(&contract).unwrap_or(Value::Null),
+            diagnostics: Vec::new(),
+        })?;
+        let charged = self
+            .replay
+            .as_ref()
+            .map_or(0, |replay| replay.skill_chars(invocation_id));
+        let mut session = InvocationSession::new(
+            Arc::clone(self),
+            invocation_id,
+            snapshot,
+            None,
+            0,
+            self.workspace_session_for(profile)?,
+            self.skill_access(profile, charged),
+        );
+        session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
+        Ok(Some(match self.dir().read_read_state(invocation_id)? {
+            Some(stored) => session.with_read_state(stored)?,
+            None => session,
+        }))
     }
 
     /// Reopen an invocation of a reopened run: its stored snapshot, a gate

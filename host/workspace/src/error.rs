@@ -161,7 +161,8 @@ impl WorkspaceError {
         )
     }
 
-    pub(crate) fn io(op: &str, path: &str, error: impl fmt::Display) -> Self {
+    /// A System I/O failure of `op` on `path` (hosts that write beside the workspace use it too).
+    pub fn io(op: &str, path: &str, error: impl fmt::Display) -> Self {
         Self::system(codes::IO_ERROR, format!("{op} `{path}`: {error}"))
     }
 }

@@ -643,3 +643,34 @@ pub(crate) fn walk(
         ControlFlow::Continue(())
     })
 }
+
+/// Remove the temp files ([`TEMP_PREFIX`]) a crash left in the directory
+/// at `segments` beneath `anchor` (absent: nothing to do). Only for a
+/// directory the caller holds exclusively: nobody else may be staging in
+/// it. Reads at most 100,000 names.
+pub(crate) fn remove_stale_temps(
+    anchor: BorrowedFd<'_>,
+    segments: &[&str],
+    display: &str,
+) -> Result<usize, WorkspaceError> {
+    let Some(dir) = open_dir_path(anchor, segments.iter().copied(), false, display)? else {
+        return Ok(0);
+    };
+    let mut reader =
+        Dir::read_from(&dir).map_err(|errno| WorkspaceError::io("list", display, errno))?;
+    let mut stale = Vec::new();
+    for entry in reader.by_ref().take(100_000) {
+        let entry = entry.map_err(|errno| WorkspaceError::io("list", display, errno))?;
+        let name = entry.file_name().to_bytes();
+        if name.starts_with(TEMP_PREFIX.as_bytes()) && entry.file_type() == FileType::RegularFile {
+            stale.push(entry.file_name().to_owned());
+        }
+    }
+    for name in &stale {
+        match unlinkat(&dir, name.as_c_str(), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(errno) => return Err(WorkspaceError::io("remove", display, errno)),
+        }
+    }
+    Ok(stale.len())
+}

@@ -39,7 +39,9 @@ pub use persist::{
     project, promote,
 };
 pub use roots::{Root, WorkspaceRoots};
-pub use session::{Patched, ReadState, WorkspaceSession, WriteMode, Written};
+pub use session::{
+    IntentSink, Patched, ReadState, WorkspaceSession, WriteIntent, WriteMode, Written,
+};
 pub use workspace::{
     DEFAULT_WALK_DEPTH, DEFAULT_WALK_FILES, Entry, EntryKind, GuardedWrite, Listing,
     MAX_LIST_DEPTH, TextFile, Workspace, WorkspaceLimits, WriteGuard,

@@ -8,8 +8,12 @@
 //! - [`promote`] copies the run's added and modified files back, but only if
 //!   the chat directory still is exactly the base (otherwise another run
 //!   promoted meanwhile: System `workspace.persist_conflict`, nothing
-//!   written). Every changed file is staged (temp file beside its target,
-//!   written and fsynced) before the first one is renamed into place.
+//!   written). It records what it will copy in
+//!   `input/persist_promotion.json` first, so a promotion a crash cut short
+//!   can be repeated: files already holding what it copies count as its
+//!   own, and are not written again. Every changed file is staged (temp
+//!   file beside its target, written and fsynced) before the first one is
+//!   renamed into place.
 //!   Files deleted in the run are not deleted in the chat (no tool deletes).
 //! - A run that never calls [`promote`] (failed, cancelled) leaves the chat
 //!   directory untouched: nothing else here writes to it.
@@ -41,6 +45,9 @@ use crate::workspace::{Workspace, sha256_hex};
 pub const PERSIST_ROOT: &str = "persist";
 /// Where the base is recorded (hidden from tools).
 pub const PERSIST_SNAPSHOT_FILE: &str = "input/persist_snapshot.json";
+/// Where a promotion records what it is about to copy, before it copies
+/// anything (hidden from tools).
+pub const PERSIST_PROMOTION_FILE: &str = "input/persist_promotion.json";
 
 /// Deep enough for any path a workspace can hold (1024 bytes).
 const WALK_DEPTH: usize = 1024;
@@ -263,7 +270,6 @@ pub fn promote(
 ) -> Result<ChangeSet, WorkspaceError> {
     let anchor = workspace.anchor();
     let mut changes = Vec::new();
-    let mut contents = Vec::new();
     for (path, _) in files_under(anchor, PERSIST_ROOT)? {
         let bytes = read_all(anchor, path.as_str())?;
         let sha256 = sha256_hex(&bytes);
@@ -279,11 +285,47 @@ pub fn promote(
             sha256,
             bytes: bytes.len() as u64,
         });
-        contents.push(bytes);
     }
 
+    // The intent first: a promotion a crash cut short is repeated from it,
+    // and the files it already copied are recognised as its own.
+    let intent = WorkspacePath::parse(PERSIST_PROMOTION_FILE, PathUse::File)?;
+    let recorded = fs::read_file(
+        anchor,
+        PERSIST_PROMOTION_FILE,
+        PERSIST_PROMOTION_FILE,
+        u64::MAX,
+    )?;
+    let recorded_before = recorded.is_some();
+    let changes = match recorded {
+        Some(bytes) => {
+            let recorded: ChangeSet = serde_json::from_slice(&bytes)
+                .map_err(|error| WorkspaceError::io("parse", PERSIST_PROMOTION_FILE, error))?;
+            if recorded.changes != changes {
+                return Err(WorkspaceError::system(
+                    codes::PERSIST_CONFLICT,
+                    format!(
+                        "persist/ no longer holds what {PERSIST_PROMOTION_FILE} recorded for its promotion; nothing was promoted"
+                    ),
+                ));
+            }
+            recorded.changes
+        }
+        None => {
+            if changes.is_empty() {
+                // Nothing to write, so nothing to conflict with.
+                return Ok(ChangeSet { changes });
+            }
+            let mut json = serde_json::to_vec_pretty(&ChangeSet {
+                changes: changes.clone(),
+            })
+            .map_err(|error| WorkspaceError::io("serialize", PERSIST_PROMOTION_FILE, error))?;
+            json.push(b'\n');
+            workspace.place(&intent, &json, Placement::CreateOnly)?;
+            changes
+        }
+    };
     if changes.is_empty() {
-        // Nothing to write, so nothing to conflict with.
         return Ok(ChangeSet { changes });
     }
     std::fs::create_dir_all(chat_persist_dir).map_err(|error| {
@@ -305,19 +347,25 @@ pub fn promote(
         FlockOperation::LockExclusive,
         chat_persist_dir,
     )?;
+    // Each file must be the base's, or (a repeated promotion) already ours.
     let now = chat_state(chat.as_fd(), chat_persist_dir)?;
-    if now != base.files {
-        let mut differing: Vec<&str> = now
+    let ours = |path: &str, sha: &str| {
+        changes
             .iter()
-            .filter(|(path, sha)| base.files.get(*path) != Some(sha))
-            .map(|(path, _)| path.as_str())
-            .chain(
-                base.files
-                    .keys()
-                    .filter(|path| !now.contains_key(*path))
-                    .map(String::as_str),
-            )
-            .collect();
+            .any(|change| change.path == path && change.sha256 == sha)
+    };
+    let mut differing: Vec<&str> = now
+        .iter()
+        .filter(|(path, sha)| base.files.get(*path) != Some(sha) && !ours(path, sha))
+        .map(|(path, _)| path.as_str())
+        .chain(
+            base.files
+                .keys()
+                .filter(|path| !now.contains_key(*path))
+                .map(String::as_str),
+        )
+        .collect();
+    if !differing.is_empty() {
         differing.sort_unstable();
         differing.truncate(10);
         return Err(WorkspaceError::system(
@@ -330,26 +378,56 @@ pub fn promote(
         ));
     }
 
+    // A repeated promotion: the temp files the cut-short one staged are
+    // debris (the exclusive lock says nobody else is staging).
+    if recorded_before {
+        let mut dirs: Vec<Vec<&str>> = vec![Vec::new()];
+        for change in &changes {
+            let mut segments: Vec<&str> = change.path.split('/').collect();
+            segments.pop();
+            if !dirs.contains(&segments) {
+                dirs.push(segments);
+            }
+        }
+        for segments in dirs {
+            fs::remove_stale_temps(
+                chat.as_fd(),
+                &segments,
+                &chat_persist_dir.display().to_string(),
+            )
+            .map_err(in_chat(chat_persist_dir))?;
+        }
+    }
+
     // Stage everything first: a failure here leaves the chat untouched
-    // (dropping the staged files removes them).
+    // (dropping the staged files removes them). Files already in place (a
+    // repeated promotion) are not written again.
     let mut staged = Vec::with_capacity(changes.len());
-    for (change, bytes) in changes.iter().zip(&contents) {
+    for change in &changes {
+        if now.get(&change.path) == Some(&change.sha256) {
+            continue;
+        }
+        let bytes = read_all(anchor, &format!("{PERSIST_ROOT}/{}", change.path))?;
         let segments: Vec<&str> = change.path.split('/').collect();
         let file = Staged::new(
             chat.as_fd(),
             &segments,
-            bytes,
+            &bytes,
             TempSite::Beside,
             &change.path,
         )
         .map_err(in_chat(chat_persist_dir))?;
-        staged.push((file, change.kind));
-    }
-    for (file, kind) in staged {
-        let placement = match kind {
-            ChangeKind::Added => Placement::CreateOnly,
-            ChangeKind::Modified => Placement::Replace,
+        let placement = if now.contains_key(&change.path) {
+            Placement::Replace
+        } else {
+            Placement::CreateOnly
         };
+        staged.push((file, placement));
+    }
+    for (index, (file, placement)) in staged.into_iter().enumerate() {
+        if index == 1 {
+            toolhost_core::crash_point::hit("persist_promoted");
+        }
         if file
             .commit(chat.as_fd(), placement)
             .map_err(in_chat(chat_persist_dir))?

@@ -87,7 +87,33 @@ pub struct Patched {
 pub struct WorkspaceSession {
     workspace: Arc<Workspace>,
     states: Mutex<HashMap<String, ReadState>>,
+    intent: IntentSlot,
 }
+
+/// The session's sink, if any (a closure has no `Debug`).
+#[derive(Default)]
+struct IntentSlot(Mutex<Option<IntentSink>>);
+
+impl std::fmt::Debug for IntentSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IntentSlot")
+    }
+}
+
+/// A write about to land: recorded before the file changes, so a resumed
+/// run can tell whether a write a crash interrupted landed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteIntent {
+    pub path: String,
+    /// The file's sha256 before, `None` when it did not exist.
+    pub before_sha256: Option<String>,
+    /// What it will be after.
+    pub after_sha256: String,
+}
+
+/// Where a session reports each [`WriteIntent`]; an error stops the write.
+pub type IntentSink = Arc<dyn Fn(&WriteIntent) -> Result<(), WorkspaceError> + Send + Sync>;
 
 fn recoverable(code: &'static str, message: String) -> WorkspaceError {
     WorkspaceError::recoverable(code, message)
@@ -98,6 +124,49 @@ impl WorkspaceSession {
         Self {
             workspace,
             states: Mutex::new(HashMap::new()),
+            intent: IntentSlot::default(),
+        }
+    }
+
+    /// Report each write to `sink` before it lands (`None`: stop).
+    pub fn set_intent_sink(&self, sink: Option<IntentSink>) {
+        *self
+            .intent
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = sink;
+    }
+
+    fn announce(
+        &self,
+        path: &WorkspacePath,
+        before: Option<&str>,
+        after: &[u8],
+    ) -> Result<(), WorkspaceError> {
+        let sink = self
+            .intent
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        match sink {
+            Some(sink) => sink(&WriteIntent {
+                path: path.as_str().to_owned(),
+                before_sha256: before.map(str::to_owned),
+                after_sha256: sha256_hex(after),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// A write that landed before a crash, found by a resumed run: the
+    /// file is known as it was written, as the write would have left it.
+    pub fn record_landed_write(&self, path: &str, sha256: &str) {
+        if let Ok(parsed) = WorkspacePath::parse(path, PathUse::File) {
+            self.states().insert(
+                parsed.as_str().to_owned(),
+                ReadState::full(sha256.to_owned()),
+            );
         }
     }
 
@@ -292,6 +361,11 @@ impl WorkspaceSession {
             } else {
                 Placement::CreateOnly
             };
+            self.announce(
+                &path,
+                current.as_ref().map(|current| current.sha256.as_str()),
+                new_text.as_bytes(),
+            )?;
             if self
                 .workspace
                 .place(&path, new_text.as_bytes(), placement)?
@@ -492,6 +566,7 @@ impl WorkspaceSession {
                 }
             };
             // Under the path lock, against the version just checked.
+            self.announce(&path, Some(&current.sha256), new_text.as_bytes())?;
             self.workspace
                 .place(&path, new_text.as_bytes(), Placement::Replace)?;
             let sha256 = sha256_hex(new_text.as_bytes());

@@ -17,7 +17,6 @@ use toolhost_journal::{
     ModelCompleted, ROOT_INVOCATION_ID, TaskReturnCompleted, sha256_hex,
 };
 use toolhost_model::{AgentModel, ModelReply};
-use toolhost_sandbox::CallEntropy;
 use toolhost_workspace::{PathUse, WorkspacePath, WriteGuard};
 
 use super::shared::{CommitOrigin, RunShared};
@@ -30,6 +29,9 @@ use crate::invocation::{ExecutedCall, InvocationSession};
 /// Tools that end their invocation's loop; each must be the last call of
 /// its round.
 const TERMINAL_TOOLS: [&str; 3] = ["workspace.finish", "agent.handoff", "task.return"];
+
+/// How long a replayed step waits for a replayed child to end again.
+const REPLAY_WAIT: Duration = Duration::from_secs(600);
 
 /// Tools whose successful call may be auto-published.
 const WRITE_TOOLS: [&str; 2] = ["workspace.write_file", "workspace.apply_patch"];
@@ -204,14 +206,19 @@ impl InvocationLoop<'_> {
                         ),
                     )?
                 } else {
+                    let entropy = shared.record.entropy(self.id(), &call.call_id);
                     let execution = self.session.execute(
                         shared.parts.host.as_ref(),
                         &request.turn,
                         call,
-                        CallEntropy::fresh(),
+                        entropy,
                     );
                     let mut executed = unless_cancelled(shared, execution).await?;
-                    if let Some(effect) = executed.take_effect() {
+                    // A replayed call the effect refused then changes nothing now.
+                    let refused_then = executed
+                        .stored_result()
+                        .is_some_and(|stored| stored.is_error);
+                    if let Some(effect) = executed.take_effect().filter(|_| !refused_then) {
                         let applied = self.apply(&mut executed, effect, round);
                         match unless_cancelled(shared, applied).await {
                             Ok(Applied::Ends(end)) => ends = Some(end),
@@ -244,7 +251,7 @@ impl InvocationLoop<'_> {
                 return Ok(end);
             }
             self.auto_publish(last_write.as_deref(), round)?;
-            self.inject_child_results(&mut history, round)?;
+            self.inject_child_results(&mut history, round).await?;
         }
         let last_was_drift = matches!(
             history.last(),
@@ -270,8 +277,43 @@ impl InvocationLoop<'_> {
         })
     }
 
+    /// The stored reply of `round`, when a resumed run has one: the model
+    /// is not asked again (a model answering from a sequence moves past it).
+    fn stored_reply(&self, round: u32) -> Result<Option<ModelReply>, RunFailure> {
+        if self.shared.run.replay().is_none() {
+            return Ok(None);
+        }
+        let Some(bytes) = self.shared.run.read_file(&self.reply_path(round))? else {
+            return Ok(None);
+        };
+        #[derive(serde::Deserialize)]
+        struct Stored {
+            response: toolhost_core::AgentModelResponse,
+            raw: Value,
+        }
+        let stored: Stored = serde_json::from_slice(&bytes).map_err(|error| {
+            RunFailure::State(format!("{} does not load: {error}", self.reply_path(round)))
+        })?;
+        self.model.skip_reply();
+        Ok(Some(ModelReply {
+            response: stored.response,
+            raw: stored.raw,
+        }))
+    }
+
+    fn reply_path(&self, round: u32) -> String {
+        if self.id() == ROOT_INVOCATION_ID {
+            format!("model-responses/round-{round:03}.json")
+        } else {
+            format!("model-responses/{}/round-{round:03}.json", self.id())
+        }
+    }
+
     /// One model call, retried while its failure is retryable.
     async fn ask(&self, request: &AgentModelRequest, round: u32) -> Result<ModelReply, RunFailure> {
+        if let Some(stored) = self.stored_reply(round)? {
+            return Ok(stored);
+        }
         let retry = self.shared.config.retry;
         let mut attempt = 1;
         loop {
@@ -305,11 +347,7 @@ impl InvocationLoop<'_> {
     /// `model-responses/<invocation>/round-NNN.json`, create-only, and
     /// `model_completed`.
     fn store_reply(&self, reply: &ModelReply, round: u32) -> Result<String, RunFailure> {
-        let path = if self.id() == ROOT_INVOCATION_ID {
-            format!("model-responses/round-{round:03}.json")
-        } else {
-            format!("model-responses/{}/round-{round:03}.json", self.id())
-        };
+        let path = self.reply_path(round);
         let record = json!({
             "schemaVersion": 1,
             "round": round,
@@ -321,7 +359,11 @@ impl InvocationLoop<'_> {
         let mut bytes = serde_json::to_vec_pretty(&record)
             .map_err(|error| RunFailure::State(format!("model reply: {error}")))?;
         bytes.push(b'\n');
-        self.shared.run.dir().write_create_only(&path, &bytes)?;
+        if self.shared.run.replay().is_some() && self.shared.run.read_file(&path)?.is_some() {
+            // A stored reply taken up again: the file is the record.
+        } else {
+            self.shared.run.dir().write_create_only(&path, &bytes)?;
+        }
         let response = &reply.response;
         let text = response.message.text();
         self.shared.run.record(&ModelCompleted {
@@ -422,12 +464,33 @@ impl InvocationLoop<'_> {
 
     /// Results of this agent's ended tasks it has not read yet go before
     /// its next request.
-    fn inject_child_results(
+    async fn inject_child_results(
         &self,
         history: &mut Vec<AgentModelMessage>,
         round: u32,
     ) -> Result<(), RunFailure> {
-        let ended = self.shared.tasks.take_undelivered(self.id());
+        let ended = match self.shared.run.replay() {
+            // Replaying: the journal says which results this round took.
+            Some(replay) if replay.replaying(self.id()) => match replay.peek(self.id()) {
+                Some(next) if next.kind == "child_results_injected" => {
+                    let ids: Vec<String> = next.payload["taskIds"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|id| id.as_str().map(str::to_owned))
+                        .collect();
+                    // They ended before; their children end again in replay.
+                    let (views, _) = self
+                        .shared
+                        .tasks
+                        .wait(&ids, AwaitMode::AllCompleted, REPLAY_WAIT)
+                        .await;
+                    views
+                }
+                _ => Vec::new(),
+            },
+            _ => self.shared.tasks.take_undelivered(self.id()),
+        };
         if ended.is_empty() {
             return Ok(());
         }
@@ -478,12 +541,22 @@ impl InvocationLoop<'_> {
                 }
             }
             ToolEffect::Finish { reason } => return Ok(self.finish(executed, reason)),
-            ToolEffect::Delegate { agent_id, task } => self.delegate(&agent_id, task)?,
+            ToolEffect::Delegate { agent_id, task } => {
+                let call_id = executed.invocation().call_id.clone();
+                self.delegate(&agent_id, task, &call_id)?
+            }
             ToolEffect::AwaitTasks {
                 task_ids,
                 mode,
                 timeout_ms,
-            } => self.await_tasks(&task_ids, mode, timeout_ms).await?,
+            } => match executed.stored_result() {
+                Some(stored) => {
+                    let stored = stored.clone();
+                    self.await_replayed(&stored).await?;
+                    Ok(ToolSuccess::default())
+                }
+                None => self.await_tasks(&task_ids, mode, timeout_ms).await?,
+            },
             ToolEffect::Handoff { agent_id, brief } => {
                 let applied = self.handoff(executed, &agent_id, brief)?;
                 if matches!(applied, Applied::Ends(_)) {
@@ -549,9 +622,10 @@ impl InvocationLoop<'_> {
         &self,
         agent_id: &str,
         task: Value,
+        call_id: &str,
     ) -> Result<Result<ToolSuccess, ToolFailure>, RunFailure> {
         match self.check_delegation(agent_id) {
-            Ok(target) => self.start_child(agent_id, target, task).map(Ok),
+            Ok(target) => self.start_child(agent_id, target, task, call_id).map(Ok),
             Err(refused) => Ok(Err(refused)),
         }
     }
@@ -610,11 +684,12 @@ impl InvocationLoop<'_> {
         agent_id: &str,
         target: Arc<Profile>,
         task: Value,
+        call_id: &str,
     ) -> Result<ToolSuccess, RunFailure> {
         let caller = &self.spec.profile;
         let tasks = &self.shared.tasks;
-        let task_id = format!("task_{}", uuid::Uuid::new_v4().simple());
-        let child_id = format!("inv_{}", uuid::Uuid::new_v4().simple());
+        let task_id = self.shared.record.derive_id("task", &[self.id(), call_id]);
+        let child_id = self.shared.record.derive_id("inv", &[self.id(), call_id]);
         let workspace_key = tasks.workspace_key(agent_id);
         tasks.start(
             self.id(),
@@ -726,6 +801,37 @@ impl InvocationLoop<'_> {
         ))
     }
 
+    /// A replayed `agent.await`: the tasks its stored result reported ended
+    /// end again in this run (their children replay too) and are marked
+    /// delivered, as they were; the model reads the stored result.
+    async fn await_replayed(
+        &self,
+        stored: &toolhost_core::AgentToolResult,
+    ) -> Result<(), RunFailure> {
+        let ended: Vec<String> = stored.structured["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|task| {
+                task["status"]
+                    .as_str()
+                    .is_some_and(|status| status != "running")
+            })
+            .filter_map(|task| task["taskId"].as_str().map(str::to_owned))
+            .collect();
+        if !ended.is_empty() {
+            self.shared
+                .tasks
+                .wait(&ended, AwaitMode::AllCompleted, REPLAY_WAIT)
+                .await;
+        }
+        // `agent_await_completed`, as journalled.
+        if let Some(replay) = self.shared.run.replay() {
+            replay.take(self.id(), "agent_await_completed");
+        }
+        Ok(())
+    }
+
     fn handoff(
         &self,
         executed: &mut ExecutedCall,
@@ -781,8 +887,12 @@ impl InvocationLoop<'_> {
             ledger.handoffs += 1;
             ledger.handoffs
         };
-        let task_id = format!("handoff_{}", uuid::Uuid::new_v4().simple());
-        let next_id = format!("inv_{}", uuid::Uuid::new_v4().simple());
+        let call_id = executed.invocation().call_id.clone();
+        let task_id = self
+            .shared
+            .record
+            .derive_id("handoff", &[self.id(), &call_id]);
+        let next_id = self.shared.record.derive_id("inv", &[self.id(), &call_id]);
         self.shared.run.record(&AgentHandoffAccepted {
             task_id: task_id.clone(),
             source_invocation_id: self.id().to_owned(),
@@ -873,7 +983,7 @@ impl InvocationLoop<'_> {
         self.shared
             .run
             .dir()
-            .write_create_only(&result_ref, &bytes)?;
+            .write_create_only_again(&result_ref, &bytes)?;
         let markdown = format!(
             "# Task result: {task_id} ({})\n\nStatus: {status}\n\n{summary}\n",
             self.spec.profile.id

@@ -28,10 +28,12 @@
 
 mod cancel;
 mod invocation;
+mod record;
 mod shared;
 mod tasks;
 
 pub use cancel::RunCancel;
+pub use record::{LOOP_RECORD_PATH, LoopRecord};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -89,6 +91,12 @@ pub struct LoopConfig {
     pub persist_dir: Option<PathBuf>,
     /// Stops the run from outside.
     pub cancel: RunCancel,
+    /// The run seed (`toolhost run --seed`): ids and every call's entropy
+    /// derive from it. `None`: a random one, recorded all the same.
+    pub seed: Option<u64>,
+    /// How the embedder describes its models, for `input/loop.json` (never
+    /// a key): what it needs to open them again when the run is resumed.
+    pub model: serde_json::Value,
 }
 
 /// What a run talks to.
@@ -159,15 +167,87 @@ pub struct LoopSummary {
 /// to, with delegated tasks in the background. Journals every step and the
 /// run's end. Never returns an error: a failure is the summary's status
 /// (and `run_failed` / `run_partial_success` in the journal).
+///
+/// A run from [`Run::resume`] goes on where it was interrupted: `config`
+/// must hold the recorded settings ([`LoopRecord::config`]) and `parts` the
+/// recorded agents ([`LoopRecord::agents`]); a contradiction is refused
+/// (`run.not_resumable`) without ending the run.
 pub async fn run_agent_loop(run: &Arc<Run>, parts: LoopParts, config: &LoopConfig) -> LoopSummary {
+    let record = match loop_record(run, &parts, config) {
+        Ok(record) => record,
+        Err(failure) => return not_started(run, &failure),
+    };
     let agents = parts.agents.clone().with_own(run.profile());
     let shared = Arc::new(RunShared::new(
         Arc::clone(run),
         LoopParts { agents, ..parts },
         config.clone(),
+        record,
     ));
     let ended = drive(&shared).await;
     shared.end(ended)
+}
+
+/// A new run's record, written before its first step; a resumed run's,
+/// checked against `config` and `parts`.
+fn loop_record(
+    run: &Arc<Run>,
+    parts: &LoopParts,
+    config: &LoopConfig,
+) -> Result<LoopRecord, crate::RunFailure> {
+    if run.replay().is_none() {
+        let record = LoopRecord::new(config, &parts.agents)?;
+        run.dir()
+            .write_create_only(LOOP_RECORD_PATH, &record.to_json())?;
+        return Ok(record);
+    }
+    let bytes = run
+        .read_file(LOOP_RECORD_PATH)?
+        .ok_or_else(|| crate::RunFailure::NotResumable(format!("{LOOP_RECORD_PATH} is missing")))?;
+    let record = LoopRecord::from_json(&bytes)?;
+    let mut differing = record.contradictions(config);
+    let recorded: Vec<(&str, &str)> = record
+        .agents
+        .iter()
+        .map(|agent| (agent.id.as_str(), agent.sha256.as_str()))
+        .collect();
+    let given: Vec<(String, String)> = parts
+        .agents
+        .profiles()
+        .map(|profile| (profile.id.clone(), profile.digest()))
+        .collect();
+    let given: Vec<(&str, &str)> = given
+        .iter()
+        .map(|(id, digest)| (id.as_str(), digest.as_str()))
+        .collect();
+    if recorded != given {
+        differing.push("agents");
+    }
+    if !differing.is_empty() {
+        return Err(crate::RunFailure::NotResumable(format!(
+            "the run was recorded with another {} (see {LOOP_RECORD_PATH})",
+            differing.join(", ")
+        )));
+    }
+    Ok(record)
+}
+
+/// The summary of a loop that did not start: nothing was journalled, so
+/// the run stays as it was (resumable, when it was).
+fn not_started(run: &Arc<Run>, failure: &crate::RunFailure) -> LoopSummary {
+    use toolhost_core::Classified;
+    LoopSummary {
+        status: RunStatus::Failed,
+        code: Some(failure.code().to_owned()),
+        message: Some(failure.to_string()),
+        user_retryable: false,
+        rounds: 0,
+        tool_calls: 0,
+        commits: Vec::new(),
+        agents: Vec::new(),
+        tasks: Vec::new(),
+        run_dir: run.root().to_owned(),
+    }
 }
 
 async fn drive(shared: &Arc<RunShared>) -> Result<(), crate::RunFailure> {

@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 use toolhost_core::{Classified, CommitMode, ToolFailure};
 use toolhost_journal::{
-    ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, PersistentChangesCommitted,
+    ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, Event, PersistentChangesCommitted,
     PreservedCommit,
 };
 use toolhost_workspace::{PersistBase, Workspace, persist};
 
+use super::record::LoopRecord;
 use super::tasks::TaskBoard;
 use super::{CommitRecord, LoopConfig, LoopParts, LoopSummary, RunStatus};
 use crate::failure::RunFailure;
@@ -22,6 +23,8 @@ pub(super) struct RunShared {
     pub config: LoopConfig,
     pub ledger: Mutex<Ledger>,
     pub tasks: TaskBoard,
+    /// `input/loop.json`: the run seed every id and call entropy derive from.
+    pub record: LoopRecord,
     persist_base: Mutex<Option<PersistBase>>,
 }
 
@@ -59,11 +62,12 @@ pub(super) struct CommitOrigin<'a> {
 }
 
 impl RunShared {
-    pub fn new(run: Arc<Run>, parts: LoopParts, config: LoopConfig) -> Self {
+    pub fn new(run: Arc<Run>, parts: LoopParts, config: LoopConfig, record: LoopRecord) -> Self {
         Self {
             run,
             parts,
             config,
+            record,
             ledger: Mutex::new(Ledger::default()),
             tasks: TaskBoard::default(),
             persist_base: Mutex::new(None),
@@ -85,12 +89,35 @@ impl RunShared {
         mode: CommitMode,
         origin: CommitOrigin<'_>,
     ) -> Result<Result<CommitRecord, ToolFailure>, RunFailure> {
-        let file = match origin.workspace.read_text(path) {
-            Ok(file) => file,
-            Err(error) if error.is_system() => return Err(error.into()),
-            Err(error) => return Ok(Err(ToolFailure::new(error.code(), error.message()))),
+        // One commit at a time: the ledger's run message must match the chat.
+        let mut ledger = self.ledger();
+        let commit_id = format!(
+            "{}:commit_{:03}",
+            self.run.run_id(),
+            ledger.commits.len() + 1
+        );
+        let explicit = origin.call_id.is_some();
+        let mode_name = match mode {
+            CommitMode::Replace => "replace",
+            CommitMode::Append => "append",
         };
-        if file.text.trim().is_empty() {
+        let recorded = self
+            .run
+            .replay()
+            .and_then(|replay| replay.recorded_commit(origin.invocation_id));
+        let file = match &recorded {
+            // Committed before the interruption: the file may have changed
+            // since, and its text is not needed.
+            Some(recorded) if recorded.completed.is_some() => None,
+            _ => match origin.workspace.read_text(path) {
+                Ok(file) => Some(file),
+                Err(error) if error.is_system() => return Err(error.into()),
+                Err(error) => return Ok(Err(ToolFailure::new(error.code(), error.message()))),
+            },
+        };
+        if let Some(file) = &file
+            && file.text.trim().is_empty()
+        {
             return Ok(Err(ToolFailure::new(
                 "workspace.required_artifact_empty",
                 format!(
@@ -99,32 +126,64 @@ impl RunShared {
                 ),
             )));
         }
-        let explicit = origin.call_id.is_some();
-        let mode_name = match mode {
-            CommitMode::Replace => "replace",
-            CommitMode::Append => "append",
-        };
-        // One commit at a time: the ledger's run message must match the chat.
-        let mut ledger = self.ledger();
-        let commit_id = format!("commit_{:03}", ledger.commits.len() + 1);
         let invocation_id = origin.invocation_id.to_owned();
-        self.run.record(&ChatCommitRequested {
-            commit_id: commit_id.clone(),
-            invocation_id: invocation_id.clone(),
-            call_id: origin.call_id.clone(),
-            path: file.path.clone(),
-            mode: mode_name,
-            reason: origin
-                .reason
-                .or_else(|| (!explicit).then(|| "auto_publish".to_owned())),
-            chars: file.text.chars().count(),
-            sha256: file.sha256.clone(),
-        })?;
-        match self.parts.chat.commit(&file.text, mode, ledger.run_message) {
+        let committed_path = file
+            .as_ref()
+            .map(|file| file.path.clone())
+            .or_else(|| recorded.as_ref().map(|recorded| recorded.path.clone()))
+            .unwrap_or_else(|| path.to_owned());
+        match &file {
+            Some(file) => {
+                self.run.record(&ChatCommitRequested {
+                    commit_id: commit_id.clone(),
+                    invocation_id: invocation_id.clone(),
+                    call_id: origin.call_id.clone(),
+                    path: file.path.clone(),
+                    mode: mode_name,
+                    reason: origin
+                        .reason
+                        .clone()
+                        .or_else(|| (!explicit).then(|| "auto_publish".to_owned())),
+                    chars: file.text.chars().count(),
+                    sha256: file.sha256.clone(),
+                })?;
+            }
+            None => {
+                if let Some(replay) = self.run.replay() {
+                    replay.take(&invocation_id, ChatCommitRequested::TYPE);
+                }
+            }
+        }
+        let landed = match (&recorded, &file) {
+            (Some(recorded), _) if recorded.completed.is_some() => recorded.completed,
+            // Requested before the interruption, never seen completing: the
+            // chat says whether it landed.
+            (Some(_), _) => self
+                .parts
+                .chat
+                .find_commit(&commit_id)
+                .map_err(|error| RunFailure::ChatCommit(error.to_string()))?,
+            (None, _) => None,
+        };
+        let committed = match (landed, &file) {
+            (Some(index), _) => Ok(index),
+            (None, Some(file)) => {
+                self.parts
+                    .chat
+                    .commit(&file.text, mode, ledger.run_message, &commit_id)
+            }
+            (None, None) => {
+                return Err(RunFailure::State(format!(
+                    "{commit_id} was recorded as completed without a message index"
+                )));
+            }
+        };
+        match committed {
             Ok(index) => {
+                toolhost_core::crash_point::hit("chat_committed");
                 ledger.run_message = Some(index);
                 let record = CommitRecord {
-                    path: file.path.clone(),
+                    path: committed_path.clone(),
                     mode: mode_name,
                     message_index: index,
                     round: origin.round,
@@ -136,7 +195,7 @@ impl RunShared {
                     commit_id,
                     invocation_id,
                     call_id: origin.call_id,
-                    path: file.path,
+                    path: committed_path,
                     mode: mode_name,
                     message_index: index,
                     commit_count: ledger.commits.len(),
@@ -149,7 +208,7 @@ impl RunShared {
                     commit_id,
                     invocation_id,
                     call_id: origin.call_id,
-                    path: file.path,
+                    path: committed_path,
                     mode: mode_name,
                     code: error.code.clone(),
                     message: error.message.clone(),
@@ -161,7 +220,17 @@ impl RunShared {
 
     pub fn project_persist(&self) -> Result<(), RunFailure> {
         if let Some(dir) = &self.config.persist_dir {
-            let base = persist::project(dir, self.run.workspace())?;
+            // A resumed run was projected when it started.
+            let projected = self.run.replay().is_some()
+                && self
+                    .run
+                    .read_file(persist::PERSIST_SNAPSHOT_FILE)?
+                    .is_some();
+            let base = if projected {
+                PersistBase::load(self.run.workspace())?
+            } else {
+                persist::project(dir, self.run.workspace())?
+            };
             *self
                 .persist_base
                 .lock()

@@ -1,0 +1,382 @@
+//! Crash and resume: `toolhost run` killed with SIGKILL and resumed with
+//! `--resume` must end exactly where an uninterrupted run of the same
+//! script and `--seed` ends — same `output/`, same stored results, the same
+//! chat with the reply committed once, the same `persist/` promotion, a
+//! valid journal with `run_resumed`, no model reply requested twice.
+//!
+//! Kills land through `TOOLHOST_CRASH_AT` (see `toolhost_core::crash_point`):
+//! right after a journal event picked at random (inside the delegated child
+//! too), between a commit's chat write and its journal event, and half-way
+//! through the `persist/` promotion; every third case is killed a second
+//! time while it resumes. `TOOLHOST_CRASH_POINTS` (default 30) and
+//! `TOOLHOST_CRASH_SEED` choose how many and which; `make crash-test` runs
+//! 300.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+
+use serde_json::{Value, json};
+
+const SEED: &str = "42";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The demo's script, with two more files written into `persist/` so the
+/// run promotes two files when it finishes.
+fn script() -> Value {
+    let text = std::fs::read_to_string(repo().join("examples/demo/script.json")).unwrap();
+    let mut script: Value = serde_json::from_str(&text).unwrap();
+    let calls = script["replies"][3]["toolCalls"].as_array_mut().unwrap();
+    for (index, (id, path)) in [
+        ("persist_a", "persist/lantern.md"),
+        ("persist_b", "persist/stairs.md"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        calls.insert(
+            index,
+            json!({"id": id, "name": "workspace_write_file",
+                   "arguments": {"path": path, "content": format!("{path}: kept for the next run\n")}}),
+        );
+    }
+    script
+}
+
+/// A fresh case directory: its chat, persist directory and script.
+fn case(root: &Path, name: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("persist")).unwrap();
+    std::fs::copy(
+        repo().join("tests/fixtures/chats/long_character_chat.jsonl"),
+        dir.join("chat.jsonl"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("persist/keep.md"), "already there\n").unwrap();
+    std::fs::write(
+        dir.join("script.json"),
+        serde_json::to_vec_pretty(&script()).unwrap(),
+    )
+    .unwrap();
+    dir
+}
+
+fn toolhost(dir: &Path, args: &[String], crash_at: Option<&str>) -> ExitStatus {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    command
+        .current_dir(repo())
+        .arg("--cache-dir")
+        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("crash-cache"))
+        .args(args)
+        .env_remove("TOOLHOST_LOG")
+        .env_remove("TOOLHOST_CRASH_AT")
+        .stdout(std::fs::File::create(dir.join("stdout.log")).unwrap())
+        .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap());
+    if let Some(point) = crash_at {
+        command.env("TOOLHOST_CRASH_AT", point);
+    }
+    command.status().expect("run toolhost")
+}
+
+fn start_args(dir: &Path) -> Vec<String> {
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let mut args: Vec<String> = [
+        "run",
+        "--profile",
+        "profiles/default.json",
+        "--agents",
+        "examples/demo/agents",
+        "--worldinfo",
+        "tests/fixtures/worldinfo/prompt_snapshot.json",
+        "--skills",
+        "global:tests/fixtures/skills/global",
+        "--seed",
+        SEED,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend([
+        "--model".into(),
+        format!("script:{}", path(&dir.join("script.json"))),
+        "--chat".into(),
+        path(&dir.join("chat.jsonl")),
+        "--persist".into(),
+        path(&dir.join("persist")),
+        "--run-dir".into(),
+        path(&dir.join("run")),
+    ]);
+    args
+}
+
+fn resume_args(dir: &Path) -> Vec<String> {
+    vec![
+        "run".into(),
+        "--resume".into(),
+        dir.join("run").to_str().unwrap().to_owned(),
+    ]
+}
+
+fn events(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("run/events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(next) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&next) else {
+            continue;
+        };
+        for entry in entries.map(Result::unwrap) {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
+                found.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    found
+}
+
+/// A tiny deterministic generator: the points are reproducible from the seed.
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+fn check_same_end(reference: &Path, dir: &Path, label: &str) {
+    // The same output/, results and model replies (ids and entropy derive
+    // from the seed, so they are byte for byte the same).
+    for sub in ["run/output", "run/tool-results", "run/summaries", "persist"] {
+        let (want, got) = (files(&reference.join(sub)), files(&dir.join(sub)));
+        // A write found landed after a crash says so instead of repeating
+        // its result; everything else is byte for byte the same.
+        let resolved = |name: &String| {
+            got.get(name).is_some_and(|bytes| {
+                String::from_utf8_lossy(bytes).contains("\"resumedAfterInterruption\": true")
+            })
+        };
+        let differing: Vec<&String> = want
+            .keys()
+            .chain(got.keys())
+            .filter(|name| want.get(*name) != got.get(*name) && !resolved(name))
+            .collect();
+        assert!(
+            differing.is_empty(),
+            "{label}: {sub} differs from the uninterrupted run: {differing:?}"
+        );
+    }
+    // Model replies: the same replies (the record names the script's path,
+    // which is the case's own).
+    let replies = |d: &Path| -> BTreeMap<String, Value> {
+        files(&d.join("run/model-responses"))
+            .into_iter()
+            .map(|(name, bytes)| {
+                let record: Value = serde_json::from_slice(&bytes).unwrap();
+                (name, record["response"].clone())
+            })
+            .collect()
+    };
+    assert!(
+        replies(reference) == replies(dir),
+        "{label}: model replies differ"
+    );
+    // The chat: every line the run did not write is the same; the reply is
+    // committed once, with the same text.
+    let chat = |d: &Path| std::fs::read_to_string(d.join("chat.jsonl")).unwrap();
+    let (want, got) = (chat(reference), chat(dir));
+    let (want, got): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    assert_eq!(
+        want.len(),
+        got.len(),
+        "{label}: the chat has another number of lines"
+    );
+    assert_eq!(
+        want[..want.len() - 1],
+        got[..got.len() - 1],
+        "{label}: chat lines differ"
+    );
+    let reply = |line: &str| serde_json::from_str::<Value>(line).unwrap()["mes"].clone();
+    assert_eq!(
+        reply(want[want.len() - 1]),
+        reply(got[got.len() - 1]),
+        "{label}"
+    );
+    // The journal: consecutive, resumed, completed once; each round asked
+    // for once.
+    let events = events(dir);
+    for (index, event) in events.iter().enumerate() {
+        assert_eq!(event["seq"], json!(index + 1), "{label}: journal seq");
+    }
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "run_completed").count(),
+        1,
+        "{label}"
+    );
+    assert_eq!(kinds.last(), Some(&"run_completed"), "{label}");
+    let mut asked = BTreeMap::new();
+    for event in &events {
+        if event["type"] == "model_completed" {
+            let key = (
+                event["payload"]["invocationId"].to_string(),
+                event["payload"]["round"].to_string(),
+            );
+            *asked.entry(key).or_insert(0) += 1;
+        }
+    }
+    assert!(
+        asked.values().all(|count| *count == 1),
+        "{label}: a round twice: {asked:?}"
+    );
+    let reference_rounds = events_of(reference, "model_completed");
+    assert_eq!(asked.len(), reference_rounds, "{label}: rounds");
+    assert_eq!(
+        events_of(dir, "chat_commit_completed"),
+        1,
+        "{label}: the commit is journalled once"
+    );
+}
+
+fn events_of(dir: &Path, kind: &str) -> usize {
+    events(dir).iter().filter(|e| e["type"] == kind).count()
+}
+
+#[test]
+fn a_killed_run_resumes_to_the_end_an_uninterrupted_run_reaches() {
+    let root = tempfile::tempdir().unwrap();
+    let reference = case(root.path(), "reference");
+    assert!(toolhost(&reference, &start_args(&reference), None).success());
+    let total = events(&reference).len() as u64;
+    assert!(total > 60, "the reference run journalled {total} events");
+
+    let points: usize = std::env::var("TOOLHOST_CRASH_POINTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(30);
+    let mut state: u64 = std::env::var("TOOLHOST_CRASH_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0x5eed_c4a5);
+    eprintln!("{points} crash points, TOOLHOST_CRASH_SEED={state}");
+    let mut killed = 0;
+    for index in 0..points {
+        let first = match index {
+            0 => "chat_committed".to_owned(),
+            1 => "persist_promoted".to_owned(),
+            _ => format!("event:{}", 2 + next(&mut state) % (total - 2)),
+        };
+        let dir = case(root.path(), &format!("case-{index}"));
+        let label = format!("case {index} ({first})");
+        let status = toolhost(&dir, &start_args(&dir), Some(&first));
+        if status.success() {
+            // The point was past the end of this run.
+            check_same_end(&reference, &dir, &label);
+            continue;
+        }
+        assert_eq!(
+            status.code(),
+            None,
+            "{label}: not killed but exited {status}"
+        );
+        killed += 1;
+        // Every third case is killed again while it resumes.
+        if index % 3 == 2 {
+            let last = events(&dir).len() as u64;
+            let again = format!("event:{}", last + 2 + next(&mut state) % 20);
+            let status = toolhost(&dir, &resume_args(&dir), Some(&again));
+            if !status.success() {
+                assert_eq!(status.code(), None, "{label}: resume exited {status}");
+            }
+        }
+        let status = if events_of(&dir, "run_completed") == 0 {
+            toolhost(&dir, &resume_args(&dir), None)
+        } else {
+            status
+        };
+        let log = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        assert!(
+            status.success(),
+            "{label}: the resume failed: {}\n{}",
+            log("stdout.log"),
+            log("stderr.log")
+        );
+        assert!(events_of(&dir, "run_resumed") >= 1, "{label}");
+        check_same_end(&reference, &dir, &label);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    assert!(
+        killed * 2 >= points,
+        "only {killed} of {points} points killed the run"
+    );
+}
+
+#[test]
+fn an_ended_run_is_not_resumed_and_contradicting_flags_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = case(root.path(), "ended");
+    assert!(toolhost(&dir, &start_args(&dir), None).success());
+    let journal = std::fs::read(dir.join("run/events.jsonl")).unwrap();
+    let status = toolhost(&dir, &resume_args(&dir), None);
+    assert_eq!(status.code(), Some(2), "{status}");
+    let stderr = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
+    assert!(stderr.contains("run.already_ended"), "{stderr}");
+    assert_eq!(
+        std::fs::read(dir.join("run/events.jsonl")).unwrap(),
+        journal
+    );
+
+    let dir = case(root.path(), "interrupted");
+    let status = toolhost(&dir, &start_args(&dir), Some("event:20"));
+    assert_eq!(status.code(), None);
+    let journal = std::fs::read(dir.join("run/events.jsonl")).unwrap();
+    let mut task = resume_args(&dir);
+    task.extend(["--task".into(), "something else".into()]);
+    let status = toolhost(&dir, &task, None);
+    assert_eq!(status.code(), Some(2), "{status}");
+    let stdout = std::fs::read_to_string(dir.join("stdout.log")).unwrap();
+    assert!(
+        stdout.contains("run.not_resumable") && stdout.contains("task"),
+        "{stdout}"
+    );
+    let mut model = resume_args(&dir);
+    model.extend(["--model".into(), "script:elsewhere.json".into()]);
+    assert_eq!(toolhost(&dir, &model, None).code(), Some(2));
+    // Refusals leave the run resumable: nothing but run_resumed was added.
+    let now = events(&dir);
+    let before = journal.iter().filter(|b| **b == b'\n').count();
+    assert!(now[before..].iter().all(|e| e["type"] == "run_resumed"));
+    assert!(toolhost(&dir, &resume_args(&dir), None).success());
+}
+
+#[test]
+fn two_processes_never_resume_one_run() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = case(root.path(), "locked");
+    let status = toolhost(&dir, &start_args(&dir), Some("event:20"));
+    assert_eq!(status.code(), None);
+    // Hold the run the way a resuming process does, then try a second.
+    let _held = hold_journal(&dir.join("run/events.jsonl"));
+    let status = toolhost(&dir, &resume_args(&dir), None);
+    assert_eq!(status.code(), Some(2), "{status}");
+    let stderr = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
+    assert!(stderr.contains("in use"), "{stderr}");
+}
+
+/// The journal's lock, as the process that has the run open holds it.
+fn hold_journal(path: &Path) -> std::fs::File {
+    let file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    file.try_lock().expect("the journal is free");
+    file
+}

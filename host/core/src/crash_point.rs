@@ -1,0 +1,63 @@
+//! Crash points for the crash tests: with `TOOLHOST_CRASH_AT=POINT` (or
+//! `POINT#N`, its N-th hit) in the environment the process kills itself
+//! with `SIGKILL` there — no destructor, no flush, exactly what a crash or
+//! `kill -9` leaves. Points: `event:SEQ` (right after journal event SEQ was
+//! appended), `chat_committed` (a commit's chat write done, its journal
+//! event not yet), `persist_promoted` (half-way through a promotion: one
+//! file renamed into the chat's directory, the others not). Without the
+//! variable a hit is one atomic load.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The variable the crash tests set.
+pub const CRASH_AT_VARIABLE: &str = "TOOLHOST_CRASH_AT";
+
+struct Target {
+    point: String,
+    nth: u64,
+    hits: AtomicU64,
+}
+
+fn target() -> Option<&'static Target> {
+    static TARGET: OnceLock<Option<Target>> = OnceLock::new();
+    TARGET
+        .get_or_init(|| {
+            let value = std::env::var(CRASH_AT_VARIABLE).ok()?;
+            let (point, nth) = match value.split_once('#') {
+                Some((point, nth)) => (point.to_owned(), nth.parse().ok()?),
+                None => (value, 1),
+            };
+            Some(Target {
+                point,
+                nth,
+                hits: AtomicU64::new(0),
+            })
+        })
+        .as_ref()
+}
+
+/// Die here if this is the point the environment names.
+pub fn hit(point: &str) {
+    if let Some(target) = target()
+        && target.point == point
+        && target.hits.fetch_add(1, Ordering::SeqCst) + 1 == target.nth
+    {
+        die();
+    }
+}
+
+/// Die here if journal event `seq` is the one the environment names.
+pub fn hit_event(seq: u64) {
+    if let Some(target) = target()
+        && target.point.strip_prefix("event:") == Some(seq.to_string().as_str())
+    {
+        die();
+    }
+}
+
+fn die() {
+    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    // SIGKILL cannot be caught; should it not arrive, abort is the next best.
+    std::process::abort();
+}

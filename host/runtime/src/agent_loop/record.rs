@@ -1,0 +1,266 @@
+//! `input/loop.json`: every input of an agent run that is not a secret,
+//! written create-only before the loop's first step, so that a resumed run
+//! continues with exactly what it started with. Also the run seed, from
+//! which every id the loop makes and every call's entropy derive: a resumed
+//! run makes the same ids again, and two runs of one script with one
+//! `--seed` are comparable.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use toolhost_core::Profile;
+use toolhost_sandbox::CallEntropy;
+
+use super::{LoopConfig, RetryPolicy};
+use crate::agents::AgentDirectory;
+use crate::failure::RunFailure;
+
+/// Where the record is kept (hidden: under `input/`).
+pub const LOOP_RECORD_PATH: &str = "input/loop.json";
+
+const KIND: &str = "toolhost.loopRecord";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoopRecord {
+    pub schema_version: u32,
+    pub kind: String,
+    pub task: String,
+    pub model_name: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    pub max_rounds: Option<u32>,
+    pub persist_dir: Option<PathBuf>,
+    pub retry: RetryRecord,
+    /// The models as the embedder describes them, never a key (the CLI
+    /// keeps its `--model` spec, the key's variable name and its options).
+    pub model: Value,
+    /// The agents the run may delegate or hand off to, copied in.
+    pub agents: Vec<AgentRecord>,
+    pub seed: u64,
+    /// Whether the seed was given (`--seed`): then every call's clock reads
+    /// `startedAtMs` too, so two runs of one script see the same time.
+    pub seed_given: bool,
+    pub started_at_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RetryRecord {
+    pub max_retries: u32,
+    pub initial_delay_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentRecord {
+    pub id: String,
+    pub sha256: String,
+    /// The resolved profile (`Profile::to_resolved_json`).
+    pub profile: Value,
+}
+
+impl LoopRecord {
+    /// The record of a loop about to start with `config` and `agents`.
+    pub fn new(config: &LoopConfig, agents: &AgentDirectory) -> Result<Self, RunFailure> {
+        let started_at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|since| since.as_millis() as u64)
+            .unwrap_or_default();
+        let agents = agents
+            .profiles()
+            .map(|profile| {
+                let resolved = profile.to_resolved_json();
+                serde_json::from_str(&resolved)
+                    .map(|value| AgentRecord {
+                        id: profile.id.clone(),
+                        sha256: profile.digest(),
+                        profile: value,
+                    })
+                    .map_err(|error| RunFailure::State(format!("agent {}: {error}", profile.id)))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            schema_version: 1,
+            kind: KIND.to_owned(),
+            task: config.task.clone(),
+            model_name: config.model_name.clone(),
+            max_output_tokens: config.max_output_tokens,
+            max_rounds: config.max_rounds,
+            persist_dir: config.persist_dir.clone(),
+            retry: RetryRecord {
+                max_retries: config.retry.max_retries,
+                initial_delay_ms: config.retry.initial_delay.as_millis() as u64,
+            },
+            model: config.model.clone(),
+            agents,
+            seed: config.seed.unwrap_or_else(rand_seed),
+            seed_given: config.seed.is_some(),
+            started_at_ms,
+        })
+    }
+
+    pub fn from_json(bytes: &[u8]) -> Result<Self, RunFailure> {
+        let record: Self = serde_json::from_slice(bytes).map_err(|error| {
+            RunFailure::State(format!("{LOOP_RECORD_PATH} does not load: {error}"))
+        })?;
+        if record.schema_version != 1 || record.kind != KIND {
+            return Err(RunFailure::State(format!(
+                "{LOOP_RECORD_PATH} is not a version 1 {KIND}"
+            )));
+        }
+        Ok(record)
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// The loop settings this record holds; `cancel` is the caller's.
+    pub fn config(&self) -> LoopConfig {
+        LoopConfig {
+            task: self.task.clone(),
+            model_name: self.model_name.clone(),
+            max_output_tokens: self.max_output_tokens,
+            max_rounds: self.max_rounds,
+            retry: RetryPolicy {
+                max_retries: self.retry.max_retries,
+                initial_delay: Duration::from_millis(self.retry.initial_delay_ms),
+            },
+            persist_dir: self.persist_dir.clone(),
+            seed: Some(self.seed),
+            model: self.model.clone(),
+            ..LoopConfig::default()
+        }
+    }
+
+    /// The agents, as recorded.
+    pub fn agents(&self) -> Result<AgentDirectory, RunFailure> {
+        let profiles = self
+            .agents
+            .iter()
+            .map(|agent| {
+                let text = agent.profile.to_string();
+                Profile::from_json(&text)
+                    .map_err(|error| RunFailure::State(format!("agent {}: {error}", agent.id)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        AgentDirectory::new(profiles).map_err(|error| RunFailure::State(error.to_string()))
+    }
+
+    /// Which settings of `config` differ from the record (empty: none). A
+    /// resumed loop refuses to go on with different settings.
+    pub fn contradictions(&self, config: &LoopConfig) -> Vec<&'static str> {
+        let mut differing = Vec::new();
+        let mut check = |same: bool, name| {
+            if !same {
+                differing.push(name);
+            }
+        };
+        check(config.task == self.task, "task");
+        check(config.model_name == self.model_name, "model name");
+        check(
+            config.max_output_tokens == self.max_output_tokens,
+            "max output tokens",
+        );
+        check(config.max_rounds == self.max_rounds, "max rounds");
+        check(config.persist_dir == self.persist_dir, "persist directory");
+        check(config.seed.is_none_or(|seed| seed == self.seed), "run seed");
+        differing
+    }
+
+    /// A 128-bit id derived from the run seed: the same on every resume.
+    pub fn derive_id(&self, prefix: &str, parts: &[&str]) -> String {
+        let digest = derive(self.seed, prefix, parts);
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{prefix}_{hex}")
+    }
+
+    /// A call's entropy: its seed derived from the run seed, the invocation
+    /// and the call id; its clock the run's start with `--seed`, else now.
+    pub fn entropy(&self, invocation_id: &str, call_id: &str) -> CallEntropy {
+        let digest = derive(self.seed, "entropy", &[invocation_id, call_id]);
+        let mut seed = [0_u8; 8];
+        seed.copy_from_slice(&digest[..8]);
+        let mut entropy = CallEntropy::fresh();
+        entropy.seed = u64::from_le_bytes(seed);
+        if self.seed_given {
+            entropy.clock_ms = self.started_at_ms;
+        }
+        entropy
+    }
+}
+
+fn derive(seed: u64, label: &str, parts: &[&str]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(seed.to_le_bytes());
+    for part in std::iter::once(label).chain(parts.iter().copied()) {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hasher.finalize().into()
+}
+
+fn rand_seed() -> u64 {
+    u64::from_le_bytes(
+        *uuid::Uuid::new_v4()
+            .as_bytes()
+            .first_chunk::<8>()
+            .unwrap_or(&[0; 8]),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_entropy_derive_from_the_seed_alone() {
+        let config = LoopConfig {
+            seed: Some(7),
+            ..LoopConfig::default()
+        };
+        let a = LoopRecord::new(&config, &AgentDirectory::default()).unwrap();
+        let b = LoopRecord::new(&config, &AgentDirectory::default()).unwrap();
+        assert_eq!(
+            a.derive_id("inv", &["inv_root", "c1"]),
+            b.derive_id("inv", &["inv_root", "c1"])
+        );
+        assert_ne!(
+            a.derive_id("inv", &["inv_root", "c1"]),
+            a.derive_id("inv", &["inv_root", "c2"])
+        );
+        // Length-prefixed parts: ("ab","c") is not ("a","bc").
+        assert_ne!(
+            a.derive_id("inv", &["ab", "c"]),
+            a.derive_id("inv", &["a", "bc"])
+        );
+        assert_eq!(
+            a.entropy("inv_root", "c1").seed,
+            b.entropy("inv_root", "c1").seed
+        );
+        assert_eq!(a.entropy("inv_root", "c1").clock_ms, a.started_at_ms);
+        let other = LoopRecord::new(
+            &LoopConfig {
+                seed: Some(8),
+                ..LoopConfig::default()
+            },
+            &AgentDirectory::default(),
+        )
+        .unwrap();
+        assert_ne!(
+            a.entropy("inv_root", "c1").seed,
+            other.entropy("inv_root", "c1").seed
+        );
+        let round_trip = LoopRecord::from_json(&a.to_json()).unwrap();
+        assert_eq!(round_trip, a);
+        assert!(a.contradictions(&a.config()).is_empty());
+        let mut changed = a.config();
+        changed.task = "another".into();
+        assert_eq!(a.contradictions(&changed), vec!["task"]);
+    }
+}
