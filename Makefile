@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUSTUP ?= rustup
 GUEST_TARGET := wasm32-wasip2
 
-.PHONY: setup build test conformance demo bench fuzz lint clean
+.PHONY: setup build test conformance demo bench fuzz crash-test lint clean
 
 ## Install what the build needs: the wasm target the guest tools compile to,
 ## the third-party MCP peers the tests talk to: server-everything from npm
@@ -98,6 +98,14 @@ FUZZ_PACKAGES := -p toolhost-workspace -p toolhost-text -p dice-roll \
 fuzz: setup
 	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --locked --release $(FUZZ_PACKAGES) \
 		--test properties --test patch_bounds
+
+## Kill `toolhost run` at CRASH_POINTS points (default 300; `make test` runs
+## 30) and resume each to the end an uninterrupted run reaches; see
+## docs/runs.md "Resuming a run". CRASH_SEED picks the points.
+CRASH_POINTS ?= 300
+crash-test: setup
+	TOOLHOST_CRASH_POINTS=$(CRASH_POINTS) $(if $(CRASH_SEED),TOOLHOST_CRASH_SEED=$(CRASH_SEED)) \
+		$(CARGO) test --locked -p toolhost-cli --test crash -- --nocapture
 
 lint: setup
 	$(CARGO) fmt --all -- --check
