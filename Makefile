@@ -77,6 +77,7 @@ demo: setup
 		--worldinfo tests/fixtures/worldinfo/prompt_snapshot.json \
 		--skills global:tests/fixtures/skills/global --skills character:tests/fixtures/skills/character
 	@echo "updated chat: $(DEMO_RUN)-agent/chat.jsonl (last line is the run's reply)"
+	$(TOOLHOST) replay $(DEMO_RUN)-agent/run
 
 ## Per-call latency, start-up, kill latency and control-plane overhead
 ## (release build); see docs/benchmarks.md.

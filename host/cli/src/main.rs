@@ -10,6 +10,7 @@ mod ext;
 mod inspect;
 mod load;
 mod mcp;
+mod replay;
 mod run;
 mod serve;
 mod table;
@@ -200,6 +201,21 @@ enum Command {
     Ext {
         #[command(subcommand)]
         command: ext::ExtCommand,
+    },
+    /// Re-execute an ended run's calls in a scratch copy, against its
+    /// recorded replies, entropy and initial persist/, and report per call
+    /// whether the result is byte-identical (MCP and control tools are taken
+    /// from the record). Exit 1 when one differs.
+    Replay {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// Keep the scratch copy here (absent or empty) [default: a
+        /// temporary directory, removed afterwards].
+        #[arg(long, value_name = "DIR")]
+        scratch: Option<PathBuf>,
+        /// The report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Print a run's journal (events.jsonl) as a table.
     Journal {
@@ -454,6 +470,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 verbose: cli.verbose > 0,
             };
             return run::run(std::sync::Arc::new(host), args).await;
+        }
+        Command::Replay {
+            run_dir,
+            scratch,
+            json,
+        } => {
+            return replay::replay(&host, &run_dir, scratch, json).await;
         }
         Command::Snapshot { profile, child, id } => {
             let profile = load::profile(profile.as_deref())?;

@@ -249,6 +249,25 @@ fn check_same_end(reference: &Path, dir: &Path, label: &str) {
     );
 }
 
+/// `toolhost replay` of the case's run: every call it executes again gives
+/// its stored result.
+fn check_replays_identically(dir: &Path, label: &str) {
+    let args: Vec<String> = vec![
+        "replay".into(),
+        dir.join("run").to_str().unwrap().into(),
+        "--json".into(),
+    ];
+    let status = toolhost(dir, &args, None);
+    let stdout = std::fs::read_to_string(dir.join("stdout.log")).unwrap();
+    assert!(status.success(), "{label}: replay: {stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["different"], 0, "{label}: {stdout}");
+    assert!(
+        report["identical"].as_u64().unwrap() >= 6,
+        "{label}: {stdout}"
+    );
+}
+
 fn events_of(dir: &Path, kind: &str) -> usize {
     events(dir).iter().filter(|e| e["type"] == kind).count()
 }
@@ -260,6 +279,7 @@ fn a_killed_run_resumes_to_the_end_an_uninterrupted_run_reaches() {
     assert!(toolhost(&reference, &start_args(&reference), None).success());
     let total = events(&reference).len() as u64;
     assert!(total > 60, "the reference run journalled {total} events");
+    check_replays_identically(&reference, "the uninterrupted run");
 
     let points: usize = std::env::var("TOOLHOST_CRASH_POINTS")
         .ok()
@@ -312,6 +332,7 @@ fn a_killed_run_resumes_to_the_end_an_uninterrupted_run_reaches() {
         );
         assert!(events_of(&dir, "run_resumed") >= 1, "{label}");
         check_same_end(&reference, &dir, &label);
+        check_replays_identically(&dir, &label);
         std::fs::remove_dir_all(&dir).unwrap();
     }
     assert!(
@@ -377,4 +398,55 @@ fn hold_journal(path: &Path) -> std::fs::File {
     let file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
     file.try_lock().expect("the journal is free");
     file
+}
+
+#[test]
+fn replay_reports_a_stored_result_the_call_does_not_give() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = case(root.path(), "tampered");
+    assert!(toolhost(&dir, &start_args(&dir), None).success());
+    // The stored result of the first chat.search, changed by one word.
+    let events = events(&dir);
+    let search = events
+        .iter()
+        .find(|e| {
+            e["type"] == "tool_result_stored" && e["payload"]["toolId"] == "builtin:chat.search"
+        })
+        .unwrap();
+    let path = dir
+        .join("run")
+        .join(search["payload"]["path"].as_str().unwrap());
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let content =
+        record["result"]["content"]
+            .as_str()
+            .unwrap()
+            .replacen("Library", "Lighthouse", 1);
+    record["result"]["content"] = Value::String(content);
+    std::fs::write(&path, serde_json::to_vec_pretty(&record).unwrap()).unwrap();
+    let args: Vec<String> = vec![
+        "replay".into(),
+        dir.join("run").to_str().unwrap().into(),
+        "--json".into(),
+    ];
+    let status = toolhost(&dir, &args, None);
+    assert_eq!(status.code(), Some(1), "{status}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("stdout.log")).unwrap()).unwrap();
+    assert_eq!(report["different"], 1);
+    let different: Vec<&Value> = report["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|call| call["verdict"] == "different")
+        .collect();
+    assert_eq!(different[0]["toolId"], "builtin:chat.search");
+    // A run that has not ended is not replayed.
+    let dir = case(root.path(), "unfinished");
+    assert_eq!(
+        toolhost(&dir, &start_args(&dir), Some("event:20")).code(),
+        None
+    );
+    let args: Vec<String> = vec!["replay".into(), dir.join("run").to_str().unwrap().into()];
+    assert_eq!(toolhost(&dir, &args, None).code(), Some(2));
 }

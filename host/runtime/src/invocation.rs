@@ -32,7 +32,7 @@ use toolhost_workspace::WorkspaceSession;
 
 use crate::failure::RunFailure;
 use crate::host::ToolExecutor;
-use crate::replay::{self, InDoubt};
+use crate::resume::{self, InDoubt};
 use crate::run::Run;
 
 /// A finished call the run goes on after.
@@ -269,15 +269,15 @@ impl InvocationSession {
         let started = Instant::now();
         let tool_id = invocation.tool_id.clone();
         let round = self.round;
-        let replay = self.run.replay().cloned();
-        let stored = match &replay {
+        let resume_log = self.run.resume_log().cloned();
+        let stored = match &resume_log {
             Some(_) => self.stored_result(&invocation)?,
             None => None,
         };
         let in_doubt = stored.is_none()
-            && replay
+            && resume_log
                 .as_ref()
-                .is_some_and(|replay| replay.was_started(&self.invocation_id, &invocation.call_id));
+                .is_some_and(|log| log.was_started(&self.invocation_id, &invocation.call_id));
         self.record_request(&invocation)?;
 
         let mut skill_chars_before = self.skills.budget.charged();
@@ -308,22 +308,22 @@ impl InvocationSession {
                     .binding(&tool_id)
                     .ok_or_else(|| RunFailure::State(format!("`{tool_id}` lost its binding")))?;
                 if let Some(stored) = &stored
-                    && !replay::is_effect_tool(&tool_id)
+                    && !resume::is_effect_tool(&tool_id)
                 {
                     return Ok(self.replayed(invocation, stored.clone(), started, true));
                 }
-                if in_doubt && replay::is_write_tool(&tool_id) {
+                if in_doubt && resume::is_write_tool(&tool_id) {
                     // `None`: it never landed, so it runs again.
                     if let Some(result) = self.resolve_write(&invocation)? {
                         return Ok(self.replayed(invocation, result, started, false));
                     }
-                } else if in_doubt && replay::in_doubt(&tool_id) == InDoubt::Unknown {
-                    let failure = replay::outcome_unknown(&tool_id);
+                } else if in_doubt && resume::in_doubt(&tool_id) == InDoubt::Unknown {
+                    let failure = resume::outcome_unknown(&tool_id);
                     let (result, _) =
                         AgentToolResult::from_outcome(&invocation, ToolOutcome::Error(failure));
                     return Ok(self.replayed(invocation, result, started, false));
                 }
-                if replay::is_write_tool(&tool_id) {
+                if resume::is_write_tool(&tool_id) {
                     self.workspace
                         .set_intent_sink(Some(self.intent_sink(&invocation.call_id)));
                 }
@@ -376,7 +376,7 @@ impl InvocationSession {
     /// resume can tell whether it did.
     fn intent_sink(&self, call_id: &str) -> toolhost_workspace::IntentSink {
         let run = Arc::clone(&self.run);
-        let relative = replay::intent_path(&self.invocation_id, call_id);
+        let relative = resume::intent_path(&self.invocation_id, call_id);
         Arc::new(move |intent: &toolhost_workspace::WriteIntent| {
             let mut bytes = serde_json::to_vec_pretty(intent).unwrap_or_default();
             bytes.push(b'\n');
@@ -400,7 +400,7 @@ impl InvocationSession {
         &self,
         invocation: &ToolInvocation,
     ) -> Result<Option<AgentToolResult>, RunFailure> {
-        let relative = replay::intent_path(&self.invocation_id, &invocation.call_id);
+        let relative = resume::intent_path(&self.invocation_id, &invocation.call_id);
         let Some(bytes) = self.run.read_file(&relative)? else {
             return Ok(None);
         };
@@ -428,7 +428,7 @@ impl InvocationSession {
         } else if now == intent.before_sha256 {
             return Ok(None);
         } else {
-            ToolOutcome::Error(replay::outcome_unknown(&invocation.tool_id))
+            ToolOutcome::Error(resume::outcome_unknown(&invocation.tool_id))
         };
         Ok(Some(AgentToolResult::from_outcome(invocation, outcome).0))
     }
@@ -572,7 +572,7 @@ impl InvocationSession {
     /// duplicate call id fails here, before any file is overwritten.
     fn record_request(&mut self, invocation: &ToolInvocation) -> Result<(), RunFailure> {
         let dir = self.run.dir();
-        let arguments_ref = if self.run.replay().is_some() {
+        let arguments_ref = if self.run.resume_log().is_some() {
             dir.store_tool_args_again(
                 &invocation.call_id,
                 &invocation.tool_id,

@@ -12,6 +12,7 @@ mod host;
 mod inputs;
 mod invocation;
 mod replay;
+mod resume;
 mod run;
 
 pub use agent_loop::{
@@ -27,5 +28,6 @@ pub use host::{
 };
 pub use inputs::RunBindings;
 pub use invocation::{CallOutcome, ExecutedCall, InvocationSession};
-pub use replay::ResumeFound;
+pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};
+pub use resume::ResumeFound;
 pub use run::Run;

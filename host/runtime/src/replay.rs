@@ -1,268 +1,386 @@
-//! What a resumed run finds in its journal, and the cursor that keeps the
-//! loop from journalling a step twice.
+//! `toolhost replay`: re-execute an ended run's calls in a scratch copy
+//! and say, call by call, whether each result is byte-identical to the one
+//! stored.
 //!
-//! A resumed agent run drives its loop again from the first round, the way
-//! a durable-execution engine replays its oplog: a round whose model reply
-//! is stored takes it from `model-responses/`, a call whose result is stored
-//! takes it from `tool-results/`. Everything the loop journals on the way
-//! was journalled before, so each invocation has a queue of its recorded
-//! events: an event the loop makes again is taken off the front of its
-//! invocation's queue instead of being appended. An invocation's order is
-//! fixed by its stored replies and results, whatever its children did
-//! meanwhile; where the two part (a run resumed with different inputs), the
-//! rest of that queue is dropped with a warning and the invocation goes on
-//! live.
+//! The scratch copy starts as the run started: empty roots and the
+//! `persist/` files it projected (kept in `input/persist_base/`). Calls are
+//! taken in journal order of their completion — each call's writes landed
+//! between its `tool_call_started` and its completion, so that order is the
+//! order the workspace saw — with the entropy each recorded (`sandbox.seed`,
+//! `sandbox.clockMs`), through each invocation's stored snapshot and a
+//! workspace session of its own, so read-state builds up as it did. The
+//! runtime's own writes are made again where the journal shows them
+//! (`direct_output_captured`, `task_return_completed`). Control tools, MCP
+//! tools and calls that were refused or never ran are taken from the
+//! record: they are not executed. A builtin whose result differs under the
+//! same inputs and entropy is not deterministic: a bug this finds.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use toolhost_journal::JournalEvent;
+use toolhost_core::{AgentToolResult, InvocationToolSnapshot, Profile, ToolId, ToolInvocation};
+use toolhost_journal::{JournalEvent, ROOT_INVOCATION_ID, RunLayout, RunManifest, read_events};
+use toolhost_sandbox::{CallContext, CallEntropy, SkillAccess};
+use toolhost_skills::{SkillBudget, SkillPolicy};
+use toolhost_workspace::{
+    Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession, WriteGuard, persist,
+};
 
-/// Events of a run that a resume never makes again.
-const RUN_LEVEL: [&str; 2] = ["run_started", "run_resumed"];
+use crate::agent_loop::{DIRECT_OUTPUT_PATH, LOOP_RECORD_PATH, LoopRecord, task_summary_markdown};
+use crate::agents::AgentDirectory;
+use crate::failure::RunFailure;
+use crate::host::{ToolExecutor, ToolHost};
+use crate::inputs::{self, Loaded};
+use crate::resume::{TERMINAL_EVENTS, is_effect_tool};
 
-/// How a run ended, when it did: a terminal run is never resumed.
-pub const TERMINAL_EVENTS: [&str; 4] = [
-    "run_completed",
-    "run_failed",
-    "run_partial_success",
-    "run_cancelled",
-];
-
-#[derive(Debug, Clone)]
-pub(crate) struct Recorded {
-    pub kind: String,
-    pub seq: u64,
-    pub payload: Value,
+/// What replaying one call found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "verdict")]
+pub enum CallVerdict {
+    /// Executed again: the same result, byte for byte.
+    Identical,
+    /// Executed again: another result.
+    Different { stored: String, now: String },
+    /// Not executed: taken from the record, and why.
+    FromRecord { reason: String },
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct RecordedCommit {
-    pub path: String,
-    /// The message index, when `chat_commit_completed` was journalled.
-    pub completed: Option<u32>,
-}
-
-/// What the journal showed when the run was resumed (`run_resumed`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ResumeFound {
-    /// Model replies journalled (`model_completed`): not requested again.
-    pub rounds_replayed: u32,
-    /// Calls whose result was journalled: not executed again.
-    pub calls_replayed: u32,
-    /// Calls that started and have no journalled result, by id: each is
-    /// run again (a read-only tool) or resolved (a commit asks the chat; a
-    /// write checks its intent; anything else is `tool.outcome_unknown`).
-    pub calls_in_doubt: Vec<String>,
-    pub invocations: u32,
+pub struct ReplayedCall {
+    pub seq: u64,
+    pub invocation_id: String,
+    pub call_id: String,
+    pub tool_id: String,
+    #[serde(flatten)]
+    pub verdict: CallVerdict,
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Replay {
-    pending: Mutex<HashMap<String, VecDeque<Recorded>>>,
-    /// (invocation, call id) of every `tool_call_started`.
-    started: BTreeSet<(String, String)>,
-    /// Skill characters each invocation's calls were charged.
-    skill_chars: HashMap<String, u64>,
-    pub found: ResumeFound,
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayReport {
+    pub run_id: String,
+    pub calls: Vec<ReplayedCall>,
+    pub identical: usize,
+    pub different: usize,
+    pub from_record: usize,
 }
 
-impl Replay {
-    pub fn from_events(events: &[JournalEvent]) -> Self {
-        let mut pending: HashMap<String, VecDeque<Recorded>> = HashMap::new();
-        let mut started = BTreeSet::new();
-        let mut finished = BTreeSet::new();
-        let mut found = ResumeFound::default();
-        let mut skill_chars: HashMap<String, u64> = HashMap::new();
-        for event in events {
-            if RUN_LEVEL.contains(&event.r#type.as_str()) {
-                continue;
-            }
-            let Ok(scope) = event.scope() else { continue };
-            let call = || {
-                let call = event.payload.get("callId").and_then(Value::as_str);
-                (scope.invocation_id.clone(), call.unwrap_or("").to_owned())
-            };
-            match event.r#type.as_str() {
-                "model_completed" => found.rounds_replayed += 1,
-                "tool_call_started" => {
-                    started.insert(call());
-                }
-                "tool_call_completed" | "tool_call_failed" => {
-                    finished.insert(call());
-                    let charged = event.payload.get("skillReadChars").and_then(Value::as_u64);
-                    let sum = skill_chars.entry(scope.invocation_id.clone()).or_default();
-                    *sum = sum.saturating_add(charged.unwrap_or(0));
-                }
-                _ => {}
-            }
-            pending
-                .entry(scope.invocation_id.clone())
-                .or_default()
-                .push_back(Recorded {
-                    kind: event.r#type.clone(),
-                    seq: event.seq,
-                    payload: event.payload.clone(),
-                });
-        }
-        found.calls_replayed = finished.len() as u32;
-        found.calls_in_doubt = started
-            .difference(&finished)
-            .map(|(_, call)| call.clone())
-            .collect();
-        found.invocations = pending.len() as u32;
-        Self {
-            pending: Mutex::new(pending),
-            started,
-            skill_chars,
-            found,
-        }
-    }
-
-    /// Skill characters `invocation`'s journalled calls were charged.
-    pub fn skill_chars(&self, invocation: &str) -> u64 {
-        self.skill_chars.get(invocation).copied().unwrap_or(0)
-    }
-
-    fn pending(&self) -> MutexGuard<'_, HashMap<String, VecDeque<Recorded>>> {
-        self.pending
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The recorded event `kind` of `invocation`, when it is the next one
-    /// the journal holds for it: the loop made it again, so it is not
-    /// appended. Another kind next means the loop went another way: the
-    /// invocation's queue is dropped and it goes on live.
-    pub fn take(&self, invocation: &str, kind: &str) -> Option<Recorded> {
-        let mut pending = self.pending();
-        let queue = pending.get_mut(invocation)?;
-        match queue.front() {
-            Some(next) if next.kind == kind => queue.pop_front(),
-            Some(next) => {
-                tracing::warn!(
-                    invocation,
-                    recorded = %next.kind,
-                    seq = next.seq,
-                    now = kind,
-                    "the resumed run went another way than its journal; going on live"
-                );
-                queue.clear();
-                None
-            }
-            None => None,
-        }
-    }
-
-    /// The next recorded event of `invocation`, if the loop has not made
-    /// it again yet.
-    pub fn peek(&self, invocation: &str) -> Option<Recorded> {
-        self.pending()
-            .get(invocation)
-            .and_then(|queue| queue.front().cloned())
-    }
-
-    /// A commit of `invocation` the journal shows next: requested, and
-    /// completed at `completed` when that was journalled too.
-    pub fn recorded_commit(&self, invocation: &str) -> Option<RecordedCommit> {
-        let pending = self.pending();
-        let queue = pending.get(invocation)?;
-        let requested = queue
-            .front()
-            .filter(|next| next.kind == "chat_commit_requested")?;
-        let completed = queue
-            .get(1)
-            .filter(|next| next.kind == "chat_commit_completed")
-            .and_then(|next| next.payload.get("messageIndex"))
-            .and_then(Value::as_u64)
-            .and_then(|index| u32::try_from(index).ok());
-        Some(RecordedCommit {
-            path: requested.payload["path"].as_str().unwrap_or("").to_owned(),
-            completed,
-        })
-    }
-
-    /// Whether `invocation` still has recorded events ahead of it.
-    pub fn replaying(&self, invocation: &str) -> bool {
-        self.pending()
-            .get(invocation)
-            .is_some_and(|queue| !queue.is_empty())
-    }
-
-    /// Whether the call was started before the run was interrupted.
-    pub fn was_started(&self, invocation: &str, call_id: &str) -> bool {
-        self.started
-            .contains(&(invocation.to_owned(), call_id.to_owned()))
-    }
+/// One invocation as the replay sees it.
+struct Replayed {
+    snapshot: Arc<InvocationToolSnapshot>,
+    workspace: Arc<WorkspaceSession>,
+    skills: Arc<SkillAccess>,
+    agents: Arc<Vec<toolhost_sandbox::CallableAgent>>,
 }
 
-/// Builtins whose effect only the run loop applies. A replayed call of one
-/// runs its guest again — it only reads its arguments — so the loop gets
-/// the effect back and rebuilds its own state (ledger, task board); the
-/// model still reads the stored result.
-pub(crate) const EFFECT_TOOLS: [&str; 6] = [
-    "workspace.commit",
-    "workspace.finish",
-    "agent.delegate",
-    "agent.await",
-    "agent.handoff",
-    "task.return",
-];
-
-/// Builtins that change the workspace: a call of one that started and left
-/// no result may have landed.
-const WRITE_TOOLS: [&str; 2] = ["workspace.write_file", "workspace.apply_patch"];
-
-pub(crate) fn is_write_tool(tool: &toolhost_core::ToolId) -> bool {
-    tool.is_builtin() && WRITE_TOOLS.contains(&tool.native_name())
-}
-
-/// Where a write records its [`toolhost_workspace::WriteIntent`] before it
-/// lands.
-pub(crate) fn intent_path(invocation_id: &str, call_id: &str) -> String {
-    format!(
-        "input/invocations/{invocation_id}/intents/{}.json",
-        toolhost_journal::audit_stem(call_id)
-    )
-}
-
-pub(crate) fn is_effect_tool(tool: &toolhost_core::ToolId) -> bool {
-    tool.is_builtin() && EFFECT_TOOLS.contains(&tool.native_name())
-}
-
-/// What a resumed run does with a call that started and left no result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum InDoubt {
-    /// Running it again is safe: a builtin that only reads, or a control
-    /// tool (a commit asks the chat whether it landed first).
-    RunAgain,
-    /// Whether it did something cannot be told: the model is told so.
-    Unknown,
-}
-
-pub(crate) fn in_doubt(tool: &toolhost_core::ToolId) -> InDoubt {
-    if tool.is_builtin() && !WRITE_TOOLS.contains(&tool.native_name()) {
-        InDoubt::RunAgain
-    } else {
-        InDoubt::Unknown
+/// Replay the ended run at `run_dir` in `scratch` (absent or empty).
+pub async fn replay_run(
+    host: &ToolHost,
+    run_dir: &Path,
+    scratch: &Path,
+) -> Result<ReplayReport, RunFailure> {
+    let layout = RunLayout::new(run_dir);
+    let manifest = RunManifest::from_json_bytes(&read(&layout.manifest().absolute)?)
+        .map_err(|error| RunFailure::State(error.to_string()))?;
+    let events = read_events(layout.journal().absolute)?;
+    if !events
+        .iter()
+        .any(|event| TERMINAL_EVENTS.contains(&event.r#type.as_str()))
+    {
+        return Err(RunFailure::NotResumable(
+            "the run has not ended: only an ended run is replayed (resume it first)".into(),
+        ));
     }
-}
+    let root_profile = profile_from(&read(&layout.resolved_profile().absolute)?)?;
+    let agents = match read_if_present(&run_dir.join(LOOP_RECORD_PATH))? {
+        Some(bytes) => LoopRecord::from_json(&bytes)?.agents()?,
+        None => AgentDirectory::default(),
+    }
+    .with_own(&root_profile);
+    let profiles = invocation_profiles(&events, &root_profile, &agents);
+    let loaded = inputs::rebind(&manifest.inputs, run_dir)?;
 
-/// The recoverable answer for a call whose outcome a resume cannot tell.
-pub(crate) fn outcome_unknown(tool: &toolhost_core::ToolId) -> toolhost_core::ToolFailure {
-    let what = if tool.is_builtin() {
-        "Read the file it was to change to see whether the change is there before you try again."
-    } else {
-        "It may or may not have acted (an MCP server or an extension); check its effect before you call it again."
+    std::fs::create_dir_all(scratch).map_err(|error| io(scratch, error))?;
+    for spec in &manifest.roots {
+        std::fs::create_dir_all(scratch.join(&spec.path)).map_err(|error| io(scratch, error))?;
+    }
+    let roots = WorkspaceRoots::from_specs(&manifest.roots)?;
+    let workspace = Arc::new(Workspace::open(scratch, roots, WorkspaceLimits::default())?);
+    let base = run_dir.join(persist::PERSIST_BASE_DIR);
+    if base.is_dir() {
+        persist::project(&base, &workspace)?;
+    }
+
+    let mut invocations: HashMap<String, Replayed> = HashMap::new();
+    let mut report = ReplayReport {
+        run_id: manifest.run_id.clone(),
+        calls: Vec::new(),
+        identical: 0,
+        different: 0,
+        from_record: 0,
     };
-    toolhost_core::ToolFailure::new(
-        "tool.outcome_unknown",
-        format!(
-            "The run was interrupted while {} was running, and its result was not recorded. {what}",
-            tool.native_name()
-        ),
-    )
+    for event in &events {
+        let Ok(scope) = event.scope() else { continue };
+        let invocation_id = scope.invocation_id;
+        match event.r#type.as_str() {
+            "direct_output_captured" => {
+                let reply = event.payload["modelResponsePath"].as_str().unwrap_or("");
+                let bytes = read(&run_dir.join(reply))?;
+                let record: Value = serde_json::from_slice(&bytes)
+                    .map_err(|error| RunFailure::State(format!("{reply}: {error}")))?;
+                let response: toolhost_core::AgentModelResponse =
+                    serde_json::from_value(record["response"].clone())
+                        .map_err(|error| RunFailure::State(format!("{reply}: {error}")))?;
+                workspace.write_text(
+                    DIRECT_OUTPUT_PATH,
+                    &response.message.text(),
+                    WriteGuard::Unchecked,
+                )?;
+            }
+            "task_return_completed" => {
+                let result_ref = event.payload["resultRef"].as_str().unwrap_or("");
+                let summary_ref = event.payload["summaryRef"].as_str().unwrap_or("");
+                let record: Value = serde_json::from_slice(&read(&run_dir.join(result_ref))?)
+                    .map_err(|error| RunFailure::State(format!("{result_ref}: {error}")))?;
+                let text = |key: &str| record[key].as_str().unwrap_or("").to_owned();
+                let markdown = task_summary_markdown(
+                    record["runtime"]["taskId"].as_str().unwrap_or(""),
+                    record["runtime"]["targetProfileId"].as_str().unwrap_or(""),
+                    &text("status"),
+                    &text("summary"),
+                );
+                workspace.write_text(summary_ref, &markdown, WriteGuard::Unchecked)?;
+            }
+            "tool_call_completed" | "tool_call_failed"
+                if event.level != toolhost_journal::Level::Error =>
+            {
+                let entry = match invocations.get(&invocation_id) {
+                    Some(entry) => entry,
+                    None => {
+                        let profile = profiles
+                            .get(&invocation_id)
+                            .cloned()
+                            .unwrap_or_else(|| Arc::new(root_profile.clone()));
+                        let entry = open_invocation(
+                            &layout,
+                            &invocation_id,
+                            &profile,
+                            &workspace,
+                            &loaded,
+                            &agents,
+                        )?;
+                        invocations.entry(invocation_id.clone()).or_insert(entry)
+                    }
+                };
+                let verdict = replay_call(host, &layout, event, entry, &loaded).await?;
+                match verdict {
+                    CallVerdict::Identical => report.identical += 1,
+                    CallVerdict::Different { .. } => report.different += 1,
+                    CallVerdict::FromRecord { .. } => report.from_record += 1,
+                }
+                report.calls.push(ReplayedCall {
+                    seq: event.seq,
+                    invocation_id: invocation_id.clone(),
+                    call_id: event.payload["callId"].as_str().unwrap_or("").to_owned(),
+                    tool_id: event.payload["toolId"].as_str().unwrap_or("").to_owned(),
+                    verdict,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(report)
+}
+
+async fn replay_call(
+    host: &ToolHost,
+    layout: &RunLayout,
+    event: &JournalEvent,
+    entry: &Replayed,
+    loaded: &Loaded,
+) -> Result<CallVerdict, RunFailure> {
+    let from_record = |reason: &str| {
+        Ok(CallVerdict::FromRecord {
+            reason: reason.to_owned(),
+        })
+    };
+    let payload = &event.payload;
+    let call_id = payload["callId"].as_str().unwrap_or("");
+    let tool_id = match payload["toolId"].as_str().map(ToolId::parse) {
+        Some(Ok(tool_id)) => tool_id,
+        _ => return from_record("the event names no valid tool"),
+    };
+    if !tool_id.is_builtin()
+        && !matches!(
+            tool_id.provider(),
+            toolhost_core::ToolProvider::Extension(_)
+        )
+    {
+        return from_record("an MCP call: its server is not called again");
+    }
+    if is_effect_tool(&tool_id) {
+        return from_record("a control tool: its effect belongs to the run loop");
+    }
+    let Some(sandbox) = payload.get("sandbox").filter(|sandbox| !sandbox.is_null()) else {
+        return from_record("it never ran (refused before the sandbox)");
+    };
+    let stored = stored_result(layout, call_id)?;
+    if stored.error_code.as_deref() == Some("tool.outcome_unknown")
+        || stored.structured.get("resumedAfterInterruption").is_some()
+    {
+        return from_record("its outcome was settled when the run was resumed");
+    }
+    let arguments = stored_arguments(layout, call_id)?;
+    let Some(binding) = entry.snapshot.binding(&tool_id) else {
+        return from_record("the invocation's snapshot does not bind it");
+    };
+    let invocation = ToolInvocation {
+        call_id: call_id.to_owned(),
+        tool_id: tool_id.clone(),
+        arguments,
+        provider_metadata: Value::Null,
+    };
+    let entropy = CallEntropy {
+        seed: sandbox["seed"].as_u64().unwrap_or(0),
+        clock_ms: sandbox["clockMs"].as_u64().unwrap_or(0),
+    };
+    entry.skills.budget.begin_call();
+    let context = CallContext {
+        workspace: Some(Arc::clone(&entry.workspace)),
+        chat: loaded.chat.clone(),
+        worldinfo: loaded.worldinfo.clone(),
+        skills: Some(Arc::clone(&entry.skills)),
+        agents: Some(Arc::clone(&entry.agents)),
+    };
+    let execution = ToolExecutor::execute(host, &invocation, binding, entropy, context);
+    let now = match execution.await {
+        Ok(execution) => execution.result,
+        Err(error) => {
+            return Ok(CallVerdict::Different {
+                stored: canonical(&stored),
+                now: format!("the call could not run: {error}"),
+            });
+        }
+    };
+    let (stored, now) = (canonical(&stored), canonical(&now));
+    Ok(if stored == now {
+        CallVerdict::Identical
+    } else {
+        CallVerdict::Different { stored, now }
+    })
+}
+
+fn canonical(result: &AgentToolResult) -> String {
+    serde_json::to_string(result).unwrap_or_default()
+}
+
+fn open_invocation(
+    layout: &RunLayout,
+    invocation_id: &str,
+    profile: &Profile,
+    workspace: &Arc<Workspace>,
+    loaded: &Loaded,
+    agents: &AgentDirectory,
+) -> Result<Replayed, RunFailure> {
+    let path = layout
+        .tool_snapshot(invocation_id)
+        .map_err(|error| RunFailure::State(error.to_string()))?;
+    let snapshot: InvocationToolSnapshot = serde_json::from_slice(&read(&path.absolute)?)
+        .map_err(|error| RunFailure::State(format!("{}: {error}", path.relative)))?;
+    let theirs = &profile.workspace;
+    let view = Arc::new(workspace.narrowed(&theirs.visible_roots, &theirs.writable_roots)?);
+    Ok(Replayed {
+        snapshot: Arc::new(snapshot),
+        workspace: Arc::new(WorkspaceSession::new(view)),
+        skills: Arc::new(SkillAccess {
+            library: Arc::clone(&loaded.skills),
+            policy: SkillPolicy::new(
+                profile.skills.visible.iter().cloned(),
+                profile.skills.deny.iter().cloned(),
+            ),
+            budget: Arc::new(SkillBudget::resumed(
+                u64::from(profile.skills.max_read_chars_per_call),
+                u64::from(profile.skills.max_read_chars_per_run),
+                0,
+            )),
+        }),
+        agents: Arc::new(agents.callable_by(profile)),
+    })
+}
+
+/// Each invocation's profile: the run's for the root, the target's for a
+/// child or a handoff target, as the journal names them.
+fn invocation_profiles(
+    events: &[JournalEvent],
+    root: &Profile,
+    agents: &AgentDirectory,
+) -> HashMap<String, Arc<Profile>> {
+    let mut profiles = HashMap::new();
+    profiles.insert(ROOT_INVOCATION_ID.to_owned(), Arc::new(root.clone()));
+    for event in events {
+        let (invocation, target) = match event.r#type.as_str() {
+            "agent_delegate_started" => ("childInvocationId", "targetProfileId"),
+            "agent_handoff_accepted" => ("newInvocationId", "targetProfileId"),
+            _ => continue,
+        };
+        if let (Some(invocation), Some(profile)) = (
+            event.payload[invocation].as_str(),
+            event.payload[target].as_str().and_then(|id| agents.get(id)),
+        ) {
+            profiles.insert(invocation.to_owned(), Arc::clone(profile));
+        }
+    }
+    profiles
+}
+
+fn stored_result(layout: &RunLayout, call_id: &str) -> Result<AgentToolResult, RunFailure> {
+    let path = layout.tool_result(call_id);
+    let record: Value = serde_json::from_slice(&read(&path.absolute)?)
+        .map_err(|error| RunFailure::State(format!("{}: {error}", path.relative)))?;
+    serde_json::from_value(record["result"].clone())
+        .map_err(|error| RunFailure::State(format!("{}: {error}", path.relative)))
+}
+
+fn stored_arguments(layout: &RunLayout, call_id: &str) -> Result<Value, RunFailure> {
+    let path = layout.tool_args(call_id);
+    let record: Value = serde_json::from_slice(&read(&path.absolute)?)
+        .map_err(|error| RunFailure::State(format!("{}: {error}", path.relative)))?;
+    Ok(record["arguments"].clone())
+}
+
+fn profile_from(bytes: &[u8]) -> Result<Profile, RunFailure> {
+    std::str::from_utf8(bytes)
+        .map_err(|error| error.to_string())
+        .and_then(|text| Profile::from_json(text).map_err(|error| error.to_string()))
+        .map_err(|error| RunFailure::State(format!("the run's profile does not load: {error}")))
+}
+
+/// A run file, read whole (run files are the runtime's own, bounded by the
+/// limits that wrote them; a file larger than 64 MiB is refused).
+fn read(path: &Path) -> Result<Vec<u8>, RunFailure> {
+    read_if_present(path)?
+        .ok_or_else(|| RunFailure::State(format!("{} is missing", path.display())))
+}
+
+fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, RunFailure> {
+    const LIMIT: u64 = 64 << 20;
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.len() > LIMIT => Err(RunFailure::State(format!(
+            "{} is larger than {LIMIT} bytes",
+            path.display()
+        ))),
+        Ok(_) => std::fs::read(path)
+            .map(Some)
+            .map_err(|error| io(path, error)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(io(path, error)),
+    }
+}
+
+fn io(path: &Path, error: std::io::Error) -> RunFailure {
+    RunFailure::State(format!("{}: {error}", path.display()))
 }

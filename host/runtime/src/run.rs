@@ -25,7 +25,7 @@ use crate::agent_loop::{LOOP_RECORD_PATH, LoopRecord};
 use crate::failure::RunFailure;
 use crate::inputs::{self, Loaded, RunBindings};
 use crate::invocation::InvocationSession;
-use crate::replay::{Replay, TERMINAL_EVENTS};
+use crate::resume::{ResumeLog, TERMINAL_EVENTS};
 
 /// An open run. Shared by its invocations (`Arc<Run>`); the directory is
 /// behind a mutex because the journal has one writer.
@@ -42,7 +42,7 @@ pub struct Run {
     /// The run's frozen profile.
     profile: Arc<Profile>,
     /// A resumed agent run's journal, made again step by step.
-    replay: Option<Arc<Replay>>,
+    resume_log: Option<Arc<ResumeLog>>,
 }
 
 impl Run {
@@ -155,16 +155,16 @@ impl Run {
         };
         let loaded = inputs::rebind(&dir.manifest().inputs, root)?;
         let profile = Self::load_profile(&dir)?;
-        let replay = Replay::from_events(&events);
+        let log = ResumeLog::from_events(&events);
         let resumed = RunResumed {
             run_id: dir.manifest().run_id.clone(),
             previous_seq: recovery.last_seq,
             torn_bytes: recovery.torn_bytes,
-            resume: serde_json::to_value(&replay.found).ok(),
+            resume: serde_json::to_value(&log.found).ok(),
         };
         dir.journal_mut().record(&resumed)?;
         let mut run = Self::wrap(dir, loaded, profile)?;
-        run.replay = Some(Arc::new(replay));
+        run.resume_log = Some(Arc::new(log));
         Ok((Arc::new(run), record))
     }
 
@@ -177,8 +177,8 @@ impl Run {
     }
 
     /// A resumed run's journal cursor (`None`: a new or reopened run).
-    pub(crate) fn replay(&self) -> Option<&Arc<Replay>> {
-        self.replay.as_ref()
+    pub(crate) fn resume_log(&self) -> Option<&Arc<ResumeLog>> {
+        self.resume_log.as_ref()
     }
 
     /// A run file, `None` if it was never written.
@@ -196,7 +196,7 @@ impl Run {
             workspace: Arc::new(workspace),
             inputs,
             profile: Arc::new(profile),
-            replay: None,
+            resume_log: None,
         })
     }
 
@@ -301,10 +301,10 @@ impl Run {
     }
 
     /// Journal `event` — unless a resumed run journalled it before and its
-    /// loop is only making it again ([`Replay`]).
+    /// loop is only making it again ([`ResumeLog`]).
     pub fn record<E: Event>(&self, event: &E) -> Result<u64, RunFailure> {
-        if let Some(replay) = &self.replay
-            && let Some(recorded) = replay.take(&event.scope().invocation_id, E::TYPE)
+        if let Some(log) = &self.resume_log
+            && let Some(recorded) = log.take(&event.scope().invocation_id, E::TYPE)
         {
             return Ok(recorded.seq);
         }
@@ -322,7 +322,7 @@ impl Run {
         invocation_id: &str,
         exit_policy: ExitPolicy,
     ) -> Result<InvocationSession, RunFailure> {
-        if self.replay.is_some()
+        if self.resume_log.is_some()
             && let Some(session) = self.restart_invocation(profile, invocation_id)?
         {
             return Ok(session);
@@ -394,9 +394,9 @@ impl Run {
             diagnostics: Vec::new(),
         })?;
         let charged = self
-            .replay
+            .resume_log
             .as_ref()
-            .map_or(0, |replay| replay.skill_chars(invocation_id));
+            .map_or(0, |log| log.skill_chars(invocation_id));
         let mut session = InvocationSession::new(
             Arc::clone(self),
             invocation_id,

@@ -4,7 +4,8 @@
 //! - [`project`] copies every file of the chat's persist directory into the
 //!   run's `persist/` and records the base, `{files: {path: sha256}}` (paths
 //!   relative to the persist directory), create-only in
-//!   `input/persist_snapshot.json`.
+//!   `input/persist_snapshot.json`; the files themselves are kept as they
+//!   were in `input/persist_base/`, so a replay starts from them.
 //! - [`promote`] copies the run's added and modified files back, but only if
 //!   the chat directory still is exactly the base (otherwise another run
 //!   promoted meanwhile: System `workspace.persist_conflict`, nothing
@@ -45,6 +46,9 @@ use crate::workspace::{Workspace, sha256_hex};
 pub const PERSIST_ROOT: &str = "persist";
 /// Where the base is recorded (hidden from tools).
 pub const PERSIST_SNAPSHOT_FILE: &str = "input/persist_snapshot.json";
+/// Where the projected files are kept as they were, for `toolhost replay`
+/// (hidden from tools).
+pub const PERSIST_BASE_DIR: &str = "input/persist_base";
 /// Where a promotion records what it is about to copy, before it copies
 /// anything (hidden from tools).
 pub const PERSIST_PROMOTION_FILE: &str = "input/persist_promotion.json";
@@ -245,6 +249,11 @@ pub fn project(
             if workspace.place(&target, &bytes, Placement::CreateOnly)? == Placed::Exists {
                 return Err(already(&format!("{target} appeared meanwhile")));
             }
+            let mut kept = WorkspacePath::parse(PERSIST_BASE_DIR, PathUse::Directory)?;
+            for segment in path.segments() {
+                kept = kept.join(segment);
+            }
+            workspace.place(&kept, &bytes, Placement::Replace)?;
             base.files
                 .insert(path.as_str().to_owned(), sha256_hex(&bytes));
         }

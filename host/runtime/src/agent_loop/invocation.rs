@@ -280,7 +280,7 @@ impl InvocationLoop<'_> {
     /// The stored reply of `round`, when a resumed run has one: the model
     /// is not asked again (a model answering from a sequence moves past it).
     fn stored_reply(&self, round: u32) -> Result<Option<ModelReply>, RunFailure> {
-        if self.shared.run.replay().is_none() {
+        if self.shared.run.resume_log().is_none() {
             return Ok(None);
         }
         let Some(bytes) = self.shared.run.read_file(&self.reply_path(round))? else {
@@ -359,7 +359,7 @@ impl InvocationLoop<'_> {
         let mut bytes = serde_json::to_vec_pretty(&record)
             .map_err(|error| RunFailure::State(format!("model reply: {error}")))?;
         bytes.push(b'\n');
-        if self.shared.run.replay().is_some() && self.shared.run.read_file(&path)?.is_some() {
+        if self.shared.run.resume_log().is_some() && self.shared.run.read_file(&path)?.is_some() {
             // A stored reply taken up again: the file is the record.
         } else {
             self.shared.run.dir().write_create_only(&path, &bytes)?;
@@ -469,9 +469,9 @@ impl InvocationLoop<'_> {
         history: &mut Vec<AgentModelMessage>,
         round: u32,
     ) -> Result<(), RunFailure> {
-        let ended = match self.shared.run.replay() {
+        let ended = match self.shared.run.resume_log() {
             // Replaying: the journal says which results this round took.
-            Some(replay) if replay.replaying(self.id()) => match replay.peek(self.id()) {
+            Some(log) if log.replaying(self.id()) => match log.peek(self.id()) {
                 Some(next) if next.kind == "child_results_injected" => {
                     let ids: Vec<String> = next.payload["taskIds"]
                         .as_array()
@@ -826,8 +826,8 @@ impl InvocationLoop<'_> {
                 .await;
         }
         // `agent_await_completed`, as journalled.
-        if let Some(replay) = self.shared.run.replay() {
-            replay.take(self.id(), "agent_await_completed");
+        if let Some(log) = self.shared.run.resume_log() {
+            log.take(self.id(), "agent_await_completed");
         }
         Ok(())
     }
@@ -984,10 +984,7 @@ impl InvocationLoop<'_> {
             .run
             .dir()
             .write_create_only_again(&result_ref, &bytes)?;
-        let markdown = format!(
-            "# Task result: {task_id} ({})\n\nStatus: {status}\n\n{summary}\n",
-            self.spec.profile.id
-        );
+        let markdown = task_summary_markdown(task_id, &self.spec.profile.id, &status, &summary);
         self.shared
             .run
             .workspace()
@@ -1022,6 +1019,16 @@ impl InvocationLoop<'_> {
         }));
         Ok(Applied::Ends(InvocationEnd::Returned))
     }
+}
+
+/// `summaries/<key>-result.md`, what the parent reads of a returned task.
+pub(crate) fn task_summary_markdown(
+    task_id: &str,
+    profile_id: &str,
+    status: &str,
+    summary: &str,
+) -> String {
+    format!("# Task result: {task_id} ({profile_id})\n\nStatus: {status}\n\n{summary}\n")
 }
 
 /// `future`, unless the run is cancelled first.

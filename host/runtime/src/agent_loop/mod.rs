@@ -33,6 +33,7 @@ mod shared;
 mod tasks;
 
 pub use cancel::RunCancel;
+pub(crate) use invocation::task_summary_markdown;
 pub use record::{LOOP_RECORD_PATH, LoopRecord};
 
 use std::path::PathBuf;
@@ -195,7 +196,7 @@ fn loop_record(
     parts: &LoopParts,
     config: &LoopConfig,
 ) -> Result<LoopRecord, crate::RunFailure> {
-    if run.replay().is_none() {
+    if run.resume_log().is_none() {
         let record = LoopRecord::new(config, &parts.agents)?;
         run.dir()
             .write_create_only(LOOP_RECORD_PATH, &record.to_json())?;

@@ -103,8 +103,8 @@ impl RunShared {
         };
         let recorded = self
             .run
-            .replay()
-            .and_then(|replay| replay.recorded_commit(origin.invocation_id));
+            .resume_log()
+            .and_then(|log| log.recorded_commit(origin.invocation_id));
         let file = match &recorded {
             // Committed before the interruption: the file may have changed
             // since, and its text is not needed.
@@ -149,8 +149,8 @@ impl RunShared {
                 })?;
             }
             None => {
-                if let Some(replay) = self.run.replay() {
-                    replay.take(&invocation_id, ChatCommitRequested::TYPE);
+                if let Some(log) = self.run.resume_log() {
+                    log.take(&invocation_id, ChatCommitRequested::TYPE);
                 }
             }
         }
@@ -221,7 +221,7 @@ impl RunShared {
     pub fn project_persist(&self) -> Result<(), RunFailure> {
         if let Some(dir) = &self.config.persist_dir {
             // A resumed run was projected when it started.
-            let projected = self.run.replay().is_some()
+            let projected = self.run.resume_log().is_some()
                 && self
                     .run
                     .read_file(persist::PERSIST_SNAPSHOT_FILE)?

@@ -1,0 +1,268 @@
+//! What a resumed run finds in its journal, and the cursor that keeps the
+//! loop from journalling a step twice.
+//!
+//! A resumed agent run drives its loop again from the first round, the way
+//! a durable-execution engine replays its oplog: a round whose model reply
+//! is stored takes it from `model-responses/`, a call whose result is stored
+//! takes it from `tool-results/`. Everything the loop journals on the way
+//! was journalled before, so each invocation has a queue of its recorded
+//! events: an event the loop makes again is taken off the front of its
+//! invocation's queue instead of being appended. An invocation's order is
+//! fixed by its stored replies and results, whatever its children did
+//! meanwhile; where the two part (a run resumed with different inputs), the
+//! rest of that queue is dropped with a warning and the invocation goes on
+//! live.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+use serde::Serialize;
+use serde_json::Value;
+use toolhost_journal::JournalEvent;
+
+/// Events of a run that a resume never makes again.
+const RUN_LEVEL: [&str; 2] = ["run_started", "run_resumed"];
+
+/// How a run ended, when it did: a terminal run is never resumed.
+pub const TERMINAL_EVENTS: [&str; 4] = [
+    "run_completed",
+    "run_failed",
+    "run_partial_success",
+    "run_cancelled",
+];
+
+#[derive(Debug, Clone)]
+pub(crate) struct Recorded {
+    pub kind: String,
+    pub seq: u64,
+    pub payload: Value,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct RecordedCommit {
+    pub path: String,
+    /// The message index, when `chat_commit_completed` was journalled.
+    pub completed: Option<u32>,
+}
+
+/// What the journal showed when the run was resumed (`run_resumed`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeFound {
+    /// Model replies journalled (`model_completed`): not requested again.
+    pub rounds_replayed: u32,
+    /// Calls whose result was journalled: not executed again.
+    pub calls_replayed: u32,
+    /// Calls that started and have no journalled result, by id: each is
+    /// run again (a read-only tool) or resolved (a commit asks the chat; a
+    /// write checks its intent; anything else is `tool.outcome_unknown`).
+    pub calls_in_doubt: Vec<String>,
+    pub invocations: u32,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct ResumeLog {
+    pending: Mutex<HashMap<String, VecDeque<Recorded>>>,
+    /// (invocation, call id) of every `tool_call_started`.
+    started: BTreeSet<(String, String)>,
+    /// Skill characters each invocation's calls were charged.
+    skill_chars: HashMap<String, u64>,
+    pub found: ResumeFound,
+}
+
+impl ResumeLog {
+    pub fn from_events(events: &[JournalEvent]) -> Self {
+        let mut pending: HashMap<String, VecDeque<Recorded>> = HashMap::new();
+        let mut started = BTreeSet::new();
+        let mut finished = BTreeSet::new();
+        let mut found = ResumeFound::default();
+        let mut skill_chars: HashMap<String, u64> = HashMap::new();
+        for event in events {
+            if RUN_LEVEL.contains(&event.r#type.as_str()) {
+                continue;
+            }
+            let Ok(scope) = event.scope() else { continue };
+            let call = || {
+                let call = event.payload.get("callId").and_then(Value::as_str);
+                (scope.invocation_id.clone(), call.unwrap_or("").to_owned())
+            };
+            match event.r#type.as_str() {
+                "model_completed" => found.rounds_replayed += 1,
+                "tool_call_started" => {
+                    started.insert(call());
+                }
+                "tool_call_completed" | "tool_call_failed" => {
+                    finished.insert(call());
+                    let charged = event.payload.get("skillReadChars").and_then(Value::as_u64);
+                    let sum = skill_chars.entry(scope.invocation_id.clone()).or_default();
+                    *sum = sum.saturating_add(charged.unwrap_or(0));
+                }
+                _ => {}
+            }
+            pending
+                .entry(scope.invocation_id.clone())
+                .or_default()
+                .push_back(Recorded {
+                    kind: event.r#type.clone(),
+                    seq: event.seq,
+                    payload: event.payload.clone(),
+                });
+        }
+        found.calls_replayed = finished.len() as u32;
+        found.calls_in_doubt = started
+            .difference(&finished)
+            .map(|(_, call)| call.clone())
+            .collect();
+        found.invocations = pending.len() as u32;
+        Self {
+            pending: Mutex::new(pending),
+            started,
+            skill_chars,
+            found,
+        }
+    }
+
+    /// Skill characters `invocation`'s journalled calls were charged.
+    pub fn skill_chars(&self, invocation: &str) -> u64 {
+        self.skill_chars.get(invocation).copied().unwrap_or(0)
+    }
+
+    fn pending(&self) -> MutexGuard<'_, HashMap<String, VecDeque<Recorded>>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The recorded event `kind` of `invocation`, when it is the next one
+    /// the journal holds for it: the loop made it again, so it is not
+    /// appended. Another kind next means the loop went another way: the
+    /// invocation's queue is dropped and it goes on live.
+    pub fn take(&self, invocation: &str, kind: &str) -> Option<Recorded> {
+        let mut pending = self.pending();
+        let queue = pending.get_mut(invocation)?;
+        match queue.front() {
+            Some(next) if next.kind == kind => queue.pop_front(),
+            Some(next) => {
+                tracing::warn!(
+                    invocation,
+                    recorded = %next.kind,
+                    seq = next.seq,
+                    now = kind,
+                    "the resumed run went another way than its journal; going on live"
+                );
+                queue.clear();
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// The next recorded event of `invocation`, if the loop has not made
+    /// it again yet.
+    pub fn peek(&self, invocation: &str) -> Option<Recorded> {
+        self.pending()
+            .get(invocation)
+            .and_then(|queue| queue.front().cloned())
+    }
+
+    /// A commit of `invocation` the journal shows next: requested, and
+    /// completed at `completed` when that was journalled too.
+    pub fn recorded_commit(&self, invocation: &str) -> Option<RecordedCommit> {
+        let pending = self.pending();
+        let queue = pending.get(invocation)?;
+        let requested = queue
+            .front()
+            .filter(|next| next.kind == "chat_commit_requested")?;
+        let completed = queue
+            .get(1)
+            .filter(|next| next.kind == "chat_commit_completed")
+            .and_then(|next| next.payload.get("messageIndex"))
+            .and_then(Value::as_u64)
+            .and_then(|index| u32::try_from(index).ok());
+        Some(RecordedCommit {
+            path: requested.payload["path"].as_str().unwrap_or("").to_owned(),
+            completed,
+        })
+    }
+
+    /// Whether `invocation` still has recorded events ahead of it.
+    pub fn replaying(&self, invocation: &str) -> bool {
+        self.pending()
+            .get(invocation)
+            .is_some_and(|queue| !queue.is_empty())
+    }
+
+    /// Whether the call was started before the run was interrupted.
+    pub fn was_started(&self, invocation: &str, call_id: &str) -> bool {
+        self.started
+            .contains(&(invocation.to_owned(), call_id.to_owned()))
+    }
+}
+
+/// Builtins whose effect only the run loop applies. A replayed call of one
+/// runs its guest again — it only reads its arguments — so the loop gets
+/// the effect back and rebuilds its own state (ledger, task board); the
+/// model still reads the stored result.
+pub(crate) const EFFECT_TOOLS: [&str; 6] = [
+    "workspace.commit",
+    "workspace.finish",
+    "agent.delegate",
+    "agent.await",
+    "agent.handoff",
+    "task.return",
+];
+
+/// Builtins that change the workspace: a call of one that started and left
+/// no result may have landed.
+const WRITE_TOOLS: [&str; 2] = ["workspace.write_file", "workspace.apply_patch"];
+
+pub(crate) fn is_write_tool(tool: &toolhost_core::ToolId) -> bool {
+    tool.is_builtin() && WRITE_TOOLS.contains(&tool.native_name())
+}
+
+/// Where a write records its [`toolhost_workspace::WriteIntent`] before it
+/// lands.
+pub(crate) fn intent_path(invocation_id: &str, call_id: &str) -> String {
+    format!(
+        "input/invocations/{invocation_id}/intents/{}.json",
+        toolhost_journal::audit_stem(call_id)
+    )
+}
+
+pub(crate) fn is_effect_tool(tool: &toolhost_core::ToolId) -> bool {
+    tool.is_builtin() && EFFECT_TOOLS.contains(&tool.native_name())
+}
+
+/// What a resumed run does with a call that started and left no result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InDoubt {
+    /// Running it again is safe: a builtin that only reads, or a control
+    /// tool (a commit asks the chat whether it landed first).
+    RunAgain,
+    /// Whether it did something cannot be told: the model is told so.
+    Unknown,
+}
+
+pub(crate) fn in_doubt(tool: &toolhost_core::ToolId) -> InDoubt {
+    if tool.is_builtin() && !WRITE_TOOLS.contains(&tool.native_name()) {
+        InDoubt::RunAgain
+    } else {
+        InDoubt::Unknown
+    }
+}
+
+/// The recoverable answer for a call whose outcome a resume cannot tell.
+pub(crate) fn outcome_unknown(tool: &toolhost_core::ToolId) -> toolhost_core::ToolFailure {
+    let what = if tool.is_builtin() {
+        "Read the file it was to change to see whether the change is there before you try again."
+    } else {
+        "It may or may not have acted (an MCP server or an extension); check its effect before you call it again."
+    };
+    toolhost_core::ToolFailure::new(
+        "tool.outcome_unknown",
+        format!(
+            "The run was interrupted while {} was running, and its result was not recorded. {what}",
+            tool.native_name()
+        ),
+    )
+}
