@@ -86,6 +86,7 @@ bench: setup
 	$(CARGO) bench --locked -p toolhost-runtime --bench control_plane
 	$(CARGO) bench --locked -p toolhost-runtime --bench workspace_search
 	$(CARGO) bench --locked -p toolhost-runtime --bench chat_search
+	$(CARGO) bench --locked -p toolhost-runtime --bench resume
 	$(CARGO) bench --locked -p toolhost-workspace --bench patch
 
 ## The generated-input tests (proptest: model paths, dice formulas, patches,

@@ -192,23 +192,34 @@ fn resume(args: &RunArgs, dir: &Path) -> Result<Prepared> {
     let spec_text = recorded("spec").as_str().map(str::to_owned).context(
         "input/loop.json names no model spec: resume it through the API with the models it used",
     )?;
-    if let Some(given) = &args.model
-        && *given != spec_text
-    {
-        bail!("the run was recorded with --model {spec_text}, not {given}");
+    let spec: ModelSpec = spec_text.parse()?;
+    match &args.model {
+        Some(given) if *given != spec_text => {
+            bail!("the run was recorded with --model {spec_text}, not {given}")
+        }
+        // A key goes only where the person says: the run directory may not
+        // be theirs alone, so an HTTP model is named again.
+        None if !spec_text.starts_with("script:") => bail!(
+            "the run talks to {spec_text}: give --model {spec_text} again (and --api-key-env if it used one) to send your key there"
+        ),
+        _ => {}
+    }
+    let recorded_variable = recorded("keyVariable").as_str().map(str::to_owned);
+    if args.api_key_env != recorded_variable {
+        bail!(
+            "the run was recorded with --api-key-env {}: give the same",
+            recorded_variable.as_deref().unwrap_or("(none)")
+        );
     }
     let options = HttpOptions {
-        key_variable: recorded("keyVariable").as_str().map(str::to_owned),
+        key_variable: recorded_variable,
         stream: recorded("stream").as_bool().unwrap_or(false),
-        timeout: Duration::from_secs(recorded("timeoutSecs").as_u64().unwrap_or(120)),
+        timeout: Duration::from_secs(recorded("timeoutSecs").as_u64().unwrap_or(120).min(3600)),
     };
-    if args.api_key_env.is_some() && args.api_key_env != options.key_variable {
-        bail!("the run was recorded with another --api-key-env");
-    }
     if args.stream && !options.stream {
         bail!("the run was recorded without --stream");
     }
-    let models = spec_text.parse::<ModelSpec>()?.open(&options)?;
+    let models = spec.open(&options)?;
     let agents = match &args.agents {
         // Checked against the record by the loop, before its first step.
         Some(dir) => AgentDirectory::load(dir)?,
@@ -221,8 +232,15 @@ fn resume(args: &RunArgs, dir: &Path) -> Result<Prepared> {
     config.model_name = args.model_name.clone().or(config.model_name);
     config.max_output_tokens = args.max_output_tokens.or(config.max_output_tokens);
     config.max_rounds = args.max_rounds.or(config.max_rounds);
-    if let Some(persist) = &args.persist {
-        config.persist_dir = Some(absolute(persist)?);
+    match (&args.persist, &record.persist_dir) {
+        (Some(persist), _) => config.persist_dir = Some(absolute(persist)?),
+        // Promotion writes there: the person confirms where.
+        (None, Some(recorded)) => bail!(
+            "the run promotes persist/ into {}: give --persist {} again to confirm",
+            recorded.display(),
+            recorded.display()
+        ),
+        (None, None) => {}
     }
     if let Some(seed) = args.seed {
         config.seed = Some(seed);

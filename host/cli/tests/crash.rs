@@ -6,8 +6,9 @@
 //!
 //! Kills land through `TOOLHOST_CRASH_AT` (see `toolhost_core::crash_point`):
 //! right after a journal event picked at random (inside the delegated child
-//! too), between a commit's chat write and its journal event, and half-way
-//! through the `persist/` promotion; every third case is killed a second
+//! too), between a commit's chat write and its journal event, between a
+//! write's recorded intent and the write, and half-way through the
+//! `persist/` promotion; every third case is killed a second
 //! time while it resumes. `TOOLHOST_CRASH_POINTS` (default 30) and
 //! `TOOLHOST_CRASH_SEED` choose how many and which; `make crash-test` runs
 //! 300.
@@ -116,6 +117,9 @@ fn resume_args(dir: &Path) -> Vec<String> {
         "run".into(),
         "--resume".into(),
         dir.join("run").to_str().unwrap().to_owned(),
+        // The run promotes there: a resume confirms it.
+        "--persist".into(),
+        dir.join("persist").to_str().unwrap().to_owned(),
     ]
 }
 
@@ -295,6 +299,9 @@ fn a_killed_run_resumes_to_the_end_an_uninterrupted_run_reaches() {
         let first = match index {
             0 => "chat_committed".to_owned(),
             1 => "persist_promoted".to_owned(),
+            // The child's write, then the root's second: recorded, not landed.
+            2 => "write_intent".to_owned(),
+            3 => "write_intent#3".to_owned(),
             _ => format!("event:{}", 2 + next(&mut state) % (total - 2)),
         };
         let dir = case(root.path(), &format!("case-{index}"));

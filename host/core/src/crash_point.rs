@@ -3,7 +3,8 @@
 //! with `SIGKILL` there — no destructor, no flush, exactly what a crash or
 //! `kill -9` leaves. Points: `event:SEQ` (right after journal event SEQ was
 //! appended), `chat_committed` (a commit's chat write done, its journal
-//! event not yet), `persist_promoted` (half-way through a promotion: one
+//! event not yet), `write_intent` (a write's intent recorded, the file not
+//! changed yet), `persist_promoted` (half-way through a promotion: one
 //! file renamed into the chat's directory, the others not). Without the
 //! variable a hit is one atomic load.
 

@@ -380,15 +380,18 @@ impl InvocationSession {
         Arc::new(move |intent: &toolhost_workspace::WriteIntent| {
             let mut bytes = serde_json::to_vec_pretty(intent).unwrap_or_default();
             bytes.push(b'\n');
+            // Again, when a resumed run re-runs a write that never landed.
             run.dir()
-                .write_create_only(&relative, &bytes)
+                .write_create_only_again(&relative, &bytes)
                 .map_err(|error| {
                     toolhost_workspace::WorkspaceError::io(
                         "record the write's intent",
                         &relative,
                         error,
                     )
-                })
+                })?;
+            toolhost_core::crash_point::hit("write_intent");
+            Ok(())
         })
     }
 
@@ -554,6 +557,10 @@ impl InvocationSession {
         failure: ToolFailure,
     ) -> Result<CallOutcome, RunFailure> {
         let started = Instant::now();
+        let stored = match self.run.resume_log() {
+            Some(_) => self.stored_result(&invocation)?,
+            None => None,
+        };
         self.record_request(&invocation)?;
         let (result, _) = AgentToolResult::from_outcome(&invocation, ToolOutcome::Error(failure));
         self.store(ExecutedCall {
@@ -564,7 +571,7 @@ impl InvocationSession {
             round: self.round,
             started,
             skill_chars_before: self.skills.budget.charged(),
-            stored: None,
+            stored,
         })
     }
 

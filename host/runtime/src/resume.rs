@@ -40,6 +40,7 @@ pub(crate) struct Recorded {
 
 #[derive(Debug, Clone)]
 pub(crate) struct RecordedCommit {
+    /// The path it published (`chat_commit_requested`).
     pub path: String,
     /// The message index, when `chat_commit_completed` was journalled.
     pub completed: Option<u32>,
@@ -67,6 +68,12 @@ pub(crate) struct ResumeLog {
     started: BTreeSet<(String, String)>,
     /// Skill characters each invocation's calls were charged.
     skill_chars: HashMap<String, u64>,
+    /// Every commit the journal shows, by id, whatever became of the queues.
+    commits: HashMap<String, RecordedCommit>,
+    /// Each task's recorded end: (seq, task id, status, error).
+    task_ends: Vec<(u64, String, String, Option<String>)>,
+    /// The seq of each call's `tool_call_started`, by (invocation, call id).
+    started_seq: HashMap<(String, String), u64>,
     pub found: ResumeFound,
 }
 
@@ -77,6 +84,9 @@ impl ResumeLog {
         let mut finished = BTreeSet::new();
         let mut found = ResumeFound::default();
         let mut skill_chars: HashMap<String, u64> = HashMap::new();
+        let mut commits: HashMap<String, RecordedCommit> = HashMap::new();
+        let mut task_ends = Vec::new();
+        let mut started_seq = HashMap::new();
         for event in events {
             if RUN_LEVEL.contains(&event.r#type.as_str()) {
                 continue;
@@ -90,6 +100,28 @@ impl ResumeLog {
                 "model_completed" => found.rounds_replayed += 1,
                 "tool_call_started" => {
                     started.insert(call());
+                    started_seq.insert(call(), event.seq);
+                }
+                "chat_commit_requested" | "chat_commit_completed" => {
+                    let id = event.payload["commitId"].as_str().unwrap_or("").to_owned();
+                    let entry = commits.entry(id).or_insert_with(|| RecordedCommit {
+                        path: String::new(),
+                        completed: None,
+                    });
+                    if let Some(path) = event.payload["path"].as_str() {
+                        entry.path = path.to_owned();
+                    }
+                    if event.r#type == "chat_commit_completed" {
+                        entry.completed = event.payload["messageIndex"]
+                            .as_u64()
+                            .and_then(|index| u32::try_from(index).ok());
+                    }
+                }
+                "agent_task_ended" => {
+                    let task = event.payload["taskId"].as_str().unwrap_or("").to_owned();
+                    let status = event.payload["status"].as_str().unwrap_or("").to_owned();
+                    let error = event.payload["error"].as_str().map(str::to_owned);
+                    task_ends.push((event.seq, task, status, error));
                 }
                 "tool_call_completed" | "tool_call_failed" => {
                     finished.insert(call());
@@ -118,7 +150,65 @@ impl ResumeLog {
             pending: Mutex::new(pending),
             started,
             skill_chars,
+            commits,
+            task_ends,
+            started_seq,
             found,
+        }
+    }
+
+    /// The commit `commit_id` as the journal shows it, anywhere in it.
+    pub fn recorded_commit(&self, commit_id: &str) -> Option<RecordedCommit> {
+        self.commits.get(commit_id).cloned()
+    }
+
+    /// How the task ended in the record, if it did: its status
+    /// (`completed`, `failed`, `cancelled`) and error.
+    pub fn task_end(&self, task_id: &str) -> Option<(String, Option<String>)> {
+        self.task_ends
+            .iter()
+            .find(|end| end.1 == task_id)
+            .map(|end| (end.2.clone(), end.3.clone()))
+    }
+
+    /// Tasks whose end the journal shows before the call started: a
+    /// replayed control effect waits for them to end again first, so it
+    /// sees the task board it saw then.
+    pub fn tasks_ended_before(&self, invocation: &str, call_id: &str) -> Vec<String> {
+        let Some(seq) = self
+            .started_seq
+            .get(&(invocation.to_owned(), call_id.to_owned()))
+        else {
+            return Vec::new();
+        };
+        self.task_ends
+            .iter()
+            .filter(|end| end.0 < *seq)
+            .map(|end| end.1.clone())
+            .collect()
+    }
+
+    /// Take the recorded events of `invocation` that come before its next
+    /// `kind` (a replayed step that made them live: failed model attempts
+    /// before a stored reply, a task's steps before its recorded end).
+    pub fn skip_to(&self, invocation: &str, kind: &str) {
+        let mut pending = self.pending();
+        if let Some(queue) = pending.get_mut(invocation)
+            && queue.iter().any(|event| event.kind == kind)
+        {
+            while queue.front().is_some_and(|event| event.kind != kind) {
+                queue.pop_front();
+            }
+        }
+    }
+
+    /// Take the leading recorded `kind` events of `invocation`.
+    pub fn skip_while(&self, invocation: &str, kind: &str) {
+        let mut pending = self.pending();
+        if let Some(queue) = pending.get_mut(invocation) {
+            while queue.front().is_some_and(|event| event.kind == kind) {
+                queue.pop_front();
+            }
         }
     }
 
@@ -163,26 +253,6 @@ impl ResumeLog {
         self.pending()
             .get(invocation)
             .and_then(|queue| queue.front().cloned())
-    }
-
-    /// A commit of `invocation` the journal shows next: requested, and
-    /// completed at `completed` when that was journalled too.
-    pub fn recorded_commit(&self, invocation: &str) -> Option<RecordedCommit> {
-        let pending = self.pending();
-        let queue = pending.get(invocation)?;
-        let requested = queue
-            .front()
-            .filter(|next| next.kind == "chat_commit_requested")?;
-        let completed = queue
-            .get(1)
-            .filter(|next| next.kind == "chat_commit_completed")
-            .and_then(|next| next.payload.get("messageIndex"))
-            .and_then(Value::as_u64)
-            .and_then(|index| u32::try_from(index).ok());
-        Some(RecordedCommit {
-            path: requested.payload["path"].as_str().unwrap_or("").to_owned(),
-            completed,
-        })
     }
 
     /// Whether `invocation` still has recorded events ahead of it.

@@ -219,6 +219,7 @@ impl InvocationLoop<'_> {
                         .stored_result()
                         .is_some_and(|stored| stored.is_error);
                     if let Some(effect) = executed.take_effect().filter(|_| !refused_then) {
+                        self.line_up_with_record(executed.invocation()).await;
                         let applied = self.apply(&mut executed, effect, round);
                         match unless_cancelled(shared, applied).await {
                             Ok(Applied::Ends(end)) => ends = Some(end),
@@ -312,6 +313,10 @@ impl InvocationLoop<'_> {
     /// One model call, retried while its failure is retryable.
     async fn ask(&self, request: &AgentModelRequest, round: u32) -> Result<ModelReply, RunFailure> {
         if let Some(stored) = self.stored_reply(round)? {
+            // Attempts that failed before it were journalled then.
+            if let Some(log) = self.shared.run.resume_log() {
+                log.skip_while(self.id(), "model_call_attempt_failed");
+            }
             return Ok(stored);
         }
         let retry = self.shared.config.retry;
@@ -543,7 +548,15 @@ impl InvocationLoop<'_> {
             ToolEffect::Finish { reason } => return Ok(self.finish(executed, reason)),
             ToolEffect::Delegate { agent_id, task } => {
                 let call_id = executed.invocation().call_id.clone();
-                self.delegate(&agent_id, task, &call_id)?
+                // A replayed delegation that was accepted is accepted again:
+                // the checks read a task board that is still replaying.
+                let accepted_then = executed.stored_result().is_some();
+                match self.shared.parts.agents.get(&agent_id).cloned() {
+                    Some(target) if accepted_then => {
+                        Ok(self.start_child(&agent_id, target, task, &call_id)?)
+                    }
+                    _ => self.delegate(&agent_id, task, &call_id)?,
+                }
             }
             ToolEffect::AwaitTasks {
                 task_ids,
@@ -725,6 +738,28 @@ impl InvocationLoop<'_> {
         let shared = Arc::clone(self.shared);
         let spawned_task_id = task_id.clone();
         let handle = tokio::spawn(async move {
+            // A resumed run: a task the record shows failed or cancelled
+            // ends so again, without running (or paying for) anything.
+            let recorded_end = shared
+                .run
+                .resume_log()
+                .and_then(|log| log.task_end(&spawned_task_id));
+            if let Some((status, error)) = recorded_end
+                && status != "completed"
+            {
+                if let Some(log) = shared.run.resume_log() {
+                    log.skip_to(&spec.invocation_id, "agent_task_ended");
+                }
+                let status = if status == "cancelled" {
+                    TaskStatus::Cancelled
+                } else {
+                    TaskStatus::Failed
+                };
+                shared
+                    .tasks
+                    .finish(&shared.run, &spawned_task_id, status, None, None, error);
+                return;
+            }
             let ended = run_invocation(&shared, spec).await;
             let run = &shared.run;
             match ended {
@@ -801,6 +836,19 @@ impl InvocationLoop<'_> {
         ))
     }
 
+    /// In a resumed run, before a control effect is applied again: the
+    /// tasks whose end the journal shows before this call started end again
+    /// first (their children are replaying), so the effect sees the task
+    /// board it saw then.
+    async fn line_up_with_record(&self, call: &ToolInvocation) {
+        if let Some(log) = self.shared.run.resume_log() {
+            let ended = log.tasks_ended_before(self.id(), &call.call_id);
+            if !ended.is_empty() {
+                self.shared.tasks.wait_ended(&ended, REPLAY_WAIT).await;
+            }
+        }
+    }
+
     /// A replayed `agent.await`: the tasks its stored result reported ended
     /// end again in this run (their children replay too) and are marked
     /// delivered, as they were; the model reads the stored result.
@@ -843,7 +891,9 @@ impl InvocationLoop<'_> {
             Ok(Applied::Nothing)
         };
         let caller = &self.spec.profile;
-        if !self.foreground() || !caller.delegation.can_handoff {
+        // A replayed handoff that was accepted is accepted again.
+        let accepted_then = executed.stored_result().is_some();
+        if !accepted_then && (!self.foreground() || !caller.delegation.can_handoff) {
             return refuse(
                 executed,
                 "agent.handoff_policy_denied",
@@ -857,11 +907,11 @@ impl InvocationLoop<'_> {
                 format!("no agent profile is called {agent_id}"),
             );
         };
-        if let Some(reason) = refusal(caller, &target, true) {
+        if !accepted_then && let Some(reason) = refusal(caller, &target, true) {
             return refuse(executed, "agent.handoff_policy_denied", reason);
         }
         let pending = self.shared.tasks.running_of(self.id());
-        if !pending.is_empty() {
+        if !accepted_then && !pending.is_empty() {
             return refuse(
                 executed,
                 "agent.handoff_pending_tasks",
@@ -873,7 +923,7 @@ impl InvocationLoop<'_> {
         }
         let depth = {
             let mut ledger = self.shared.ledger();
-            if ledger.handoffs >= caller.delegation.max_handoff_depth {
+            if !accepted_then && ledger.handoffs >= caller.delegation.max_handoff_depth {
                 drop(ledger);
                 return refuse(
                     executed,

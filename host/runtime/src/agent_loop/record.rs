@@ -22,6 +22,8 @@ use crate::failure::RunFailure;
 pub const LOOP_RECORD_PATH: &str = "input/loop.json";
 
 const KIND: &str = "toolhost.loopRecord";
+const MAX_RETRIES: u32 = 10;
+const MAX_DELAY_MS: u64 = 60_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -109,6 +111,13 @@ impl LoopRecord {
         if record.schema_version != 1 || record.kind != KIND {
             return Err(RunFailure::State(format!(
                 "{LOOP_RECORD_PATH} is not a version 1 {KIND}"
+            )));
+        }
+        // Read from a directory that may have been changed: bounded like
+        // anything else from outside.
+        if record.retry.max_retries > MAX_RETRIES || record.retry.initial_delay_ms > MAX_DELAY_MS {
+            return Err(RunFailure::State(format!(
+                "{LOOP_RECORD_PATH}: at most {MAX_RETRIES} retries {MAX_DELAY_MS} ms apart"
             )));
         }
         Ok(record)

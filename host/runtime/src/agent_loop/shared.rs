@@ -104,7 +104,7 @@ impl RunShared {
         let recorded = self
             .run
             .resume_log()
-            .and_then(|log| log.recorded_commit(origin.invocation_id));
+            .and_then(|log| log.recorded_commit(&commit_id));
         let file = match &recorded {
             // Committed before the interruption: the file may have changed
             // since, and its text is not needed.

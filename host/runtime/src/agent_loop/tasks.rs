@@ -260,6 +260,32 @@ impl TaskBoard {
         Ok(ids.to_vec())
     }
 
+    /// Wait until every task of `ids` has ended, at most `timeout`, without
+    /// marking any delivered (a resumed run lining its replay up with the
+    /// record).
+    pub async fn wait_ended(&self, ids: &[String], timeout: Duration) {
+        let mut changes = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let all_ended = self
+                .entries()
+                .iter()
+                .filter(|entry| ids.contains(&entry.view.task_id))
+                .all(|entry| entry.view.status.ended());
+            if all_ended {
+                return;
+            }
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    }
+
     /// Wait as `mode` says for `ids` (all `parent`'s), at most `timeout`.
     /// Returns the tasks' views (ended ones marked delivered) and whether
     /// the wait timed out.

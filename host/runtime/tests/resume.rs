@@ -1,0 +1,164 @@
+//! Resuming through the API (`Run::resume` + `run_agent_loop`): a run cut
+//! off before its end goes on from its record without asking the model or
+//! the chat again, even where its journal holds steps a replay does not make
+//! in the same way (a model call that was retried).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::json;
+use support::*;
+use toolhost_core::AgentModelRequest;
+use toolhost_model::{AgentModel, ModelError, ModelFuture, SameModel, ScriptedModel};
+use toolhost_runtime::{AgentDirectory, Run, RunStatus, run_agent_loop};
+
+/// Fails its first `failures` requests with a retryable 503.
+struct Flaky {
+    failures: u32,
+    seen: AtomicU32,
+    inner: ScriptedModel,
+}
+
+impl AgentModel for Flaky {
+    fn describe(&self) -> String {
+        "flaky".into()
+    }
+
+    fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
+        Box::pin(async move {
+            if self.seen.fetch_add(1, Ordering::SeqCst) < self.failures {
+                return Err(ModelError::Status {
+                    provider: "test".into(),
+                    status: 503,
+                    body: "overloaded".into(),
+                });
+            }
+            self.inner.complete(request).await
+        })
+    }
+
+    fn skip_reply(&self) {
+        self.inner.skip_reply();
+    }
+}
+
+fn replies() -> serde_json::Value {
+    json!([
+        {"toolCalls": [call("c1", "chat_read_messages", json!({"messages": [{"index": 3}]}))]},
+        {"toolCalls": [write("c2", "First part."), commit("c3")]},
+        {"toolCalls": [call("c4", "workspace_write_file",
+            json!({"path": "output/more.md", "content": " And the second."}))]},
+        {"toolCalls": [call("c5", "workspace_commit", json!({"path": "output/more.md", "mode": "append"}))]},
+        {"toolCalls": [finish("c6")]}
+    ])
+}
+
+fn counts(fixture: &Fixture) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for kind in fixture.types() {
+        *counts.entry(kind).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// The journal without its last event (`run_completed`).
+fn cut_the_end(fixture: &Fixture) {
+    let journal = fixture.run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.last().unwrap().contains("\"run_completed\""));
+    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+}
+
+#[tokio::test]
+async fn a_resumed_run_after_a_retried_model_call_commits_nothing_twice() {
+    let fixture = Fixture::new();
+    let model = Arc::new(Flaky {
+        failures: 1,
+        seen: AtomicU32::new(0),
+        inner: script(replies()),
+    });
+    let summary = fixture
+        .run_with(&profile(10, "foreground"), model, config())
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(summary.commits.len(), 2);
+    let before = counts(&fixture);
+    assert_eq!(before["model_call_attempt_failed"], 1);
+    let chat = std::fs::read(&fixture.chat).unwrap();
+    cut_the_end(&fixture);
+
+    let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
+    // A model that would fail again and has no reply left: none is asked for.
+    let model = Arc::new(Flaky {
+        failures: 1,
+        seen: AtomicU32::new(0),
+        inner: script(replies()),
+    });
+    let summary = run_agent_loop(
+        &run,
+        parts(
+            &run,
+            Arc::new(SameModel(model.clone())),
+            record.agents().unwrap(),
+        ),
+        &record.config(),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(model.seen.load(Ordering::SeqCst), 0, "the model was asked");
+    // The chat is byte for byte what the first run left: no second message,
+    // no second append.
+    assert_eq!(std::fs::read(&fixture.chat).unwrap(), chat);
+    assert_eq!(summary.commits.len(), 2);
+    // Every step journalled once; the resume adds its own two events.
+    let mut after = counts(&fixture);
+    assert_eq!(after.remove("run_resumed"), Some(1));
+    assert_eq!(after, before);
+}
+
+#[tokio::test]
+async fn a_resume_with_other_settings_is_refused_and_stays_resumable() {
+    let fixture = Fixture::new();
+    let summary = fixture.run(10, replies()).await;
+    assert_eq!(summary.status, RunStatus::Completed);
+    cut_the_end(&fixture);
+    let journal = std::fs::read(fixture.run_dir.join("events.jsonl")).unwrap();
+
+    let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
+    let mut config = record.config();
+    config.task = "Something else.".into();
+    let models = Arc::new(SameModel(Arc::new(script(replies()))));
+    let summary = run_agent_loop(
+        &run,
+        parts(&run, models.clone(), AgentDirectory::default()),
+        &config,
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Failed);
+    assert_eq!(summary.code.as_deref(), Some("run.not_resumable"));
+    assert!(summary.message.unwrap().contains("task"));
+    let now = std::fs::read(fixture.run_dir.join("events.jsonl")).unwrap();
+    assert!(now.starts_with(&journal));
+    assert!(String::from_utf8_lossy(&now[journal.len()..]).contains("\"run_resumed\""));
+    drop(run);
+
+    // Resumed with what it recorded, it ends; ended, it is never resumed.
+    let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
+    let summary = run_agent_loop(
+        &run,
+        parts(&run, models, AgentDirectory::default()),
+        &record.config(),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    drop(run);
+    let error = Run::resume(&fixture.run_dir).expect_err("ended");
+    assert!(
+        error.to_string().starts_with("run.already_ended"),
+        "{error}"
+    );
+}
