@@ -665,12 +665,15 @@ impl InvocationSession {
                 .charged()
                 .saturating_sub(skill_chars_before),
         );
+        // Read-state first: a crash after the completion leaves the file
+        // matching the journal, so a resumed run knows what this call read
+        // or wrote.
+        self.store_read_state()?;
         if outcome.is_error {
             self.run.record(&ToolCallFailed(outcome))?;
         } else {
             self.run.record(&ToolCallCompleted(outcome))?;
         }
-        self.store_read_state()?;
         Ok(CallOutcome {
             result,
             effect,

@@ -336,3 +336,147 @@ pub(crate) fn outcome_unknown(tool: &toolhost_core::ToolId) -> toolhost_core::To
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_journal::{EventScope, Level};
+
+    fn event(seq: u64, kind: &str, invocation: &str, payload: Value) -> JournalEvent {
+        let mut payload = payload.as_object().cloned().unwrap_or_default();
+        payload.insert(
+            "eventScope".into(),
+            serde_json::to_value(EventScope::new(invocation)).unwrap(),
+        );
+        JournalEvent {
+            seq,
+            id: format!("evt_{seq}"),
+            run_id: "run_x".into(),
+            timestamp: "2026-12-04T00:00:00.000Z".into(),
+            level: Level::Info,
+            r#type: kind.into(),
+            payload: Value::Object(payload),
+        }
+    }
+
+    fn journal() -> Vec<JournalEvent> {
+        use serde_json::json;
+        vec![
+            event(1, "run_started", "inv_root", json!({})),
+            event(2, "model_request_created", "inv_root", json!({"round": 1})),
+            event(3, "model_completed", "inv_root", json!({"round": 1})),
+            event(4, "tool_call_started", "inv_root", json!({"callId": "a"})),
+            event(
+                5,
+                "agent_task_ended",
+                "inv_child",
+                json!({"taskId": "t1", "status": "failed", "error": "boom"}),
+            ),
+            event(
+                6,
+                "tool_call_completed",
+                "inv_root",
+                json!({"callId": "a", "skillReadChars": 7}),
+            ),
+            event(7, "tool_call_started", "inv_root", json!({"callId": "b"})),
+            event(
+                8,
+                "chat_commit_requested",
+                "inv_root",
+                json!({"commitId": "r:commit_001", "path": "output/main.md"}),
+            ),
+            event(
+                9,
+                "chat_commit_completed",
+                "inv_root",
+                json!({"commitId": "r:commit_001", "messageIndex": 65}),
+            ),
+            event(
+                10,
+                "chat_commit_requested",
+                "inv_root",
+                json!({"commitId": "r:commit_002", "path": "output/main.md"}),
+            ),
+            event(11, "run_resumed", "inv_root", json!({})),
+        ]
+    }
+
+    #[test]
+    fn the_journal_is_read_into_queues_commits_and_task_ends() {
+        let log = ResumeLog::from_events(&journal());
+        assert_eq!(log.found.rounds_replayed, 1);
+        assert_eq!(log.found.calls_replayed, 1);
+        assert_eq!(log.found.calls_in_doubt, vec!["b".to_owned()]);
+        assert!(log.was_started("inv_root", "b") && !log.was_started("inv_root", "c"));
+        assert_eq!(log.skill_chars("inv_root"), 7);
+        let landed = log.recorded_commit("r:commit_001").unwrap();
+        assert_eq!(
+            (landed.path.as_str(), landed.completed),
+            ("output/main.md", Some(65))
+        );
+        assert_eq!(log.recorded_commit("r:commit_002").unwrap().completed, None);
+        assert!(log.recorded_commit("r:commit_003").is_none());
+        assert_eq!(
+            log.task_end("t1"),
+            Some(("failed".into(), Some("boom".into())))
+        );
+        // t1 ended (seq 5) before b started (seq 7), not before a (seq 4).
+        assert_eq!(
+            log.tasks_ended_before("inv_root", "b"),
+            vec!["t1".to_owned()]
+        );
+        assert!(log.tasks_ended_before("inv_root", "a").is_empty());
+    }
+
+    #[test]
+    fn events_made_again_are_taken_and_a_divergence_goes_live() {
+        let log = ResumeLog::from_events(&journal());
+        // run_started and run_resumed are never made again, so not queued.
+        assert_eq!(
+            log.take("inv_root", "model_request_created").map(|r| r.seq),
+            Some(2)
+        );
+        assert_eq!(
+            log.take("inv_root", "model_completed").map(|r| r.seq),
+            Some(3)
+        );
+        assert!(log.replaying("inv_root"));
+        // Another kind than the next recorded one: the queue is dropped.
+        assert!(log.take("inv_root", "model_completed").is_none());
+        assert!(!log.replaying("inv_root"));
+        assert!(log.take("inv_root", "tool_call_started").is_none());
+        // Other invocations keep theirs.
+        assert!(log.replaying("inv_child"));
+        log.skip_to("inv_child", "agent_task_ended");
+        assert_eq!(
+            log.take("inv_child", "agent_task_ended").map(|r| r.seq),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn calls_in_doubt_run_again_only_when_that_is_safe() {
+        let builtin = |name: &str| toolhost_core::ToolId::builtin(name).unwrap();
+        for read_only in [
+            "chat.search",
+            "workspace.read_file",
+            "dice.roll",
+            "skill.read",
+        ] {
+            assert_eq!(
+                in_doubt(&builtin(read_only)),
+                InDoubt::RunAgain,
+                "{read_only}"
+            );
+        }
+        for write in ["workspace.write_file", "workspace.apply_patch"] {
+            assert!(is_write_tool(&builtin(write)));
+        }
+        let mcp =
+            toolhost_core::ToolId::parse("mcp/6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f:echo").unwrap();
+        assert_eq!(in_doubt(&mcp), InDoubt::Unknown);
+        assert_eq!(outcome_unknown(&mcp).code, "tool.outcome_unknown");
+        let extension = toolhost_core::ToolId::parse("ext/acme-weather:forecast").unwrap();
+        assert_eq!(in_doubt(&extension), InDoubt::Unknown);
+    }
+}

@@ -759,3 +759,151 @@ async fn a_handoff_target_commits_only_what_its_profile_shows() {
     );
     assert_eq!(texts.last().map(String::as_str), Some(REPLY));
 }
+
+/// Counts the model calls a run makes, through any agent's model.
+struct Counting {
+    book: Arc<ScriptBook>,
+    asked: Arc<std::sync::atomic::AtomicU32>,
+}
+
+struct CountingModel {
+    inner: Arc<dyn AgentModel>,
+    asked: Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl AgentModel for CountingModel {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.complete(request)
+    }
+
+    fn skip_reply(&self) {
+        self.inner.skip_reply();
+    }
+}
+
+impl ModelSource for Counting {
+    fn model_for(&self, agent_id: &str) -> Arc<dyn AgentModel> {
+        Arc::new(CountingModel {
+            inner: self.book.model_for(agent_id),
+            asked: Arc::clone(&self.asked),
+        })
+    }
+
+    fn describe(&self) -> String {
+        "counting".into()
+    }
+}
+
+/// Cut the run's `run_completed`, resume it with `models` and the recorded
+/// settings; the summary and the model calls the resume made.
+async fn resume_after_the_end(
+    fixture: &Fixture,
+    models: Arc<ScriptBook>,
+    agents: AgentDirectory,
+) -> (toolhost_runtime::LoopSummary, u32) {
+    let journal = fixture.run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&journal).expect("journal");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.last().expect("events").contains("\"run_completed\""));
+    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").expect("cut");
+    let (run, record) = toolhost_runtime::Run::resume(&fixture.run_dir).expect("resume");
+    let asked = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counting = Arc::new(Counting {
+        book: models,
+        asked: Arc::clone(&asked),
+    });
+    let mut config = record.config();
+    config.retry = support::config().retry;
+    let summary =
+        toolhost_runtime::run_agent_loop(&run, parts(&run, counting, agents), &config).await;
+    (summary, asked.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+fn type_counts(fixture: &Fixture) -> std::collections::BTreeMap<String, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for kind in fixture.types() {
+        *counts.entry(kind).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[tokio::test]
+async fn a_resumed_handoff_chain_is_accepted_again_without_asking_anyone() {
+    let fixture = Fixture::new();
+    let script = || {
+        book(
+            json!([
+                {"toolCalls": [write("w1", "Draft by the writer."), commit("w2"),
+                    call("w3", "agent_handoff", json!({"agentId": "editor", "handoff": {"objective": "Polish"}}))]}
+            ]),
+            json!({"editor": [
+                {"toolCalls": [call("e1", "agent_handoff", json!({"agentId": "writer", "handoff": {"objective": "Back"}}))]},
+                {"toolCalls": [finish("e2")]}
+            ]}),
+        )
+    };
+    let writer = writer(json!({"delegation": {"callable": true, "allowAsHandoffTarget": true}}));
+    let agents = directory(vec![editor(json!({}))]);
+    let mut settings = config();
+    settings.seed = Some(3);
+    let summary = fixture
+        .run_agents(&writer, script(), agents.clone(), settings)
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let before = type_counts(&fixture);
+    let chat = std::fs::read(&fixture.chat).expect("chat");
+
+    let (resumed, asked) = resume_after_the_end(&fixture, script(), agents).await;
+    assert_eq!(resumed.status, RunStatus::Completed, "{resumed:?}");
+    assert_eq!(asked, 0, "no model was asked again");
+    assert_eq!(resumed.agents, summary.agents);
+    assert_eq!(std::fs::read(&fixture.chat).expect("chat"), chat);
+    let mut after = type_counts(&fixture);
+    assert_eq!(after.remove("run_resumed"), Some(1));
+    assert_eq!(after, before, "every step journalled once");
+}
+
+#[tokio::test]
+async fn a_child_that_failed_is_not_run_again_when_the_run_resumes() {
+    let fixture = Fixture::new();
+    // The researcher's script is empty: its first request fails the task.
+    let script = || {
+        book(
+            json!([
+                {"toolCalls": [delegate("p1", "researcher")]},
+                {"toolCalls": [call("p2", "agent_await", json!({"mode": "allCompleted", "timeoutMs": 20000}))]},
+                finish_reply("p3")
+            ]),
+            json!({"researcher": []}),
+        )
+    };
+    let agents = directory(vec![researcher(json!({}))]);
+    let summary = fixture
+        .run_agents(&writer(json!({})), script(), agents.clone(), config())
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(summary.tasks[0].status, "failed");
+    let before = type_counts(&fixture);
+
+    // Resumed with a researcher that would now answer: it is not asked.
+    let answering = book(
+        json!([
+            {"toolCalls": [delegate("p1", "researcher")]},
+            {"toolCalls": [call("p2", "agent_await", json!({"mode": "allCompleted", "timeoutMs": 20000}))]},
+            finish_reply("p3")
+        ]),
+        json!({"researcher": research_script("r")}),
+    );
+    let (resumed, asked) = resume_after_the_end(&fixture, answering, agents).await;
+    assert_eq!(resumed.status, RunStatus::Completed, "{resumed:?}");
+    assert_eq!(asked, 0, "the failed child was run again");
+    assert_eq!(resumed.tasks[0].status, "failed");
+    let mut after = type_counts(&fixture);
+    assert_eq!(after.remove("run_resumed"), Some(1));
+    assert_eq!(after, before, "every step journalled once");
+}
