@@ -117,6 +117,24 @@ pub(crate) fn persist(
     }
 }
 
+/// `tool-args/call_<hex>.json`, as stored.
+fn args_bytes(
+    call_id: &str,
+    tool_id: &ToolId,
+    invocation_id: &str,
+    round: u32,
+    arguments: &Value,
+) -> Result<Vec<u8>, AuditError> {
+    let record = ToolArgsRecord {
+        call_id,
+        tool_id,
+        invocation_id,
+        round,
+        arguments,
+    };
+    pretty(call_id, &record)
+}
+
 fn pretty(call_id: &str, record: &impl Serialize) -> Result<Vec<u8>, AuditError> {
     let mut bytes = serde_json::to_vec_pretty(record).map_err(|source| AuditError::Serialize {
         call_id: call_id.to_owned(),
@@ -207,14 +225,7 @@ impl RunDirectory {
         round: u32,
         arguments: &Value,
     ) -> Result<String, AuditError> {
-        let record = ToolArgsRecord {
-            call_id,
-            tool_id,
-            invocation_id,
-            round,
-            arguments,
-        };
-        let bytes = pretty(call_id, &record)?;
+        let bytes = args_bytes(call_id, tool_id, invocation_id, round, arguments)?;
         let target = self.layout().tool_args(call_id);
         self.store_call_file(call_id, &target, &bytes, "/callId")
     }
@@ -231,14 +242,7 @@ impl RunDirectory {
         round: u32,
         arguments: &Value,
     ) -> Result<String, AuditError> {
-        let record = ToolArgsRecord {
-            call_id,
-            tool_id,
-            invocation_id,
-            round,
-            arguments,
-        };
-        let bytes = pretty(call_id, &record)?;
+        let bytes = args_bytes(call_id, tool_id, invocation_id, round, arguments)?;
         let target = self.layout().tool_args(call_id);
         if fs::read(&target.absolute).is_ok_and(|existing| existing == bytes) {
             return Ok(target.relative);

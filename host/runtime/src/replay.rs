@@ -24,7 +24,6 @@ use serde_json::Value;
 use toolhost_core::{AgentToolResult, InvocationToolSnapshot, Profile, ToolId, ToolInvocation};
 use toolhost_journal::{JournalEvent, ROOT_INVOCATION_ID, RunLayout, RunManifest, read_events};
 use toolhost_sandbox::{CallContext, CallEntropy, SkillAccess};
-use toolhost_skills::{SkillBudget, SkillPolicy};
 use toolhost_workspace::{
     Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession, WriteGuard, persist,
 };
@@ -296,18 +295,7 @@ fn open_invocation(
     Ok(Replayed {
         snapshot: Arc::new(snapshot),
         workspace: Arc::new(WorkspaceSession::new(view)),
-        skills: Arc::new(SkillAccess {
-            library: Arc::clone(&loaded.skills),
-            policy: SkillPolicy::new(
-                profile.skills.visible.iter().cloned(),
-                profile.skills.deny.iter().cloned(),
-            ),
-            budget: Arc::new(SkillBudget::resumed(
-                u64::from(profile.skills.max_read_chars_per_call),
-                u64::from(profile.skills.max_read_chars_per_run),
-                0,
-            )),
-        }),
+        skills: crate::run::skill_access(&loaded.skills, profile, 0),
         agents: Arc::new(agents.callable_by(profile)),
     })
 }

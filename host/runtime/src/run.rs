@@ -214,18 +214,7 @@ impl Run {
     /// library under the profile's visibility, with its read budget of which
     /// `charged` characters are already spent.
     fn skill_access(&self, profile: &Profile, charged: u64) -> Arc<SkillAccess> {
-        Arc::new(SkillAccess {
-            library: Arc::clone(&self.inputs.skills),
-            policy: SkillPolicy::new(
-                profile.skills.visible.iter().cloned(),
-                profile.skills.deny.iter().cloned(),
-            ),
-            budget: Arc::new(SkillBudget::resumed(
-                u64::from(profile.skills.max_read_chars_per_call),
-                u64::from(profile.skills.max_read_chars_per_run),
-                charged,
-            )),
-        })
+        skill_access(&self.inputs.skills, profile, charged)
     }
 
     /// What every call of an invocation's capabilities act on, but its
@@ -329,7 +318,6 @@ impl Run {
         }
         let compiled = snapshot::compile(profile, sources, invocation_id, exit_policy)?;
         let snapshot = Arc::new(compiled.snapshot);
-        let contract = ToolTurnContract::all(&snapshot, ToolChoice::Auto)?;
         let diagnostics: Vec<Value> = compiled
             .diagnostics
             .iter()
@@ -338,14 +326,7 @@ impl Run {
         let snapshot_path = self
             .dir()
             .write_snapshot(invocation_id, snapshot.to_json_pretty().as_bytes())?;
-        self.record(&ContextAssembled {
-            invocation_id: invocation_id.to_owned(),
-            snapshot_id: snapshot.id().to_owned(),
-            snapshot_path,
-            snapshot: snapshot.summary(),
-            turn_contract: serde_json::to_value(&contract).unwrap_or(Value::Null),
-            diagnostics,
-        })?;
+        self.record_context(invocation_id, &snapshot, snapshot_path, diagnostics)?;
         let workspace = self.workspace_session_for(profile)?;
         let mut session = InvocationSession::new(
             Arc::clone(self),
@@ -359,6 +340,26 @@ impl Run {
         .with_diagnostics(compiled.diagnostics);
         session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
         Ok(session)
+    }
+
+    /// `context_assembled` for an invocation's snapshot.
+    fn record_context(
+        &self,
+        invocation_id: &str,
+        snapshot: &InvocationToolSnapshot,
+        snapshot_path: String,
+        diagnostics: Vec<Value>,
+    ) -> Result<(), RunFailure> {
+        let contract = ToolTurnContract::all(snapshot, ToolChoice::Auto)?;
+        self.record(&ContextAssembled {
+            invocation_id: invocation_id.to_owned(),
+            snapshot_id: snapshot.id().to_owned(),
+            snapshot_path,
+            snapshot: snapshot.summary(),
+            turn_contract: serde_json::to_value(&contract).unwrap_or(Value::Null),
+            diagnostics,
+        })?;
+        Ok(())
     }
 
     /// An invocation of a resumed run that had started: its stored snapshot
@@ -379,20 +380,12 @@ impl Run {
             ))
         })?;
         let snapshot = Arc::new(snapshot);
-        let contract = ToolTurnContract::all(&snapshot, ToolChoice::Auto)?;
         let snapshot_path = self
             .layout
             .tool_snapshot(invocation_id)
             .map_err(|error| RunFailure::State(error.to_string()))?
             .relative;
-        self.record(&ContextAssembled {
-            invocation_id: invocation_id.to_owned(),
-            snapshot_id: snapshot.id().to_owned(),
-            snapshot_path,
-            snapshot: snapshot.summary(),
-            turn_contract: serde_json::to_value(&contract).unwrap_or(Value::Null),
-            diagnostics: Vec::new(),
-        })?;
+        self.record_context(invocation_id, &snapshot, snapshot_path, Vec::new())?;
         let charged = self
             .resume_log
             .as_ref()
@@ -561,4 +554,25 @@ fn roots(profile: &Profile) -> Vec<RootSpec> {
     }
     roots.push(RootSpec::tool_results());
     roots
+}
+
+/// What an invocation of `profile` may read of `library`: its visibility,
+/// and its read budget of which `charged` characters are already spent.
+pub(crate) fn skill_access(
+    library: &Arc<toolhost_skills::SkillLibrary>,
+    profile: &Profile,
+    charged: u64,
+) -> Arc<SkillAccess> {
+    Arc::new(SkillAccess {
+        library: Arc::clone(library),
+        policy: SkillPolicy::new(
+            profile.skills.visible.iter().cloned(),
+            profile.skills.deny.iter().cloned(),
+        ),
+        budget: Arc::new(SkillBudget::resumed(
+            u64::from(profile.skills.max_read_chars_per_call),
+            u64::from(profile.skills.max_read_chars_per_run),
+            charged,
+        )),
+    })
 }

@@ -11,12 +11,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 use toolhost_chat::Role;
-use toolhost_core::AgentModelRequest;
 use toolhost_journal::Durability;
 use toolhost_model::testing::{Canned, serve};
-use toolhost_model::{
-    AgentModel, HttpModel, HttpModelConfig, ModelError, ModelFuture, SameModel, ScriptedModel,
-};
+use toolhost_model::{AgentModel, HttpModel, HttpModelConfig, SameModel};
 use toolhost_providers::Provider;
 use toolhost_runtime::{AgentDirectory, LoopConfig, Run, RunBindings, RunStatus, run_agent_loop};
 
@@ -313,30 +310,6 @@ async fn a_chat_changed_under_the_run_fails_the_commit_fast() {
 
 /// Fails the first `failures` calls with a retryable error, then answers
 /// from the script.
-struct Flaky {
-    failures: u32,
-    seen: AtomicU32,
-    inner: ScriptedModel,
-}
-
-impl AgentModel for Flaky {
-    fn describe(&self) -> String {
-        "flaky".into()
-    }
-
-    fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
-        Box::pin(async move {
-            if self.seen.fetch_add(1, Ordering::SeqCst) < self.failures {
-                return Err(ModelError::Status {
-                    provider: "test".into(),
-                    status: 503,
-                    body: "overloaded".into(),
-                });
-            }
-            self.inner.complete(request).await
-        })
-    }
-}
 
 #[tokio::test]
 async fn retryable_model_failures_are_retried_then_give_up() {

@@ -11,39 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
 use support::*;
-use toolhost_core::AgentModelRequest;
-use toolhost_model::{AgentModel, ModelError, ModelFuture, SameModel, ScriptedModel};
+use toolhost_model::SameModel;
 use toolhost_runtime::{AgentDirectory, Run, RunStatus, run_agent_loop};
-
-/// Fails its first `failures` requests with a retryable 503.
-struct Flaky {
-    failures: u32,
-    seen: AtomicU32,
-    inner: ScriptedModel,
-}
-
-impl AgentModel for Flaky {
-    fn describe(&self) -> String {
-        "flaky".into()
-    }
-
-    fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
-        Box::pin(async move {
-            if self.seen.fetch_add(1, Ordering::SeqCst) < self.failures {
-                return Err(ModelError::Status {
-                    provider: "test".into(),
-                    status: 503,
-                    body: "overloaded".into(),
-                });
-            }
-            self.inner.complete(request).await
-        })
-    }
-
-    fn skip_reply(&self) {
-        self.inner.skip_reply();
-    }
-}
 
 fn replies() -> serde_json::Value {
     json!([

@@ -221,3 +221,38 @@ pub fn finish(id: &str) -> Value {
 }
 
 pub const REPLY: &str = "*Mirelle folds the map.* Then we leave at dawn.";
+
+/// Fails its first `failures` requests with a retryable 503, then answers
+/// from `inner`.
+pub struct Flaky {
+    pub failures: u32,
+    pub seen: std::sync::atomic::AtomicU32,
+    pub inner: ScriptedModel,
+}
+
+impl AgentModel for Flaky {
+    fn describe(&self) -> String {
+        "flaky".into()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a toolhost_core::AgentModelRequest,
+    ) -> toolhost_model::ModelFuture<'a> {
+        Box::pin(async move {
+            let seen = self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if seen < self.failures {
+                return Err(toolhost_model::ModelError::Status {
+                    provider: "test".into(),
+                    status: 503,
+                    body: "overloaded".into(),
+                });
+            }
+            self.inner.complete(request).await
+        })
+    }
+
+    fn skip_reply(&self) {
+        self.inner.skip_reply();
+    }
+}
