@@ -8,7 +8,7 @@
 //! right after a journal event picked at random (inside the delegated child
 //! too), between a commit's chat write and its journal event, between a
 //! write's recorded intent and the write, and half-way through the
-//! `persist/` promotion; every third case is killed a second
+//! `persist/` projection and promotion; every third case is killed a second
 //! time while it resumes. `TOOLHOST_CRASH_POINTS` (default 30) and
 //! `TOOLHOST_CRASH_SEED` choose how many and which; `make crash-test` runs
 //! 300.
@@ -57,6 +57,7 @@ fn case(root: &Path, name: &str) -> PathBuf {
     )
     .unwrap();
     std::fs::write(dir.join("persist/keep.md"), "already there\n").unwrap();
+    std::fs::write(dir.join("persist/older.md"), "from an earlier run\n").unwrap();
     std::fs::write(
         dir.join("script.json"),
         serde_json::to_vec_pretty(&script()).unwrap(),
@@ -294,6 +295,13 @@ fn a_killed_run_resumes_to_the_end_an_uninterrupted_run_reaches() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0x5eed_c4a5);
     eprintln!("{points} crash points, TOOLHOST_CRASH_SEED={state}");
+    // An event of the delegated child, in the middle of its work.
+    let child_events: Vec<u64> = events(&reference)
+        .iter()
+        .filter(|e| e["payload"]["eventScope"]["invocationId"] != "inv_root")
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let child_event = child_events[child_events.len() / 2];
     let mut killed = 0;
     for index in 0..points {
         let first = match index {
@@ -302,6 +310,9 @@ fn a_killed_run_resumes_to_the_end_an_uninterrupted_run_reaches() {
             // The child's write, then the root's second: recorded, not landed.
             2 => "write_intent".to_owned(),
             3 => "write_intent#3".to_owned(),
+            // One of the chat's two persist files copied in, not the other.
+            4 => "persist_projected".to_owned(),
+            5 => format!("event:{child_event}"),
             _ => format!("event:{}", 2 + next(&mut state) % (total - 2)),
         };
         let dir = case(root.path(), &format!("case-{index}"));
@@ -338,6 +349,22 @@ fn a_killed_run_resumes_to_the_end_an_uninterrupted_run_reaches() {
             log("stderr.log")
         );
         assert!(events_of(&dir, "run_resumed") >= 1, "{label}");
+        if first.starts_with("write_intent") {
+            // The write cut off after its intent is settled, not re-run.
+            let resumed = events(&dir)
+                .into_iter()
+                .find(|e| e["type"] == "run_resumed")
+                .unwrap();
+            let found = &resumed["payload"]["resume"];
+            let count = |key: &str| found[key].as_u64().unwrap_or(0);
+            let in_doubt = found["callsInDoubt"].as_array().map_or(0, Vec::len) as u64;
+            assert!(count("outcomesResolved") >= 1, "{label}: {found}");
+            assert_eq!(
+                in_doubt,
+                count("callsRerun") + count("outcomesResolved"),
+                "{label}: {found}"
+            );
+        }
         check_same_end(&reference, &dir, &label);
         check_replays_identically(&dir, &label);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -384,6 +411,26 @@ fn an_ended_run_is_not_resumed_and_contradicting_flags_are_refused() {
     let before = journal.iter().filter(|b| **b == b'\n').count();
     assert!(now[before..].iter().all(|e| e["type"] == "run_resumed"));
     assert!(toolhost(&dir, &resume_args(&dir), None).success());
+}
+
+#[test]
+fn a_run_cut_off_before_its_loop_started_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = case(root.path(), "early");
+    assert_eq!(
+        toolhost(&dir, &start_args(&dir), Some("event:1")).code(),
+        None
+    );
+    assert_eq!(toolhost(&dir, &resume_args(&dir), None).code(), Some(2));
+    let stderr = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
+    assert!(stderr.contains("before its loop started"), "{stderr}");
+    // Nothing reached the chat or the persist directory.
+    let fresh = case(root.path(), "fresh");
+    assert_eq!(
+        std::fs::read(dir.join("chat.jsonl")).unwrap(),
+        std::fs::read(fresh.join("chat.jsonl")).unwrap()
+    );
+    assert_eq!(files(&dir.join("persist")), files(&fresh.join("persist")));
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! `kill -9` leaves. Points: `event:SEQ` (right after journal event SEQ was
 //! appended), `chat_committed` (a commit's chat write done, its journal
 //! event not yet), `write_intent` (a write's intent recorded, the file not
-//! changed yet), `persist_promoted` (half-way through a promotion: one
+//! changed yet), `persist_projected` (one file of the chat's persist
+//! directory copied into the run, the others not), `persist_promoted` (half-way through a promotion: one
 //! file renamed into the chat's directory, the others not). Without the
 //! variable a hit is one atomic load.
 

@@ -54,10 +54,14 @@ pub struct ResumeFound {
     pub rounds_replayed: u32,
     /// Calls whose result was journalled: not executed again.
     pub calls_replayed: u32,
-    /// Calls that started and have no journalled result, by id: each is
-    /// run again (a read-only tool) or resolved (a commit asks the chat; a
-    /// write checks its intent; anything else is `tool.outcome_unknown`).
+    /// Calls that started and have no journalled result, by id.
     pub calls_in_doubt: Vec<String>,
+    /// Of those, the ones run again: read-only builtins and the control
+    /// tools but `workspace.commit`.
+    pub calls_rerun: u32,
+    /// The others, whose outcome is settled first: a commit asks the chat,
+    /// a write checks its intent, anything else is `tool.outcome_unknown`.
+    pub outcomes_resolved: u32,
     pub invocations: u32,
 }
 
@@ -87,6 +91,7 @@ impl ResumeLog {
         let mut commits: HashMap<String, RecordedCommit> = HashMap::new();
         let mut task_ends = Vec::new();
         let mut started_seq = HashMap::new();
+        let mut started_tools: HashMap<(String, String), String> = HashMap::new();
         for event in events {
             if RUN_LEVEL.contains(&event.r#type.as_str()) {
                 continue;
@@ -101,6 +106,9 @@ impl ResumeLog {
                 "tool_call_started" => {
                     started.insert(call());
                     started_seq.insert(call(), event.seq);
+                    if let Some(tool) = event.payload["toolId"].as_str() {
+                        started_tools.insert(call(), tool.to_owned());
+                    }
                 }
                 "chat_commit_requested" | "chat_commit_completed" => {
                     let id = event.payload["commitId"].as_str().unwrap_or("").to_owned();
@@ -141,10 +149,21 @@ impl ResumeLog {
                 });
         }
         found.calls_replayed = finished.len() as u32;
-        found.calls_in_doubt = started
-            .difference(&finished)
-            .map(|(_, call)| call.clone())
-            .collect();
+        for key in started.difference(&finished) {
+            found.calls_in_doubt.push(key.1.clone());
+            let tool = started_tools
+                .get(key)
+                .and_then(|tool| toolhost_core::ToolId::parse(tool).ok());
+            let rerun = tool.is_some_and(|tool| {
+                in_doubt(&tool) == InDoubt::RunAgain
+                    && !(tool.is_builtin() && tool.native_name() == "workspace.commit")
+            });
+            if rerun {
+                found.calls_rerun += 1;
+            } else {
+                found.outcomes_resolved += 1;
+            }
+        }
         found.invocations = pending.len() as u32;
         Self {
             pending: Mutex::new(pending),
@@ -407,6 +426,8 @@ mod tests {
         assert_eq!(log.found.rounds_replayed, 1);
         assert_eq!(log.found.calls_replayed, 1);
         assert_eq!(log.found.calls_in_doubt, vec!["b".to_owned()]);
+        // b has no toolId in this journal: it is not run blindly.
+        assert_eq!((log.found.calls_rerun, log.found.outcomes_resolved), (0, 1));
         assert!(log.was_started("inv_root", "b") && !log.was_started("inv_root", "c"));
         assert_eq!(log.skill_chars("inv_root"), 7);
         let landed = log.recorded_commit("r:commit_001").unwrap();

@@ -106,7 +106,8 @@ impl Run {
             Activation::store_prompt_snapshot(root, snapshot)?;
         }
         let started = RunStarted::new(dir.manifest());
-        dir.journal_mut().record(&started)?;
+        let seq = dir.journal_mut().record(&started)?;
+        toolhost_core::crash_point::hit_event(seq);
         Ok(Arc::new(Self::wrap(dir, prepared.loaded, profile.clone())?))
     }
 
@@ -146,6 +147,14 @@ impl Run {
         }
         let record = match dir.read_file(LOOP_RECORD_PATH)? {
             Some(bytes) => LoopRecord::from_json(&bytes)?,
+            // Cut off between its creation and its loop's first step:
+            // nothing was asked or done yet.
+            None if events.iter().all(|event| event.r#type == "run_started") => {
+                return Err(RunFailure::NotResumable(format!(
+                    "{} was interrupted before its loop started: nothing was done yet, so start the run again",
+                    root.display()
+                )));
+            }
             None => {
                 return Err(RunFailure::NotResumable(format!(
                     "{} has no {LOOP_RECORD_PATH}: it is not an agent run, or was made before runs could be resumed",

@@ -674,3 +674,23 @@ pub(crate) fn remove_stale_temps(
     }
     Ok(stale.len())
 }
+
+/// Remove the regular file at `path` beneath `anchor` (absent: nothing to
+/// do); never through a symlink.
+pub(crate) fn remove_file(
+    anchor: BorrowedFd<'_>,
+    path: &WorkspacePath,
+) -> Result<(), WorkspaceError> {
+    let shown = path.as_str();
+    let segments: Vec<&str> = path.segments().collect();
+    let Some((name, parents)) = segments.split_last() else {
+        return Ok(());
+    };
+    let Some(dir) = open_dir_path(anchor, parents.iter().copied(), false, shown)? else {
+        return Ok(());
+    };
+    match unlinkat(&dir, *name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(errno) => Err(WorkspaceError::io("remove", shown, errno)),
+    }
+}

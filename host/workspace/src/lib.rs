@@ -36,7 +36,7 @@ pub use fs::TEMP_PREFIX;
 pub use path::{PathUse, WorkspacePath};
 pub use persist::{
     ChangeKind, ChangeSet, PERSIST_ROOT, PERSIST_SNAPSHOT_FILE, PersistBase, PersistChange,
-    project, promote,
+    project, project_again, promote,
 };
 pub use roots::{Root, WorkspaceRoots};
 pub use session::{

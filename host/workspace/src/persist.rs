@@ -254,6 +254,7 @@ pub fn project(
                 kept = kept.join(segment);
             }
             workspace.place(&kept, &bytes, Placement::Replace)?;
+            toolhost_core::crash_point::hit("persist_projected");
             base.files
                 .insert(path.as_str().to_owned(), sha256_hex(&bytes));
         }
@@ -267,6 +268,29 @@ pub fn project(
         return Err(already("input/persist_snapshot.json appeared meanwhile"));
     }
     Ok(base)
+}
+
+/// The base of a run resumed before, at or after its projection: loaded
+/// when the projection was recorded; else made again, after removing the
+/// copies a crash left in `persist/` half-way through it. Only for a run
+/// whose loop has not gone past its projection (the loop's first step):
+/// then nothing but the projection wrote into `persist/`.
+pub fn project_again(
+    chat_persist_dir: &Path,
+    workspace: &Workspace,
+) -> Result<PersistBase, WorkspaceError> {
+    let anchor = workspace.anchor();
+    if fs::open_node(anchor, PERSIST_SNAPSHOT_FILE, PERSIST_SNAPSHOT_FILE)?.is_some() {
+        return PersistBase::load(workspace);
+    }
+    // The kept base copies too: a file gone from the chat since must not
+    // linger as a base.
+    for root in [PERSIST_ROOT, PERSIST_BASE_DIR] {
+        for (path, _) in files_under(anchor, root)? {
+            fs::remove_file(anchor, &path)?;
+        }
+    }
+    project(chat_persist_dir, workspace)
 }
 
 /// Copy the run's added and modified `persist/` files back into the chat's

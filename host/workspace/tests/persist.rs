@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use common::{Fixture, snapshot};
 use sha2::{Digest, Sha256};
 use toolhost_workspace::{
-    ChangeKind, PersistBase, PersistChange, WriteMode, codes, project, promote,
+    ChangeKind, PersistBase, PersistChange, WriteMode, codes, project, project_again, promote,
 };
 
 fn sha(bytes: &[u8]) -> String {
@@ -241,6 +241,30 @@ fn projecting_twice_is_refused() {
     let error = project(&chat.dir, &fixture.workspace).unwrap_err();
     assert_eq!(error.code(), codes::PERSIST_ALREADY_PROJECTED);
     assert!(error.is_system());
+}
+
+#[test]
+fn projecting_again_after_a_cut_off_projection_starts_it_over() {
+    let chat = chat();
+    let fixture = Fixture::new();
+    // What a crash half-way through leaves: one file copied, its base kept,
+    // a base of a file the chat has since lost, no snapshot.
+    fixture.write("persist/memory.md", "remember this\n");
+    fixture.write("input/persist_base/memory.md", "remember this\n");
+    fixture.write(
+        "input/persist_base/gone.md",
+        "removed from the chat since\n",
+    );
+    let base = project_again(&chat.dir, &fixture.workspace).unwrap();
+    assert_eq!(base.files.len(), 3);
+    assert_eq!(fixture.read("persist/notes/b.md"), "note b\n");
+    assert!(!fixture.path("input/persist_base/gone.md").exists());
+    assert_eq!(PersistBase::load(&fixture.workspace).unwrap(), base);
+    // Once recorded, the projection is loaded, never made again: a change
+    // in the chat meanwhile does not leak into the run.
+    fs::write(chat.dir.join("memory.md"), "changed by another run\n").unwrap();
+    assert_eq!(project_again(&chat.dir, &fixture.workspace).unwrap(), base);
+    assert_eq!(fixture.read("persist/memory.md"), "remember this\n");
 }
 
 #[test]

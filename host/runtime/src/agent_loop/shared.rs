@@ -220,14 +220,10 @@ impl RunShared {
 
     pub fn project_persist(&self) -> Result<(), RunFailure> {
         if let Some(dir) = &self.config.persist_dir {
-            // A resumed run was projected when it started.
-            let projected = self.run.resume_log().is_some()
-                && self
-                    .run
-                    .read_file(persist::PERSIST_SNAPSHOT_FILE)?
-                    .is_some();
-            let base = if projected {
-                PersistBase::load(self.run.workspace())?
+            // A resumed run was projected when it started, or was cut off
+            // while projecting (its loop starts after).
+            let base = if self.run.resume_log().is_some() {
+                persist::project_again(dir, self.run.workspace())?
             } else {
                 persist::project(dir, self.run.workspace())?
             };
