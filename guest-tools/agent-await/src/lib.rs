@@ -4,10 +4,8 @@
 
 use serde_json::json;
 use toolhost_guest::{
-    Annotations, Arguments, AwaitMode, AwaitRequest, Descriptor, Effect, Output, Tool, ToolError,
+    Arguments, AwaitMode, AwaitRequest, Descriptor, Effect, Output, Tool, ToolError,
 };
-
-pub const NATIVE_NAME: &str = "agent.await";
 
 /// Default and longest wait, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -17,31 +15,7 @@ pub struct AgentAwait;
 
 impl Tool for AgentAwait {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Wait for tasks you delegated and read their results. mode nextCompleted (default) \
-             returns when one more task ends, allCompleted when all have, statusOnly at once.",
-        )
-        .title("Await delegated tasks")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "taskIds": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Tasks to wait for; default: every task you delegated."
-                },
-                "mode": {"type": "string", "enum": ["nextCompleted", "allCompleted", "statusOnly"]},
-                "timeoutMs": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": MAX_TIMEOUT_MS,
-                    "description": "How long to wait at most; default 120000."
-                }
-            },
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::control().not_idempotent().source_kind("agent"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

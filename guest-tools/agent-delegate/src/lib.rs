@@ -4,11 +4,7 @@
 //! budgets, starts the child and answers with its task id.
 
 use serde_json::json;
-use toolhost_guest::{
-    Annotations, Arguments, DelegateRequest, Descriptor, Effect, Output, Tool, ToolError,
-};
-
-pub const NATIVE_NAME: &str = "agent.delegate";
+use toolhost_guest::{Arguments, DelegateRequest, Descriptor, Effect, Output, Tool, ToolError};
 
 /// The longest string a brief field may hold, in UTF-8 bytes.
 pub const MAX_FIELD_BYTES: usize = 8_000;
@@ -17,33 +13,7 @@ pub struct AgentDelegate;
 
 impl Tool for AgentDelegate {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Delegate a task to another agent (see agent_list for who can take one). It works in \
-             the background; its result reaches you with agent_await, or by itself after a later \
-             tool call. Returns the task id at once.",
-        )
-        .title("Delegate a task")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "agentId": {"type": "string", "description": "The target agent's profile id."},
-                "task": {
-                    "type": "object",
-                    "description": "The brief. More keys may be added; they are passed on.",
-                    "properties": {
-                        "objective": {"type": "string", "description": "What to achieve (required)."},
-                        "title": {"type": "string"},
-                        "context": {"type": "string", "description": "What the agent needs to know."},
-                        "expectedOutput": {"type": "string", "description": "What to report back."}
-                    },
-                    "required": ["objective"]
-                }
-            },
-            "required": ["agentId", "task"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::control().not_idempotent().source_kind("agent"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

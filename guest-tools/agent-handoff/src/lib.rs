@@ -4,11 +4,7 @@
 //! same run with its own tools while this agent's part ends.
 
 use serde_json::json;
-use toolhost_guest::{
-    Annotations, Arguments, Descriptor, Effect, HandoffRequest, Output, Tool, ToolError,
-};
-
-pub const NATIVE_NAME: &str = "agent.handoff";
+use toolhost_guest::{Arguments, Descriptor, Effect, HandoffRequest, Output, Tool, ToolError};
 
 /// The longest string a brief field may hold, in UTF-8 bytes.
 pub const MAX_FIELD_BYTES: usize = 8_000;
@@ -17,37 +13,7 @@ pub struct AgentHandoff;
 
 impl Tool for AgentHandoff {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Hand the rest of this run to another agent (see agent_list). Your part ends; the \
-             target continues with the workspace and your brief. Refused while tasks you \
-             delegated are unfinished. Must be the last call of its reply.",
-        )
-        .title("Hand off the run")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "agentId": {"type": "string", "description": "The target agent's profile id."},
-                "handoff": {
-                    "type": "object",
-                    "description": "The brief. More keys may be added; they are passed on.",
-                    "properties": {
-                        "objective": {"type": "string"},
-                        "title": {"type": "string"},
-                        "reason": {"type": "string"},
-                        "contextSummary": {"type": "string"},
-                        "workspaceRefs": {"type": "array", "items": {"type": "string"}},
-                        "mustPreserve": {"type": "array", "items": {"type": "string"}},
-                        "completionCriteria": {"type": "array", "items": {"type": "string"}}
-                    },
-                    "required": ["objective"]
-                },
-                "pendingTaskPolicy": {"type": "string", "enum": ["denyIfPending"]}
-            },
-            "required": ["agentId", "handoff"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::control().not_idempotent().source_kind("agent"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

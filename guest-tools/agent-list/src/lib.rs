@@ -5,9 +5,7 @@
 use serde_json::{Value, json};
 use toolhost_guest::agents::{self, AgentSummary, Agents, Purpose};
 use toolhost_guest::markdown::code;
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
-
-pub const NATIVE_NAME: &str = "agent.list";
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
 /// Agents listed when `limit` is not given, and the most it may ask for.
 pub const DEFAULT_LIMIT: u64 = 8;
@@ -17,29 +15,7 @@ pub struct AgentList;
 
 impl Tool for AgentList {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "List the agents you can call: delegate a task to (agent_delegate) or hand the \
-             run off to (agent_handoff), with what each is for.",
-        )
-        .title("List agents")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "purpose": {
-                    "type": "string",
-                    "enum": ["any", "delegate", "handoff"],
-                    "description": "Only agents for this (default any)."
-                },
-                "query": {
-                    "type": "string",
-                    "description": "Only agents whose id, name or description contains this (case-insensitive)."
-                },
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Default 8."}
-            },
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::read_only().source_kind("agent"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

@@ -9,14 +9,12 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use serde_json::json;
 use toolhost_guest::knowledge::{self, Chat};
 use toolhost_guest::markdown::fenced_into;
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::text::metrics;
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
-pub const NATIVE_NAME: &str = "chat.read_messages";
 pub const MAX_MESSAGES: usize = 20;
 pub const MAX_TOTAL_CHARS: usize = 20_000;
 
@@ -24,34 +22,7 @@ pub struct ReadMessages;
 
 impl Tool for ReadMessages {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Read messages of the current chat by index (0 = the first message), at most 20 per call and 20,000 characters in all. A long message returns a preview that names the next start_line.",
-        )
-        .title("Read chat messages")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "messages": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": MAX_MESSAGES,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "index": {"type": "integer", "minimum": 0, "description": "0-based message index."},
-                            "start_line": {"type": "integer", "minimum": 1, "description": "1-based first line. Omit for the start."},
-                            "line_count": {"type": "integer", "minimum": 1, "description": "Lines to read. Omit to read through the end."}
-                        },
-                        "required": ["index"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["messages"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::read_only().source_kind("chat"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {
@@ -264,6 +235,7 @@ pub fn read_messages(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use toolhost_guest::knowledge::Role;
     use toolhost_guest::testing::MemoryChat;
 

@@ -9,14 +9,12 @@
 //! Only the run's frozen prefix is visible. Zero hits is a success.
 
 use serde::Serialize;
-use serde_json::json;
 use toolhost_guest::knowledge::{self, Chat, PackedMessage, Role};
 use toolhost_guest::markdown::code;
 use toolhost_guest::text::chat_search::compare_chat_hits;
 use toolhost_guest::text::{BatchScratch, FirstMatch, PreparedChatSearch, chat_snippet, metrics};
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
-pub const NATIVE_NAME: &str = "chat.search";
 pub const DEFAULT_LIMIT: u64 = 20;
 pub const MAX_LIMIT: u64 = 50;
 pub const MAX_SCAN_LIMIT: u64 = 100_000;
@@ -25,25 +23,7 @@ pub struct ChatSearch;
 
 impl Tool for ChatSearch {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Search the messages of the current chat, newest first. Returns matching messages with their index and a snippet; read a whole message with chat_read_messages.",
-        )
-        .title("Search the chat")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Words or a phrase to look for (CJK text works without spaces)."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results. Defaults to 20; maximum is 50."},
-                "role": {"type": "string", "enum": ["user", "assistant", "system"], "description": "Only messages of this role."},
-                "start_message": {"type": "integer", "minimum": 0, "description": "First message index to search (0 = the first message)."},
-                "end_message": {"type": "integer", "minimum": 0, "description": "Last message index to search, inclusive."},
-                "scan_limit": {"type": "integer", "minimum": 1, "maximum": MAX_SCAN_LIMIT, "description": "Search only the most recent N messages of the range (1 to 100000)."}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::read_only().source_kind("chat"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {
@@ -296,6 +276,7 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use toolhost_guest::testing::MemoryChat;
 
     fn search(chat: &MemoryChat, args: serde_json::Value) -> Result<Output, ToolError> {

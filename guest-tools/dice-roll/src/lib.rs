@@ -9,10 +9,8 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use serde_json::json;
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError, random};
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError, random};
 
-pub const NATIVE_NAME: &str = "dice.roll";
 pub const MAX_DICE: u64 = 100;
 pub const MAX_SIDES: u64 = 1_000_000;
 pub const MAX_MODIFIER: u64 = 1_000_000;
@@ -191,35 +189,7 @@ pub struct DiceRoll;
 
 impl Tool for DiceRoll {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Roll dice using standard tabletop notation and report each die and the total.",
-        )
-        .title("Roll dice")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "formula": {
-                    "type": "string",
-                    "description": "Dice notation, e.g. d6, 1d20, 3d6+4, 2d10-1, or plain 20 for 1d20. At most 100 dice of at most 1000000 sides."
-                }
-            },
-            "required": ["formula"],
-            "additionalProperties": false
-        }))
-        .output_schema(json!({
-            "type": "object",
-            "properties": {
-                "formula": { "type": "string" },
-                "rolls": { "type": "array", "items": { "type": "integer", "minimum": 1 } },
-                "modifier": { "type": "integer" },
-                "total": { "type": "integer" },
-                "min": { "type": "integer" },
-                "max": { "type": "integer" }
-            },
-            "required": ["formula", "rolls", "modifier", "total", "min", "max"]
-        }))
-        .annotations(Annotations::read_only().not_idempotent().source_kind("random"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {
@@ -232,6 +202,7 @@ toolhost_guest::export_tool!(DiceRoll);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn parse(text: &str) -> Result<Formula, ToolError> {
         Formula::parse(text)

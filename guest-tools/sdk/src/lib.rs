@@ -84,6 +84,19 @@ pub trait Tool {
     fn call(args: Arguments) -> Result<Output, ToolError>;
 }
 
+/// The descriptor of a builtin, read from the `tool.json` beside its
+/// `Cargo.toml` — the one place its name, title, flags and descriptor are
+/// written (the host's table of builtins is generated from the same file).
+#[macro_export]
+macro_rules! builtin_descriptor {
+    () => {
+        $crate::Descriptor::from_tool_json(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tool.json"
+        )))
+    };
+}
+
 /// Export a [`Tool`] as this component's `toolhost:tool/tool@0.1.0`.
 ///
 /// Expands to nothing when not compiling for wasm, so the tool's crate can

@@ -101,6 +101,44 @@ impl Descriptor {
         self
     }
 
+    /// The descriptor a builtin's `tool.json` declares (see
+    /// [`builtin_descriptor!`](crate::builtin_descriptor)): `name`,
+    /// `title`, `description`, `annotations` (each boolean `false` when
+    /// absent), `inputSchema` and `outputSchema`. The host's build reads
+    /// the same file into its table of builtins and checks it there, so a
+    /// file that does not load here never reaches a build.
+    ///
+    /// # Panics
+    /// On a file that is not such a descriptor: it is compiled in, so this
+    /// is a broken build, not input.
+    pub fn from_tool_json(text: &str) -> Self {
+        let file: Value = serde_json::from_str(text).expect("tool.json is JSON");
+        let string = |key: &str| file.get(key).and_then(Value::as_str).map(str::to_owned);
+        let notes = file.get("annotations").cloned().unwrap_or(Value::Null);
+        let flag = |key: &str| notes.get(key).and_then(Value::as_bool).unwrap_or(false);
+        Self {
+            native_name: string("name").expect("tool.json has a name"),
+            title: string("title"),
+            description: string("description").expect("tool.json has a description"),
+            input_schema: file
+                .get("inputSchema")
+                .cloned()
+                .expect("tool.json has an inputSchema"),
+            output_schema: file.get("outputSchema").cloned(),
+            annotations: Annotations {
+                read_only: flag("readOnly"),
+                mutating: flag("mutating"),
+                control: flag("control"),
+                idempotent: flag("idempotent"),
+                open_world: flag("openWorld"),
+                source_kind: notes
+                    .get("sourceKind")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            },
+        }
+    }
+
     pub(crate) fn into_wit(self) -> wit::Descriptor {
         wit::Descriptor {
             native_name: self.native_name,

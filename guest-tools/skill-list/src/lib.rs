@@ -7,20 +7,13 @@ use serde::Serialize;
 use serde_json::json;
 use toolhost_guest::knowledge::{self, Skills};
 use toolhost_guest::markdown::code;
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
-
-pub const NATIVE_NAME: &str = "skill.list";
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
 pub struct SkillList;
 
 impl Tool for SkillList {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "List the skills you can use: each one's name and what it is for. Read one with skill_read.",
-        )
-        .title("List skills")
-        .annotations(Annotations::read_only().source_kind("skill"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

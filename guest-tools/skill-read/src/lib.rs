@@ -5,36 +5,17 @@
 //! next `start_line`; what is shown is charged.
 
 use serde::Serialize;
-use serde_json::json;
 use toolhost_guest::knowledge::{self, Skills};
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::text::metrics;
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
-
-pub const NATIVE_NAME: &str = "skill.read";
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
 pub struct SkillRead;
 
 impl Tool for SkillRead {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Read a skill's instructions (its SKILL.md) or another file of it, by line. A long file returns a preview that names the next start_line. Reading counts against your skill read budget.",
-        )
-        .title("Read a skill")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The skill's name, from skill_list."},
-                "path": {"type": "string", "description": "A file inside the skill. Defaults to SKILL.md."},
-                "start_line": {"type": "integer", "minimum": 1, "description": "1-based first line. Omit to start at line 1."},
-                "line_count": {"type": "integer", "minimum": 1, "description": "Lines to read. Omit to read through the end."}
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::read_only().source_kind("skill"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {
@@ -148,6 +129,7 @@ pub fn read_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, Tool
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use toolhost_guest::testing::MemorySkills;
 
     fn read(skills: &MemorySkills, args: serde_json::Value) -> Result<Output, ToolError> {

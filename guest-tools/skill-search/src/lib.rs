@@ -11,32 +11,13 @@ use serde_json::json;
 use toolhost_guest::knowledge::{self, Skills};
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
-
-pub const NATIVE_NAME: &str = "skill.search";
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
 pub struct SkillSearch;
 
 impl Tool for SkillSearch {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Search the files of one skill for plain text. Returns matching line windows with their file and lines; read more with skill_read. Results count against your skill read budget.",
-        )
-        .title("Search a skill")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The skill's name, from skill_list."},
-                "query": {"type": "string", "description": "Plain text to look for."},
-                "path": {"type": "string", "description": "Only files under this path inside the skill."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": search::MAX_LIMIT, "description": "Most results. Defaults to 20; maximum is 50."},
-                "context_lines": {"type": "integer", "minimum": 0, "maximum": search::MAX_CONTEXT, "description": "Lines of context around each match. Defaults to 2; maximum is 5."}
-            },
-            "required": ["name", "query"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::read_only().source_kind("skill"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

@@ -5,49 +5,13 @@
 //! `summaries/<workspace-key>-result.md`, and ends the child.
 
 use serde_json::{Value, json};
-use toolhost_guest::{
-    Annotations, Arguments, Descriptor, Effect, Output, TaskReturnRequest, Tool, ToolError,
-};
-
-pub const NATIVE_NAME: &str = "task.return";
+use toolhost_guest::{Arguments, Descriptor, Effect, Output, TaskReturnRequest, Tool, ToolError};
 
 pub struct TaskReturn;
 
 impl Tool for TaskReturn {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Report your task's result to the agent that delegated it; your work ends here. \
-             Give a summary, and list files you wrote as artifacts. Must be your last call.",
-        )
-        .title("Return the task's result")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "summary": {"type": "string", "description": "What you found or did (required)."},
-                "status": {"type": "string", "enum": ["completed", "failed"]},
-                "confidence": {"type": "string", "enum": ["low", "medium", "high"]},
-                "artifacts": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "path": {"type": "string"},
-                            "kind": {"type": "string"},
-                            "role": {"type": "string"}
-                        },
-                        "required": ["path", "kind", "role"]
-                    }
-                },
-                "findings": {"type": "array", "items": {"type": "object"}},
-                "warnings": {"type": "array", "items": {"type": "string"}},
-                "suggestedNextActions": {"type": "array", "items": {"type": "string"}},
-                "questionsForCaller": {"type": "array", "items": {"type": "string"}}
-            },
-            "required": ["summary"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::control().not_idempotent().source_kind("agent"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

@@ -7,50 +7,15 @@
 //! atomically.
 
 use serde::Serialize;
-use serde_json::json;
 use toolhost_guest::markdown::code;
 use toolhost_guest::workspace::{self, WorkspaceWriter};
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
-
-pub const NATIVE_NAME: &str = "workspace.apply_patch";
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
 pub struct ApplyPatch;
 
 impl Tool for ApplyPatch {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Edit a workspace file by replacing old_string with new_string. old_string must be text you have read in this file and must occur exactly once, unless replace_all is true (which needs a read of the whole file).",
-        )
-        .title("Patch a workspace file")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Workspace path of the file to edit."
-                },
-                "old_string": {
-                    "type": "string",
-                    "description": "The exact text to replace. Do not include line number prefixes from read output."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The text to put in its place."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "Replace every occurrence instead of exactly one. Defaults to false."
-                }
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations {
-            mutating: true,
-            source_kind: Some("workspace".into()),
-            ..Annotations::default()
-        })
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {
@@ -104,6 +69,7 @@ pub fn apply_patch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use toolhost_guest::testing::MemoryWorkspace;
 
     fn patch(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {

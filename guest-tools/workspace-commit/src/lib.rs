@@ -4,10 +4,8 @@
 
 use serde_json::json;
 use toolhost_guest::{
-    Annotations, Arguments, CommitMode, CommitRequest, Descriptor, Effect, Output, Tool, ToolError,
+    Arguments, CommitMode, CommitRequest, Descriptor, Effect, Output, Tool, ToolError,
 };
-
-pub const NATIVE_NAME: &str = "workspace.commit";
 
 /// `workspace.commit_mode_invalid`: `mode` is neither `replace` nor `append`.
 pub const CODE_MODE_INVALID: &str = "workspace.commit_mode_invalid";
@@ -16,34 +14,7 @@ pub struct WorkspaceCommit;
 
 impl Tool for WorkspaceCommit {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Publish a workspace file as your message in the chat. With no arguments, \
-             output/main.md replaces your message (the first commit creates it); mode \
-             \"append\" adds the file's text to the end of your message instead. Commit \
-             after writing the file; at least one commit must succeed before workspace_finish.",
-        )
-        .title("Commit to the chat")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Workspace file to publish. Default: output/main.md."
-                },
-                "mode": {
-                    "type": "string",
-                    "enum": ["replace", "append"],
-                    "description": "replace (default): your message becomes the file's text; append: the text is added to the end of your message."
-                },
-                "reason": {
-                    "type": "string",
-                    "description": "Why you commit now (kept in the run's journal)."
-                }
-            },
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::control().mutating().not_idempotent().source_kind("chat"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

@@ -4,34 +4,13 @@
 //! promotes `persist/`.
 
 use serde_json::json;
-use toolhost_guest::{
-    Annotations, Arguments, Descriptor, Effect, FinishRequest, Output, Tool, ToolError,
-};
-
-pub const NATIVE_NAME: &str = "workspace.finish";
+use toolhost_guest::{Arguments, Descriptor, Effect, FinishRequest, Output, Tool, ToolError};
 
 pub struct WorkspaceFinish;
 
 impl Tool for WorkspaceFinish {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Finish the run once your reply is committed. It must be the last tool call of \
-             its reply: anywhere else it is refused (the other calls still run) and you call \
-             it again.",
-        )
-        .title("Finish")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "reason": {
-                    "type": "string",
-                    "description": "Why the work is complete (kept in the run's journal)."
-                }
-            },
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::control().not_idempotent().source_kind("agent"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

@@ -5,12 +5,10 @@
 //! before the cap).
 
 use serde::Serialize;
-use serde_json::json;
 use toolhost_guest::markdown::code;
 use toolhost_guest::workspace::{self, EntryKind, Workspace};
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
-pub const NATIVE_NAME: &str = "workspace.list_files";
 pub const DEFAULT_DEPTH: u64 = 2;
 pub const MAX_DEPTH: u64 = 4;
 pub const MAX_ENTRIES: u32 = 200;
@@ -19,28 +17,7 @@ pub struct ListFiles;
 
 impl Tool for ListFiles {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "List the files and directories of the workspace. Directories end with `/`. Omit path to list every visible root.",
-        )
-        .title("List workspace files")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Workspace directory to list, e.g. output or plan/drafts. Omit for the workspace root."
-                },
-                "depth": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_DEPTH,
-                    "description": "How many levels to descend. Defaults to 2; maximum is 4."
-                }
-            },
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::read_only().source_kind("workspace"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {
@@ -137,6 +114,7 @@ pub fn list_files(args: &Arguments, workspace: &impl Workspace) -> Result<Output
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use toolhost_guest::testing::MemoryWorkspace;
 
     fn list(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {

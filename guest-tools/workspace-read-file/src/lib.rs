@@ -8,46 +8,17 @@
 //! this invocation against it.
 
 use serde::Serialize;
-use serde_json::json;
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::text::metrics;
 use toolhost_guest::workspace::{self, Workspace};
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
-
-pub const NATIVE_NAME: &str = "workspace.read_file";
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
 pub struct ReadFile;
 
 impl Tool for ReadFile {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Read a text file of the workspace by line. Omit start_line and line_count to read the whole file; a large file returns a preview that tells you the next start_line. Lines are shown numbered (`12 | text`); the numbers are not part of the file.",
-        )
-        .title("Read a workspace file")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Workspace path of the file, e.g. output/main.md."
-                },
-                "start_line": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "1-based starting line. Omit to start at line 1."
-                },
-                "line_count": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Number of lines to read. Omit to read through the end; oversized results return a shorter preview."
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::read_only().source_kind("workspace"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {
@@ -159,6 +130,7 @@ fn small(args: &Arguments, key: &str) -> Result<Option<u32>, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use toolhost_guest::testing::MemoryWorkspace;
 
     fn read(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {

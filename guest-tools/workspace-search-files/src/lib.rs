@@ -7,13 +7,11 @@
 //! that are not UTF-8 text are skipped and counted. Zero hits is a success.
 
 use serde::Serialize;
-use serde_json::json;
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
 use toolhost_guest::workspace::{self, Workspace};
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
-pub const NATIVE_NAME: &str = "workspace.search_files";
 pub const MAX_DEPTH: u32 = 8;
 pub const MAX_FILES: u32 = 5_000;
 
@@ -21,39 +19,7 @@ pub struct SearchFiles;
 
 impl Tool for SearchFiles {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Search the workspace's text files for plain text. Returns the best-matching line windows with their paths and line numbers; read more with workspace_read_file.",
-        )
-        .title("Search workspace files")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "description": "Plain text to look for (words are matched separately; punctuation-only text is matched literally)."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Workspace directory or file to search. Omit to search every visible root."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": search::MAX_LIMIT,
-                    "description": "Most results to return. Defaults to 20; maximum is 50."
-                },
-                "context_lines": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": search::MAX_CONTEXT,
-                    "description": "Lines of context around each match. Defaults to 2; maximum is 5."
-                }
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::read_only().source_kind("workspace"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {
@@ -192,6 +158,7 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use toolhost_guest::testing::MemoryWorkspace;
 
     fn search(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {

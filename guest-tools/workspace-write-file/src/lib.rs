@@ -5,47 +5,15 @@
 //! current version; appending needs none) and writes atomically.
 
 use serde::Serialize;
-use serde_json::json;
 use toolhost_guest::markdown::code;
 use toolhost_guest::workspace::{self, WorkspaceWriter, WriteMode};
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
-
-pub const NATIVE_NAME: &str = "workspace.write_file";
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
 pub struct WriteFile;
 
 impl Tool for WriteFile {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "Write a text file in the workspace. mode `replace` (the default) writes the whole file: an existing file must have been read first with workspace_read_file and not changed since. mode `append` adds content to the end exactly as given (no newline is added) and creates the file if needed.",
-        )
-        .title("Write a workspace file")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Workspace path of the file, e.g. output/main.md."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The text to write, verbatim."
-                },
-                "mode": {
-                    "type": "string",
-                    "enum": ["replace", "append"],
-                    "description": "replace (default) or append."
-                }
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        }))
-        .annotations(Annotations {
-            mutating: true,
-            source_kind: Some("workspace".into()),
-            ..Annotations::default()
-        })
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {
@@ -108,6 +76,7 @@ pub fn write_file(args: &Arguments, workspace: &impl WorkspaceWriter) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use toolhost_guest::testing::MemoryWorkspace;
 
     fn write(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {

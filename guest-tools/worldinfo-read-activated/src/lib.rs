@@ -13,9 +13,8 @@ use toolhost_guest::knowledge::{self, WorldInfo, WorldInfoEntry};
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::text::metrics;
-use toolhost_guest::{Annotations, Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
 
-pub const NATIVE_NAME: &str = "worldinfo.read_activated";
 pub const MAX_ENTRIES: usize = 20;
 pub const MAX_ENTRY_CHARS: usize = 8_000;
 pub const MAX_TOTAL_CHARS: usize = 20_000;
@@ -24,33 +23,7 @@ pub struct ReadActivated;
 
 impl Tool for ReadActivated {
     fn describe() -> Descriptor {
-        Descriptor::new(
-            NATIVE_NAME,
-            "List the world-info entries activated for this reply (call with no arguments), or read some of them by ref (entries). Long entries return a preview that names the next start_line.",
-        )
-        .title("Read activated world info")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                "entries": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": MAX_ENTRIES,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "ref": {"type": "string", "description": "The entry's ref from the list, e.g. worldinfo:Eldoria#12."},
-                            "start_line": {"type": "integer", "minimum": 1},
-                            "line_count": {"type": "integer", "minimum": 1}
-                        },
-                        "required": ["ref"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "additionalProperties": false
-        }))
-        .annotations(Annotations::read_only().source_kind("worldInfo"))
+        toolhost_guest::builtin_descriptor!()
     }
 
     fn call(args: Arguments) -> Result<Output, ToolError> {

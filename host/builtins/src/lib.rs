@@ -1,6 +1,7 @@
 //! The builtin tool components, embedded in the binary.
 //!
-//! `build.rs` compiles each crate of `guest-tools/` listed there into a
+//! `build.rs` compiles each builtin crate of `guest-tools/` (one with a
+//! `tool.json`) into a
 //! component and records its sha256; the sandbox verifies that digest again
 //! when it loads the bytes, so a damaged binary cannot load a changed tool.
 

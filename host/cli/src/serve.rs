@@ -27,23 +27,12 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Mutex;
-use toolhost_core::{Classified, ExitPolicy, ProviderToolCall, ToolBinding, ToolChoice};
+use toolhost_core::{Classified, ExitPolicy, ProviderToolCall, ToolBinding, ToolChoice, builtin};
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
 use toolhost_runtime::{InvocationSession, Run, RunBindings, RunFailure, ToolHost};
 use toolhost_sandbox::CallEntropy;
 
 use crate::load;
-
-/// Builtins whose effects only an agent loop applies.
-const CONTROL_TOOLS: [&str; 7] = [
-    "workspace.commit",
-    "workspace.finish",
-    "agent.delegate",
-    "agent.await",
-    "agent.handoff",
-    "task.return",
-    "agent.list",
-];
 
 pub struct ServeArgs {
     pub profile: Option<PathBuf>,
@@ -105,8 +94,8 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
         .bindings()
         .iter()
         .filter(|binding| {
-            let id = &binding.descriptor.id;
-            !(id.is_builtin() && CONTROL_TOOLS.contains(&id.native_name()))
+            // Their effects only an agent loop applies.
+            !builtin::of(&binding.descriptor.id).is_some_and(|builtin| builtin.control)
         })
         .cloned()
         .collect();

@@ -342,7 +342,7 @@ pub fn resolve_tool_ref(text: &str) -> Result<ToolId, String> {
         return Err(format!(
             "agent.profile_unknown_tool: there is no builtin tool `{}`; builtins are {}",
             id.native_name(),
-            builtin::BUILTIN_TOOLS.join(", ")
+            builtin::names().collect::<Vec<_>>().join(", ")
         ));
     }
     Ok(id)

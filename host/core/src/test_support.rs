@@ -3,7 +3,7 @@
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::builtin::BUILTIN_TOOLS;
+use crate::builtin;
 use crate::{ToolCatalog, ToolDescriptor, ToolId};
 
 pub const SERVER: &str = "3f2b8c1e-9a4d-4e2f-8b6a-1c2d3e4f5a6b";
@@ -33,9 +33,7 @@ pub fn server() -> Uuid {
 
 /// A catalog with every builtin of this version plus `extra` tools.
 pub fn catalog_with(extra: &[ToolId]) -> ToolCatalog {
-    let builtins = BUILTIN_TOOLS
-        .iter()
-        .map(|name| ToolId::builtin(name).expect("builtin"));
+    let builtins = builtin::names().map(|name| ToolId::builtin(name).expect("builtin"));
     ToolCatalog::from_descriptors(
         builtins
             .chain(extra.iter().cloned())

@@ -15,6 +15,9 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+mod table;
+pub use table::{BuiltinTool, TOOL_FILE, builtin_tools, render_builtin_table};
+
 pub const GUEST_TARGET: &str = "wasm32-wasip2";
 pub const GUEST_PROFILE: &str = "guest";
 

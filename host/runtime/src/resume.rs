@@ -18,6 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde::Serialize;
 use serde_json::Value;
+use toolhost_core::builtin;
 use toolhost_journal::JournalEvent;
 
 /// Events of a run that a resume never makes again.
@@ -288,25 +289,10 @@ impl ResumeLog {
     }
 }
 
-/// Builtins whose effect only the run loop applies. A replayed call of one
-/// runs its guest again — it only reads its arguments — so the loop gets
-/// the effect back and rebuilds its own state (ledger, task board); the
-/// model still reads the stored result.
-pub(crate) const EFFECT_TOOLS: [&str; 6] = [
-    "workspace.commit",
-    "workspace.finish",
-    "agent.delegate",
-    "agent.await",
-    "agent.handoff",
-    "task.return",
-];
-
-/// Builtins that change the workspace: a call of one that started and left
-/// no result may have landed.
-const WRITE_TOOLS: [&str; 2] = ["workspace.write_file", "workspace.apply_patch"];
-
+/// A builtin that changes the workspace: a call of one that started and
+/// left no result may have landed.
 pub(crate) fn is_write_tool(tool: &toolhost_core::ToolId) -> bool {
-    tool.is_builtin() && WRITE_TOOLS.contains(&tool.native_name())
+    builtin::of(tool).is_some_and(|builtin| builtin.writes_workspace)
 }
 
 /// Where a write records its [`toolhost_workspace::WriteIntent`] before it
@@ -318,8 +304,12 @@ pub(crate) fn intent_path(invocation_id: &str, call_id: &str) -> String {
     )
 }
 
+/// A builtin whose effect only the run loop applies. A replayed call of
+/// one runs its guest again — it only reads its arguments — so the loop
+/// gets the effect back and rebuilds its own state (ledger, task board);
+/// the model still reads the stored result.
 pub(crate) fn is_effect_tool(tool: &toolhost_core::ToolId) -> bool {
-    tool.is_builtin() && EFFECT_TOOLS.contains(&tool.native_name())
+    builtin::of(tool).is_some_and(|builtin| builtin.control)
 }
 
 /// What a resumed run does with a call that started and left no result.
@@ -333,7 +323,7 @@ pub(crate) enum InDoubt {
 }
 
 pub(crate) fn in_doubt(tool: &toolhost_core::ToolId) -> InDoubt {
-    if tool.is_builtin() && !WRITE_TOOLS.contains(&tool.native_name()) {
+    if builtin::of(tool).is_some_and(|builtin| !builtin.writes_workspace) {
         InDoubt::RunAgain
     } else {
         InDoubt::Unknown

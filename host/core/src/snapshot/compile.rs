@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{ExitPolicy, InvocationToolSnapshot, SnapshotError, ToolBinding};
 use crate::alias::{AliasAllocator, builtin_alias, extension_alias_base, mcp_alias_base};
-use crate::builtin::{CHILD_EXCLUDED, TASK_RETURN};
+use crate::builtin::{self, TASK_RETURN};
 use crate::profile::{Profile, ProfileVersion};
 use crate::{ToolCatalog, ToolId, ToolProvider};
 
@@ -120,7 +120,7 @@ pub fn compile(
             diagnostics.push(SnapshotDiagnostic::new(tool, OmitReason::Denied));
             continue;
         }
-        if child && tool.is_builtin() && CHILD_EXCLUDED.contains(&tool.native_name()) {
+        if child && builtin::of(tool).is_some_and(|builtin| builtin.child_excluded) {
             diagnostics.push(SnapshotDiagnostic::new(tool, OmitReason::ExcludedForChild));
             continue;
         }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use toolhost_core::{
     AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelRole,
     AgentModelSettings, AwaitMode, Classified, CommitMode, ExitPolicy, ToolChoice, ToolEffect,
-    ToolFailure, ToolId, ToolInvocation, ToolOutcome, ToolSuccess,
+    ToolFailure, ToolId, ToolInvocation, ToolOutcome, ToolSuccess, builtin,
     profile::{Presentation, Profile},
 };
 use toolhost_journal::{
@@ -26,15 +26,8 @@ use crate::agents::refusal;
 use crate::failure::RunFailure;
 use crate::invocation::{ExecutedCall, InvocationSession};
 
-/// Tools that end their invocation's loop; each must be the last call of
-/// its round.
-const TERMINAL_TOOLS: [&str; 3] = ["workspace.finish", "agent.handoff", "task.return"];
-
 /// How long a replayed step waits for a replayed child to end again.
 const REPLAY_WAIT: Duration = Duration::from_secs(600);
-
-/// Tools whose successful call may be auto-published.
-const WRITE_TOOLS: [&str; 2] = ["workspace.write_file", "workspace.apply_patch"];
 
 pub(super) enum InvocationRole {
     /// The root agent or a handoff target: ends the run with `workspace.finish`.
@@ -1102,14 +1095,17 @@ fn success(content: String, structured: Value) -> Result<ToolSuccess, ToolFailur
     })
 }
 
+/// A tool that ends its invocation's loop: the last call of its round.
 fn is_terminal(tool: &ToolId) -> bool {
-    tool.is_builtin() && TERMINAL_TOOLS.contains(&tool.native_name())
+    builtin::of(tool).is_some_and(|builtin| builtin.terminal)
 }
 
 /// The normalized path a successful write or patch changed.
 fn written_path(result: &toolhost_core::AgentToolResult) -> Option<String> {
     let tool = &result.tool_id;
-    if result.is_error || !tool.is_builtin() || !WRITE_TOOLS.contains(&tool.native_name()) {
+    // A successful write or patch may be auto-published.
+    let writes = builtin::of(tool).is_some_and(|builtin| builtin.writes_workspace);
+    if result.is_error || !writes {
         return None;
     }
     result
