@@ -36,13 +36,23 @@ pub struct ToolSourceDto {
 }
 
 impl AgentToolCatalogItemDto {
+    /// A builtin's `{tool:NAME}` references are shown as the aliases
+    /// those builtins always get (no snapshot here to look them up in).
     pub fn new(descriptor: &ToolDescriptor, source: ToolSourceDto) -> Self {
+        let no_snapshot = |_: &str| None;
+        let mut input_schema = descriptor.input_schema.clone();
+        let mut description = descriptor.description.clone();
+        if descriptor.id.is_builtin() {
+            crate::snapshot::tool_refs::render_schema(&mut input_schema, &no_snapshot);
+            description =
+                description.map(|text| crate::snapshot::tool_refs::render(&text, &no_snapshot));
+        }
         Self {
             id: descriptor.id.clone(),
             title: descriptor.title.clone(),
-            description: descriptor.description.clone(),
+            description,
             annotations: descriptor.annotations.clone(),
-            input_schema: descriptor.input_schema.clone(),
+            input_schema,
             source,
         }
     }

@@ -47,7 +47,10 @@ impl CallState {
     ) -> wasmtime::Result<Result<T, types::CapabilityError>> {
         match result {
             Ok(value) => Ok(Ok(value)),
-            Err((false, code, message)) => Ok(Err(recoverable(code, message))),
+            Err((false, code, message)) => Ok(Err(recoverable(
+                code,
+                crate::workspace::model_text(&message),
+            ))),
             Err((true, code, message)) => {
                 let fault = HostFault {
                     code: code.to_owned(),

@@ -94,7 +94,7 @@ impl CallState {
             Ok(value) => Ok(Ok(value)),
             Err(WorkspaceError::Recoverable { code, message }) => Ok(Err(types::WorkspaceError {
                 code: code.to_owned(),
-                message,
+                message: model_text(&message),
             })),
             Err(WorkspaceError::System { code, message }) => Err(self.fault(HostFault {
                 code: code.to_owned(),
@@ -112,6 +112,12 @@ impl CallState {
     pub(crate) fn work_meter(&self) -> WorkMeter {
         WorkMeter::until(self.deadline_at)
     }
+}
+
+/// A host message as the model reads it: `{tool:NAME}` written as the
+/// builtin's alias, which is the same in every snapshot.
+pub(crate) fn model_text(message: &str) -> String {
+    toolhost_core::snapshot::tool_refs::render(message, &|_| None)
 }
 
 fn listing(listing: Listing) -> types::Listing {
@@ -213,7 +219,9 @@ impl read::Host for CallState {
         if self.trust == crate::Trust::Extension {
             return Ok(Err(types::WorkspaceError {
                 code: READ_STATE_REFUSED.to_owned(),
-                message: "an extension's reads do not count as the model's reads; the model reads the file with workspace_read_file before it edits it".to_owned(),
+                message: model_text(
+                    "an extension's reads do not count as the model's reads; the model reads the file with {tool:workspace.read_file} before it edits it",
+                ),
             }));
         }
         let result = session.record_read(&path, &sha256, seen.as_deref());

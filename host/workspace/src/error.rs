@@ -95,6 +95,12 @@ impl WorkspaceError {
         }
     }
 
+    /// The message as the model reads it: its `{tool:NAME}` references to
+    /// builtins written as their aliases (the same in every snapshot).
+    pub fn model_message(&self) -> String {
+        toolhost_core::snapshot::tool_refs::render(&self.message(), &|_| None)
+    }
+
     pub fn is_recoverable(&self) -> bool {
         matches!(self, Self::Recoverable { .. })
     }
@@ -109,7 +115,7 @@ impl WorkspaceError {
         Self::recoverable(
             codes::PATH_IS_DIRECTORY,
             format!(
-                "workspace path `{path}` is a directory; call workspace_list_files to list its contents and re-target a specific file."
+                "workspace path `{path}` is a directory; call {{tool:workspace.list_files}} to list its contents and re-target a specific file."
             ),
         )
     }
@@ -118,7 +124,7 @@ impl WorkspaceError {
         Self::recoverable(
             codes::FILE_NOT_FOUND,
             format!(
-                "workspace file `{path}` does not exist; call workspace_list_files to see which files exist."
+                "workspace file `{path}` does not exist; call {{tool:workspace.list_files}} to see which files exist."
             ),
         )
     }
@@ -127,7 +133,7 @@ impl WorkspaceError {
         Self::recoverable(
             codes::PATH_NOT_FOUND,
             format!(
-                "workspace path `{path}` does not exist; call workspace_list_files without a path to see the workspace roots."
+                "workspace path `{path}` does not exist; call {{tool:workspace.list_files}} without a path to see the workspace roots."
             ),
         )
     }

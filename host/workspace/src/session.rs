@@ -252,7 +252,7 @@ impl WorkspaceSession {
                 return Err(recoverable(
                     codes::READ_STALE_FILE,
                     format!(
-                        "workspace file `{path}` changed while it was being read; call workspace_read_file again."
+                        "workspace file `{path}` changed while it was being read; call {{tool:workspace.read_file}} again."
                     ),
                 ));
             }
@@ -262,7 +262,7 @@ impl WorkspaceSession {
                 return Err(recoverable(
                     codes::READ_STALE_FILE,
                     format!(
-                        "the text reported as read from `{path}` is not in the file; call workspace_read_file again."
+                        "the text reported as read from `{path}` is not in the file; call {{tool:workspace.read_file}} again."
                     ),
                 ));
             }
@@ -333,7 +333,7 @@ impl WorkspaceSession {
                     return Err(recoverable(
                         codes::WRITE_REQUIRES_READ,
                         format!(
-                            "workspace file `{path}` already exists and was not read in this invocation; call workspace_read_file on it before replacing it, or write with mode `append`."
+                            "workspace file `{path}` already exists and was not read in this invocation; call {{tool:workspace.read_file}} on it before replacing it, or write with mode `append`."
                         ),
                     ));
                 };
@@ -341,7 +341,7 @@ impl WorkspaceSession {
                     return Err(recoverable(
                         codes::WRITE_STALE_FILE,
                         format!(
-                            "workspace file `{path}` changed since it was last read; call workspace_read_file again before replacing it."
+                            "workspace file `{path}` changed since it was last read; call {{tool:workspace.read_file}} again before replacing it."
                         ),
                     ));
                 }
@@ -376,7 +376,7 @@ impl WorkspaceSession {
                 return Err(recoverable(
                     codes::WRITE_REQUIRES_READ,
                     format!(
-                        "workspace file `{path}` was created by someone else meanwhile; call workspace_read_file on it before writing it."
+                        "workspace file `{path}` was created by someone else meanwhile; call {{tool:workspace.read_file}} on it before writing it."
                     ),
                 ));
             }
@@ -443,7 +443,7 @@ impl WorkspaceSession {
         if old.is_empty() {
             return Err(recoverable(
                 codes::PATCH_EMPTY_OLD_STRING,
-                "old_string is empty; copy the exact text to replace from workspace_read_file output.".to_owned(),
+                "old_string is empty; copy the exact text to replace from {tool:workspace.read_file} output.".to_owned(),
             ));
         }
         if old == new {
@@ -459,7 +459,7 @@ impl WorkspaceSession {
                 return Err(recoverable(
                     codes::PATCH_REQUIRES_READ,
                     format!(
-                        "workspace file `{path}` was not read in this invocation; call workspace_read_file on it before patching it."
+                        "workspace file `{path}` was not read in this invocation; call {{tool:workspace.read_file}} on it before patching it."
                     ),
                 ));
             };
@@ -467,7 +467,7 @@ impl WorkspaceSession {
                 recoverable(
                     codes::PATCH_REQUIRES_FULL_READ,
                     format!(
-                        "{why}; call workspace_read_file on `{path}` without start_line/line_count to read the whole file, then patch it."
+                        "{why}; call {{tool:workspace.read_file}} on `{path}` without start_line/line_count to read the whole file, then patch it."
                     ),
                 )
             };
@@ -493,7 +493,7 @@ impl WorkspaceSession {
                 recoverable(
                     codes::PATCH_STALE_FILE,
                     format!(
-                        "workspace file `{path}` changed since it was last read; call workspace_read_file again, then retry the patch."
+                        "workspace file `{path}` changed since it was last read; call {{tool:workspace.read_file}} again, then retry the patch."
                     ),
                 )
             };
@@ -511,7 +511,7 @@ impl WorkspaceSession {
                 recoverable(
                     codes::PATCH_OLD_STRING_NOT_FOUND,
                     format!(
-                        "old_string was not found in `{path}`; copy it exactly from workspace_read_file output, without the line-number prefixes."
+                        "old_string was not found in `{path}`; copy it exactly from {{tool:workspace.read_file}} output, without the line-number prefixes."
                     ),
                 )
             };

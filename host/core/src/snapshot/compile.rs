@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::tool_refs;
 use super::{ExitPolicy, InvocationToolSnapshot, SnapshotError, ToolBinding};
 use crate::alias::{AliasAllocator, builtin_alias, extension_alias_base, mcp_alias_base};
 use crate::builtin::{self, TASK_RETURN};
@@ -179,6 +180,32 @@ pub fn compile(
                 OmitReason::Unavailable,
             )),
         }
+    }
+    // Builtins' text names other builtins by `{tool:NAME}`: written out as
+    // the aliases this snapshot gives them.
+    let aliases: Vec<(String, String)> = bindings
+        .iter()
+        .filter(|binding| binding.descriptor.id.is_builtin())
+        .map(|binding| {
+            let name = binding.descriptor.id.native_name().to_owned();
+            (name, binding.model_alias.clone())
+        })
+        .collect();
+    let alias = |name: &str| {
+        aliases
+            .iter()
+            .find(|(native, _)| native == name)
+            .map(|(_, alias)| alias.clone())
+    };
+    for binding in bindings
+        .iter_mut()
+        .filter(|binding| binding.descriptor.id.is_builtin())
+    {
+        let descriptor = &mut binding.descriptor;
+        if let Some(description) = &descriptor.description {
+            descriptor.description = Some(tool_refs::render(description, &alias));
+        }
+        tool_refs::render_schema(&mut descriptor.input_schema, &alias);
     }
     let snapshot = InvocationToolSnapshot::new(id, bindings, profile.tools.max_calls_per_run)?;
     Ok(CompiledSnapshot {

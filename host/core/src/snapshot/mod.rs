@@ -7,6 +7,7 @@
 //! read back from `tool_snapshot.json` is as trustworthy as a fresh one.
 
 mod compile;
+pub mod tool_refs;
 
 use std::collections::HashSet;
 
@@ -227,6 +228,20 @@ impl InvocationToolSnapshot {
                 binding.tool_id().is_builtin() && binding.tool_id().native_name() == native_name
             })
             .map(|binding| binding.model_alias.as_str())
+    }
+
+    /// What model-facing text calls builtin `native_name` here: its alias
+    /// in this snapshot, or the one it would have (builtins always get
+    /// their native name with `.` → `_`).
+    pub fn alias_of_builtin(&self, native_name: &str) -> String {
+        self.builtin_alias_of(native_name)
+            .map_or_else(|| crate::alias::builtin_alias(native_name), str::to_owned)
+    }
+
+    /// `text` with its `{tool:NAME}` references to builtins written as the
+    /// aliases they have here ([`tool_refs`]).
+    pub fn render_tool_refs(&self, text: &str) -> String {
+        tool_refs::render(text, &|name| self.builtin_alias_of(name).map(str::to_owned))
     }
 
     /// Pretty JSON, as stored in `input/invocations/<id>/tool_snapshot.json`.

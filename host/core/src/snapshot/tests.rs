@@ -396,3 +396,44 @@ fn extension_grants_decide_visibility_per_profile() {
         "{message}"
     );
 }
+
+#[test]
+fn builtin_text_names_other_builtins_by_their_alias_here_and_third_party_text_is_kept() {
+    let marked = |tool: &ToolId| {
+        let mut described = descriptor(tool);
+        described.description = Some("Then call {tool:workspace.read_file}.".into());
+        described.input_schema = json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "As {tool:workspace.list_files} shows it."}
+        }});
+        described
+    };
+    let catalog = ToolCatalog::from_descriptors([
+        marked(&ToolId::builtin("workspace.search_files").unwrap()),
+        marked(&mcp("search")),
+    ])
+    .unwrap();
+    let mcp_id = mcp("search").to_string();
+    let profile = profile(json!({"tools": {"allow": ["workspace.search_files", mcp_id]}}));
+    let compiled = compile_with(&profile, &catalog, ExitPolicy::RunFinishAllowed);
+    let [builtin, server] = compiled.snapshot.bindings() else {
+        panic!("two bindings");
+    };
+    assert_eq!(
+        builtin.descriptor.description.as_deref(),
+        Some("Then call workspace_read_file.")
+    );
+    assert_eq!(
+        builtin.descriptor.input_schema["properties"]["path"]["description"],
+        "As workspace_list_files shows it."
+    );
+    assert_eq!(
+        server.descriptor.description.as_deref(),
+        Some("Then call {tool:workspace.read_file}.")
+    );
+    assert_eq!(
+        compiled
+            .snapshot
+            .render_tool_refs("use {tool:workspace.search_files}"),
+        "use workspace_search_files"
+    );
+}

@@ -112,7 +112,9 @@ impl RunShared {
             _ => match origin.workspace.read_text(path) {
                 Ok(file) => Some(file),
                 Err(error) if error.is_system() => return Err(error.into()),
-                Err(error) => return Ok(Err(ToolFailure::new(error.code(), error.message()))),
+                Err(error) => {
+                    return Ok(Err(ToolFailure::new(error.code(), error.model_message())));
+                }
             },
         };
         if let Some(file) = &file

@@ -234,7 +234,8 @@ impl TaskBoard {
         if mine.is_empty() {
             return Err(ToolFailure::new(
                 "agent.no_child_tasks",
-                "you have not delegated any task; agent_delegate starts one",
+                // Written as the caller's alias by `await_tasks`.
+                "you have not delegated any task; {tool:agent.delegate} starts one",
             ));
         }
         if ids.is_empty() {

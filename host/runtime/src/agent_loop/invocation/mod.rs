@@ -1,0 +1,320 @@
+//! One invocation's rounds: ask the model, run the reply's tool calls in
+//! order, apply their effects, until a terminal effect or a budget ends it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use toolhost_core::{
+    AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelRole,
+    AgentModelSettings, ExitPolicy, ToolChoice, ToolFailure, ToolId, ToolInvocation, ToolSuccess,
+    builtin, profile::Profile,
+};
+use toolhost_journal::{AgentLoopFinished, DriftRecoveryAttempted};
+use toolhost_model::AgentModel;
+
+use super::shared::RunShared;
+use crate::failure::RunFailure;
+use crate::invocation::InvocationSession;
+
+mod delegation;
+mod effects;
+mod model;
+mod prompt;
+mod task_return;
+
+use prompt::system_prompt;
+pub(crate) use task_return::task_summary_markdown;
+
+/// How long a replayed step waits for a replayed child to end again.
+const REPLAY_WAIT: Duration = Duration::from_secs(600);
+
+pub(super) enum InvocationRole {
+    /// The root agent or a handoff target: ends the run with `workspace.finish`.
+    Foreground,
+    /// A delegated task: reports with `task.return`.
+    Child {
+        task_id: String,
+        parent_invocation_id: String,
+        workspace_key: String,
+    },
+}
+
+pub(super) struct InvocationSpec {
+    pub invocation_id: String,
+    pub profile: Arc<Profile>,
+    pub role: InvocationRole,
+    /// The first user message (the run's task, a handoff or task brief).
+    pub first_message: String,
+    pub max_rounds: u32,
+}
+
+pub(super) enum InvocationEnd {
+    /// `workspace.finish` succeeded.
+    Finished,
+    /// `agent.handoff` was accepted: the target goes on.
+    HandedOff(InvocationSpec),
+    /// `task.return` stored the child's report.
+    Returned,
+}
+
+/// What an applied effect did to the loop.
+enum Applied {
+    Nothing,
+    Ends(InvocationEnd),
+}
+
+pub(super) async fn run_invocation(
+    shared: &Arc<RunShared>,
+    spec: InvocationSpec,
+) -> Result<InvocationEnd, RunFailure> {
+    let exit = match spec.role {
+        InvocationRole::Foreground => ExitPolicy::RunFinishAllowed,
+        InvocationRole::Child { .. } => ExitPolicy::TaskReturnRequired,
+    };
+    let mut session = shared.run.start_invocation(
+        &spec.profile,
+        shared.parts.host.snapshot_sources(),
+        &spec.invocation_id,
+        exit,
+    )?;
+    session.set_agents(shared.parts.agents.callable_by(&spec.profile));
+    if matches!(spec.role, InvocationRole::Foreground) {
+        shared.ledger().agents.push(spec.profile.id.clone());
+    }
+    let model = shared.parts.models.model_for(&spec.profile.id);
+    let mut agent = InvocationLoop {
+        shared,
+        model,
+        session,
+        spec,
+        returned: false,
+        end_reason: None,
+    };
+    agent.rounds().await
+}
+
+struct InvocationLoop<'a> {
+    shared: &'a Arc<RunShared>,
+    model: Arc<dyn AgentModel>,
+    session: InvocationSession,
+    spec: InvocationSpec,
+    returned: bool,
+    /// Why the loop ended, as the terminal call said (`finish`'s reason,
+    /// the handoff target, the task status).
+    end_reason: Option<String>,
+}
+
+impl InvocationLoop<'_> {
+    fn id(&self) -> &str {
+        &self.spec.invocation_id
+    }
+
+    /// What model-facing text calls builtin `native`: its alias in this
+    /// invocation's snapshot.
+    fn alias(&self, native: &str) -> String {
+        self.session.snapshot().alias_of_builtin(native)
+    }
+
+    fn foreground(&self) -> bool {
+        matches!(self.spec.role, InvocationRole::Foreground)
+    }
+
+    async fn rounds(&mut self) -> Result<InvocationEnd, RunFailure> {
+        let profile = Arc::clone(&self.spec.profile);
+        let settings = AgentModelSettings {
+            model: self
+                .shared
+                .config
+                .model_name
+                .clone()
+                .or_else(|| profile.model.id.clone())
+                .unwrap_or_default(),
+            temperature: profile.model.temperature,
+            max_output_tokens: self
+                .shared
+                .config
+                .max_output_tokens
+                .or(profile.model.max_output_tokens),
+        };
+        let system = system_prompt(&profile, &self.session, self.foreground());
+        let mut history = vec![AgentModelMessage::user_text(
+            self.spec.first_message.clone(),
+        )];
+        let max_rounds = self.spec.max_rounds;
+
+        while self.session.round() < max_rounds {
+            if self.shared.config.cancel.is_cancelled() {
+                return Err(RunFailure::Cancelled);
+            }
+            let turn = self
+                .session
+                .begin_turn(ToolChoice::Auto, &self.model.describe())?;
+            let round = self.session.round();
+            if self.foreground() {
+                self.shared.ledger().rounds += 1;
+            }
+            let request = AgentModelRequest {
+                settings: settings.clone(),
+                system: Some(system.clone()),
+                messages: history.clone(),
+                turn,
+            };
+            let shared = self.shared;
+            let reply = unless_cancelled(shared, self.ask(&request, round)).await?;
+            let response_path = self.store_reply(&reply, round)?;
+            let message = reply.response.message;
+            let calls: Vec<ToolInvocation> = message.tool_calls().cloned().collect();
+            let text = message.text();
+            history.push(message);
+
+            if calls.is_empty() {
+                self.capture_direct_output(&text, round, &response_path)?;
+                if round >= max_rounds {
+                    break;
+                }
+                self.shared.run.record(&DriftRecoveryAttempted {
+                    attempt: round,
+                    max_attempts: max_rounds - 1,
+                    max_rounds,
+                    limit_reason: "max_rounds",
+                    round,
+                    invocation_id: self.id().to_owned(),
+                    committed_count: self.shared.ledger().commits.len(),
+                    reason_code: "model.tool_call_required",
+                })?;
+                history.push(AgentModelMessage::user_text(self.reminder(round)));
+                continue;
+            }
+
+            let last = calls.len() - 1;
+            let mut results = Vec::with_capacity(calls.len());
+            let mut ends = None;
+            let mut last_write = None;
+            for (index, call) in calls.into_iter().enumerate() {
+                self.shared.ledger().tool_calls += 1;
+                let outcome = if is_terminal(&call.tool_id) && index != last {
+                    let name = call.tool_id.native_name().to_owned();
+                    self.session.refuse(
+                        call,
+                        ToolFailure::new(
+                            "agent.tool_after_finish",
+                            format!(
+                                "{name} ends your turn, so it must be the last tool call of a reply; call it again, alone or last"
+                            ),
+                        ),
+                    )?
+                } else {
+                    let entropy = shared.record.entropy(self.id(), &call.call_id);
+                    let execution = self.session.execute(
+                        shared.parts.host.as_ref(),
+                        &request.turn,
+                        call,
+                        entropy,
+                    );
+                    let mut executed = unless_cancelled(shared, execution).await?;
+                    // A replayed call the effect refused then changes nothing now.
+                    let refused_then = executed
+                        .stored_result()
+                        .is_some_and(|stored| stored.is_error);
+                    if let Some(effect) = executed.take_effect().filter(|_| !refused_then) {
+                        self.line_up_with_record(executed.invocation()).await;
+                        let applied = self.apply(&mut executed, effect, round);
+                        match unless_cancelled(shared, applied).await {
+                            Ok(Applied::Ends(end)) => ends = Some(end),
+                            Ok(Applied::Nothing) => {}
+                            Err(failure) => return Err(self.session.fail_call(&executed, failure)),
+                        }
+                    }
+                    self.session.store(executed)?
+                };
+                if let Some(path) = written_path(&outcome.result) {
+                    last_write = Some(path);
+                }
+                results.push(AgentModelContentPart::ToolResult {
+                    result: outcome.result,
+                });
+            }
+            history.push(AgentModelMessage {
+                role: AgentModelRole::Tool,
+                parts: results,
+                provider_metadata: Value::Null,
+            });
+
+            if let Some(end) = ends {
+                self.shared.run.record(&AgentLoopFinished {
+                    invocation_id: self.id().to_owned(),
+                    round,
+                    commit_count: self.shared.ledger().commits.len(),
+                    reason: self.end_reason.take(),
+                })?;
+                return Ok(end);
+            }
+            self.auto_publish(last_write.as_deref(), round)?;
+            self.inject_child_results(&mut history, round).await?;
+        }
+        let last_was_drift = matches!(
+            history.last(),
+            Some(message) if message.role == AgentModelRole::Assistant
+        );
+        Err(RunFailure::LoopExhausted {
+            code: if last_was_drift {
+                "model.tool_call_required"
+            } else {
+                "agent.max_tool_rounds_exceeded"
+            },
+            message: if last_was_drift {
+                format!(
+                    "{} answered without a tool call in the last of its {max_rounds} rounds",
+                    self.spec.profile.id
+                )
+            } else {
+                format!(
+                    "{} used all {max_rounds} rounds without finishing",
+                    self.spec.profile.id
+                )
+            },
+        })
+    }
+}
+
+/// `future`, unless the run is cancelled first.
+async fn unless_cancelled<T>(
+    shared: &RunShared,
+    future: impl std::future::Future<Output = Result<T, RunFailure>>,
+) -> Result<T, RunFailure> {
+    tokio::select! {
+        biased;
+        () = shared.config.cancel.cancelled() => Err(RunFailure::Cancelled),
+        result = future => result,
+    }
+}
+
+fn success(content: String, structured: Value) -> Result<ToolSuccess, ToolFailure> {
+    Ok(ToolSuccess {
+        content,
+        structured,
+        resource_refs: Vec::new(),
+        effect: None,
+    })
+}
+
+/// A tool that ends its invocation's loop: the last call of its round.
+fn is_terminal(tool: &ToolId) -> bool {
+    builtin::of(tool).is_some_and(|builtin| builtin.terminal)
+}
+
+/// The normalized path a successful write or patch changed.
+fn written_path(result: &toolhost_core::AgentToolResult) -> Option<String> {
+    let tool = &result.tool_id;
+    // A successful write or patch may be auto-published.
+    let writes = builtin::of(tool).is_some_and(|builtin| builtin.writes_workspace);
+    if result.is_error || !writes {
+        return None;
+    }
+    result
+        .structured
+        .get("path")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
