@@ -102,7 +102,7 @@ fn config(allocator: AllocatorChoice, cache: Option<&std::path::Path>) -> Sandbo
     SandboxConfig {
         allocator,
         cache_dir: cache.map(ToOwned::to_owned),
-        ..SandboxConfig::default()
+        ..toolhost_capabilities::sandbox_config()
     }
 }
 
@@ -256,7 +256,7 @@ async fn kill_latency() {
     };
     let sandbox = Sandbox::new(SandboxConfig {
         policy: open_policy,
-        ..SandboxConfig::default()
+        ..toolhost_capabilities::sandbox_config()
     })
     .expect("sandbox");
     let tick = sandbox.epoch_tick();

@@ -57,7 +57,7 @@ fn sandbox_config(cache: &Path, policy: HostPolicy) -> SandboxConfig {
         cache_dir: Some(cache.to_owned()),
         epoch_tick: Duration::from_millis(5),
         policy,
-        ..SandboxConfig::default()
+        ..toolhost_capabilities::sandbox_config()
     }
 }
 
@@ -656,7 +656,8 @@ fn toml_manifest(id: &str) -> toolhost_extensions::Manifest {
 #[tokio::test]
 async fn an_extension_is_charged_for_every_skill_character_it_reads() {
     use std::sync::Arc;
-    use toolhost_sandbox::{CallContext, ComponentSpec, LimitOverrides, SkillAccess, Trust};
+    use toolhost_capabilities::{CallGrant, InvocationInputs, SkillAccess};
+    use toolhost_sandbox::{ComponentSpec, LimitOverrides, Trust};
     use toolhost_skills::{Scope, SkillBudget, SkillLibrary, SkillPolicy, SkillSource};
 
     // The builtin `skill.read` component, installed as a third-party extension.
@@ -704,21 +705,27 @@ async fn an_extension_is_charged_for_every_skill_character_it_reads() {
         library: Arc<SkillLibrary>,
     ) -> u64 {
         let budget = Arc::new(SkillBudget::new(100_000, 100_000));
-        let context = CallContext {
+        let inputs = InvocationInputs {
             skills: Some(Arc::new(SkillAccess {
                 library,
                 policy: SkillPolicy::new(["*".to_owned()], Vec::<String>::new()),
                 budget: Arc::clone(&budget),
             })),
-            ..CallContext::default()
+            ..InvocationInputs::default()
         };
+        let grant = CallGrant {
+            capabilities: tool.grant(),
+            trust: tool.trust(),
+            tool_results: true,
+        };
+        let capabilities = toolhost_capabilities::prepare(&inputs, &grant).expect("prepared");
         let report = sandbox
             .call_under(
                 tool,
                 tool.limits(),
                 &json!({"name": "prose-style", "line_count": 1}),
                 CallEntropy::seeded(1),
-                context,
+                capabilities,
             )
             .await;
         assert!(report.result.is_ok(), "{:?}", report.result);
@@ -743,8 +750,8 @@ async fn an_extension_is_charged_for_every_skill_character_it_reads() {
 #[tokio::test]
 async fn an_extension_sees_tool_results_only_when_granted_and_never_records_reads() {
     use std::sync::Arc;
+    use toolhost_capabilities::InvocationInputs;
     use toolhost_runtime::ToolExecutor;
-    use toolhost_sandbox::CallContext;
     use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
 
     let world = World::new();
@@ -804,7 +811,10 @@ async fn an_extension_sees_tool_results_only_when_granted_and_never_records_read
                 },
                 binding,
                 CallEntropy::seeded(1),
-                CallContext::with_workspace(session),
+                InvocationInputs {
+                    workspace: Some(session),
+                    ..InvocationInputs::default()
+                },
             )
             .await
             .expect("executes");

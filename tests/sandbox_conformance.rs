@@ -34,7 +34,7 @@ fn sandbox() -> Sandbox {
     Sandbox::new(SandboxConfig {
         epoch_tick: TICK,
         cache_dir: Some(shared_cache()),
-        ..SandboxConfig::default()
+        ..toolhost_capabilities::sandbox_config()
     })
     .expect("sandbox")
 }
@@ -150,7 +150,7 @@ async fn infinite_loop_is_stopped_by_the_deadline_with_fuel_off() {
                 ..toolhost_sandbox::HostPolicy::default().caps
             },
         },
-        ..SandboxConfig::default()
+        ..toolhost_capabilities::sandbox_config()
     })
     .expect("sandbox");
     spin = load_guest(&open, "spin", limits).await;
@@ -548,7 +548,7 @@ async fn cache_is_used_and_a_corrupt_entry_is_rebuilt() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = || SandboxConfig {
         cache_dir: Some(dir.path().to_owned()),
-        ..SandboxConfig::default()
+        ..toolhost_capabilities::sandbox_config()
     };
     let first = Sandbox::new(config()).expect("sandbox");
     assert_eq!(
@@ -592,7 +592,7 @@ async fn a_cache_entry_copied_over_another_components_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = || SandboxConfig {
         cache_dir: Some(dir.path().to_owned()),
-        ..SandboxConfig::default()
+        ..toolhost_capabilities::sandbox_config()
     };
     let first = Sandbox::new(config()).expect("sandbox");
     let dice_sha = load(&first, dice_spec()).await.sha256_hex().to_owned();
@@ -630,7 +630,7 @@ async fn pooling_falls_back_cleanly_when_address_space_is_short() {
     let impossible = |allocator| SandboxConfig {
         allocator,
         max_concurrent_calls: 50_000_000,
-        ..SandboxConfig::default()
+        ..toolhost_capabilities::sandbox_config()
     };
     let sandbox = Sandbox::new(impossible(AllocatorChoice::Auto)).expect("falls back");
     assert!(matches!(
@@ -642,7 +642,7 @@ async fn pooling_falls_back_cleanly_when_address_space_is_short() {
     assert_still_serving(&sandbox).await;
     assert!(Sandbox::new(impossible(AllocatorChoice::Pooling)).is_err());
 
-    let pooled = Sandbox::new(SandboxConfig::default()).expect("sandbox");
+    let pooled = Sandbox::new(toolhost_capabilities::sandbox_config()).expect("sandbox");
     assert!(matches!(pooled.allocator(), Allocator::Pooling { .. }));
 }
 

@@ -82,7 +82,7 @@ impl Progress {
 pub fn sandbox_config(cache_dir: Option<PathBuf>) -> SandboxConfig {
     SandboxConfig {
         cache_dir,
-        ..SandboxConfig::default()
+        ..toolhost_capabilities::sandbox_config()
     }
 }
 

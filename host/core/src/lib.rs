@@ -19,6 +19,7 @@ pub mod dto;
 pub mod error;
 pub mod file;
 pub mod gate;
+pub mod host_call;
 pub mod id;
 pub mod limits;
 pub mod model;
@@ -37,6 +38,7 @@ pub use descriptor::{DescriptorError, ToolDescriptor};
 pub use dto::{AgentToolCatalogItemDto, ToolSourceDto};
 pub use error::{Classified, ErrorClass};
 pub use gate::{BudgetScope, GateRejection, Reservation, ToolRequestGate};
+pub use host_call::HostCallError;
 pub use id::{IdError, ToolId, ToolProvider};
 pub use model::{
     AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelResponse,

@@ -11,11 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost_capabilities::{CallGrant, InvocationInputs};
 use toolhost_chat::{BoundChat, generate_chat};
 use toolhost_core::{ToolId, ToolOutcome};
 use toolhost_guest::Arguments;
 use toolhost_runtime::{ToolHost, ToolHostConfig};
-use toolhost_sandbox::{CallContext, CallEntropy, LimitOverrides};
+use toolhost_sandbox::{CallEntropy, LimitOverrides};
 
 #[path = "../tests/support/native_chat.rs"]
 mod native_chat;
@@ -73,9 +74,18 @@ async fn bench() {
             },
         )
         .expect("limits");
-    let context = CallContext {
+    let inputs = InvocationInputs {
         chat: Some(Arc::clone(&bound)),
-        ..CallContext::default()
+        ..InvocationInputs::default()
+    };
+    // Prepared per call, as the runtime does.
+    let context = || {
+        let grant = CallGrant {
+            capabilities: search.grant(),
+            trust: search.trust(),
+            tool_results: true,
+        };
+        toolhost_capabilities::prepare(&inputs, &grant).expect("prepared")
     };
     let native = NativeChat(Arc::clone(&bound));
     let queries = [
@@ -120,7 +130,7 @@ async fn bench() {
                     &limits,
                     arguments,
                     CallEntropy::seeded(1),
-                    context.clone(),
+                    context(),
                 )
                 .await;
             let elapsed = started.elapsed();
@@ -159,7 +169,7 @@ async fn bench() {
                 read.limits(),
                 &read_args,
                 CallEntropy::seeded(1),
-                context.clone(),
+                context(),
             )
             .await;
         let elapsed = started.elapsed();

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost_capabilities::InvocationInputs;
 use toolhost_core::{
     AgentToolResult, ExitPolicy, ModelTurn, Profile, ProviderToolCall, SnapshotSources,
     ToolBinding, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolInvocation, ToolOutcome,
@@ -23,7 +24,7 @@ use toolhost_journal::{
 use toolhost_runtime::{
     ExecuteError, Execution, InvocationSession, Run, ToolExecutor, ToolHost, ToolHostConfig,
 };
-use toolhost_sandbox::{CallContext, CallEntropy, CallReport};
+use toolhost_sandbox::{CallEntropy, CallReport};
 
 const ROUNDS: usize = 10;
 const CALLS_PER_ROUND: usize = 1_000;
@@ -39,7 +40,7 @@ impl ToolExecutor for Answering {
         invocation: &ToolInvocation,
         _binding: &ToolBinding,
         entropy: CallEntropy,
-        _context: CallContext,
+        _inputs: InvocationInputs,
     ) -> Result<Execution, ExecuteError> {
         let (result, effect) = AgentToolResult::from_outcome(
             invocation,

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost_capabilities::{CallGrant, InvocationInputs};
 use toolhost_core::ToolId;
 use toolhost_guest::workspace::{Entry, EntryKind, Listing, Root, TextFile, Workspace};
 use toolhost_guest::{Arguments, ToolError};
 use toolhost_journal::RootSpec;
 use toolhost_runtime::{ToolHost, ToolHostConfig};
-use toolhost_sandbox::{CallContext, CallEntropy, LimitOverrides};
+use toolhost_sandbox::{CallEntropy, LimitOverrides};
 use toolhost_workspace::{
     Workspace as HostWorkspace, WorkspaceError, WorkspaceLimits, WorkspaceRoots, WorkspaceSession,
 };
@@ -237,7 +238,18 @@ async fn bench() {
                 &limits,
                 &arguments,
                 CallEntropy::seeded(1),
-                CallContext::with_workspace(Arc::clone(&session)),
+                toolhost_capabilities::prepare(
+                    &InvocationInputs {
+                        workspace: Some(Arc::clone(&session)),
+                        ..InvocationInputs::default()
+                    },
+                    &CallGrant {
+                        capabilities: component.grant(),
+                        trust: component.trust(),
+                        tool_results: true,
+                    },
+                )
+                .expect("prepared"),
             )
             .await;
         let elapsed = started.elapsed();

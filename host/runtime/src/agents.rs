@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use toolhost_capabilities::CallableAgent;
 use toolhost_core::Profile;
-use toolhost_sandbox::CallableAgent;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentDirectoryError {

@@ -7,10 +7,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use toolhost_capabilities::{CallGrant, InvocationInputs};
 use toolhost_core::{
     AgentToolCatalogItemDto, AgentToolResult, CatalogError, IdentityMismatch, ProfileVersion,
     SnapshotSources, ToolBinding, ToolCatalog, ToolEffect, ToolId, ToolInvocation, ToolProvider,
@@ -20,11 +20,9 @@ use toolhost_core::{ToolFailure, ToolOutcome, ToolSuccess};
 use toolhost_extensions::ExtensionRegistry;
 use toolhost_mcp::{CallOutcome, McpRegistry, Omitted, Permission, State};
 use toolhost_sandbox::{
-    CallContext, CallEntropy, CallReport, CapabilitySet, ComponentSpec, HostFault, LimitError,
-    LimitOverrides, LoadError, LoadEvent, Sandbox, SandboxConfig, SandboxError, ToolComponent,
-    Trust,
+    CallEntropy, CallReport, CapabilitySet, ComponentSpec, HostFault, LimitError, LimitOverrides,
+    LoadError, LoadEvent, Sandbox, SandboxConfig, SandboxError, ToolComponent, Trust,
 };
-use toolhost_workspace::WorkspaceSession;
 use uuid::Uuid;
 
 pub use toolhost_builtins::BuiltinComponent;
@@ -96,13 +94,14 @@ impl ExecuteError {
 pub trait ToolExecutor {
     /// Run `invocation` as `binding` (its frozen descriptor and limits) with
     /// the recorded nondeterministic inputs `entropy`, its capabilities
-    /// acting on `context` (the invocation's workspace session).
+    /// prepared from `inputs` (the invocation's workspace session, the
+    /// run's chat, ...).
     fn execute(
         &self,
         invocation: &ToolInvocation,
         binding: &ToolBinding,
         entropy: CallEntropy,
-        context: CallContext,
+        inputs: InvocationInputs,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send;
 }
 
@@ -190,7 +189,11 @@ impl ToolHost {
         components: &[BuiltinComponent],
         observe: &(dyn Fn(LoadEvent<'_>) + Sync),
     ) -> Result<Self, HostError> {
-        let sandbox = Sandbox::new(config.sandbox)?;
+        let mut sandbox_config = config.sandbox;
+        sandbox_config
+            .capabilities
+            .get_or_insert(toolhost_capabilities::link);
+        let sandbox = Sandbox::new(sandbox_config)?;
         let mut catalog = ToolCatalog::new();
         let mut entries = BTreeMap::new();
         for builtin in components {
@@ -435,7 +438,7 @@ impl ToolHost {
         invocation: &ToolInvocation,
         entropy: CallEntropy,
     ) -> Result<Execution, ExecuteError> {
-        self.run(invocation, None, entropy, CallContext::default())
+        self.run(invocation, None, entropy, InvocationInputs::default())
             .await
     }
 
@@ -444,13 +447,13 @@ impl ToolHost {
         invocation: &ToolInvocation,
         overrides: Option<&LimitOverrides>,
         entropy: CallEntropy,
-        context: CallContext,
+        inputs: InvocationInputs,
     ) -> Result<Execution, ExecuteError> {
         let entry = self
             .entries
             .get(&invocation.tool_id)
             .ok_or_else(|| ExecuteError::UnknownTool(invocation.tool_id.clone()))?;
-        let mut context = context;
+        let mut tool_results = true;
         let component = match entry {
             Entry::Component {
                 component,
@@ -472,9 +475,7 @@ impl ToolHost {
                         });
                     }
                 };
-                if !grant.tool_results {
-                    context = hide_tool_results(context).map_err(ExecuteError::HostFault)?;
-                }
+                tool_results = grant.tool_results;
                 component
             }
             Entry::Component { component, .. } => component,
@@ -505,9 +506,24 @@ impl ToolHost {
                 limits
             }
         };
+        let capabilities = toolhost_capabilities::prepare(
+            &inputs,
+            &CallGrant {
+                capabilities: component.grant(),
+                trust: component.trust(),
+                tool_results,
+            },
+        )
+        .map_err(ExecuteError::HostFault)?;
         let report = self
             .sandbox
-            .call_under(component, &limits, &invocation.arguments, entropy, context)
+            .call_under(
+                component,
+                &limits,
+                &invocation.arguments,
+                entropy,
+                capabilities,
+            )
             .await;
         if let Some(fault) = report.host_fault.clone() {
             return Err(ExecuteError::HostFault(fault));
@@ -636,27 +652,10 @@ impl ToolExecutor for ToolHost {
         invocation: &ToolInvocation,
         binding: &ToolBinding,
         entropy: CallEntropy,
-        context: CallContext,
+        inputs: InvocationInputs,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send {
-        self.run(invocation, binding.limits.as_ref(), entropy, context)
+        self.run(invocation, binding.limits.as_ref(), entropy, inputs)
     }
-}
-
-/// An extension's view of the invocation's workspace without
-/// `tool-results/` (other calls' results), in a session of its own: it was
-/// not granted them. Its reads never count as the model's anyway.
-fn hide_tool_results(mut context: CallContext) -> Result<CallContext, HostFault> {
-    if let Some(session) = &context.workspace {
-        let narrowed = session
-            .workspace()
-            .without_tool_results()
-            .map_err(|error| HostFault {
-                code: error.code().to_owned(),
-                message: error.message(),
-            })?;
-        context.workspace = Some(Arc::new(WorkspaceSession::new(Arc::new(narrowed))));
-    }
-    Ok(context)
 }
 
 /// Parse a person's argument text the way a provider's would be: text that is

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Value, json};
+use toolhost_capabilities::{CallableAgent, InvocationInputs, SkillAccess};
 use toolhost_core::{
     AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ToolChoice, ToolEffect,
     ToolFailure, ToolId, ToolInvocation, ToolOutcome, ToolRequestGate, ToolTurnContract,
@@ -27,7 +28,7 @@ use toolhost_journal::{
     ModelRequestCreated, ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested,
     ToolCallStarted, ToolCallSystemFailed, ToolResultStored,
 };
-use toolhost_sandbox::{CallContext, CallEntropy, CallReport, CallableAgent, SkillAccess};
+use toolhost_sandbox::{CallEntropy, CallReport};
 use toolhost_workspace::WorkspaceSession;
 
 use crate::failure::RunFailure;
@@ -112,9 +113,10 @@ pub struct InvocationSession {
     stored_read_state: Option<Vec<u8>>,
     /// The skills this invocation may read, and its read budget.
     skills: Arc<SkillAccess>,
-    /// The agents this invocation's agent may call (`agent-read`); none
-    /// outside an agent run.
-    agents: Option<Arc<Vec<CallableAgent>>>,
+    /// What its calls' capabilities act on (the workspace session and the
+    /// skills above, the run's chat and world info, the agents it may
+    /// call), gathered once; each call's capabilities are prepared from it.
+    inputs: InvocationInputs,
     /// MCP results longer than this (characters) go to a readable view
     /// file; the model reads a preview and where the rest is.
     mcp_inline_limit: usize,
@@ -130,6 +132,14 @@ impl InvocationSession {
         workspace: Arc<WorkspaceSession>,
         skills: Arc<SkillAccess>,
     ) -> Self {
+        let (chat, worldinfo) = run.call_inputs();
+        let inputs = InvocationInputs {
+            workspace: Some(Arc::clone(&workspace)),
+            chat,
+            worldinfo,
+            skills: Some(Arc::clone(&skills)),
+            agents: None,
+        };
         Self {
             gate: gate.unwrap_or_else(|| ToolRequestGate::new(Arc::clone(&snapshot))),
             run,
@@ -140,7 +150,7 @@ impl InvocationSession {
             workspace,
             stored_read_state: None,
             skills,
-            agents: None,
+            inputs,
             mcp_inline_limit: DEFAULT_MCP_INLINE_LIMIT,
         }
     }
@@ -152,7 +162,7 @@ impl InvocationSession {
 
     /// Tell this invocation's tools which agents it may call.
     pub fn set_agents(&mut self, agents: Vec<CallableAgent>) {
-        self.agents = Some(Arc::new(agents));
+        self.inputs.agents = Some(Arc::new(agents));
     }
 
     /// Take over what an earlier process of this invocation had read.
@@ -327,19 +337,11 @@ impl InvocationSession {
                     self.workspace
                         .set_intent_sink(Some(self.intent_sink(&invocation.call_id)));
                 }
-                let (chat, worldinfo) = self.run.call_inputs();
                 // The per-call skill budget starts afresh with every call.
                 self.skills.budget.begin_call();
                 skill_chars_before = self.skills.budget.charged();
-                let context = CallContext {
-                    workspace: Some(Arc::clone(&self.workspace)),
-                    chat,
-                    worldinfo,
-                    skills: Some(Arc::clone(&self.skills)),
-                    agents: self.agents.clone(),
-                };
                 let executed = executor
-                    .execute(&invocation, binding, entropy, context)
+                    .execute(&invocation, binding, entropy, self.inputs.clone())
                     .await;
                 self.workspace.set_intent_sink(None);
                 match executed {

@@ -21,9 +21,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
+use toolhost_capabilities::{InvocationInputs, SkillAccess};
 use toolhost_core::{AgentToolResult, InvocationToolSnapshot, Profile, ToolId, ToolInvocation};
 use toolhost_journal::{JournalEvent, ROOT_INVOCATION_ID, RunLayout, RunManifest, read_events};
-use toolhost_sandbox::{CallContext, CallEntropy, SkillAccess};
+use toolhost_sandbox::CallEntropy;
 use toolhost_workspace::{
     Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession, WriteGuard, persist,
 };
@@ -73,7 +74,7 @@ struct Replayed {
     snapshot: Arc<InvocationToolSnapshot>,
     workspace: Arc<WorkspaceSession>,
     skills: Arc<SkillAccess>,
-    agents: Arc<Vec<toolhost_sandbox::CallableAgent>>,
+    agents: Arc<Vec<toolhost_capabilities::CallableAgent>>,
 }
 
 /// Replay the ended run at `run_dir` in `scratch` (absent or empty).
@@ -248,14 +249,14 @@ async fn replay_call(
         clock_ms: sandbox["clockMs"].as_u64().unwrap_or(0),
     };
     entry.skills.budget.begin_call();
-    let context = CallContext {
+    let inputs = InvocationInputs {
         workspace: Some(Arc::clone(&entry.workspace)),
         chat: loaded.chat.clone(),
         worldinfo: loaded.worldinfo.clone(),
         skills: Some(Arc::clone(&entry.skills)),
         agents: Some(Arc::clone(&entry.agents)),
     };
-    let execution = ToolExecutor::execute(host, &invocation, binding, entropy, context);
+    let execution = ToolExecutor::execute(host, &invocation, binding, entropy, inputs);
     let now = match execution.await {
         Ok(execution) => execution.result,
         Err(error) => {

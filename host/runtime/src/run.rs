@@ -16,7 +16,7 @@ use toolhost_journal::{
     RunStarted, read_events,
 };
 
-use toolhost_sandbox::SkillAccess;
+use toolhost_capabilities::SkillAccess;
 use toolhost_skills::{SkillBudget, SkillPolicy};
 use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
 use toolhost_worldinfo::Activation;

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use toolhost_capabilities::InvocationInputs;
 use toolhost_core::{
     AgentToolResult, Classified, ErrorClass, ExitPolicy, Profile, ProviderToolCall,
     SnapshotSources, ToolBinding, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolInvocation,
@@ -16,7 +17,7 @@ use toolhost_runtime::{
     ExecuteError, Execution, InvocationSession, Run, RunFailure, ToolExecutor, ToolHost,
     ToolHostConfig,
 };
-use toolhost_sandbox::{CallContext, CallEntropy, CallReport};
+use toolhost_sandbox::{CallEntropy, CallReport};
 
 fn id(text: &str) -> ToolId {
     ToolId::parse(text).expect("tool id")
@@ -87,7 +88,7 @@ impl ToolExecutor for Scripted {
         invocation: &ToolInvocation,
         _binding: &ToolBinding,
         entropy: CallEntropy,
-        _context: CallContext,
+        _inputs: InvocationInputs,
     ) -> Result<Execution, ExecuteError> {
         *self.calls.lock().expect("lock") += 1;
         let result = (self.answer)(invocation)?;

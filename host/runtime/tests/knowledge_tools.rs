@@ -454,10 +454,18 @@ async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
                     search.limits(),
                     arguments,
                     CallEntropy::seeded(1),
-                    toolhost_sandbox::CallContext {
-                        chat: Some(Arc::clone(&bound)),
-                        ..Default::default()
-                    },
+                    toolhost_capabilities::prepare(
+                        &toolhost_capabilities::InvocationInputs {
+                            chat: Some(Arc::clone(&bound)),
+                            ..Default::default()
+                        },
+                        &toolhost_capabilities::CallGrant {
+                            capabilities: search.grant(),
+                            trust: search.trust(),
+                            tool_results: true,
+                        },
+                    )
+                    .expect("prepared"),
                 )
                 .await;
             let toolhost_core::ToolOutcome::Success(sandboxed) = report.outcome() else {

@@ -12,9 +12,9 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use crate::component::ToolComponent;
 use crate::engine::Sandbox;
 use crate::failure::SandboxFailure;
+use crate::host_state::{CallCapabilities, DeadlineReached, HostFault};
 use crate::limits::{Limits, MemoryLimitExceeded, TableLimitExceeded};
 use crate::state::{CallEntropy, CallState, GuestLog, bindings};
-use crate::workspace::{CallContext, HostFault};
 
 use bindings::toolhost::tool::types as wit;
 
@@ -95,15 +95,10 @@ pub(crate) struct Invocation {
     host_fault: Option<HostFault>,
 }
 
-/// Marks a store stopped by its own wall-clock deadline.
-#[derive(Debug, thiserror::Error)]
-#[error("the call's deadline passed")]
-pub(crate) struct DeadlineReached;
-
 /// A linked component as one call needs it.
 pub(crate) struct Guest<'a> {
     pub(crate) label: &'a Arc<str>,
-    pub(crate) pre: &'a bindings::AllCapabilitiesPre<CallState>,
+    pub(crate) pre: &'a bindings::PureToolPre<CallState>,
     pub(crate) trust: crate::Trust,
 }
 
@@ -122,7 +117,7 @@ impl Sandbox {
             &tool.limits,
             arguments,
             entropy,
-            CallContext::default(),
+            CallCapabilities::new(),
         )
         .await
     }
@@ -130,15 +125,16 @@ impl Sandbox {
     /// [`Sandbox::call`] under other limits than the tool's own: a profile's
     /// overrides, already resolved against the host policy
     /// ([`HostPolicy::resolve`](crate::HostPolicy::resolve)).
-    /// `context` carries what the call's capabilities act on (the
-    /// invocation's workspace session).
+    /// `capabilities` holds what the call's capabilities act on, as the
+    /// capability layer prepared them for this call (the invocation's
+    /// workspace session, its chat, ...).
     pub async fn call_under(
         &self,
         tool: &ToolComponent,
         limits: &Limits,
         arguments: &Value,
         entropy: CallEntropy,
-        context: CallContext,
+        capabilities: CallCapabilities,
     ) -> CallReport {
         if !arguments.is_object() {
             return CallReport::not_run(
@@ -170,7 +166,7 @@ impl Sandbox {
                 },
                 limits,
                 entropy,
-                context,
+                capabilities,
                 Export::Call(&text),
             )
             .await;
@@ -202,7 +198,7 @@ impl Sandbox {
         guest: Guest<'_>,
         limits: &Limits,
         entropy: CallEntropy,
-        context: CallContext,
+        capabilities: CallCapabilities,
         export: Export<'_>,
     ) -> Invocation {
         // Wait for a slot instead of failing when the pool is busy. The
@@ -220,7 +216,7 @@ impl Sandbox {
                 guest.trust,
                 entropy,
                 started,
-                context,
+                capabilities,
             ),
         );
         store.limiter(|state| &mut state.limiter);
@@ -228,7 +224,7 @@ impl Sandbox {
         let armed = store.set_fuel(fuel);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|context| {
-            if Instant::now() >= context.data().deadline_at {
+            if Instant::now() >= context.data().core.deadline_at {
                 Err(wasmtime::Error::new(DeadlineReached))
             } else {
                 // Let the executor run timers and cancellation, then go on.
@@ -276,7 +272,7 @@ impl Sandbox {
             logs_dropped: state.logs_dropped,
             stdout: captured(&state.stdout),
             stderr: captured(&state.stderr),
-            host_fault: state.host_fault.take(),
+            host_fault: state.core.host_fault.take(),
         };
         // Dropping the store here, not on a helper thread, measured faster:
         // cross-thread wake-ups cost more than the slot reset they would hide.

@@ -122,7 +122,7 @@ pub struct ToolComponent {
     pub(crate) limits: Limits,
     pub(crate) clamped: Vec<Clamped>,
     pub(crate) trust: Trust,
-    pub(crate) pre: bindings::AllCapabilitiesPre<crate::state::CallState>,
+    pub(crate) pre: bindings::PureToolPre<crate::state::CallState>,
     pub(crate) loaded_from: LoadedFrom,
     pub(crate) load_time: Duration,
 }
@@ -151,6 +151,10 @@ impl ToolComponent {
 
     pub fn grant(&self) -> &CapabilitySet {
         &self.grant
+    }
+
+    pub fn trust(&self) -> Trust {
+        self.trust
     }
 
     /// The host capabilities its imports actually use (within the grant).
@@ -254,7 +258,7 @@ impl Sandbox {
             message: format!("{error:#}"),
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(link)?;
-        let pre = bindings::AllCapabilitiesPre::new(instance_pre).map_err(link)?;
+        let pre = bindings::PureToolPre::new(instance_pre).map_err(link)?;
 
         let label_arc: Arc<str> = Arc::from(label);
         let report = self
@@ -266,7 +270,7 @@ impl Sandbox {
                 },
                 &limits,
                 CallEntropy::seeded(0),
-                crate::CallContext::default(),
+                crate::CallCapabilities::new(),
                 Export::Describe,
             )
             .await;

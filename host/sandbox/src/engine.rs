@@ -36,6 +36,10 @@ pub enum Allocator {
     OnDemand { fallback_reason: Option<String> },
 }
 
+/// Links the host capabilities beyond `log` and `random` into the linker
+/// every tool is instantiated against (`toolhost_capabilities::link`).
+pub type LinkCapabilities = fn(&mut Linker<CallState>) -> wasmtime::Result<()>;
+
 #[derive(Debug, Clone)]
 pub struct SandboxConfig {
     pub allocator: AllocatorChoice,
@@ -48,6 +52,9 @@ pub struct SandboxConfig {
     /// Where compiled components are cached; `None` compiles every load.
     pub cache_dir: Option<PathBuf>,
     pub policy: HostPolicy,
+    /// The capability layer; `None` links only `log` and `random` (a
+    /// component importing anything else then fails to link).
+    pub capabilities: Option<LinkCapabilities>,
 }
 
 impl Default for SandboxConfig {
@@ -59,6 +66,7 @@ impl Default for SandboxConfig {
             epoch_tick: Duration::from_millis(1),
             cache_dir: None,
             policy: HostPolicy::default(),
+            capabilities: None,
         }
     }
 }
@@ -121,11 +129,13 @@ impl Sandbox {
         let mut linker = Linker::<CallState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|error| SandboxError::Linker(format!("{error:#}")))?;
-        bindings::AllCapabilities::add_to_linker::<CallState, HasSelf<CallState>>(
-            &mut linker,
-            |state| state,
-        )
+        bindings::PureTool::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| {
+            state
+        })
         .map_err(|error| SandboxError::Linker(format!("{error:#}")))?;
+        if let Some(link) = config.capabilities {
+            link(&mut linker).map_err(|error| SandboxError::Linker(format!("{error:#}")))?;
+        }
 
         let cache = config.cache_dir.map(ComponentCache::open).transpose()?;
         let ticker =

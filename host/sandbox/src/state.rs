@@ -14,12 +14,16 @@ use wasmtime_wasi::clocks::HostWallClock;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use crate::host_state::{CallCapabilities, CallCore};
 use crate::limits::{CallLimiter, Limits};
-use crate::workspace::{CallContext, HostFault};
 
-pub(crate) mod bindings {
+/// The tool contract and the two capabilities every host has (`log`,
+/// `random`). The other capabilities are bound by the embedder's capability
+/// layer, against these bindings' shared types (bindgen `with:`).
+#[doc(hidden)]
+pub mod bindings {
     wasmtime::component::bindgen!({
-        world: "toolhost:host/all-capabilities@0.1.4",
+        world: "toolhost:host/pure-tool@0.1.4",
         path: ["../../wit/tool", "../../wit/host-0.1.4"],
         // Trappable: a host capability that hits a system failure (a symlink
         // planted in the workspace, an I/O error) stops the call instead of
@@ -72,12 +76,15 @@ pub struct GuestLog {
     pub message: String,
 }
 
-pub(crate) struct CallState {
+/// One call's store: WASI with an empty context, the limits, `log` and
+/// `random`, and what each linked capability holds of the call.
+pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(crate) limiter: CallLimiter,
-    /// The wall-clock instant after which the epoch callback stops the call.
-    pub(crate) deadline_at: Instant,
+    /// The deadline, the trust and the fault slot every capability shares.
+    pub(crate) core: CallCore,
+    pub(crate) capabilities: CallCapabilities,
     random: ChaCha8Rng,
     pub(crate) random_draws: u64,
     pub(crate) logs: Vec<GuestLog>,
@@ -86,11 +93,6 @@ pub(crate) struct CallState {
     pub(crate) stdout: MemoryOutputPipe,
     pub(crate) stderr: MemoryOutputPipe,
     tool: Arc<str>,
-    pub(crate) trust: crate::Trust,
-    /// The host objects this call's capabilities act on.
-    pub(crate) context: CallContext,
-    /// A system failure a host capability hit; the call was stopped for it.
-    pub(crate) host_fault: Option<HostFault>,
 }
 
 impl CallState {
@@ -100,7 +102,7 @@ impl CallState {
         trust: crate::Trust,
         entropy: CallEntropy,
         started: Instant,
-        context: CallContext,
+        capabilities: CallCapabilities,
     ) -> Self {
         let capture = usize::try_from(limits.log_bytes).unwrap_or(usize::MAX);
         let stdout = MemoryOutputPipe::new(capture);
@@ -124,7 +126,12 @@ impl CallState {
             wasi,
             table: ResourceTable::new(),
             limiter: CallLimiter::new(*limits),
-            deadline_at: started + limits.deadline,
+            core: CallCore {
+                deadline_at: started + limits.deadline,
+                trust,
+                host_fault: None,
+            },
+            capabilities,
             random: ChaCha8Rng::seed_from_u64(entropy.seed),
             random_draws: 0,
             logs: Vec::new(),
@@ -133,10 +140,13 @@ impl CallState {
             stdout,
             stderr,
             tool,
-            trust,
-            context,
-            host_fault: None,
         }
+    }
+
+    /// A capability's view of the call: the shared core and the state it
+    /// was prepared with for this call (none: the call was not given it).
+    pub fn project<S: std::any::Any>(&mut self) -> (&mut CallCore, Option<&mut S>) {
+        (&mut self.core, self.capabilities.get_mut::<S>())
     }
 }
 

@@ -89,3 +89,13 @@ impl SkillError {
 }
 
 pub type Result<T, E = SkillError> = std::result::Result<T, E>;
+
+/// What a guest's call to `skill-read` reads of this error.
+impl From<SkillError> for toolhost_core::HostCallError {
+    fn from(error: SkillError) -> Self {
+        match error {
+            SkillError::Recoverable { code, message } => Self::recoverable(code, message),
+            SkillError::System { code, message } => Self::system(code, message),
+        }
+    }
+}

@@ -174,3 +174,14 @@ impl WorkspaceError {
 }
 
 pub type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
+
+/// What a guest's call to a workspace capability reads of this error.
+impl From<WorkspaceError> for toolhost_core::HostCallError {
+    fn from(error: WorkspaceError) -> Self {
+        match error {
+            WorkspaceError::Recoverable { code, message } => Self::recoverable(code, message),
+            WorkspaceError::System { code, message } => Self::system(code, message),
+            WorkspaceError::DeadlinePassed(_) => Self::DeadlinePassed,
+        }
+    }
+}

@@ -1,10 +1,15 @@
-//! The host side of `agent-read` (0.1.3): the agents this agent may call.
+//! `agent-read` (0.1.3): the agents this agent may call.
 //! The runtime works the list out per invocation (who accepts this caller,
 //! for what); this module only filters it by purpose. No list — a call
 //! outside an agent run — is an empty list.
 
-use crate::state::CallState;
-use crate::state::bindings::toolhost::host::agent_read as wit;
+use std::sync::Arc;
+
+use toolhost_sandbox::CallState;
+use wasmtime::component::{HasData, Linker};
+
+use crate::InvocationInputs;
+use crate::bindings::toolhost::host::agent_read as wit;
 
 /// One agent the calling agent may delegate to or hand off to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,9 +27,40 @@ pub struct CallableAgent {
     pub max_handoff_depth: u32,
 }
 
-impl wit::Host for CallState {
+/// One call's list of agents.
+pub struct AgentsCall {
+    agents: Option<Arc<Vec<CallableAgent>>>,
+}
+
+pub fn prepare(inputs: &InvocationInputs) -> AgentsCall {
+    AgentsCall {
+        agents: inputs.agents.clone(),
+    }
+}
+
+pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    wit::add_to_linker::<_, Agents>(linker, |state| AgentsView {
+        agents: state
+            .project::<AgentsCall>()
+            .1
+            .and_then(|call| call.agents.clone()),
+    })
+}
+
+struct Agents;
+
+impl HasData for Agents {
+    type Data<'a> = AgentsView;
+}
+
+/// What an `agent-read` host function sees of its call.
+pub struct AgentsView {
+    agents: Option<Arc<Vec<CallableAgent>>>,
+}
+
+impl wit::Host for AgentsView {
     fn list_agents(&mut self, purpose: wit::Purpose) -> wasmtime::Result<Vec<wit::AgentSummary>> {
-        let Some(agents) = &self.context.agents else {
+        let Some(agents) = &self.agents else {
             return Ok(Vec::new());
         };
         let mut listed: Vec<wit::AgentSummary> = agents

@@ -1,26 +1,22 @@
-//! The host side of `workspace-read` and `workspace-write`: each call is
-//! handed to the invocation's [`WorkspaceSession`], which enforces roots,
-//! paths, symlinks and compare-and-swap.
-//!
-//! A recoverable workspace error goes back to the tool, which reports it to
-//! the model. A system failure (a symlink planted in the workspace, an I/O
-//! error, no workspace bound to the call) is recorded as the call's
-//! [`HostFault`] and stops the guest with a trap: the tool never gets a
-//! chance to paper over it, and the runtime fails the run.
+//! `workspace-read` and `workspace-write`: each call is handed to the
+//! invocation's [`WorkspaceSession`], which enforces roots, paths, symlinks
+//! and compare-and-swap. Policy hooks: an extension not granted
+//! `tool-results/` gets a session of its own without it, and an extension's
+//! `record-read` is refused (its reads never count as the model's).
 
 use std::sync::Arc;
 
-use toolhost_core::WorkMeter;
-
+use toolhost_core::HostCallError;
+use toolhost_sandbox::{CallCore, CallState, HostFault, Trust};
 use toolhost_workspace::{
-    Entry, EntryKind, Listing, MAX_LIST_DEPTH, TextFile, WorkspaceError, WorkspaceSession,
-    WriteMode,
+    Entry, EntryKind, Listing, MAX_LIST_DEPTH, TextFile, WorkspaceSession, WriteMode,
 };
+use wasmtime::component::{HasData, Linker};
 
-use crate::state::CallState;
-use crate::state::bindings::toolhost::host::{
+use crate::bindings::toolhost::host::{
     workspace_read as read, workspace_types as types, workspace_write as write,
 };
+use crate::{CallGrant, InvocationInputs};
 
 /// `record-read` from an extension: refused, nothing recorded.
 pub const READ_STATE_REFUSED: &str = "workspace.read_state_refused";
@@ -31,45 +27,70 @@ const MAX_LIST_ENTRIES: u32 = 1_000;
 const MAX_WALK_DEPTH: u32 = toolhost_workspace::DEFAULT_WALK_DEPTH as u32;
 const MAX_WALK_FILES: u32 = toolhost_workspace::DEFAULT_WALK_FILES as u32;
 
-/// What a call's host capabilities act on. Empty by default: a call without
-/// a workspace that tries to use one is stopped with a [`HostFault`].
-#[derive(Debug, Clone, Default)]
-pub struct CallContext {
-    /// The invocation's workspace session (its read-state is shared by all
-    /// of the invocation's calls).
-    pub workspace: Option<Arc<WorkspaceSession>>,
-    /// The chat the run is bound to, frozen at its input prefix.
-    pub chat: Option<Arc<toolhost_chat::BoundChat>>,
-    /// The run's activated world info.
-    pub worldinfo: Option<Arc<toolhost_worldinfo::Activation>>,
-    /// The skills the invocation may read, and its budget.
-    pub skills: Option<Arc<crate::knowledge::SkillAccess>>,
-    /// The agents the invocation's agent may call.
-    pub agents: Option<Arc<Vec<crate::agents::CallableAgent>>>,
+/// One call's workspace: the session it acts through.
+pub struct WorkspaceCall {
+    session: Option<Arc<WorkspaceSession>>,
 }
 
-impl CallContext {
-    pub fn with_workspace(workspace: Arc<WorkspaceSession>) -> Self {
-        Self {
-            workspace: Some(workspace),
-            ..Self::default()
+/// Prepare a call's workspace from the invocation's session and the grant.
+pub fn prepare(
+    inputs: &InvocationInputs,
+    grant: &CallGrant<'_>,
+) -> Result<WorkspaceCall, HostFault> {
+    let session = match &inputs.workspace {
+        Some(session) if grant.trust == Trust::Extension && !grant.tool_results => {
+            Some(without_tool_results(session)?)
         }
+        other => other.clone(),
+    };
+    Ok(WorkspaceCall { session })
+}
+
+/// An extension's view of the invocation's workspace without
+/// `tool-results/` (other calls' results), in a session of its own: it was
+/// not granted them. Its reads never count as the model's anyway.
+fn without_tool_results(session: &WorkspaceSession) -> Result<Arc<WorkspaceSession>, HostFault> {
+    let narrowed = session
+        .workspace()
+        .without_tool_results()
+        .map_err(|error| HostFault {
+            code: error.code().to_owned(),
+            message: error.message(),
+        })?;
+    Ok(Arc::new(WorkspaceSession::new(Arc::new(narrowed))))
+}
+
+pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    types::add_to_linker::<_, Workspace>(linker, view)?;
+    read::add_to_linker::<_, Workspace>(linker, view)?;
+    write::add_to_linker::<_, Workspace>(linker, view)
+}
+
+struct Workspace;
+
+impl HasData for Workspace {
+    type Data<'a> = WorkspaceView<'a>;
+}
+
+fn view(state: &mut CallState) -> WorkspaceView<'_> {
+    let (core, call) = state.project::<WorkspaceCall>();
+    WorkspaceView {
+        core,
+        session: call.and_then(|call| call.session.clone()),
     }
 }
 
-/// A system failure inside a host capability. The run must fail.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error)]
-#[error("{code}: {message}")]
-pub struct HostFault {
-    pub code: String,
-    pub message: String,
+/// What a workspace host function sees of its call.
+pub struct WorkspaceView<'a> {
+    core: &'a mut CallCore,
+    session: Option<Arc<WorkspaceSession>>,
 }
 
-impl CallState {
-    fn workspace(&mut self) -> wasmtime::Result<Arc<WorkspaceSession>> {
-        match &self.context.workspace {
+impl WorkspaceView<'_> {
+    fn session(&mut self) -> wasmtime::Result<Arc<WorkspaceSession>> {
+        match &self.session {
             Some(session) => Ok(Arc::clone(session)),
-            None => Err(self.fault(HostFault {
+            None => Err(self.core.fault(HostFault {
                 code: "workspace.unavailable".into(),
                 message: "the tool used the workspace, but no workspace is bound to this call"
                     .into(),
@@ -77,47 +98,15 @@ impl CallState {
         }
     }
 
-    /// Record `fault` as the call's and return the trap that stops the guest.
-    fn fault(&mut self, fault: HostFault) -> wasmtime::Error {
-        let error = wasmtime::Error::new(fault.clone());
-        // The first fault is the cause; later ones are consequences.
-        self.host_fault.get_or_insert(fault);
-        error
-    }
-
-    /// Hand a recoverable error to the tool; stop the call on a system one.
     fn answer<T>(
         &mut self,
-        result: Result<T, WorkspaceError>,
+        result: Result<T, toolhost_workspace::WorkspaceError>,
     ) -> wasmtime::Result<Result<T, types::WorkspaceError>> {
-        match result {
-            Ok(value) => Ok(Ok(value)),
-            Err(WorkspaceError::Recoverable { code, message }) => Ok(Err(types::WorkspaceError {
-                code: code.to_owned(),
-                message: model_text(&message),
-            })),
-            Err(WorkspaceError::System { code, message }) => Err(self.fault(HostFault {
-                code: code.to_owned(),
-                message,
-            })),
-            // Stopped like a guest running late: the model reads
-            // `sandbox.deadline_exceeded`, the run goes on.
-            Err(WorkspaceError::DeadlinePassed(_)) => {
-                Err(wasmtime::Error::new(crate::call::DeadlineReached))
-            }
-        }
+        self.core
+            .answer(result.map_err(HostCallError::from), |code, message| {
+                types::WorkspaceError { code, message }
+            })
     }
-
-    /// What host-side work for this call may spend: until its deadline.
-    pub(crate) fn work_meter(&self) -> WorkMeter {
-        WorkMeter::until(self.deadline_at)
-    }
-}
-
-/// A host message as the model reads it: `{tool:NAME}` written as the
-/// builtin's alias, which is the same in every snapshot.
-pub(crate) fn model_text(message: &str) -> String {
-    toolhost_core::snapshot::tool_refs::render(message, &|_| None)
 }
 
 fn listing(listing: Listing) -> types::Listing {
@@ -146,11 +135,11 @@ fn text_file(file: TextFile) -> types::TextFile {
     }
 }
 
-impl types::Host for CallState {}
+impl types::Host for WorkspaceView<'_> {}
 
-impl read::Host for CallState {
+impl read::Host for WorkspaceView<'_> {
     fn roots(&mut self) -> wasmtime::Result<Vec<types::Root>> {
-        let session = self.workspace()?;
+        let session = self.session()?;
         Ok(session
             .workspace()
             .roots()
@@ -170,12 +159,12 @@ impl read::Host for CallState {
         depth: u32,
         limit: u32,
     ) -> wasmtime::Result<Result<types::Listing, types::WorkspaceError>> {
-        let session = self.workspace()?;
+        let session = self.session()?;
         let depth = depth.clamp(1, MAX_LIST_DEPTH as u32) as usize;
         let limit = limit.min(MAX_LIST_ENTRIES) as usize;
         let result = session
             .workspace()
-            .list_metered(&path, depth, limit, &self.work_meter())
+            .list_metered(&path, depth, limit, &self.core.work_meter())
             .map(listing);
         self.answer(result)
     }
@@ -186,12 +175,12 @@ impl read::Host for CallState {
         max_depth: u32,
         max_files: u32,
     ) -> wasmtime::Result<Result<types::Listing, types::WorkspaceError>> {
-        let session = self.workspace()?;
+        let session = self.session()?;
         let depth = max_depth.clamp(1, MAX_WALK_DEPTH) as usize;
         let files = max_files.min(MAX_WALK_FILES) as usize;
         let result = session
             .workspace()
-            .walk_files_metered(&path, depth, files, &self.work_meter())
+            .walk_files_metered(&path, depth, files, &self.core.work_meter())
             .map(listing);
         self.answer(result)
     }
@@ -200,7 +189,7 @@ impl read::Host for CallState {
         &mut self,
         path: String,
     ) -> wasmtime::Result<Result<types::TextFile, types::WorkspaceError>> {
-        let session = self.workspace()?;
+        let session = self.session()?;
         let result = session.read_text(&path).map(text_file);
         self.answer(result)
     }
@@ -211,32 +200,36 @@ impl read::Host for CallState {
         sha256: String,
         seen: Option<String>,
     ) -> wasmtime::Result<Result<(), types::WorkspaceError>> {
-        let session = self.workspace()?;
+        let session = self.session()?;
         // What the model has read authorizes what it may overwrite
         // (compare-and-swap). An extension reporting reads could make a
         // later `workspace.write_file` replace a file the model never saw,
         // so only builtins, which show the model what they record, may.
-        if self.trust == crate::Trust::Extension {
-            return Ok(Err(types::WorkspaceError {
-                code: READ_STATE_REFUSED.to_owned(),
-                message: model_text(
-                    "an extension's reads do not count as the model's reads; the model reads the file with {tool:workspace.read_file} before it edits it",
-                ),
-            }));
+        if self.core.trust() == Trust::Extension {
+            let refused = HostCallError::recoverable(
+                READ_STATE_REFUSED,
+                "an extension's reads do not count as the model's reads; the model reads the file with {tool:workspace.read_file} before it edits it",
+            );
+            return self
+                .core
+                .answer(Err(refused), |code, message| types::WorkspaceError {
+                    code,
+                    message,
+                });
         }
         let result = session.record_read(&path, &sha256, seen.as_deref());
         self.answer(result)
     }
 }
 
-impl write::Host for CallState {
+impl write::Host for WorkspaceView<'_> {
     fn write(
         &mut self,
         path: String,
         content: String,
         mode: write::WriteMode,
     ) -> wasmtime::Result<Result<write::Written, types::WorkspaceError>> {
-        let session = self.workspace()?;
+        let session = self.session()?;
         let mode = match mode {
             write::WriteMode::Replace => WriteMode::Replace,
             write::WriteMode::Append => WriteMode::Append,
@@ -264,14 +257,14 @@ impl write::Host for CallState {
         new_string: String,
         replace_all: bool,
     ) -> wasmtime::Result<Result<write::Patched, types::WorkspaceError>> {
-        let session = self.workspace()?;
+        let session = self.session()?;
         let result = session
             .patch_metered(
                 &path,
                 &old_string,
                 &new_string,
                 replace_all,
-                &self.work_meter(),
+                &self.core.work_meter(),
             )
             .map(|patched| write::Patched {
                 path: patched.path,

@@ -1,0 +1,134 @@
+//! `chat-read`: the run's chat, frozen at its input prefix. A run without a
+//! chat is normal: the tool gets the recoverable `chat.not_found`.
+
+use std::sync::Arc;
+
+use toolhost_chat::{BoundChat, Role};
+use toolhost_core::HostCallError;
+use toolhost_sandbox::{CallCore, CallState};
+use wasmtime::component::{HasData, Linker};
+
+use crate::InvocationInputs;
+use crate::bindings::toolhost::host::{capability_types as types, chat_read as chat};
+
+/// Most messages one `messages` or `scan` call returns, whatever the tool asks.
+const MAX_CHAT_BATCH: u32 = 1_000;
+
+/// One call's chat.
+pub struct ChatCall {
+    chat: Option<Arc<BoundChat>>,
+}
+
+pub fn prepare(inputs: &InvocationInputs) -> ChatCall {
+    ChatCall {
+        chat: inputs.chat.clone(),
+    }
+}
+
+pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    chat::add_to_linker::<_, Chat>(linker, |state| {
+        let (core, call) = state.project::<ChatCall>();
+        ChatView {
+            core,
+            chat: call.and_then(|call| call.chat.clone()),
+        }
+    })
+}
+
+struct Chat;
+
+impl HasData for Chat {
+    type Data<'a> = ChatView<'a>;
+}
+
+/// What a `chat-read` host function sees of its call.
+pub struct ChatView<'a> {
+    core: &'a mut CallCore,
+    chat: Option<Arc<BoundChat>>,
+}
+
+impl ChatView<'_> {
+    fn bound(&self) -> Result<Arc<BoundChat>, HostCallError> {
+        self.chat.clone().ok_or_else(|| {
+            HostCallError::recoverable(
+                "chat.not_found",
+                "this run is not bound to a chat, so there is nothing to search or read",
+            )
+        })
+    }
+
+    fn answer<T>(
+        &mut self,
+        result: Result<T, HostCallError>,
+    ) -> wasmtime::Result<Result<T, types::CapabilityError>> {
+        self.core
+            .answer(result, |code, message| types::CapabilityError {
+                code,
+                message,
+            })
+    }
+}
+
+impl chat::Host for ChatView<'_> {
+    fn info(&mut self) -> wasmtime::Result<Result<chat::ChatInfo, types::CapabilityError>> {
+        let result = self.bound().map(|bound| {
+            let info = bound.info();
+            chat::ChatInfo {
+                user_name: info.user_name.clone(),
+                character_name: info.character_name.clone(),
+                group: info.group,
+                message_count: info.message_count,
+            }
+        });
+        self.answer(result)
+    }
+
+    fn messages(
+        &mut self,
+        start: u32,
+        count: u32,
+    ) -> wasmtime::Result<Result<Vec<chat::ChatMessage>, types::CapabilityError>> {
+        let result = self.bound().map(|bound| {
+            bound
+                .messages(start, count.min(MAX_CHAT_BATCH))
+                .iter()
+                .map(|message| chat::ChatMessage {
+                    index: message.index(),
+                    role: wit_role(message.role()),
+                    name: message.name().to_owned(),
+                    send_date: message.send_date().map(str::to_owned),
+                    text: message.text().to_owned(),
+                    swipes: message.swipes(),
+                })
+                .collect()
+        });
+        self.answer(result)
+    }
+
+    fn scan(
+        &mut self,
+        start: u32,
+        count: u32,
+    ) -> wasmtime::Result<Result<chat::MessagePack, types::CapabilityError>> {
+        let result = self.bound().map(|bound| {
+            let pack = bound.pack(start, count.min(MAX_CHAT_BATCH));
+            chat::MessagePack {
+                start: pack.start,
+                texts: pack.packed.texts,
+                text_ends: pack.packed.text_ends,
+                roles: pack.roles.into_iter().map(wit_role).collect(),
+                name_ids: pack.packed.name_ids,
+                names: pack.packed.names,
+            }
+        });
+        self.answer(result)
+    }
+}
+
+fn wit_role(role: Role) -> chat::Role {
+    match role {
+        Role::User => chat::Role::User,
+        Role::Assistant => chat::Role::Assistant,
+        Role::System => chat::Role::System,
+    }
+}

@@ -1,0 +1,141 @@
+//! The host capabilities beyond `log` and `random`, one module each, each
+//! with one lifecycle (the shape of Spin's factors and of wasmtime's
+//! per-interface WASI contexts):
+//!
+//! - **inputs**: what the capability acts on for a whole invocation, in
+//!   [`InvocationInputs`] (the workspace session, the run's chat, ...),
+//!   gathered once when the invocation starts;
+//! - **prepare**: per call, from those inputs and the component's grant
+//!   ([`CallGrant`]), the call's own state — none when the grant lacks the
+//!   capability — plus its policy hook (an extension not granted
+//!   `tool-results/` gets a workspace session without it);
+//! - **link**: its WIT interfaces added to the sandbox's linker, each
+//!   projected onto that state through [`CallState::project`]; no struct
+//!   implements every host trait;
+//! - errors: every capability answers with
+//!   [`HostCallError`](toolhost_core::HostCallError), which the sandbox turns
+//!   into what the guest sees in one place
+//!   ([`CallCore::answer`](toolhost_sandbox::CallCore::answer)).
+//!
+//! | module | interfaces (`toolhost:host`) | state |
+//! |---|---|---|
+//! | [`workspace`] | `workspace-read`, `workspace-write` (0.1.1) | the invocation's `WorkspaceSession` |
+//! | [`chat`] | `chat-read` (0.1.2, `scan` 0.1.4) | the run's chat, frozen at its prefix |
+//! | [`worldinfo`] | `worldinfo-read` (0.1.2) | the run's activated world info |
+//! | [`skills`] | `skill-read` (0.1.2) | the visible skills and the invocation's budget |
+//! | [`agents`] | `agent-read` (0.1.3) | the agents this agent may call |
+
+use std::sync::Arc;
+
+use toolhost_core::{Capability, CapabilitySet};
+use toolhost_sandbox::{CallCapabilities, CallState, HostFault, Trust};
+use wasmtime::component::Linker;
+
+pub mod agents;
+pub mod chat;
+pub mod skills;
+pub mod workspace;
+pub mod worldinfo;
+
+pub use agents::CallableAgent;
+pub use skills::SkillAccess;
+pub use workspace::READ_STATE_REFUSED;
+
+/// The bindings of every capability of the newest host version; the tool
+/// contract and `log`/`random` are the sandbox's own (`with:`), so their
+/// types are shared.
+pub(crate) mod bindings {
+    wasmtime::component::bindgen!({
+        world: "toolhost:host/all-capabilities@0.1.4",
+        path: ["../../wit/tool", "../../wit/host-0.1.4"],
+        imports: { default: trappable },
+        exports: { default: async },
+        with: {
+            "toolhost:tool/types": toolhost_sandbox::bindings::toolhost::tool::types,
+            "toolhost:host/log": toolhost_sandbox::bindings::toolhost::host::log,
+            "toolhost:host/random": toolhost_sandbox::bindings::toolhost::host::random,
+        },
+    });
+}
+
+/// What an invocation's calls may act on, gathered once when it starts.
+/// Each capability prepares a call's state from its own part.
+#[derive(Debug, Clone, Default)]
+pub struct InvocationInputs {
+    /// The invocation's workspace session (its read-state is shared by all
+    /// of the invocation's calls).
+    pub workspace: Option<Arc<toolhost_workspace::WorkspaceSession>>,
+    /// The chat the run is bound to, frozen at its input prefix.
+    pub chat: Option<Arc<toolhost_chat::BoundChat>>,
+    /// The run's activated world info.
+    pub worldinfo: Option<Arc<toolhost_worldinfo::Activation>>,
+    /// The skills the invocation may read, and its budget.
+    pub skills: Option<Arc<SkillAccess>>,
+    /// The agents the invocation's agent may call; none outside an agent run.
+    pub agents: Option<Arc<Vec<CallableAgent>>>,
+}
+
+/// What one call's component was granted.
+#[derive(Debug, Clone, Copy)]
+pub struct CallGrant<'a> {
+    pub capabilities: &'a CapabilitySet,
+    pub trust: Trust,
+    /// An extension may read `tool-results/` (other calls' results) only
+    /// when its grant says so; a builtin always may.
+    pub tool_results: bool,
+}
+
+/// Every capability's interfaces, added to the sandbox's linker
+/// ([`SandboxConfig::capabilities`](toolhost_sandbox::SandboxConfig)).
+pub fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    bindings::toolhost::host::capability_types::add_to_linker::<_, NoState>(linker, |_| NoState)?;
+    workspace::link(linker)?;
+    chat::link(linker)?;
+    worldinfo::link(linker)?;
+    skills::link(linker)?;
+    agents::link(linker)
+}
+
+/// One call's capability states: each granted capability prepares its own
+/// from `inputs`; an ungranted one holds nothing for the call.
+pub fn prepare(
+    inputs: &InvocationInputs,
+    grant: &CallGrant<'_>,
+) -> Result<CallCapabilities, HostFault> {
+    let mut states = CallCapabilities::new();
+    let granted = |capability| grant.capabilities.contains(capability);
+    if granted(Capability::WorkspaceRead) || granted(Capability::WorkspaceWrite) {
+        states.insert(workspace::prepare(inputs, grant)?);
+    }
+    if granted(Capability::ChatRead) {
+        states.insert(chat::prepare(inputs));
+    }
+    if granted(Capability::WorldinfoRead) {
+        states.insert(worldinfo::prepare(inputs));
+    }
+    if granted(Capability::SkillRead) {
+        states.insert(skills::prepare(inputs));
+    }
+    if granted(Capability::AgentRead) {
+        states.insert(agents::prepare(inputs));
+    }
+    Ok(states)
+}
+
+/// `capability-types` declares only the error record the 0.1.2+
+/// capabilities share; it is linked once, with no state.
+pub(crate) struct NoState;
+
+impl wasmtime::component::HasData for NoState {
+    type Data<'a> = NoState;
+}
+
+impl bindings::toolhost::host::capability_types::Host for NoState {}
+
+/// The sandbox's defaults with every capability here linked.
+pub fn sandbox_config() -> toolhost_sandbox::SandboxConfig {
+    toolhost_sandbox::SandboxConfig {
+        capabilities: Some(link),
+        ..toolhost_sandbox::SandboxConfig::default()
+    }
+}

@@ -1,0 +1,86 @@
+//! `worldinfo-read`: the world-info entries activated for the run. A run
+//! without them is normal: the tool gets the recoverable
+//! `worldinfo.activation_unavailable`.
+
+use std::sync::Arc;
+
+use toolhost_core::HostCallError;
+use toolhost_sandbox::{CallCore, CallState};
+use toolhost_worldinfo::Activation;
+use wasmtime::component::{HasData, Linker};
+
+use crate::InvocationInputs;
+use crate::bindings::toolhost::host::{capability_types as types, worldinfo_read as worldinfo};
+
+/// One call's world info.
+pub struct WorldinfoCall {
+    activation: Option<Arc<Activation>>,
+}
+
+pub fn prepare(inputs: &InvocationInputs) -> WorldinfoCall {
+    WorldinfoCall {
+        activation: inputs.worldinfo.clone(),
+    }
+}
+
+pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    worldinfo::add_to_linker::<_, Worldinfo>(linker, |state| {
+        let (core, call) = state.project::<WorldinfoCall>();
+        WorldinfoView {
+            core,
+            activation: call.and_then(|call| call.activation.clone()),
+        }
+    })
+}
+
+struct Worldinfo;
+
+impl HasData for Worldinfo {
+    type Data<'a> = WorldinfoView<'a>;
+}
+
+/// What a `worldinfo-read` host function sees of its call.
+pub struct WorldinfoView<'a> {
+    core: &'a mut CallCore,
+    activation: Option<Arc<Activation>>,
+}
+
+impl worldinfo::Host for WorldinfoView<'_> {
+    fn activated(
+        &mut self,
+    ) -> wasmtime::Result<Result<worldinfo::Activation, types::CapabilityError>> {
+        let result = match &self.activation {
+            None => Err(HostCallError::recoverable(
+                "worldinfo.activation_unavailable",
+                "no world info was activated for this run",
+            )),
+            Some(activation) => Ok(activation_record(activation)),
+        };
+        self.core
+            .answer(result, |code, message| types::CapabilityError {
+                code,
+                message,
+            })
+    }
+}
+
+fn activation_record(activation: &Activation) -> worldinfo::Activation {
+    worldinfo::Activation {
+        entries: activation
+            .entries()
+            .iter()
+            .map(|entry| worldinfo::Entry {
+                index: u32::try_from(entry.index).unwrap_or(u32::MAX),
+                world: entry.world.clone(),
+                uid: entry.uid.clone(),
+                display_name: entry.display_name.clone(),
+                constant: entry.constant,
+                position: entry.position.clone(),
+                content: entry.content.clone(),
+                reference: entry.reference.clone(),
+            })
+            .collect(),
+        timestamp_ms: activation.timestamp_ms(),
+        trigger: activation.trigger().map(str::to_owned),
+    }
+}

@@ -1,0 +1,116 @@
+//! What a host capability may hold and use of one call.
+//!
+//! The sandbox knows no capability beyond `log` and `random`; the others
+//! are linked by the embedder (`toolhost-capabilities`), each projecting the
+//! call's store onto its own state, the way wasmtime's WASI interfaces each
+//! project onto their own context: [`CallState::project`] hands a
+//! capability the shared [`CallCore`] and its own per-call state, prepared
+//! for this call into [`CallCapabilities`] — or none, when the call was not
+//! given that capability. Every state lives exactly as long as the call.
+
+use std::any::Any;
+use std::time::Instant;
+
+use toolhost_core::{HostCallError, WorkMeter};
+
+use crate::Trust;
+
+/// A system failure inside a host capability. The run must fail.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct HostFault {
+    pub code: String,
+    pub message: String,
+}
+
+/// The guest ran past its deadline, or the host's work for it did.
+#[derive(Debug, thiserror::Error)]
+#[error("the call's deadline passed")]
+pub(crate) struct DeadlineReached;
+
+/// What every capability shares of its call.
+pub struct CallCore {
+    /// The wall-clock instant after which the call is stopped.
+    pub(crate) deadline_at: Instant,
+    pub(crate) trust: Trust,
+    /// A system failure a host capability hit; the call was stopped for it.
+    pub(crate) host_fault: Option<HostFault>,
+}
+
+impl CallCore {
+    /// What the component is trusted with beyond its grant.
+    pub fn trust(&self) -> Trust {
+        self.trust
+    }
+
+    /// What host-side work for this call may spend: until its deadline.
+    pub fn work_meter(&self) -> WorkMeter {
+        WorkMeter::until(self.deadline_at)
+    }
+
+    /// Record `fault` as the call's and return the trap that stops the guest.
+    pub fn fault(&mut self, fault: HostFault) -> wasmtime::Error {
+        let error = wasmtime::Error::new(fault.clone());
+        // The first fault is the cause; later ones are consequences.
+        self.host_fault.get_or_insert(fault);
+        error
+    }
+
+    /// The one place a capability's answer becomes what the guest sees: a
+    /// recoverable error goes to the tool as its interface's error record
+    /// (`wit(code, message)`; `{tool:NAME}` in the message written as the
+    /// builtin's alias), a system failure stops the call as its
+    /// [`HostFault`] (the run fails), a passed deadline stops it like a
+    /// guest running late (the model reads `sandbox.deadline_exceeded`).
+    pub fn answer<T, W>(
+        &mut self,
+        result: Result<T, HostCallError>,
+        wit: impl FnOnce(String, String) -> W,
+    ) -> wasmtime::Result<Result<T, W>> {
+        match result {
+            Ok(value) => Ok(Ok(value)),
+            Err(HostCallError::Recoverable { code, message }) => Ok(Err(wit(
+                code,
+                toolhost_core::snapshot::tool_refs::render(&message, &|_| None),
+            ))),
+            Err(HostCallError::System { code, message }) => {
+                Err(self.fault(HostFault { code, message }))
+            }
+            Err(HostCallError::DeadlinePassed) => Err(wasmtime::Error::new(DeadlineReached)),
+        }
+    }
+}
+
+/// The per-call states of the capabilities a call was prepared with, one
+/// per type.
+#[derive(Default)]
+pub struct CallCapabilities {
+    states: Vec<Box<dyn Any + Send>>,
+}
+
+impl CallCapabilities {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add (or replace) the state of one capability.
+    pub fn insert<S: Any + Send>(&mut self, state: S) {
+        self.states.retain(|held| !held.is::<S>());
+        self.states.push(Box::new(state));
+    }
+
+    pub fn with<S: Any + Send>(mut self, state: S) -> Self {
+        self.insert(state);
+        self
+    }
+
+    pub fn get<S: Any>(&self) -> Option<&S> {
+        self.states.iter().find_map(|held| held.downcast_ref::<S>())
+    }
+
+    pub fn get_mut<S: Any>(&mut self) -> Option<&mut S> {
+        self.states
+            .iter_mut()
+            .find_map(|held| held.downcast_mut::<S>())
+    }
+}
