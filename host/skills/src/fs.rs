@@ -14,26 +14,14 @@ use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
-use rustix::fs::{
-    AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags, fstat, open, openat2, statat,
-};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, fstat, open, statat};
 use rustix::io::Errno;
 
 use crate::path::entry_name_ok;
 
-const RESOLVE: ResolveFlags = ResolveFlags::BENEATH
-    .union(ResolveFlags::NO_SYMLINKS)
-    .union(ResolveFlags::NO_MAGICLINKS)
-    .union(ResolveFlags::NO_XDEV);
-
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::CLOEXEC);
-
-const READ_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::CLOEXEC)
-    .union(OFlags::NONBLOCK)
-    .union(OFlags::NOCTTY);
+use toolhost_core::beneath::{
+    DIR_FLAGS, NO_OPENAT2, READ_FLAGS, Refusal, open_beneath, special_kind,
+};
 
 /// Why something beneath a skill directory could not be used.
 #[derive(Debug)]
@@ -68,38 +56,14 @@ impl FsProblem {
     }
 
     fn from_open(errno: Errno) -> Self {
-        match errno {
-            Errno::NOENT => Self::Missing,
+        match Refusal::of(errno) {
+            Refusal::Missing => Self::Missing,
             // A component that is a file (`SKILL.md/x`) or a path that must
             // be a directory and is not.
-            Errno::NOTDIR => Self::NotDirectory,
-            Errno::LOOP | Errno::XDEV => Self::Link,
-            Errno::NOSYS => Self::Unsupported(
-                "openat2 is not available (Linux 5.6 or later is required)".to_owned(),
-            ),
-            other => Self::io("open", other),
-        }
-    }
-}
-
-/// The kind of a special (non-regular, non-directory) file, for messages.
-fn special(kind: FileType) -> &'static str {
-    match kind {
-        FileType::Symlink => "a symbolic link",
-        FileType::Fifo => "a fifo",
-        FileType::Socket => "a socket",
-        FileType::CharacterDevice | FileType::BlockDevice => "a device",
-        _ => "a special file",
-    }
-}
-
-/// `openat2` beneath `dir`, retrying the transient `EAGAIN`/`EINTR`.
-fn open_beneath(dir: BorrowedFd<'_>, path: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
-    let mut attempts = 0;
-    loop {
-        match openat2(dir, path, flags, Mode::empty(), RESOLVE) {
-            Err(Errno::AGAIN | Errno::INTR) if attempts < 16 => attempts += 1,
-            other => return other,
+            Refusal::NotDirectory => Self::NotDirectory,
+            Refusal::Link | Refusal::Escape => Self::Link,
+            Refusal::Unsupported => Self::Unsupported(NO_OPENAT2.to_owned()),
+            Refusal::Other(other) => Self::io("open", other),
         }
     }
 }
@@ -119,7 +83,7 @@ pub(crate) fn open_root(path: &Path) -> Result<Option<OwnedFd>, FsProblem> {
 /// The directory `path` beneath `root` (one or more segments), never
 /// through a link.
 pub(crate) fn open_dir(root: BorrowedFd<'_>, path: &str) -> Result<OwnedFd, FsProblem> {
-    let fd = open_beneath(root, path, DIR_FLAGS).map_err(FsProblem::from_open)?;
+    let fd = open_beneath(root, path, DIR_FLAGS, Mode::empty()).map_err(FsProblem::from_open)?;
     Ok(fd)
 }
 
@@ -131,12 +95,12 @@ pub(crate) fn read_file(
     path: &str,
     max_bytes: u64,
 ) -> Result<Vec<u8>, FsProblem> {
-    let fd = open_beneath(dir, path, READ_FLAGS).map_err(FsProblem::from_open)?;
+    let fd = open_beneath(dir, path, READ_FLAGS, Mode::empty()).map_err(FsProblem::from_open)?;
     let stat = fstat(&fd).map_err(|errno| FsProblem::io("stat", errno))?;
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::RegularFile => {}
         FileType::Directory => return Err(FsProblem::Directory),
-        other => return Err(FsProblem::Special(special(other))),
+        other => return Err(FsProblem::Special(special_kind(other))),
     }
     let size = u64::try_from(stat.st_size).unwrap_or(0);
     if size > max_bytes {
@@ -227,7 +191,7 @@ fn walk_dir(
                 found.push((path, u64::try_from(stat.st_size).unwrap_or(0)));
             }
             FileType::Directory => {
-                let child = match open_beneath(fd, name.as_str(), DIR_FLAGS) {
+                let child = match open_beneath(fd, name.as_str(), DIR_FLAGS, Mode::empty()) {
                     Ok(child) => child,
                     Err(Errno::NOENT) => continue,
                     Err(Errno::LOOP | Errno::XDEV) => {
@@ -237,7 +201,7 @@ fn walk_dir(
                 };
                 walk_dir(child, &path, depth + 1, max_depth, max_files, found)?;
             }
-            other => return Err(FsProblem::FoundLink(path, special(other))),
+            other => return Err(FsProblem::FoundLink(path, special_kind(other))),
         }
     }
     Ok(())
@@ -263,7 +227,7 @@ pub(crate) struct RootEntry {
 
 /// The entries of a scope's skills directory, by name.
 pub(crate) fn list_root(root: BorrowedFd<'_>) -> Result<Vec<RootEntry>, FsProblem> {
-    let dup = open_beneath(root, ".", DIR_FLAGS).map_err(FsProblem::from_open)?;
+    let dup = open_beneath(root, ".", DIR_FLAGS, Mode::empty()).map_err(FsProblem::from_open)?;
     let mut reader = Dir::new(dup).map_err(|errno| FsProblem::io("list", errno))?;
     let mut names = Vec::new();
     for entry in reader.by_ref() {

@@ -25,8 +25,8 @@ use std::process;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{
-    AtFlags, Dir, FileType, Mode, OFlags, RenameFlags, ResolveFlags, Stat, fstat, fsync, linkat,
-    mkdirat, openat2, renameat, renameat_with, statat, unlinkat,
+    AtFlags, Dir, FileType, Mode, OFlags, RenameFlags, Stat, fstat, fsync, linkat, mkdirat,
+    renameat, renameat_with, statat, unlinkat,
 };
 use rustix::io::Errno;
 
@@ -40,56 +40,23 @@ use crate::path::{WorkspacePath, segment_ok};
 /// projected into a run.
 pub const TEMP_PREFIX: &str = ".toolhost-tmp-";
 
-const RESOLVE: ResolveFlags = ResolveFlags::BENEATH
-    .union(ResolveFlags::NO_SYMLINKS)
-    .union(ResolveFlags::NO_MAGICLINKS)
-    .union(ResolveFlags::NO_XDEV);
-
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::CLOEXEC);
-
-/// `O_NONBLOCK`: opening a planted fifo must not hang; `O_NOCTTY`: a planted
-/// tty must not become ours. Both are refused right after `fstat`.
-const READ_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::CLOEXEC)
-    .union(OFlags::NONBLOCK)
-    .union(OFlags::NOCTTY);
-
-/// `openat2` beneath `dir`, retrying the transient `EAGAIN`/`EINTR`.
-pub(crate) fn open_beneath(
-    dir: BorrowedFd<'_>,
-    path: &str,
-    flags: OFlags,
-    mode: Mode,
-) -> Result<OwnedFd, Errno> {
-    let mut attempts = 0;
-    loop {
-        match openat2(dir, path, flags, mode, RESOLVE) {
-            Err(Errno::AGAIN | Errno::INTR) if attempts < 16 => attempts += 1,
-            other => return other,
-        }
-    }
-}
+pub(crate) use toolhost_core::beneath::open_beneath;
+use toolhost_core::beneath::{DIR_FLAGS, NO_OPENAT2, READ_FLAGS, Refusal, special_kind};
 
 /// The error for a refused resolution, or `None` when the path is missing.
 pub(crate) fn resolution_error(errno: Errno, display: &str, op: &str) -> Option<WorkspaceError> {
-    match errno {
-        Errno::NOENT | Errno::NOTDIR => None,
-        Errno::LOOP => Some(WorkspaceError::symlink_found(
+    match Refusal::of(errno) {
+        Refusal::Missing | Refusal::NotDirectory => None,
+        Refusal::Link => Some(WorkspaceError::symlink_found(
             display,
             "passes through a symbolic link",
         )),
-        Errno::XDEV => Some(WorkspaceError::symlink_found(
+        Refusal::Escape => Some(WorkspaceError::symlink_found(
             display,
             "leaves its directory or crosses a mount point",
         )),
-        Errno::NOSYS => Some(WorkspaceError::io(
-            op,
-            display,
-            "openat2 is not available (Linux 5.6 or later is required)",
-        )),
-        other => Some(WorkspaceError::io(op, display, other)),
+        Refusal::Unsupported => Some(WorkspaceError::io(op, display, NO_OPENAT2)),
+        Refusal::Other(other) => Some(WorkspaceError::io(op, display, other)),
     }
 }
 
@@ -108,14 +75,8 @@ pub(crate) fn size(stat: &Stat) -> u64 {
 }
 
 /// The kind of a special (non-regular, non-directory) file, for messages.
-fn special(kind: FileType) -> &'static str {
-    match kind {
-        FileType::Symlink => "is a symbolic link",
-        FileType::Fifo => "is a fifo (special file)",
-        FileType::Socket => "is a socket (special file)",
-        FileType::CharacterDevice | FileType::BlockDevice => "is a device (special file)",
-        _ => "is a special file",
-    }
+fn special(kind: FileType) -> String {
+    format!("is {}", special_kind(kind))
 }
 
 /// The directory at `segments` beneath `anchor` (the anchor itself for no
@@ -175,7 +136,7 @@ pub(crate) fn open_dir_path<'a>(
                         }
                         return Ok(None);
                     }
-                    return Err(WorkspaceError::symlink_found(&walked, special(kind)));
+                    return Err(WorkspaceError::symlink_found(&walked, &special(kind)));
                 }
                 Err(errno) => {
                     return Err(resolution_error(errno, &walked, "open")
@@ -216,7 +177,7 @@ pub(crate) fn open_node(
             fd,
         })),
         FileType::Directory => Ok(Some(Node::Directory(fd))),
-        other => Err(WorkspaceError::symlink_found(display, special(other))),
+        other => Err(WorkspaceError::symlink_found(display, &special(other))),
     }
 }
 
@@ -445,7 +406,10 @@ impl Staged {
         match file_type(&stat) {
             FileType::RegularFile => Ok(Placed::Exists),
             FileType::Directory => Err(WorkspaceError::path_is_directory(&self.display)),
-            other => Err(WorkspaceError::symlink_found(&self.display, special(other))),
+            other => Err(WorkspaceError::symlink_found(
+                &self.display,
+                &special(other),
+            )),
         }
     }
 
@@ -634,7 +598,12 @@ pub(crate) fn walk(
                     }
                 }
             }
-            other => return Err(WorkspaceError::symlink_found(path.as_str(), special(other))),
+            other => {
+                return Err(WorkspaceError::symlink_found(
+                    path.as_str(),
+                    &special(other),
+                ));
+            }
         }
     }
     Ok(if cut_short {

@@ -34,13 +34,14 @@ compile_error!("toolhost-worldinfo relies on Linux openat2");
 use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::AsFd as _;
 use std::path::Path;
 
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, fstat, openat2};
+use rustix::fs::{FileType, Mode, fstat};
 use rustix::io::Errno;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use toolhost_core::beneath::{self, Refusal};
 
 /// Where the prompt snapshot lives in a run directory.
 pub const PROMPT_SNAPSHOT_FILE: &str = "input/prompt_snapshot.json";
@@ -364,52 +365,38 @@ fn timestamp(value: &Value) -> Option<u64> {
     (float >= 0.0 && float.fract() == 0.0 && float < u64::MAX as f64).then_some(float as u64)
 }
 
-const RESOLVE: ResolveFlags = ResolveFlags::BENEATH
-    .union(ResolveFlags::NO_SYMLINKS)
-    .union(ResolveFlags::NO_MAGICLINKS)
-    .union(ResolveFlags::NO_XDEV);
-
-fn open_beneath(dir: &OwnedFd, path: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
-    let mut attempts = 0;
-    loop {
-        match openat2(dir, path, flags, Mode::empty(), RESOLVE) {
-            Err(Errno::AGAIN | Errno::INTR) if attempts < 16 => attempts += 1,
-            other => return other,
-        }
-    }
-}
-
 /// The snapshot's bytes, `Ok(None)` when it (or `input/`) is missing.
 fn read_snapshot(run_dir: &Path) -> Result<Option<Vec<u8>>, WorldInfoError> {
-    let dir = rustix::fs::open(
-        run_dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|errno| {
+    let dir = rustix::fs::open(run_dir, beneath::DIR_FLAGS, Mode::empty()).map_err(|errno| {
         WorldInfoError::file(format!(
             "cannot open the run directory {}: {errno}",
             run_dir.display()
         ))
     })?;
-    let fd = match open_beneath(
-        &dir,
+    let opened = beneath::open_beneath(
+        dir.as_fd(),
         PROMPT_SNAPSHOT_FILE,
-        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
-    ) {
+        beneath::READ_FLAGS,
+        Mode::empty(),
+    );
+    let fd = match opened.map_err(Refusal::of) {
         Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(None),
-        Err(Errno::LOOP | Errno::XDEV) => {
+        Err(Refusal::Missing) => return Ok(None),
+        Err(Refusal::Link | Refusal::Escape) => {
             return Err(WorldInfoError::file(
                 "is, or passes through, a symbolic link or mount point; it is never followed",
             ));
         }
-        Err(Errno::NOSYS) => {
-            return Err(WorldInfoError::file(
-                "openat2 is not available (Linux 5.6 or later is required)",
-            ));
+        Err(Refusal::Unsupported) => return Err(WorldInfoError::file(beneath::NO_OPENAT2)),
+        Err(Refusal::NotDirectory) => {
+            return Err(WorldInfoError::file(format!(
+                "cannot be opened: {}",
+                Errno::NOTDIR
+            )));
         }
-        Err(errno) => return Err(WorldInfoError::file(format!("cannot be opened: {errno}"))),
+        Err(Refusal::Other(errno)) => {
+            return Err(WorldInfoError::file(format!("cannot be opened: {errno}")));
+        }
     };
     let stat =
         fstat(&fd).map_err(|errno| WorldInfoError::file(format!("cannot be read: {errno}")))?;
