@@ -24,6 +24,7 @@ pub mod host_call;
 pub mod id;
 pub mod limits;
 pub mod model;
+pub mod model_path;
 pub mod profile;
 pub mod result;
 pub mod snapshot;

@@ -1,6 +1,8 @@
 //! Skill names and model-supplied paths inside a skill, checked before
 //! anything touches the file system.
 
+use toolhost_core::model_path::{self, Names};
+
 use crate::error::SkillError;
 
 /// Longest skill name, in bytes (the profile's rule).
@@ -11,9 +13,9 @@ pub const SKILL_FILE: &str = "SKILL.md";
 /// `examples/dialogue.md` is 2).
 pub const MAX_DEPTH: usize = 8;
 /// Longest accepted path, in bytes, as the model sent it.
-pub const MAX_PATH_BYTES: usize = 1024;
+pub const MAX_PATH_BYTES: usize = model_path::MAX_PATH_BYTES;
 /// Longest accepted segment, in bytes (Linux `NAME_MAX`).
-pub const MAX_SEGMENT_BYTES: usize = 255;
+pub const MAX_SEGMENT_BYTES: usize = model_path::MAX_SEGMENT_BYTES;
 
 /// `[a-z0-9_-]{1,128}`: the names a profile may list, and the only names a
 /// skill may have.
@@ -29,31 +31,10 @@ pub fn is_skill_name(name: &str) -> bool {
 /// `.DS_Store` are not), addressable by a path (no `\`, no control
 /// character), at most 255 bytes.
 pub(crate) fn entry_name_ok(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with('.')
-        && name.len() <= MAX_SEGMENT_BYTES
-        && !name.contains(['/', '\\'])
-        && !name.chars().any(char::is_control)
+    model_path::segment_ok(name) && !name.starts_with('.')
 }
 
-/// `raw` between backticks, control characters escaped, cut to 120 chars,
-/// so the model's own text cannot break a message.
-pub(crate) fn quoted(raw: &str) -> String {
-    let mut out = String::from("`");
-    for (index, c) in raw.chars().enumerate() {
-        if index == 120 {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out.push('`');
-    out
-}
+pub(crate) use model_path::quoted;
 
 /// A skill name from the model, checked: `skill.invalid_request` otherwise.
 pub(crate) fn check_name(name: &str) -> Result<(), SkillError> {
@@ -76,73 +57,22 @@ fn invalid_path(raw: &str, problem: &str) -> SkillError {
 
 /// Check and normalize a path inside a skill. Empty means `SKILL.md`.
 ///
-/// Refused (`skill.invalid_request`): over 1024 bytes, control characters
-/// (NUL, newline…), whitespace around it, a leading `/` or `\`, any `\`, a
-/// drive prefix (`C:`), a `..` segment, a hidden segment (`.git`), a segment
-/// over 255 bytes, a trailing `/`, more than 8 segments. `.` and empty
-/// segments are dropped: `./examples//a.md` is `examples/a.md`.
+/// Refused (`skill.invalid_request`): what `toolhost_core::model_path`
+/// refuses of a file path (over 1024 bytes, control characters, whitespace
+/// around it, absolute, any `\`, a drive prefix, a `..` segment, a segment
+/// over 255 bytes, a trailing `/` or `/.`), and here a hidden segment
+/// (`.git`) or more than 8 segments. `.` and empty segments are dropped:
+/// `./examples//a.md` is `examples/a.md`.
 pub fn normalize_path(raw: &str) -> Result<String, SkillError> {
     if raw.is_empty() {
         return Ok(SKILL_FILE.to_owned());
     }
-    if raw.len() > MAX_PATH_BYTES {
+    let segments = model_path::segments(raw, Names::File)
+        .map_err(|problem| invalid_path(raw, &problem.describe("the skill directory")))?;
+    if segments.iter().any(|segment| segment.starts_with('.')) {
         return Err(invalid_path(
             raw,
-            &format!(
-                "it is {} bytes long; the limit is {MAX_PATH_BYTES}",
-                raw.len()
-            ),
-        ));
-    }
-    if raw.chars().any(char::is_control) {
-        return Err(invalid_path(
-            raw,
-            "it contains a control character (NUL, newline, tab…)",
-        ));
-    }
-    if raw.trim() != raw {
-        return Err(invalid_path(raw, "it starts or ends with whitespace"));
-    }
-    if raw.starts_with('/') || raw.starts_with('\\') {
-        return Err(invalid_path(
-            raw,
-            "it is absolute; paths are relative to the skill directory",
-        ));
-    }
-    if raw.contains('\\') {
-        return Err(invalid_path(raw, "it contains `\\`; separate with `/`"));
-    }
-    let bytes = raw.as_bytes();
-    if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
-        return Err(invalid_path(raw, "it starts with a drive prefix"));
-    }
-    if raw.ends_with('/') || raw.ends_with("/.") {
-        return Err(invalid_path(raw, "it names a directory, not a file"));
-    }
-    let mut segments = Vec::new();
-    for segment in raw.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." => return Err(invalid_path(raw, "it contains `..`")),
-            hidden if hidden.starts_with('.') => {
-                return Err(invalid_path(
-                    raw,
-                    "it contains a hidden name (starting with `.`); hidden files are not part of a skill",
-                ));
-            }
-            long if long.len() > MAX_SEGMENT_BYTES => {
-                return Err(invalid_path(
-                    raw,
-                    &format!("a segment is over {MAX_SEGMENT_BYTES} bytes"),
-                ));
-            }
-            segment => segments.push(segment),
-        }
-    }
-    if segments.is_empty() {
-        return Err(invalid_path(
-            raw,
-            "it names the skill directory, not a file",
+            "it contains a hidden name (starting with `.`); hidden files are not part of a skill",
         ));
     }
     if segments.len() > MAX_DEPTH {
@@ -218,6 +148,9 @@ mod tests {
             "a/b/c/d/e/f/g/h/i.md",
             long.as_str(),
             segment.as_str(),
+            // What normalizing exposes (the shared rules check it again).
+            "./C:/x",
+            "./ x.md",
         ] {
             let error = normalize_path(bad).expect_err(bad);
             assert_eq!(error.code(), codes::INVALID_REQUEST, "{bad}");

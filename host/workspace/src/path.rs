@@ -1,19 +1,18 @@
-//! `WorkspacePath`: a model-supplied path, checked and normalized.
-//!
-//! Stricter than the reference, which converted `\` to `/`: any backslash is
-//! refused here, so a path means the same thing on every platform and in
-//! every log. Nothing is decoded (`%2e%2e` is a file name, not `..`), and
-//! nothing touches the file system: visibility is [`crate::roots`]'s,
+//! `WorkspacePath`: a model-supplied path, checked and normalized by the
+//! shared rules of `toolhost_core::model_path` (the skills use the same).
+//! Nothing touches the file system: visibility is [`crate::roots`]'s,
 //! symlinks are the `fs` module's.
 
 use std::fmt;
 
+use toolhost_core::model_path::{self, Names, quoted};
+
 use crate::error::{WorkspaceError, codes};
 
 /// Longest accepted path, in bytes, as the model sent it.
-pub const MAX_PATH_BYTES: usize = 1024;
+pub const MAX_PATH_BYTES: usize = model_path::MAX_PATH_BYTES;
 /// Longest accepted segment, in bytes (Linux `NAME_MAX`).
-pub const MAX_SEGMENT_BYTES: usize = 255;
+pub const MAX_SEGMENT_BYTES: usize = model_path::MAX_SEGMENT_BYTES;
 
 /// What the path is going to name: a file (read, write, patch) or a
 /// directory (list, search).
@@ -42,40 +41,7 @@ fn invalid(raw: &str, problem: &str) -> WorkspaceError {
     )
 }
 
-/// `raw` between backticks, control characters escaped and cut to 120 chars.
-fn quoted(raw: &str) -> String {
-    let mut out = String::from("`");
-    for (index, c) in raw.chars().enumerate() {
-        if index == 120 {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out.push('`');
-    out
-}
-
-/// Whether a single name (from the model or found on disk) is one this
-/// workspace can address: not empty, not `.`/`..`, no `/`, no `\`, no
-/// control character, at most 255 bytes.
-pub(crate) fn segment_ok(name: &str) -> bool {
-    !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name.len() <= MAX_SEGMENT_BYTES
-        && !name.contains(['/', '\\'])
-        && !name.chars().any(char::is_control)
-}
-
-fn has_drive_prefix(raw: &str) -> bool {
-    let bytes = raw.as_bytes();
-    bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
-}
+pub(crate) use model_path::segment_ok;
 
 impl WorkspacePath {
     /// Check and normalize a model-supplied path. Every refusal is a
@@ -90,83 +56,15 @@ impl WorkspacePath {
     /// - `.` and empty segments are dropped: `./output//a.md` is
     ///   `output/a.md`; for a directory `output/` is `output`.
     pub fn parse(raw: &str, usage: PathUse) -> Result<Self, WorkspaceError> {
-        if raw.len() > MAX_PATH_BYTES {
-            return Err(invalid(
-                raw,
-                &format!(
-                    "it is {} bytes long; the limit is {MAX_PATH_BYTES}",
-                    raw.len()
-                ),
-            ));
-        }
-        if raw.chars().any(char::is_control) {
-            return Err(invalid(
-                raw,
-                "it contains a control character (NUL, newline, tab…)",
-            ));
-        }
-        if !raw.is_empty() && raw.trim().is_empty() {
-            return Err(invalid(raw, "it is only whitespace"));
-        }
-        if raw.trim() != raw {
-            return Err(invalid(raw, "it starts or ends with whitespace"));
-        }
-        if raw.starts_with('/') || raw.starts_with('\\') {
-            return Err(invalid(
-                raw,
-                "it is absolute; paths are relative to the workspace",
-            ));
-        }
-        if raw.contains('\\') {
-            return Err(invalid(raw, "it contains `\\`; separate segments with `/`"));
-        }
-        if has_drive_prefix(raw) {
-            return Err(invalid(raw, "it starts with a drive prefix"));
-        }
-        let raw_segments: Vec<&str> = raw.split('/').collect();
-        if let Some(segment) = raw_segments.iter().find(|segment| **segment == "..") {
-            return Err(invalid(
-                raw,
-                &format!("it contains a `{segment}` segment; paths cannot leave their root"),
-            ));
-        }
-        if let Some(segment) = raw_segments.iter().find(|s| s.len() > MAX_SEGMENT_BYTES) {
-            return Err(invalid(
-                raw,
-                &format!(
-                    "a segment is {} bytes long; the limit is {MAX_SEGMENT_BYTES}",
-                    segment.len()
-                ),
-            ));
-        }
-        if usage == PathUse::File
-            && !raw.is_empty()
-            && matches!(raw_segments.last(), Some(&"" | &"."))
-        {
-            return Err(invalid(
-                raw,
-                "a file path cannot end with `/` or `/.`; name the file itself",
-            ));
-        }
-        let segments: Vec<&str> = raw_segments
-            .into_iter()
-            .filter(|segment| !segment.is_empty() && *segment != ".")
-            .collect();
-        if segments.is_empty() && usage == PathUse::File {
-            return Err(invalid(raw, "it names no file"));
-        }
-        debug_assert!(segments.iter().all(|segment| segment_ok(segment)));
-        let normalized = segments.join("/");
-        // Dropping `.` and empty segments can expose what the checks above
-        // refuse (`./C:/` is `C:`, `x /` is `x `): a normalized path must
-        // pass them itself, or the model could not name it again.
-        if normalized.trim() != normalized {
-            return Err(invalid(raw, "it starts or ends with whitespace"));
-        }
-        if has_drive_prefix(&normalized) {
-            return Err(invalid(raw, "it starts with a drive prefix"));
-        }
-        Ok(Self { normalized })
+        let names = match usage {
+            PathUse::File => Names::File,
+            PathUse::Directory => Names::Directory,
+        };
+        let segments = model_path::segments(raw, names)
+            .map_err(|problem| invalid(raw, &problem.describe("the workspace")))?;
+        Ok(Self {
+            normalized: segments.join("/"),
+        })
     }
 
     /// The workspace root (the empty path).
