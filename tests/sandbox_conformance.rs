@@ -682,6 +682,97 @@ async fn many_calls_reuse_the_same_component() {
     eprintln!("200 fresh-store calls in {:?}", started.elapsed());
 }
 
+/// One component built against each published `toolhost:host` version
+/// after 0.1.0 (which has its own test above; the builtins are built
+/// against the newest), written straight against that version's WIT, each
+/// calling the capability its version added: all load under their grant and
+/// run against the newest host's capability layer.
+#[tokio::test]
+async fn components_built_against_every_published_host_version_load_and_run() {
+    use std::sync::Arc;
+    use toolhost_capabilities::{CallGrant, CallableAgent, InvocationInputs};
+
+    let run = tempfile::tempdir().expect("run dir");
+    for root in ["output", "scratch"] {
+        std::fs::create_dir_all(run.path().join(root)).expect("root");
+    }
+    let workspace = toolhost_workspace::Workspace::open(
+        run.path(),
+        toolhost_workspace::WorkspaceRoots::default_run(),
+        toolhost_workspace::WorkspaceLimits::default(),
+    )
+    .expect("workspace");
+    let chat =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/chats/group_chat.jsonl");
+    let bound = toolhost_chat::BoundChat::bind(&chat, None).expect("chat");
+    let messages = bound.info().message_count;
+    let agent = CallableAgent {
+        profile_id: "researcher".into(),
+        display_name: None,
+        description: None,
+        delegate: true,
+        handoff: false,
+        result_budget_tokens: 1_000,
+        max_invocations_per_run: 1,
+        max_concurrent_invocations: 1,
+        max_handoff_depth: 1,
+    };
+    let inputs = InvocationInputs {
+        workspace: Some(Arc::new(toolhost_workspace::WorkspaceSession::new(
+            Arc::new(workspace),
+        ))),
+        chat: Some(Arc::new(bound)),
+        agents: Some(Arc::new(vec![agent])),
+        ..InvocationInputs::default()
+    };
+    let sandbox = sandbox();
+    for (name, version, answer) in [
+        (
+            "legacy-v011",
+            "0.1.1",
+            "roots: output (writable)".to_owned(),
+        ),
+        ("legacy-v012", "0.1.2", format!("messages: {messages}")),
+        ("legacy-v013", "0.1.3", "agents: researcher".to_owned()),
+    ] {
+        let tool = load_guest(&sandbox, name, LimitOverrides::default()).await;
+        assert!(
+            tool.imports()
+                .iter()
+                .any(|import| import.starts_with("toolhost:host/")
+                    && import.ends_with(&format!("@{version}"))),
+            "{name}: {:?}",
+            tool.imports()
+        );
+        let grant = CallGrant {
+            capabilities: tool.grant(),
+            trust: tool.trust(),
+            tool_results: true,
+        };
+        let capabilities = toolhost_capabilities::prepare(&inputs, &grant).expect("prepared");
+        let report = sandbox
+            .call_under(
+                &tool,
+                tool.limits(),
+                &json!({}),
+                CallEntropy::seeded(1),
+                capabilities,
+            )
+            .await;
+        match &report.result {
+            Ok(ToolOutcome::Success(success)) => {
+                assert!(
+                    success.content.starts_with(&answer),
+                    "{name}: {}",
+                    success.content
+                )
+            }
+            other => panic!("{name} failed: {other:?}"),
+        }
+    }
+    assert_still_serving(&sandbox).await;
+}
+
 #[tokio::test]
 async fn a_component_built_against_host_0_1_0_still_loads_and_runs() {
     let sandbox = sandbox();
