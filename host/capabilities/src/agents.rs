@@ -6,10 +6,11 @@
 use std::sync::Arc;
 
 use toolhost_sandbox::CallState;
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
 use crate::InvocationInputs;
 use crate::bindings::toolhost::host::agent_read as wit;
+use crate::view::{Projected, View, project};
 
 /// One agent the calling agent may delegate to or hand off to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,40 +28,18 @@ pub struct CallableAgent {
     pub max_handoff_depth: u32,
 }
 
-/// One call's list of agents.
-pub struct AgentsCall {
-    agents: Option<Arc<Vec<CallableAgent>>>,
-}
-
-pub fn prepare(inputs: &InvocationInputs) -> AgentsCall {
-    AgentsCall {
-        agents: inputs.agents.clone(),
-    }
+/// One call's agents: those the invocation's agent may call.
+pub fn prepare(inputs: &InvocationInputs) -> Option<Arc<Vec<CallableAgent>>> {
+    inputs.agents.clone()
 }
 
 pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    wit::add_to_linker::<_, Agents>(linker, |state| AgentsView {
-        agents: state
-            .project::<AgentsCall>()
-            .1
-            .and_then(|call| call.agents.clone()),
-    })
+    wit::add_to_linker::<_, Projected<Arc<Vec<CallableAgent>>>>(linker, project)
 }
 
-struct Agents;
-
-impl HasData for Agents {
-    type Data<'a> = AgentsView;
-}
-
-/// What an `agent-read` host function sees of its call.
-pub struct AgentsView {
-    agents: Option<Arc<Vec<CallableAgent>>>,
-}
-
-impl wit::Host for AgentsView {
+impl wit::Host for View<'_, Arc<Vec<CallableAgent>>> {
     fn list_agents(&mut self, purpose: wit::Purpose) -> wasmtime::Result<Vec<wit::AgentSummary>> {
-        let Some(agents) = &self.agents else {
+        let Some(agents) = &self.state else {
             return Ok(Vec::new());
         };
         let mut listed: Vec<wit::AgentSummary> = agents

@@ -5,67 +5,35 @@ use std::sync::Arc;
 
 use toolhost_chat::{BoundChat, Role};
 use toolhost_core::HostCallError;
-use toolhost_sandbox::{CallCore, CallState};
-use wasmtime::component::{HasData, Linker};
+use toolhost_sandbox::CallState;
+use wasmtime::component::Linker;
 
 use crate::InvocationInputs;
 use crate::bindings::toolhost::host::{capability_types as types, chat_read as chat};
+use crate::view::{Projected, View, project};
 
 /// Most messages one `messages` or `scan` call returns, whatever the tool asks.
 const MAX_CHAT_BATCH: u32 = 1_000;
 
-/// One call's chat.
-pub struct ChatCall {
-    chat: Option<Arc<BoundChat>>,
-}
-
-pub fn prepare(inputs: &InvocationInputs) -> ChatCall {
-    ChatCall {
-        chat: inputs.chat.clone(),
-    }
+/// One call's chat: the run's, if it is bound to one.
+pub fn prepare(inputs: &InvocationInputs) -> Option<Arc<BoundChat>> {
+    inputs.chat.clone()
 }
 
 pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    chat::add_to_linker::<_, Chat>(linker, |state| {
-        let (core, call) = state.project::<ChatCall>();
-        ChatView {
-            core,
-            chat: call.and_then(|call| call.chat.clone()),
-        }
-    })
+    chat::add_to_linker::<_, Projected<Arc<BoundChat>>>(linker, project)
 }
 
-struct Chat;
-
-impl HasData for Chat {
-    type Data<'a> = ChatView<'a>;
-}
-
-/// What a `chat-read` host function sees of its call.
-pub struct ChatView<'a> {
-    core: &'a mut CallCore,
-    chat: Option<Arc<BoundChat>>,
-}
+type ChatView<'a> = View<'a, Arc<BoundChat>>;
 
 impl ChatView<'_> {
     fn bound(&self) -> Result<Arc<BoundChat>, HostCallError> {
-        self.chat.clone().ok_or_else(|| {
+        self.state.clone().ok_or_else(|| {
             HostCallError::recoverable(
                 "chat.not_found",
                 "this run is not bound to a chat, so there is nothing to search or read",
             )
         })
-    }
-
-    fn answer<T>(
-        &mut self,
-        result: Result<T, HostCallError>,
-    ) -> wasmtime::Result<Result<T, types::CapabilityError>> {
-        self.core
-            .answer(result, |code, message| types::CapabilityError {
-                code,
-                message,
-            })
     }
 }
 

@@ -34,8 +34,11 @@ use wasmtime::component::Linker;
 pub mod agents;
 pub mod chat;
 pub mod skills;
+mod view;
 pub mod workspace;
 pub mod worldinfo;
+
+pub use view::View;
 
 pub use agents::CallableAgent;
 pub use skills::SkillAccess;
@@ -104,20 +107,23 @@ pub fn prepare(
 ) -> Result<CallCapabilities, HostFault> {
     let mut states = CallCapabilities::new();
     let granted = |capability| grant.capabilities.contains(capability);
+    // A state is held only when there is something to act on; without one
+    // a capability answers "nothing bound" (a run without a chat, a call
+    // outside an agent run).
     if granted(Capability::WorkspaceRead) || granted(Capability::WorkspaceWrite) {
-        states.insert(workspace::prepare(inputs, grant)?);
+        states.insert_some(workspace::prepare(inputs, grant)?);
     }
     if granted(Capability::ChatRead) {
-        states.insert(chat::prepare(inputs));
+        states.insert_some(chat::prepare(inputs));
     }
     if granted(Capability::WorldinfoRead) {
-        states.insert(worldinfo::prepare(inputs));
+        states.insert_some(worldinfo::prepare(inputs));
     }
     if granted(Capability::SkillRead) {
-        states.insert(skills::prepare(inputs));
+        states.insert_some(skills::prepare(inputs));
     }
     if granted(Capability::AgentRead) {
-        states.insert(agents::prepare(inputs));
+        states.insert_some(agents::prepare(inputs));
     }
     Ok(states)
 }

@@ -6,12 +6,13 @@
 use std::sync::Arc;
 
 use toolhost_core::HostCallError;
-use toolhost_sandbox::{CallCore, CallState, Trust};
+use toolhost_sandbox::{CallState, Trust};
 use toolhost_skills::{SkillBudget, SkillLibrary, SkillPolicy};
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
 use crate::InvocationInputs;
 use crate::bindings::toolhost::host::{capability_types as types, skill_read as skills};
+use crate::view::{Projected, View, project};
 
 /// What a call may read of the installed skills: the library, the profile's
 /// visibility, and the invocation's budget (shared by all its calls).
@@ -22,64 +23,31 @@ pub struct SkillAccess {
     pub budget: Arc<SkillBudget>,
 }
 
-/// One call's skills.
-pub struct SkillsCall {
-    access: Option<Arc<SkillAccess>>,
-}
-
-pub fn prepare(inputs: &InvocationInputs) -> SkillsCall {
-    SkillsCall {
-        access: inputs.skills.clone(),
-    }
+/// One call's skills: the visible ones and the invocation's budget.
+pub fn prepare(inputs: &InvocationInputs) -> Option<Arc<SkillAccess>> {
+    inputs.skills.clone()
 }
 
 pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    skills::add_to_linker::<_, Skills>(linker, |state| {
-        let (core, call) = state.project::<SkillsCall>();
-        SkillsView {
-            core,
-            access: call.and_then(|call| call.access.clone()),
-        }
-    })
+    skills::add_to_linker::<_, Projected<Arc<SkillAccess>>>(linker, project)
 }
 
-struct Skills;
-
-impl HasData for Skills {
-    type Data<'a> = SkillsView<'a>;
-}
-
-/// What a `skill-read` host function sees of its call.
-pub struct SkillsView<'a> {
-    core: &'a mut CallCore,
-    access: Option<Arc<SkillAccess>>,
-}
+type SkillsView<'a> = View<'a, Arc<SkillAccess>>;
 
 impl SkillsView<'_> {
     fn access(&self, name: &str) -> Result<Arc<SkillAccess>, HostCallError> {
-        self.access.clone().ok_or_else(|| {
+        self.state.clone().ok_or_else(|| {
             HostCallError::recoverable(
                 "skill.not_visible",
                 format!("no skill `{name}` is installed for this run"),
             )
         })
     }
-
-    fn answer<T>(
-        &mut self,
-        result: Result<T, HostCallError>,
-    ) -> wasmtime::Result<Result<T, types::CapabilityError>> {
-        self.core
-            .answer(result, |code, message| types::CapabilityError {
-                code,
-                message,
-            })
-    }
 }
 
 impl skills::Host for SkillsView<'_> {
     fn list_skills(&mut self) -> wasmtime::Result<Vec<skills::Skill>> {
-        Ok(match &self.access {
+        Ok(match &self.state {
             None => Vec::new(),
             Some(access) => access
                 .library
@@ -132,7 +100,7 @@ impl skills::Host for SkillsView<'_> {
     }
 
     fn read_budget(&mut self) -> wasmtime::Result<skills::Budget> {
-        Ok(match &self.access {
+        Ok(match &self.state {
             None => skills::Budget {
                 per_call: 0,
                 remaining: 0,
@@ -145,7 +113,7 @@ impl skills::Host for SkillsView<'_> {
     }
 
     fn charge(&mut self, chars: u64) -> wasmtime::Result<Result<(), types::CapabilityError>> {
-        let result = match &self.access {
+        let result = match &self.state {
             None if chars == 0 => Ok(()),
             None => Err(HostCallError::recoverable(
                 "skill.read_budget_exhausted",

@@ -7,15 +7,16 @@
 use std::sync::Arc;
 
 use toolhost_core::HostCallError;
-use toolhost_sandbox::{CallCore, CallState, HostFault, Trust};
+use toolhost_sandbox::{CallState, HostFault, Trust};
 use toolhost_workspace::{
     Entry, EntryKind, Listing, MAX_LIST_DEPTH, TextFile, WorkspaceSession, WriteMode,
 };
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
 use crate::bindings::toolhost::host::{
     workspace_read as read, workspace_types as types, workspace_write as write,
 };
+use crate::view::{Projected, View, project};
 use crate::{CallGrant, InvocationInputs};
 
 /// `record-read` from an extension: refused, nothing recorded.
@@ -27,23 +28,18 @@ const MAX_LIST_ENTRIES: u32 = 1_000;
 const MAX_WALK_DEPTH: u32 = toolhost_workspace::DEFAULT_WALK_DEPTH as u32;
 const MAX_WALK_FILES: u32 = toolhost_workspace::DEFAULT_WALK_FILES as u32;
 
-/// One call's workspace: the session it acts through.
-pub struct WorkspaceCall {
-    session: Option<Arc<WorkspaceSession>>,
-}
-
-/// Prepare a call's workspace from the invocation's session and the grant.
+/// One call's workspace: the session it acts through — the invocation's,
+/// or for an extension not granted `tool-results/` a narrowed one.
 pub fn prepare(
     inputs: &InvocationInputs,
     grant: &CallGrant<'_>,
-) -> Result<WorkspaceCall, HostFault> {
-    let session = match &inputs.workspace {
+) -> Result<Option<Arc<WorkspaceSession>>, HostFault> {
+    Ok(match &inputs.workspace {
         Some(session) if grant.trust == Trust::Extension && !grant.tool_results => {
             Some(without_tool_results(session)?)
         }
         other => other.clone(),
-    };
-    Ok(WorkspaceCall { session })
+    })
 }
 
 /// An extension's view of the invocation's workspace without
@@ -61,34 +57,17 @@ fn without_tool_results(session: &WorkspaceSession) -> Result<Arc<WorkspaceSessi
 }
 
 pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    types::add_to_linker::<_, Workspace>(linker, view)?;
-    read::add_to_linker::<_, Workspace>(linker, view)?;
-    write::add_to_linker::<_, Workspace>(linker, view)
+    type Workspace = Projected<Arc<WorkspaceSession>>;
+    types::add_to_linker::<_, Workspace>(linker, project)?;
+    read::add_to_linker::<_, Workspace>(linker, project)?;
+    write::add_to_linker::<_, Workspace>(linker, project)
 }
 
-struct Workspace;
-
-impl HasData for Workspace {
-    type Data<'a> = WorkspaceView<'a>;
-}
-
-fn view(state: &mut CallState) -> WorkspaceView<'_> {
-    let (core, call) = state.project::<WorkspaceCall>();
-    WorkspaceView {
-        core,
-        session: call.and_then(|call| call.session.clone()),
-    }
-}
-
-/// What a workspace host function sees of its call.
-pub struct WorkspaceView<'a> {
-    core: &'a mut CallCore,
-    session: Option<Arc<WorkspaceSession>>,
-}
+type WorkspaceView<'a> = View<'a, Arc<WorkspaceSession>>;
 
 impl WorkspaceView<'_> {
     fn session(&mut self) -> wasmtime::Result<Arc<WorkspaceSession>> {
-        match &self.session {
+        match &self.state {
             Some(session) => Ok(Arc::clone(session)),
             None => Err(self.core.fault(HostFault {
                 code: "workspace.unavailable".into(),
@@ -98,7 +77,8 @@ impl WorkspaceView<'_> {
         }
     }
 
-    fn answer<T>(
+    /// Answer with the workspace interfaces' own error record.
+    fn answer_workspace<T>(
         &mut self,
         result: Result<T, toolhost_workspace::WorkspaceError>,
     ) -> wasmtime::Result<Result<T, types::WorkspaceError>> {
@@ -166,7 +146,7 @@ impl read::Host for WorkspaceView<'_> {
             .workspace()
             .list_metered(&path, depth, limit, &self.core.work_meter())
             .map(listing);
-        self.answer(result)
+        self.answer_workspace(result)
     }
 
     fn walk_files(
@@ -182,7 +162,7 @@ impl read::Host for WorkspaceView<'_> {
             .workspace()
             .walk_files_metered(&path, depth, files, &self.core.work_meter())
             .map(listing);
-        self.answer(result)
+        self.answer_workspace(result)
     }
 
     fn read_text(
@@ -191,7 +171,7 @@ impl read::Host for WorkspaceView<'_> {
     ) -> wasmtime::Result<Result<types::TextFile, types::WorkspaceError>> {
         let session = self.session()?;
         let result = session.read_text(&path).map(text_file);
-        self.answer(result)
+        self.answer_workspace(result)
     }
 
     fn record_read(
@@ -218,7 +198,7 @@ impl read::Host for WorkspaceView<'_> {
                 });
         }
         let result = session.record_read(&path, &sha256, seen.as_deref());
-        self.answer(result)
+        self.answer_workspace(result)
     }
 }
 
@@ -247,7 +227,7 @@ impl write::Host for WorkspaceView<'_> {
                 words: written.words,
                 created: written.created,
             });
-        self.answer(result)
+        self.answer_workspace(result)
     }
 
     fn patch(
@@ -274,6 +254,6 @@ impl write::Host for WorkspaceView<'_> {
                 chars: patched.chars,
                 words: patched.words,
             });
-        self.answer(result)
+        self.answer_workspace(result)
     }
 }

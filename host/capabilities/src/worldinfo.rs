@@ -5,62 +5,35 @@
 use std::sync::Arc;
 
 use toolhost_core::HostCallError;
-use toolhost_sandbox::{CallCore, CallState};
+use toolhost_sandbox::CallState;
 use toolhost_worldinfo::Activation;
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::Linker;
 
 use crate::InvocationInputs;
 use crate::bindings::toolhost::host::{capability_types as types, worldinfo_read as worldinfo};
+use crate::view::{Projected, View, project};
 
-/// One call's world info.
-pub struct WorldinfoCall {
-    activation: Option<Arc<Activation>>,
-}
-
-pub fn prepare(inputs: &InvocationInputs) -> WorldinfoCall {
-    WorldinfoCall {
-        activation: inputs.worldinfo.clone(),
-    }
+/// One call's world info: the run's activation, if it has one.
+pub fn prepare(inputs: &InvocationInputs) -> Option<Arc<Activation>> {
+    inputs.worldinfo.clone()
 }
 
 pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    worldinfo::add_to_linker::<_, Worldinfo>(linker, |state| {
-        let (core, call) = state.project::<WorldinfoCall>();
-        WorldinfoView {
-            core,
-            activation: call.and_then(|call| call.activation.clone()),
-        }
-    })
+    worldinfo::add_to_linker::<_, Projected<Arc<Activation>>>(linker, project)
 }
 
-struct Worldinfo;
-
-impl HasData for Worldinfo {
-    type Data<'a> = WorldinfoView<'a>;
-}
-
-/// What a `worldinfo-read` host function sees of its call.
-pub struct WorldinfoView<'a> {
-    core: &'a mut CallCore,
-    activation: Option<Arc<Activation>>,
-}
-
-impl worldinfo::Host for WorldinfoView<'_> {
+impl worldinfo::Host for View<'_, Arc<Activation>> {
     fn activated(
         &mut self,
     ) -> wasmtime::Result<Result<worldinfo::Activation, types::CapabilityError>> {
-        let result = match &self.activation {
+        let result = match &self.state {
             None => Err(HostCallError::recoverable(
                 "worldinfo.activation_unavailable",
                 "no world info was activated for this run",
             )),
             Some(activation) => Ok(activation_record(activation)),
         };
-        self.core
-            .answer(result, |code, message| types::CapabilityError {
-                code,
-                message,
-            })
+        self.answer(result)
     }
 }
 

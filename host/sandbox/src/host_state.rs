@@ -99,6 +99,13 @@ impl CallCapabilities {
         self.states.push(Box::new(state));
     }
 
+    /// [`insert`](Self::insert) when there is a state.
+    pub fn insert_some<S: Any + Send>(&mut self, state: Option<S>) {
+        if let Some(state) = state {
+            self.insert(state);
+        }
+    }
+
     pub fn with<S: Any + Send>(mut self, state: S) -> Self {
         self.insert(state);
         self
