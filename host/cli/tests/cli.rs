@@ -266,7 +266,8 @@ fn budgets_hold_across_calls_in_one_run_directory() {
     std::fs::write(
         &profile,
         r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"roller",
-            "tools":{"allow":["dice.roll"],"maxCallsPerRun":3,"maxCallsPerTool":{"dice.roll":2}}}"#,
+            "tools":{"allow":["dice.roll"],"maxCallsPerRun":3,"maxCallsPerTool":{"dice.roll":2}},
+            "delegation":{"canDelegate":true}}"#,
     )
     .expect("profile");
     let profile = profile.to_str().expect("utf-8");
@@ -769,8 +770,9 @@ fn mcp_serve_answers_the_official_python_client_through_the_gate() {
     std::fs::write(
         &profile,
         r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"served",
-            "tools":{"allow":["dice.roll","workspace.write_file","workspace.read_file","workspace.commit","workspace.finish"],
-                     "maxCallsPerTool":{"dice.roll":2}}}"#,
+            "tools":{"allow":["dice.roll","workspace.write_file","workspace.read_file","workspace.commit","workspace.finish","agent.list"],
+                     "maxCallsPerTool":{"dice.roll":2}},
+            "delegation":{"canDelegate":true}}"#,
     )
     .expect("profile");
     let output = Command::new(&python)
@@ -785,10 +787,16 @@ fn mcp_serve_answers_the_official_python_client_through_the_gate() {
         .expect("run the python client");
     assert!(output.status.success(), "{}", stderr(&output));
     let answer: Value = serde_json::from_slice(&output.stdout).expect("client json");
-    // Control tools need an agent loop: not served.
+    // Control tools (the table's `control` builtins) need an agent loop:
+    // not served; `agent.list` only reads, so it is.
     assert_eq!(
         answer["tools"],
-        serde_json::json!(["dice_roll", "workspace_write_file", "workspace_read_file"])
+        serde_json::json!([
+            "dice_roll",
+            "workspace_write_file",
+            "workspace_read_file",
+            "agent_list"
+        ])
     );
     let calls = &answer["calls"];
     assert_eq!(calls["roll"]["isError"], false);
