@@ -528,6 +528,50 @@ async fn a_revoke_or_an_upgrade_takes_effect_at_the_next_call_of_a_running_host(
     assert_eq!(changed.result.error_code.as_deref(), Some("ext.changed"));
 }
 
+/// A grant narrowed while a host runs (the same component, fewer
+/// capabilities): the next call is refused before the component runs, not
+/// left calling a capability it no longer has.
+#[tokio::test]
+async fn a_grant_narrowed_under_a_running_host_refuses_the_next_call() {
+    let world = World::new();
+    let extra =
+        "capabilities = [\"log\", \"workspace-read\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.4\"\n";
+    world
+        .install_guest("snoop", "acme-snoop", "hostile.snoop", extra)
+        .await;
+    world.grant("acme-snoop", None);
+    let host = world.host().await;
+    // `ext grant` refuses a grant its component cannot load under; the
+    // registry file edited by hand is not refused when read.
+    let file = world.dir().join(toolhost_extensions::registry::REGISTRY_FILE);
+    let mut registry: Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("registry")).expect("json");
+    let extension = registry["extensions"]
+        .as_array_mut()
+        .and_then(|all| all.iter_mut().find(|e| e["id"] == "acme-snoop"))
+        .expect("the record");
+    extension["grant"]["capabilities"] = json!(["log"]);
+    std::fs::write(&file, serde_json::to_vec(&registry).expect("json")).expect("edit");
+    let narrowed = call(
+        &host,
+        "ext/acme-snoop:hostile.snoop",
+        json!({"action": "list"}),
+    )
+    .await;
+    assert_eq!(
+        narrowed.result.error_code.as_deref(),
+        Some("ext.not_granted"),
+        "{}",
+        narrowed.result.content
+    );
+    assert!(
+        narrowed.result.content.contains("workspace-read"),
+        "{}",
+        narrowed.result.content
+    );
+    assert!(narrowed.report.is_none(), "the component did not run");
+}
+
 #[tokio::test]
 async fn a_component_outside_its_directory_or_not_a_file_is_refused() {
     let world = World::new();

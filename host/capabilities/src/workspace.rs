@@ -188,7 +188,10 @@ impl read::Host for WorkspaceView<'_> {
         if self.core.trust() == Trust::Extension {
             let refused = HostCallError::recoverable(
                 READ_STATE_REFUSED,
-                "an extension's reads do not count as the model's reads; the model reads the file with {tool:workspace.read_file} before it edits it",
+                format!(
+                    "an extension's reads do not count as the model's reads; the model reads the file with {} before it edits it",
+                    toolhost_core::alias::builtin_alias("workspace.read_file")
+                ),
             );
             return self
                 .core

@@ -266,8 +266,7 @@ fn budgets_hold_across_calls_in_one_run_directory() {
     std::fs::write(
         &profile,
         r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"roller",
-            "tools":{"allow":["dice.roll"],"maxCallsPerRun":3,"maxCallsPerTool":{"dice.roll":2}},
-            "delegation":{"canDelegate":true}}"#,
+            "tools":{"allow":["dice.roll"],"maxCallsPerRun":3,"maxCallsPerTool":{"dice.roll":2}}}"#,
     )
     .expect("profile");
     let profile = profile.to_str().expect("utf-8");

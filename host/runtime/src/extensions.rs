@@ -13,8 +13,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use toolhost_core::ToolProvider;
 use toolhost_core::limits::{Clamped, Limits};
+use toolhost_core::{CapabilitySet, ToolProvider};
 use toolhost_extensions::{ExtensionError, ExtensionRegistry, Grant, InstalledExtension, Manifest};
 use toolhost_sandbox::capability::newest_host_import;
 use toolhost_sandbox::{
@@ -172,7 +172,12 @@ pub async fn install(
 /// The grant of a loaded extension as it is now, or why it may not run:
 /// its registry cannot be read, it was removed or revoked, or its component
 /// changed.
-pub(crate) fn recheck(dir: &Path, id: &str, sha256: &str) -> Result<Grant, (&'static str, String)> {
+pub(crate) fn recheck(
+    dir: &Path,
+    id: &str,
+    sha256: &str,
+    uses: &CapabilitySet,
+) -> Result<Grant, (&'static str, String)> {
     let registry =
         ExtensionRegistry::load(dir).map_err(|error| (error.code(), error.to_string()))?;
     let Ok(extension) = registry.get(id) else {
@@ -188,6 +193,22 @@ pub(crate) fn recheck(dir: &Path, id: &str, sha256: &str) -> Result<Grant, (&'st
         return Err((
             "ext.changed",
             format!("extension `{id}` was upgraded since this host loaded it; start a new run"),
+        ));
+    }
+    // A grant narrowed since the host loaded the component must not leave
+    // it calling what it no longer has.
+    let lost: Vec<String> = uses
+        .iter()
+        .filter(|capability| !grant.capabilities.contains(capability))
+        .map(|capability| capability.to_string())
+        .collect();
+    if !lost.is_empty() {
+        return Err((
+            "ext.not_granted",
+            format!(
+                "extension `{id}` is no longer granted {}, which it uses; grant it again or start a new run",
+                lost.join(", ")
+            ),
         ));
     }
     Ok(grant.clone())

@@ -461,20 +461,22 @@ impl ToolHost {
             } => {
                 // The grant as it is now, not as it was when the host loaded:
                 // a revoke or an upgrade takes effect at the next call.
-                let grant = match crate::extensions::recheck(registry, id, component.sha256_hex()) {
-                    Ok(grant) => grant,
-                    Err((code, message)) => {
-                        let (result, _) = AgentToolResult::from_outcome(
-                            invocation,
-                            ToolOutcome::Error(ToolFailure::new(code, message)),
-                        );
-                        return Ok(Execution {
-                            result,
-                            effect: None,
-                            report: None,
-                        });
-                    }
-                };
+                let uses = component.imported_capabilities();
+                let grant =
+                    match crate::extensions::recheck(registry, id, component.sha256_hex(), &uses) {
+                        Ok(grant) => grant,
+                        Err((code, message)) => {
+                            let (result, _) = AgentToolResult::from_outcome(
+                                invocation,
+                                ToolOutcome::Error(ToolFailure::new(code, message)),
+                            );
+                            return Ok(Execution {
+                                result,
+                                effect: None,
+                                report: None,
+                            });
+                        }
+                    };
                 tool_results = grant.tool_results;
                 component
             }

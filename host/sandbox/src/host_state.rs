@@ -58,8 +58,7 @@ impl CallCore {
 
     /// The one place a capability's answer becomes what the guest sees: a
     /// recoverable error goes to the tool as its interface's error record
-    /// (`wit(code, message)`; `{tool:NAME}` in the message written as the
-    /// builtin's alias), a system failure stops the call as its
+    /// (`wit(code, message)`), a system failure stops the call as its
     /// [`HostFault`] (the run fails), a passed deadline stops it like a
     /// guest running late (the model reads `sandbox.deadline_exceeded`).
     pub fn answer<T, W>(
@@ -69,10 +68,7 @@ impl CallCore {
     ) -> wasmtime::Result<Result<T, W>> {
         match result {
             Ok(value) => Ok(Ok(value)),
-            Err(HostCallError::Recoverable { code, message }) => Ok(Err(wit(
-                code,
-                toolhost_core::snapshot::tool_refs::render(&message, &|_| None),
-            ))),
+            Err(HostCallError::Recoverable { code, message }) => Ok(Err(wit(code, message))),
             Err(HostCallError::System { code, message }) => {
                 Err(self.fault(HostFault { code, message }))
             }

@@ -95,12 +95,6 @@ impl WorkspaceError {
         }
     }
 
-    /// The message as the model reads it: its `{tool:NAME}` references to
-    /// builtins written as their aliases (the same in every snapshot).
-    pub fn model_message(&self) -> String {
-        toolhost_core::snapshot::tool_refs::render(&self.message(), &|_| None)
-    }
-
     pub fn is_recoverable(&self) -> bool {
         matches!(self, Self::Recoverable { .. })
     }
@@ -115,7 +109,8 @@ impl WorkspaceError {
         Self::recoverable(
             codes::PATH_IS_DIRECTORY,
             format!(
-                "workspace path `{path}` is a directory; call {{tool:workspace.list_files}} to list its contents and re-target a specific file."
+                "workspace path `{path}` is a directory; call {workspace_list_files} to list its contents and re-target a specific file.",
+                workspace_list_files = crate::error::alias("workspace.list_files")
             ),
         )
     }
@@ -124,7 +119,8 @@ impl WorkspaceError {
         Self::recoverable(
             codes::FILE_NOT_FOUND,
             format!(
-                "workspace file `{path}` does not exist; call {{tool:workspace.list_files}} to see which files exist."
+                "workspace file `{path}` does not exist; call {workspace_list_files} to see which files exist.",
+                workspace_list_files = crate::error::alias("workspace.list_files")
             ),
         )
     }
@@ -133,7 +129,8 @@ impl WorkspaceError {
         Self::recoverable(
             codes::PATH_NOT_FOUND,
             format!(
-                "workspace path `{path}` does not exist; call {{tool:workspace.list_files}} without a path to see the workspace roots."
+                "workspace path `{path}` does not exist; call {workspace_list_files} without a path to see the workspace roots.",
+                workspace_list_files = crate::error::alias("workspace.list_files")
             ),
         )
     }
@@ -184,4 +181,12 @@ impl From<WorkspaceError> for toolhost_core::HostCallError {
             WorkspaceError::DeadlinePassed(_) => Self::DeadlinePassed,
         }
     }
+}
+
+/// What the model calls builtin `native_name`: its alias, the same in every
+/// snapshot (builtins always get their native name with `.` → `_`). An
+/// argument of a message's format, never a pass over the finished text, so
+/// no path or name in a message is ever rewritten.
+pub(crate) fn alias(native_name: &str) -> String {
+    toolhost_core::alias::builtin_alias(native_name)
 }

@@ -159,8 +159,9 @@ impl WorkspaceRoots {
         Err(WorkspaceError::recoverable(
             codes::PATH_NOT_VISIBLE,
             format!(
-                "workspace path `{path}` is not visible; the visible roots are {}. Call {{tool:workspace.list_files}} to see what they hold.",
-                Self::listed(self.visible())
+                "workspace path `{path}` is not visible; the visible roots are {}. Call {workspace_list_files} to see what they hold.",
+                Self::listed(self.visible()),
+                workspace_list_files = crate::error::alias("workspace.list_files")
             ),
         ))
     }

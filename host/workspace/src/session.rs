@@ -252,7 +252,8 @@ impl WorkspaceSession {
                 return Err(recoverable(
                     codes::READ_STALE_FILE,
                     format!(
-                        "workspace file `{path}` changed while it was being read; call {{tool:workspace.read_file}} again."
+                        "workspace file `{path}` changed while it was being read; call {workspace_read_file} again.",
+                workspace_read_file = crate::error::alias("workspace.read_file")
                     ),
                 ));
             }
@@ -262,7 +263,8 @@ impl WorkspaceSession {
                 return Err(recoverable(
                     codes::READ_STALE_FILE,
                     format!(
-                        "the text reported as read from `{path}` is not in the file; call {{tool:workspace.read_file}} again."
+                        "the text reported as read from `{path}` is not in the file; call {workspace_read_file} again.",
+                workspace_read_file = crate::error::alias("workspace.read_file")
                     ),
                 ));
             }
@@ -333,7 +335,8 @@ impl WorkspaceSession {
                     return Err(recoverable(
                         codes::WRITE_REQUIRES_READ,
                         format!(
-                            "workspace file `{path}` already exists and was not read in this invocation; call {{tool:workspace.read_file}} on it before replacing it, or write with mode `append`."
+                            "workspace file `{path}` already exists and was not read in this invocation; call {workspace_read_file} on it before replacing it, or write with mode `append`.",
+                workspace_read_file = crate::error::alias("workspace.read_file")
                         ),
                     ));
                 };
@@ -341,7 +344,8 @@ impl WorkspaceSession {
                     return Err(recoverable(
                         codes::WRITE_STALE_FILE,
                         format!(
-                            "workspace file `{path}` changed since it was last read; call {{tool:workspace.read_file}} again before replacing it."
+                            "workspace file `{path}` changed since it was last read; call {workspace_read_file} again before replacing it.",
+                workspace_read_file = crate::error::alias("workspace.read_file")
                         ),
                     ));
                 }
@@ -376,7 +380,8 @@ impl WorkspaceSession {
                 return Err(recoverable(
                     codes::WRITE_REQUIRES_READ,
                     format!(
-                        "workspace file `{path}` was created by someone else meanwhile; call {{tool:workspace.read_file}} on it before writing it."
+                        "workspace file `{path}` was created by someone else meanwhile; call {workspace_read_file} on it before writing it.",
+                workspace_read_file = crate::error::alias("workspace.read_file")
                     ),
                 ));
             }
@@ -443,7 +448,10 @@ impl WorkspaceSession {
         if old.is_empty() {
             return Err(recoverable(
                 codes::PATCH_EMPTY_OLD_STRING,
-                "old_string is empty; copy the exact text to replace from {tool:workspace.read_file} output.".to_owned(),
+                format!(
+                    "old_string is empty; copy the exact text to replace from {} output.",
+                    crate::error::alias("workspace.read_file")
+                ),
             ));
         }
         if old == new {
@@ -459,7 +467,8 @@ impl WorkspaceSession {
                 return Err(recoverable(
                     codes::PATCH_REQUIRES_READ,
                     format!(
-                        "workspace file `{path}` was not read in this invocation; call {{tool:workspace.read_file}} on it before patching it."
+                        "workspace file `{path}` was not read in this invocation; call {workspace_read_file} on it before patching it.",
+                workspace_read_file = crate::error::alias("workspace.read_file")
                     ),
                 ));
             };
@@ -467,7 +476,8 @@ impl WorkspaceSession {
                 recoverable(
                     codes::PATCH_REQUIRES_FULL_READ,
                     format!(
-                        "{why}; call {{tool:workspace.read_file}} on `{path}` without start_line/line_count to read the whole file, then patch it."
+                        "{why}; call {workspace_read_file} on `{path}` without start_line/line_count to read the whole file, then patch it.",
+                workspace_read_file = crate::error::alias("workspace.read_file")
                     ),
                 )
             };
@@ -493,7 +503,8 @@ impl WorkspaceSession {
                 recoverable(
                     codes::PATCH_STALE_FILE,
                     format!(
-                        "workspace file `{path}` changed since it was last read; call {{tool:workspace.read_file}} again, then retry the patch."
+                        "workspace file `{path}` changed since it was last read; call {workspace_read_file} again, then retry the patch.",
+                workspace_read_file = crate::error::alias("workspace.read_file")
                     ),
                 )
             };
@@ -511,7 +522,8 @@ impl WorkspaceSession {
                 recoverable(
                     codes::PATCH_OLD_STRING_NOT_FOUND,
                     format!(
-                        "old_string was not found in `{path}`; copy it exactly from {{tool:workspace.read_file}} output, without the line-number prefixes."
+                        "old_string was not found in `{path}`; copy it exactly from {workspace_read_file} output, without the line-number prefixes.",
+                workspace_read_file = crate::error::alias("workspace.read_file")
                     ),
                 )
             };

@@ -67,7 +67,7 @@ fn record_read_refuses_a_sha_that_is_not_current() {
     fixture.write(PATH, "changed meanwhile");
     let error = session.record_read(PATH, &file.sha256, None).unwrap_err();
     assert_eq!(error.code(), codes::READ_STALE_FILE);
-    assert!(error.model_message().contains("workspace_read_file"));
+    assert!(error.message().contains("workspace_read_file"));
     assert_eq!(session.read_state(PATH), None);
 }
 
@@ -132,7 +132,7 @@ fn replacing_an_existing_file_requires_a_read() {
     let session = fixture.session();
     let error = session.write(PATH, "new", WriteMode::Replace).unwrap_err();
     assert_eq!(error.code(), codes::WRITE_REQUIRES_READ);
-    assert!(error.model_message().contains("workspace_read_file"));
+    assert!(error.message().contains("workspace_read_file"));
     assert_eq!(fixture.read(PATH), TEXT);
 }
 
@@ -175,7 +175,7 @@ fn replacing_a_file_changed_since_the_read_is_stale_and_leaves_it_byte_identical
     let before = fixture.snapshot();
     let error = session.write(PATH, "mine", WriteMode::Replace).unwrap_err();
     assert_eq!(error.code(), codes::WRITE_STALE_FILE);
-    assert!(error.model_message().contains("workspace_read_file"));
+    assert!(error.message().contains("workspace_read_file"));
     assert_eq!(fixture.snapshot(), before);
     assert!(fixture.temp_files().is_empty());
     // A fresh read unlocks it.
@@ -348,7 +348,7 @@ fn patch_requires_a_read() {
     let session = fixture.session();
     let error = session.patch(PATH, "alpha", "ALPHA", false).unwrap_err();
     assert_eq!(error.code(), codes::PATCH_REQUIRES_READ);
-    assert!(error.model_message().contains("workspace_read_file"));
+    assert!(error.message().contains("workspace_read_file"));
     assert_eq!(fixture.read(PATH), TEXT);
 }
 
@@ -395,7 +395,7 @@ fn a_partial_read_that_did_not_show_the_old_string_forces_a_full_read() {
     partial_read(&session, PATH, "alpha");
     let error = session.patch(PATH, "gamma", "GAMMA", false).unwrap_err();
     assert_eq!(error.code(), codes::PATCH_REQUIRES_FULL_READ);
-    assert!(error.model_message().contains("workspace_read_file"));
+    assert!(error.message().contains("workspace_read_file"));
     assert!(session.read_state(PATH).unwrap().patch_requires_full_read);
     // Even an old string that was seen now needs the full read.
     assert_eq!(
@@ -547,7 +547,7 @@ fn directories_missing_files_and_binary_files() {
     let error = fixture.workspace.read_text("output/dir").unwrap_err();
     assert_eq!(error.code(), codes::PATH_IS_DIRECTORY);
     assert_eq!(
-        error.model_message(),
+        error.message(),
         "workspace path `output/dir` is a directory; call workspace_list_files to list its contents and re-target a specific file."
     );
     assert_eq!(

@@ -113,7 +113,7 @@ impl RunShared {
                 Ok(file) => Some(file),
                 Err(error) if error.is_system() => return Err(error.into()),
                 Err(error) => {
-                    return Ok(Err(ToolFailure::new(error.code(), error.model_message())));
+                    return Ok(Err(ToolFailure::new(error.code(), error.message())));
                 }
             },
         };

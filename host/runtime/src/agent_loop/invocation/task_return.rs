@@ -59,7 +59,7 @@ impl InvocationLoop<'_> {
             if let Err(error) = checked {
                 executed.replace_outcome(ToolOutcome::Error(ToolFailure::new(
                     error.code(),
-                    format!("artifact {path}: {}", error.model_message()),
+                    format!("artifact {path}: {}", error.message()),
                 )));
                 return Ok(Applied::Nothing);
             }
