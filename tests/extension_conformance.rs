@@ -543,7 +543,9 @@ async fn a_grant_narrowed_under_a_running_host_refuses_the_next_call() {
     let host = world.host().await;
     // `ext grant` refuses a grant its component cannot load under; the
     // registry file edited by hand is not refused when read.
-    let file = world.dir().join(toolhost_extensions::registry::REGISTRY_FILE);
+    let file = world
+        .dir()
+        .join(toolhost_extensions::registry::REGISTRY_FILE);
     let mut registry: Value =
         serde_json::from_slice(&std::fs::read(&file).expect("registry")).expect("json");
     let extension = registry["extensions"]

@@ -144,12 +144,23 @@ fn read_tool(file: &Path) -> BuiltinTool {
         .and_then(Path::file_name)
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| broken("not inside a package directory"));
+    // The flag and the world say the same thing twice; a write builtin
+    // without the flag would be run again after a crash instead of having
+    // its intent checked.
+    let writes_workspace = flags.iter().any(|flag| flag == "writesWorkspace");
+    let world = world_of(file);
+    if writes_workspace != (world == "workspace-writer") {
+        broken(&format!(
+            "flag `writesWorkspace` is {} but the crate's world is `{world}`: a builtin writes the workspace exactly when its world is `workspace-writer`",
+            if writes_workspace { "set" } else { "not set" }
+        ));
+    }
     BuiltinTool {
         package,
         tool_file: file.to_path_buf(),
         title: string("title"),
         terminal: flags.iter().any(|flag| flag == "terminal"),
-        writes_workspace: flags.iter().any(|flag| flag == "writesWorkspace"),
+        writes_workspace,
         child_excluded: flags.iter().any(|flag| flag == "childExcluded"),
         control: annotations
             .get("control")
@@ -157,6 +168,24 @@ fn read_tool(file: &Path) -> BuiltinTool {
             .unwrap_or(false),
         name,
     }
+}
+
+/// `[package.metadata.toolhost] world` of the crate beside `tool_file`.
+fn world_of(tool_file: &Path) -> String {
+    let manifest = tool_file.with_file_name("Cargo.toml");
+    let shown = manifest.display();
+    let text =
+        std::fs::read_to_string(&manifest).unwrap_or_else(|error| panic!("{shown}: {error}"));
+    let parsed: toml::Table =
+        toml::from_str(&text).unwrap_or_else(|error| panic!("{shown}: {error}"));
+    parsed
+        .get("package")
+        .and_then(|package| package.get("metadata"))
+        .and_then(|metadata| metadata.get("toolhost"))
+        .and_then(|toolhost| toolhost.get("world"))
+        .and_then(toml::Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("{shown}: a builtin declares [package.metadata.toolhost] world"))
 }
 
 /// Rust source for `pub static <static_name>: &[Builtin] = &[...];`, one
