@@ -759,11 +759,7 @@ async fn an_extension_is_charged_for_every_skill_character_it_reads() {
             })),
             ..InvocationInputs::default()
         };
-        let grant = CallGrant {
-            capabilities: tool.grant(),
-            trust: tool.trust(),
-            tool_results: true,
-        };
+        let grant = CallGrant::of(tool, true);
         let capabilities = toolhost_capabilities::prepare(&inputs, &grant).expect("prepared");
         let report = sandbox
             .call_under(

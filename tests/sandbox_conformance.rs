@@ -744,11 +744,7 @@ async fn components_built_against_every_published_host_version_load_and_run() {
             "{name}: {:?}",
             tool.imports()
         );
-        let grant = CallGrant {
-            capabilities: tool.grant(),
-            trust: tool.trust(),
-            tool_results: true,
-        };
+        let grant = CallGrant::of(&tool, true);
         let capabilities = toolhost_capabilities::prepare(&inputs, &grant).expect("prepared");
         let report = sandbox
             .call_under(

@@ -28,7 +28,7 @@
 use std::sync::Arc;
 
 use toolhost_core::{Capability, CapabilitySet};
-use toolhost_sandbox::{CallCapabilities, CallState, HostFault, Trust};
+use toolhost_sandbox::{CallCapabilities, CallState, HostFault, ToolComponent, Trust};
 use wasmtime::component::Linker;
 
 pub mod agents;
@@ -86,6 +86,18 @@ pub struct CallGrant<'a> {
     /// An extension may read `tool-results/` (other calls' results) only
     /// when its grant says so; a builtin always may.
     pub tool_results: bool,
+}
+
+impl<'a> CallGrant<'a> {
+    /// What a loaded component was granted; `tool_results` is the
+    /// registry's answer for an extension (a builtin always may).
+    pub fn of(component: &'a ToolComponent, tool_results: bool) -> Self {
+        Self {
+            capabilities: component.grant(),
+            trust: component.trust(),
+            tool_results,
+        }
+    }
 }
 
 /// Every capability's interfaces, added to the sandbox's linker

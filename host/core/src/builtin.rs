@@ -14,7 +14,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{ToolDescriptor, ToolId};
+use crate::{Annotations, ToolDescriptor, ToolId};
 
 /// One builtin, as its `tool.json` declares it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,30 +68,13 @@ impl Builtin {
             .unwrap_or_else(|error| panic!("{}/tool.json: {error}", self.package));
         let id = ToolId::builtin(&file.name)
             .unwrap_or_else(|error| panic!("{}/tool.json: {error}", self.package));
-        // The sandbox lists every annotation flag; so does this.
-        let flag = |key: &str| {
-            file.annotations
-                .get(key)
-                .and_then(Value::as_bool)
-                .unwrap_or(false)
-        };
-        let mut annotations = serde_json::json!({
-            "readOnly": flag("readOnly"),
-            "mutating": flag("mutating"),
-            "control": flag("control"),
-            "idempotent": flag("idempotent"),
-            "openWorld": flag("openWorld"),
-        });
-        if let Some(kind) = file.annotations.get("sourceKind").and_then(Value::as_str) {
-            annotations["sourceKind"] = Value::from(kind);
-        }
         ToolDescriptor {
             id,
             title: file.title,
             description: Some(file.description),
             input_schema: file.input_schema,
             output_schema: file.output_schema,
-            annotations,
+            annotations: Annotations::from_json(&file.annotations).to_json(),
         }
     }
 }

@@ -25,6 +25,52 @@ pub struct ToolDescriptor {
     pub annotations: Value,
 }
 
+/// A tool's behaviour hints in the one form every descriptor carries them:
+/// each flag listed (`false` when the source left it out), `sourceKind`
+/// only when given. A component's `describe()` and a builtin's `tool.json`
+/// both go through it, so the two agree byte for byte.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pub read_only: bool,
+    pub mutating: bool,
+    pub control: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+    pub source_kind: Option<String>,
+}
+
+impl Annotations {
+    /// From JSON hints (`readOnly`, ...); anything else is ignored.
+    pub fn from_json(hints: &Value) -> Self {
+        let flag = |key: &str| hints.get(key).and_then(Value::as_bool).unwrap_or(false);
+        Self {
+            read_only: flag("readOnly"),
+            mutating: flag("mutating"),
+            control: flag("control"),
+            idempotent: flag("idempotent"),
+            open_world: flag("openWorld"),
+            source_kind: hints
+                .get("sourceKind")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut json = serde_json::json!({
+            "readOnly": self.read_only,
+            "mutating": self.mutating,
+            "control": self.control,
+            "idempotent": self.idempotent,
+            "openWorld": self.open_world,
+        });
+        if let Some(kind) = &self.source_kind {
+            json["sourceKind"] = Value::from(kind.as_str());
+        }
+        json
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DescriptorError {
     #[error("tool `{id}`: the input schema root must be an object with \"type\": \"object\"")]

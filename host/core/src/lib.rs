@@ -36,7 +36,7 @@ pub(crate) mod test_support;
 
 pub use capability::{Capability, CapabilitySet, HostVersion};
 pub use catalog::{CatalogError, LookupError, ToolCatalog};
-pub use descriptor::{DescriptorError, ToolDescriptor};
+pub use descriptor::{Annotations, DescriptorError, ToolDescriptor};
 pub use dto::{AgentToolCatalogItemDto, ToolSourceDto};
 pub use error::{Classified, ErrorClass};
 pub use gate::{BudgetScope, GateRejection, Reservation, ToolRequestGate};

@@ -52,10 +52,7 @@ pub fn builtin_tools(workspace_root: &Path) -> Vec<BuiltinTool> {
         .filter_map(Result::ok)
         .map(|entry| entry.path().join(TOOL_FILE))
         .filter(|file| file.is_file())
-        .map(|file| {
-            println!("cargo:rerun-if-changed={}", file.display());
-            read_tool(&file)
-        })
+        .map(|file| read_tool(&file))
         .collect();
     tools.sort_by(|a, b| a.package.cmp(&b.package));
     let mut names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();

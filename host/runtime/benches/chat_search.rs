@@ -80,11 +80,7 @@ async fn bench() {
     };
     // Prepared per call, as the runtime does.
     let context = || {
-        let grant = CallGrant {
-            capabilities: search.grant(),
-            trust: search.trust(),
-            tool_results: true,
-        };
+        let grant = CallGrant::of(search, true);
         toolhost_capabilities::prepare(&inputs, &grant).expect("prepared")
     };
     let native = NativeChat(Arc::clone(&bound));

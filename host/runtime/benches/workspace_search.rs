@@ -243,11 +243,7 @@ async fn bench() {
                         workspace: Some(Arc::clone(&session)),
                         ..InvocationInputs::default()
                     },
-                    &CallGrant {
-                        capabilities: component.grant(),
-                        trust: component.trust(),
-                        tool_results: true,
-                    },
+                    &CallGrant::of(component, true),
                 )
                 .expect("prepared"),
             )

@@ -508,15 +508,9 @@ impl ToolHost {
                 limits
             }
         };
-        let capabilities = toolhost_capabilities::prepare(
-            &inputs,
-            &CallGrant {
-                capabilities: component.grant(),
-                trust: component.trust(),
-                tool_results,
-            },
-        )
-        .map_err(ExecuteError::HostFault)?;
+        let capabilities =
+            toolhost_capabilities::prepare(&inputs, &CallGrant::of(component, tool_results))
+                .map_err(ExecuteError::HostFault)?;
         let report = self
             .sandbox
             .call_under(

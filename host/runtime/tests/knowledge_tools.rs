@@ -459,11 +459,7 @@ async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
                             chat: Some(Arc::clone(&bound)),
                             ..Default::default()
                         },
-                        &toolhost_capabilities::CallGrant {
-                            capabilities: search.grant(),
-                            trust: search.trust(),
-                            tool_results: true,
-                        },
+                        &toolhost_capabilities::CallGrant::of(search, true),
                     )
                     .expect("prepared"),
                 )

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
-use toolhost_core::{ToolDescriptor, ToolId, ToolProvider};
+use toolhost_core::{Annotations, ToolDescriptor, ToolId, ToolProvider};
 use wasmtime::component::Component;
 
 use crate::cache::{Lookup, Rejected};
@@ -478,17 +478,15 @@ fn convert_descriptor(
     if wit.description.trim().is_empty() {
         return Err("the description is empty".into());
     }
-    let annotations = &wit.annotations;
-    let mut annotation_json = json!({
-        "readOnly": annotations.read_only,
-        "mutating": annotations.mutating,
-        "control": annotations.control,
-        "idempotent": annotations.idempotent,
-        "openWorld": annotations.open_world,
-    });
-    if let Some(kind) = &annotations.source_kind {
-        annotation_json["sourceKind"] = json!(kind);
-    }
+    let hints = &wit.annotations;
+    let annotations = Annotations {
+        read_only: hints.read_only,
+        mutating: hints.mutating,
+        control: hints.control,
+        idempotent: hints.idempotent,
+        open_world: hints.open_world,
+        source_kind: hints.source_kind.clone(),
+    };
     let descriptor = ToolDescriptor {
         id,
         title: wit.title.filter(|title| !title.trim().is_empty()),
@@ -499,7 +497,7 @@ fn convert_descriptor(
             .as_deref()
             .map(|text| parse("the output schema", text))
             .transpose()?,
-        annotations: annotation_json,
+        annotations: annotations.to_json(),
     };
     descriptor.validate().map_err(|error| error.to_string())?;
     Ok(descriptor)

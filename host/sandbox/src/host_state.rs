@@ -102,15 +102,6 @@ impl CallCapabilities {
         }
     }
 
-    pub fn with<S: Any + Send>(mut self, state: S) -> Self {
-        self.insert(state);
-        self
-    }
-
-    pub fn get<S: Any>(&self) -> Option<&S> {
-        self.states.iter().find_map(|held| held.downcast_ref::<S>())
-    }
-
     pub fn get_mut<S: Any>(&mut self) -> Option<&mut S> {
         self.states
             .iter_mut()

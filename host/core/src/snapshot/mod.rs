@@ -238,12 +238,6 @@ impl InvocationToolSnapshot {
             .map_or_else(|| crate::alias::builtin_alias(native_name), str::to_owned)
     }
 
-    /// `text` with its `{tool:NAME}` references to builtins written as the
-    /// aliases they have here ([`tool_refs`]).
-    pub fn render_tool_refs(&self, text: &str) -> String {
-        tool_refs::render(text, &|name| self.builtin_alias_of(name).map(str::to_owned))
-    }
-
     /// Pretty JSON, as stored in `input/invocations/<id>/tool_snapshot.json`.
     pub fn to_json_pretty(&self) -> String {
         // Strings, numbers and JSON values only: serializing cannot fail.

@@ -430,10 +430,4 @@ fn builtin_text_names_other_builtins_by_their_alias_here_and_third_party_text_is
         server.descriptor.description.as_deref(),
         Some("Then call {tool:workspace.read_file}.")
     );
-    assert_eq!(
-        compiled
-            .snapshot
-            .render_tool_refs("use {tool:workspace.search_files}"),
-        "use workspace_search_files"
-    );
 }

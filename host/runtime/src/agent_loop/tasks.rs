@@ -234,8 +234,10 @@ impl TaskBoard {
         if mine.is_empty() {
             return Err(ToolFailure::new(
                 "agent.no_child_tasks",
-                // Written as the caller's alias by `await_tasks`.
-                "you have not delegated any task; {tool:agent.delegate} starts one",
+                format!(
+                    "you have not delegated any task; {} starts one",
+                    toolhost_core::alias::builtin_alias("agent.delegate")
+                ),
             ));
         }
         if ids.is_empty() {

@@ -248,10 +248,7 @@ impl InvocationLoop<'_> {
     ) -> Result<Result<ToolSuccess, ToolFailure>, RunFailure> {
         let ids = match self.shared.tasks.select(self.id(), task_ids) {
             Ok(ids) => ids,
-            Err(mut refused) => {
-                refused.message = self.session.snapshot().render_tool_refs(&refused.message);
-                return Ok(Err(refused));
-            }
+            Err(refused) => return Ok(Err(refused)),
         };
         let timeout = Duration::from_millis(u64::from(timeout_ms.unwrap_or(120_000)));
         let (views, timed_out) = self.shared.tasks.wait(&ids, mode, timeout).await;
