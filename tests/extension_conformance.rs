@@ -908,3 +908,313 @@ async fn an_extension_sees_tool_results_only_when_granted_and_never_records_read
     );
     assert_eq!(session.read_state("output/draft.md"), None);
 }
+
+/// Outbound HTTP: an extension granted `outbound-http` reaches the hosts
+/// its grant lists, through a real loopback server, and nothing else.
+mod outbound_http {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use toolhost_core::allowed_hosts::AllowedHosts;
+
+    use super::*;
+
+    /// A loopback HTTP/1.1 server for one test; it stops when dropped.
+    struct Server {
+        port: u16,
+        stop: Arc<AtomicBool>,
+    }
+
+    impl Server {
+        fn start() -> Self {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+            let port = listener.local_addr().expect("address").port();
+            let stop = Arc::new(AtomicBool::new(false));
+            let stopped = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stopped.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if let Ok(stream) = stream {
+                        std::thread::spawn(move || answer(stream, port));
+                    }
+                }
+            });
+            Self { port, stop }
+        }
+
+        fn url(&self, path: &str) -> String {
+            format!("http://127.0.0.1:{}{path}", self.port)
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::SeqCst);
+            // Wake the accept loop so it sees the flag.
+            let _ = TcpStream::connect(("127.0.0.1", self.port));
+        }
+    }
+
+    fn answer(stream: TcpStream, port: u16) {
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).is_err() {
+            return;
+        }
+        let mut line = String::new();
+        while reader.read_line(&mut line).is_ok_and(|read| read > 2) {
+            line.clear();
+        }
+        let path = request_line.split(' ').nth(1).unwrap_or("/").to_owned();
+        let mut stream = stream;
+        let _ = match path.as_str() {
+            "/hello" => stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-length: 19\r\nconnection: close\r\n\r\nhello from loopback",
+            ),
+            "/to-hello" => stream.write_all(
+                format!(
+                    "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:{port}/hello\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                )
+                .as_bytes(),
+            ),
+            "/to-unlisted" => stream.write_all(
+                b"HTTP/1.1 302 Found\r\nlocation: http://unlisted.example/steal\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            ),
+            // No length: the body runs until the connection closes, so
+            // only counting the bytes can stop it.
+            "/huge" => (|| {
+                stream.write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n")?;
+                let chunk = vec![b'x'; 64 * 1024];
+                for _ in 0..(9 * 16) {
+                    stream.write_all(&chunk)?;
+                }
+                Ok(())
+            })(),
+            "/slow" => {
+                std::thread::sleep(Duration::from_secs(3));
+                stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nlate")
+            }
+            _ => stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"),
+        };
+    }
+
+    const TOOL: &str = "ext/acme-fetch:hostile.http_fetch";
+
+    fn manifest(hosts: &[&str]) -> String {
+        let hosts: Vec<String> = hosts.iter().map(|host| format!("\"{host}\"")).collect();
+        format!(
+            "capabilities = [\"log\", \"outbound-http\"]\nallowed-hosts = [{}]\n\
+             [wit]\ntool = \"0.1.0\"\nhost = \"0.1.3\"\n[limits]\ndeadline-ms = 1_000\n",
+            hosts.join(", ")
+        )
+    }
+
+    async fn granted(hosts: &[&str], grant: Option<&[&str]>) -> (World, ToolHost) {
+        let world = World::new();
+        world
+            .install_guest(
+                "http-fetch",
+                "acme-fetch",
+                "hostile.http_fetch",
+                &manifest(hosts),
+            )
+            .await;
+        world.grant_with(
+            "acme-fetch",
+            GrantRequest {
+                allowed_hosts: grant.map(|hosts| {
+                    AllowedHosts::new(hosts.iter().map(|host| host.parse().expect("pattern")))
+                }),
+                ..GrantRequest::default()
+            },
+        );
+        let host = world.host().await;
+        (world, host)
+    }
+
+    async fn fetch(host: &ToolHost, arguments: Value) -> (Option<String>, String) {
+        let execution = call(host, TOOL, arguments).await;
+        (execution.result.error_code, execution.result.content)
+    }
+
+    #[tokio::test]
+    async fn wasi_http_is_refused_unless_requested_and_sockets_always() {
+        let world = World::new();
+        let error = world
+            .install(&Package::new(
+                guest("http-fetch"),
+                "acme-fetch",
+                "hostile.http_fetch",
+                MINIMAL,
+            ))
+            .await
+            .expect_err("wasi:http without outbound-http");
+        assert_eq!(error.code(), "ext.imports_not_requested", "{error}");
+        assert!(
+            error.to_string().contains("wasi:http/outgoing-handler@0.2"),
+            "{error}"
+        );
+        // Asking for outbound-http does not bring wasi:sockets with it.
+        let error = world
+            .install(&Package::new(
+                guest("net-probe"),
+                "acme-net",
+                "hostile.net_probe",
+                &manifest(&["http://127.0.0.1:*"]),
+            ))
+            .await
+            .expect_err("wasi:sockets");
+        assert!(error.to_string().contains("wasi:sockets/"), "{error}");
+        // Hosts go with the capability, and the capability with hosts.
+        for extra in [
+            "capabilities = [\"log\", \"outbound-http\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.3\"\n",
+            "capabilities = [\"log\"]\nallowed-hosts = [\"api.example.com\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.3\"\n",
+            "capabilities = [\"log\", \"outbound-http\"]\nallowed-hosts = [\"api.example.com/path\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.3\"\n",
+        ] {
+            let error = world
+                .install(&Package::new(
+                    guest("http-fetch"),
+                    "acme-fetch",
+                    "hostile.http_fetch",
+                    extra,
+                ))
+                .await
+                .expect_err(extra);
+            assert_eq!(error.code(), "ext.manifest_invalid", "{error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_grant_gives_a_subset_of_the_requested_hosts() {
+        let world = World::new();
+        world
+            .install_guest(
+                "http-fetch",
+                "acme-fetch",
+                "hostile.http_fetch",
+                &manifest(&["*.example.com", "http://127.0.0.1:*"]),
+            )
+            .await;
+        let grant = |hosts: &[&str]| {
+            ExtensionRegistry::update(world.dir(), |registry| {
+                registry
+                    .grant(
+                        "acme-fetch",
+                        GrantRequest {
+                            allowed_hosts: Some(AllowedHosts::new(
+                                hosts.iter().map(|host| host.parse().expect("pattern")),
+                            )),
+                            ..GrantRequest::default()
+                        },
+                    )
+                    .map(|extension| extension.grant.clone())
+            })
+        };
+        let narrowed = grant(&["api.example.com", "http://127.0.0.1:8080"])
+            .expect("a subset")
+            .expect("granted");
+        assert_eq!(
+            narrowed.allowed_hosts().to_string(),
+            "http://127.0.0.1:8080, https://api.example.com"
+        );
+        for beyond in [&["example.com"][..], &["http://10.0.0.1:80"], &[]] {
+            let error = grant(beyond).expect_err("beyond the request");
+            assert_eq!(error.code(), "ext.grant_invalid", "{error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_granted_host_answers_and_every_other_way_out_is_a_clear_error() {
+        let server = Server::start();
+        let (_world, host) = granted(&["http://127.0.0.1:*", "http://localhost:*"], None).await;
+
+        let (error, text) = fetch(&host, json!({"url": server.url("/hello")})).await;
+        assert_eq!(error, None, "{text}");
+        assert!(text.contains("200 19 bytes"), "{text}");
+        assert!(text.contains("hello from loopback"), "{text}");
+
+        // A redirect within the grant is followed, hop by hop.
+        let (error, text) = fetch(&host, json!({"url": server.url("/to-hello")})).await;
+        assert_eq!(error, None, "{text}");
+        assert!(text.contains("hello from loopback"), "{text}");
+
+        for (arguments, code, says) in [
+            // Not granted at all.
+            (
+                json!({"url": "http://unlisted.example/"}),
+                "http.denied",
+                "unlisted.example",
+            ),
+            // Granted by scheme and host, not by this scheme.
+            (
+                json!({"url": format!("https://127.0.0.1:{}/hello", server.port)}),
+                "http.denied",
+                "https://127.0.0.1",
+            ),
+            // A redirect out of the grant is refused at its hop.
+            (
+                json!({"url": server.url("/to-unlisted")}),
+                "http.denied",
+                "unlisted.example/steal",
+            ),
+            (
+                json!({"url": server.url("/huge")}),
+                "http.response_too_large",
+                "larger than the host allows",
+            ),
+            (
+                json!({"url": server.url("/hello"), "times": 17}),
+                "http.too_many_requests",
+                "16 HTTP requests",
+            ),
+            (
+                json!({"url": server.url("/slow")}),
+                "sandbox.deadline_exceeded",
+                "",
+            ),
+        ] {
+            let (error, text) = fetch(&host, arguments.clone()).await;
+            assert_eq!(error.as_deref(), Some(code), "{arguments}: {text}");
+            assert!(text.contains(says), "{arguments}: {text}");
+        }
+    }
+
+    /// A name reaches only public addresses; the loopback address a name
+    /// resolves (or rebinds) to is reachable only when granted as a literal.
+    #[tokio::test]
+    async fn a_name_resolving_to_loopback_reaches_it_only_when_the_address_is_granted() {
+        let server = Server::start();
+        let by_name = format!("http://localhost:{}/hello", server.port);
+        let (_world, host) = granted(&["http://localhost:*"], None).await;
+        let (error, text) = fetch(&host, json!({"url": by_name})).await;
+        assert_eq!(error.as_deref(), Some("http.denied"), "{text}");
+        assert!(text.contains("localhost"), "{text}");
+
+        let (_world, host) = granted(&["http://localhost:*", "http://127.0.0.1:*"], None).await;
+        let (error, text) = fetch(&host, json!({"url": by_name})).await;
+        assert_eq!(error, None, "{text}");
+        assert!(text.contains("hello from loopback"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_grant_narrowed_by_hand_takes_effect_at_the_next_call() {
+        let server = Server::start();
+        let (world, host) = granted(&["http://127.0.0.1:*"], None).await;
+        let (error, text) = fetch(&host, json!({"url": server.url("/hello")})).await;
+        assert_eq!(error, None, "{text}");
+        // The registry file edited by hand to another port.
+        let file = world
+            .dir()
+            .join(toolhost_extensions::registry::REGISTRY_FILE);
+        let mut registry: Value =
+            serde_json::from_slice(&std::fs::read(&file).expect("registry")).expect("json");
+        registry["extensions"][0]["grant"]["allowedHosts"] = json!(["http://127.0.0.1:1"]);
+        std::fs::write(&file, serde_json::to_vec(&registry).expect("json")).expect("edit");
+        let (error, text) = fetch(&host, json!({"url": server.url("/hello")})).await;
+        assert_eq!(error.as_deref(), Some("http.denied"), "{text}");
+    }
+}

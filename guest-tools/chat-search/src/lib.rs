@@ -182,7 +182,7 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
             match role {
                 // Every message is scored: all at once.
                 None => {
-                    let mut failed = Ok(());
+                    let mut failed: Result<(), ToolError> = Ok(());
                     let consistent = prepared.score_packed(
                         &batch.texts,
                         &batch.text_ends,

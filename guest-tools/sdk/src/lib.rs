@@ -36,6 +36,7 @@
 
 pub mod agents;
 pub mod args;
+pub mod http;
 pub mod knowledge;
 pub mod log;
 pub mod markdown;

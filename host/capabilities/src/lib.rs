@@ -24,15 +24,18 @@
 //! | [`worldinfo`] | `worldinfo-read` (0.1.2) | the run's activated world info |
 //! | [`skills`] | `skill-read` (0.1.2) | the visible skills and the invocation's budget |
 //! | [`agents`] | `agent-read` (0.1.3) | the agents this agent may call |
+//! | [`http`] | `wasi:http/outgoing-handler@0.2` (its own package) | the granted hosts and the call's request count |
 
 use std::sync::Arc;
 
+use toolhost_core::allowed_hosts::AllowedHosts;
 use toolhost_core::{Capability, CapabilitySet};
 use toolhost_sandbox::{CallCapabilities, CallState, HostFault, ToolComponent, Trust};
 use wasmtime::component::Linker;
 
 pub mod agents;
 pub mod chat;
+pub mod http;
 pub mod skills;
 mod view;
 pub mod workspace;
@@ -86,16 +89,30 @@ pub struct CallGrant<'a> {
     /// An extension may read `tool-results/` (other calls' results) only
     /// when its grant says so; a builtin always may.
     pub tool_results: bool,
+    /// Where `outbound-http` may send requests (an extension's grant; none
+    /// for a builtin).
+    pub allowed_hosts: &'a AllowedHosts,
 }
+
+static NO_HOSTS: AllowedHosts = AllowedHosts::none();
 
 impl<'a> CallGrant<'a> {
     /// What a loaded component was granted; `tool_results` is the
-    /// registry's answer for an extension (a builtin always may).
+    /// registry's answer for an extension (a builtin always may). No host.
     pub fn of(component: &'a ToolComponent, tool_results: bool) -> Self {
         Self {
             capabilities: component.grant(),
             trust: component.trust(),
             tool_results,
+            allowed_hosts: &NO_HOSTS,
+        }
+    }
+
+    /// With the hosts an extension's grant allows.
+    pub fn allowing(self, allowed_hosts: &'a AllowedHosts) -> Self {
+        Self {
+            allowed_hosts,
+            ..self
         }
     }
 }
@@ -108,7 +125,8 @@ pub fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     chat::link(linker)?;
     worldinfo::link(linker)?;
     skills::link(linker)?;
-    agents::link(linker)
+    agents::link(linker)?;
+    http::link(linker)
 }
 
 /// One call's capability states: each granted capability prepares its own
@@ -136,6 +154,9 @@ pub fn prepare(
     }
     if granted(Capability::AgentRead) {
         states.insert_some(agents::prepare(inputs));
+    }
+    if granted(Capability::OutboundHttp) {
+        states.insert(http::prepare(grant));
     }
     Ok(states)
 }

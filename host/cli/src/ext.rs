@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
+use toolhost_core::allowed_hosts::{AllowedHosts, HostPattern};
 use toolhost_core::{Capability, CapabilitySet, ProfileVersion, ToolProvider};
 use toolhost_extensions::{
     ExtensionRegistry, GrantRequest, InstalledExtension, MANIFEST_FILE, sha256_hex,
@@ -47,6 +48,11 @@ pub enum ExtCommand {
         /// always see it; an extension only with this.
         #[arg(long)]
         tool_results: bool,
+        /// Let outbound-http reach only these of the requested hosts
+        /// (`[scheme://]host[:port]`, `*.suffix`, or narrower than a
+        /// requested pattern); repeatable [default: every requested host].
+        #[arg(long = "allow-host", value_name = "PATTERN")]
+        allow_hosts: Vec<String>,
     },
     /// Disable an extension again (it stays installed).
     Revoke { id: String },
@@ -146,7 +152,22 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
             capabilities,
             profiles,
             tool_results,
+            allow_hosts,
         } => {
+            let allowed_hosts = if allow_hosts.is_empty() {
+                None
+            } else {
+                Some(AllowedHosts::new(
+                    allow_hosts
+                        .iter()
+                        .map(|pattern| {
+                            pattern
+                                .parse::<HostPattern>()
+                                .with_context(|| format!("--allow-host {pattern}"))
+                        })
+                        .collect::<Result<Vec<_>>>()?,
+                ))
+            };
             let capabilities = if capabilities.is_empty() {
                 None
             } else {
@@ -178,6 +199,7 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
                             capabilities,
                             profiles,
                             tool_results,
+                            allowed_hosts,
                         },
                     )
                     .cloned()
@@ -276,7 +298,15 @@ fn grant_text(extension: &InstalledExtension) -> String {
             } else {
                 ""
             };
-            format!("{}{results} for {profiles}", set_text(&grant.capabilities))
+            let hosts = if grant.allowed_hosts.is_empty() {
+                String::new()
+            } else {
+                format!(" (reaching {})", grant.allowed_hosts())
+            };
+            format!(
+                "{}{results}{hosts} for {profiles}",
+                set_text(&grant.capabilities)
+            )
         }
     }
 }
@@ -304,6 +334,17 @@ fn print_info(registry: &ExtensionRegistry, e: &InstalledExtension) {
         e.host_wit
     );
     println!("  requests: {}", set_text(&e.requested));
+    if !e.requested_hosts.is_empty() {
+        println!("  requests hosts: {}", e.requested_hosts());
+        let granted = e.grant.as_ref().map(|grant| grant.allowed_hosts());
+        println!(
+            "  allowed hosts: {}",
+            match granted {
+                Some(hosts) if !hosts.is_empty() => hosts.to_string(),
+                _ => "none (grant outbound-http to allow them)".to_owned(),
+            }
+        );
+    }
     println!("  imports: {}", set_text(&e.imports));
     println!("  grant: {}", grant_text(e));
     if let Some(grant) = &e.grant

@@ -1,12 +1,18 @@
-//! Host capabilities as data: which `toolhost:host` interfaces exist, since
-//! which version, and sets of them. The sandbox links them; extension
-//! manifests and grants name them. No wasmtime here.
+//! Host capabilities as data: which interfaces each one is, since which
+//! version, and sets of them. The sandbox links them; extension manifests
+//! and grants name them. No wasmtime here.
+//!
+//! A capability is either an interface of `toolhost:host` (the first eight,
+//! each added in some published version) or, from now on, a WIT package of
+//! its own: `outbound-http` is the standard `wasi:http@0.2` package, so it
+//! grows without a new copy of `toolhost:host`.
 
 use std::collections::BTreeSet;
 use std::fmt;
 
-/// One host capability: one interface of `toolhost:host`. Serialized as its
-/// interface name (`workspace-read`).
+/// One host capability. Serialized as its name: a `toolhost:host` interface
+/// name (`workspace-read`), or the name of a capability that is a package of
+/// its own (`outbound-http`).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -34,6 +40,24 @@ pub enum Capability {
     /// `toolhost:host/agent-read` (0.1.3): the agents this agent may
     /// delegate to or hand off to.
     AgentRead,
+    /// `wasi:http/outgoing-handler@0.2` (and its `wasi:http/types`): HTTP
+    /// requests to the hosts a user allowed, under the call's deadline and
+    /// caps. An extension's only way out of the sandbox.
+    OutboundHttp,
+}
+
+/// Where a capability's interfaces are published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapabilityHome {
+    /// One interface of `toolhost:host`, present since that version.
+    Host(HostVersion),
+    /// A package of its own: its interfaces in any version of the series.
+    Package {
+        package: &'static str,
+        /// `MAJOR.MINOR.` (0.x) accepted: semver-compatible with the host's.
+        series: &'static str,
+        interfaces: &'static [&'static str],
+    },
 }
 
 impl Capability {
@@ -46,9 +70,11 @@ impl Capability {
         Capability::WorldinfoRead,
         Capability::SkillRead,
         Capability::AgentRead,
+        Capability::OutboundHttp,
     ];
 
-    /// The interface name without version, as it appears in WIT.
+    /// The name manifests and grants use: for a `toolhost:host` capability
+    /// its interface name without version, as it appears in WIT.
     pub fn name(self) -> &'static str {
         match self {
             Self::Log => "log",
@@ -59,22 +85,64 @@ impl Capability {
             Self::WorldinfoRead => "worldinfo-read",
             Self::SkillRead => "skill-read",
             Self::AgentRead => "agent-read",
+            Self::OutboundHttp => "outbound-http",
         }
     }
 
-    /// The first version of `toolhost:host` that has this interface.
-    pub fn since(self) -> HostVersion {
+    /// Where its interfaces are published.
+    pub fn home(self) -> CapabilityHome {
         match self {
-            Self::Log | Self::Random => HostVersion::V0_1_0,
-            Self::WorkspaceRead | Self::WorkspaceWrite => HostVersion::V0_1_1,
-            Self::ChatRead | Self::WorldinfoRead | Self::SkillRead => HostVersion::V0_1_2,
-            Self::AgentRead => HostVersion::V0_1_3,
+            Self::Log | Self::Random => CapabilityHome::Host(HostVersion::V0_1_0),
+            Self::WorkspaceRead | Self::WorkspaceWrite => CapabilityHome::Host(HostVersion::V0_1_1),
+            Self::ChatRead | Self::WorldinfoRead | Self::SkillRead => {
+                CapabilityHome::Host(HostVersion::V0_1_2)
+            }
+            Self::AgentRead => CapabilityHome::Host(HostVersion::V0_1_3),
+            Self::OutboundHttp => CapabilityHome::Package {
+                package: "wasi:http",
+                series: "0.2.",
+                interfaces: &["outgoing-handler", "types"],
+            },
         }
     }
 
-    /// The import name a component built against the current version uses.
-    pub fn interface(self) -> String {
-        format!("{HOST_PACKAGE}/{}@{HOST_VERSION}", self.name())
+    /// The first version of `toolhost:host` that has this interface; `None`
+    /// for a capability that is a package of its own (any targeted
+    /// `toolhost:host` may ask for it).
+    pub fn since(self) -> Option<HostVersion> {
+        match self.home() {
+            CapabilityHome::Host(since) => Some(since),
+            CapabilityHome::Package { .. } => None,
+        }
+    }
+
+    /// Whether the import `name` (`<package>/<interface>@<version>`) is one
+    /// of this capability's interfaces in a version it can be linked at.
+    pub fn provides(self, name: &str) -> bool {
+        let Some((package, rest)) = name.split_once('/') else {
+            return false;
+        };
+        let Some((interface, version)) = rest.split_once('@') else {
+            return false;
+        };
+        match self.home() {
+            CapabilityHome::Host(since) => {
+                package == HOST_PACKAGE
+                    && interface == self.name()
+                    && HostVersion::parse(version).is_some_and(|version| since <= version)
+            }
+            CapabilityHome::Package {
+                package: home,
+                series,
+                interfaces,
+            } => {
+                package == home
+                    && interfaces.contains(&interface)
+                    && version.strip_prefix(series).is_some_and(|patch| {
+                        !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit())
+                    })
+            }
+        }
     }
 
     /// Why an extension may never be granted this capability, if it may not.
@@ -173,7 +241,14 @@ impl CapabilitySet {
             "worldinfo-reader" => Some(Self::new([Log, WorldinfoRead])),
             "skill-reader" => Some(Self::new([Log, SkillRead])),
             "agent-reader" => Some(Self::new([Log, AgentRead])),
-            "all-capabilities" => Some(Self::new(Capability::ALL.iter().copied())),
+            // Every `toolhost:host` interface; packages of their own are not in
+            // that world.
+            "all-capabilities" => Some(Self::new(
+                Capability::ALL
+                    .iter()
+                    .copied()
+                    .filter(|capability| capability.since().is_some()),
+            )),
             _ => None,
         }
     }

@@ -9,6 +9,7 @@
 //! one call. Errors carry a dotted code and an [`ErrorClass`].
 
 pub mod alias;
+pub mod allowed_hosts;
 pub mod beneath;
 pub mod builtin;
 pub mod capability;

@@ -10,7 +10,8 @@
 //! component = "target/wasm32-wasip2/release/acme_wordcount.wasm"
 //! sha256 = "9f2c…"                      # of the component file
 //! tools = ["text.word_count"]
-//! capabilities = ["log"]
+//! capabilities = ["log"]               # add "outbound-http" to reach:
+//! # allowed-hosts = ["https://api.weather.example", "*.example.org"]
 //!
 //! [wit]
 //! tool = "0.1.0"                         # toolhost:tool it exports
@@ -27,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use toolhost_core::allowed_hosts::{AllowedHosts, HostPattern, MAX_ALLOWED_HOSTS};
 use toolhost_core::capability::{HostVersion, TOOL_VERSION};
 use toolhost_core::limits::LimitOverrides;
 use toolhost_core::{Capability, CapabilitySet, ToolProvider};
@@ -63,6 +65,11 @@ pub struct Manifest {
     /// `workspace-read`, `chat-read`, `worldinfo-read`, `agent-read`).
     #[serde(default)]
     pub capabilities: Vec<String>,
+    /// Where `outbound-http` would send requests (`[scheme://]host[:port]`,
+    /// `*.suffix` for subdomains); a user grants a subset. Required with
+    /// `outbound-http`, refused without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<HostPattern>,
     pub wit: WitTarget,
     #[serde(default)]
     pub limits: RequestedLimits,
@@ -115,6 +122,8 @@ pub struct CheckedManifest {
     pub dir: PathBuf,
     pub provider: ToolProvider,
     pub requested: CapabilitySet,
+    /// The hosts `outbound-http` asks for (empty without it).
+    pub requested_hosts: AllowedHosts,
     pub host_version: HostVersion,
 }
 
@@ -288,10 +297,36 @@ impl Manifest {
         }
         let host_version = check_wit(&self.wit)?;
         let requested = CapabilitySet::new(requested);
-        if let Some(too_new) = requested.iter().find(|c| c.since() > host_version) {
+        if let Some((too_new, since)) = requested.iter().find_map(|c| {
+            c.since()
+                .filter(|since| *since > host_version)
+                .map(|since| (c, since))
+        }) {
             return Err(invalid(format!(
-                "`capabilities`: `{too_new}` arrived in toolhost:host@{}, after the targeted {host_version}",
-                too_new.since()
+                "`capabilities`: `{too_new}` arrived in toolhost:host@{since}, after the targeted {host_version}"
+            )));
+        }
+        let requested_hosts = AllowedHosts::new(self.allowed_hosts.iter().cloned());
+        match (
+            requested.contains(Capability::OutboundHttp),
+            requested_hosts.is_empty(),
+        ) {
+            (true, true) => {
+                return Err(invalid(
+                    "`capabilities` asks for outbound-http: list where in `allowed-hosts`".into(),
+                ));
+            }
+            (false, false) => {
+                return Err(invalid(
+                    "`allowed-hosts` is only for outbound-http, which `capabilities` does not ask for"
+                        .into(),
+                ));
+            }
+            _ => {}
+        }
+        if requested_hosts.patterns().len() > MAX_ALLOWED_HOSTS {
+            return Err(invalid(format!(
+                "`allowed-hosts` lists more than {MAX_ALLOWED_HOSTS} patterns"
             )));
         }
         let limits = &self.limits;
@@ -312,6 +347,7 @@ impl Manifest {
             dir,
             provider,
             requested,
+            requested_hosts,
             host_version,
         })
     }

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use toolhost_core::allowed_hosts::{AllowedHosts, HostPattern};
 use toolhost_core::{Capability, CapabilitySet, ProfileVersion, ToolProvider};
 
 use crate::error::ExtensionError;
@@ -42,6 +43,9 @@ pub struct InstalledExtension {
     pub requested: Vec<Capability>,
     /// The capabilities its component actually imports (checked at install).
     pub imports: Vec<Capability>,
+    /// The hosts its manifest asks `outbound-http` to reach.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requested_hosts: Vec<HostPattern>,
     /// The `toolhost:host` version it targets.
     pub host_wit: String,
     #[serde(default)]
@@ -72,6 +76,16 @@ pub struct Grant {
     /// `workspace-read`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tool_results: bool,
+    /// Where `outbound-http` may send requests: a subset of the requested
+    /// hosts (empty without `outbound-http`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<HostPattern>,
+}
+
+impl Grant {
+    pub fn allowed_hosts(&self) -> AllowedHosts {
+        AllowedHosts::new(self.allowed_hosts.iter().cloned())
+    }
 }
 
 /// What `ext grant` asks for.
@@ -83,6 +97,9 @@ pub struct GrantRequest {
     pub profiles: Option<BTreeSet<ProfileVersion>>,
     /// Let it read `tool-results/` (needs `workspace-read`).
     pub tool_results: bool,
+    /// `None`: every host the manifest requests (when `outbound-http` is
+    /// granted).
+    pub allowed_hosts: Option<AllowedHosts>,
 }
 
 /// A registry written before grants were bound to a profile's content
@@ -115,6 +132,10 @@ fn granted_profiles<'de, D: serde::Deserializer<'de>>(
 impl InstalledExtension {
     pub fn requested_set(&self) -> CapabilitySet {
         CapabilitySet::new(self.requested.iter().copied())
+    }
+
+    pub fn requested_hosts(&self) -> AllowedHosts {
+        AllowedHosts::new(self.requested_hosts.iter().cloned())
     }
 
     pub fn granted_set(&self) -> Option<CapabilitySet> {
@@ -153,7 +174,12 @@ impl InstalledExtension {
                 "the grant gives {beyond}, which was never requested"
             ));
         }
-        Ok(())
+        let hosts = self
+            .grant
+            .as_ref()
+            .map(Grant::allowed_hosts)
+            .unwrap_or_default();
+        check_hosts(&granted, &hosts, &self.requested_hosts())
     }
 
     /// Whether a snapshot of this version of a profile may offer its tools.
@@ -312,6 +338,7 @@ impl ExtensionRegistry {
             sha256: sha256_hex(bytes),
             requested: checked.requested.iter().collect(),
             imports: imports.iter().collect(),
+            requested_hosts: checked.requested_hosts.patterns().to_vec(),
             host_wit: checked.host_version.to_string(),
             limits: manifest.limits,
             grant: None,
@@ -344,6 +371,7 @@ impl ExtensionRegistry {
             capabilities,
             profiles,
             tool_results,
+            allowed_hosts,
         } = request;
         let extension = self.get_mut(id)?;
         let requested = extension.requested_set();
@@ -385,10 +413,18 @@ impl ExtensionRegistry {
                     .into(),
             ));
         }
+        let allowed_hosts = match allowed_hosts {
+            Some(hosts) => hosts,
+            None if capabilities.contains(Capability::OutboundHttp) => extension.requested_hosts(),
+            None => AllowedHosts::default(),
+        };
+        check_hosts(&capabilities, &allowed_hosts, &extension.requested_hosts())
+            .map_err(invalid)?;
         extension.grant = Some(Grant {
             capabilities: capabilities.iter().collect(),
             profiles,
             tool_results,
+            allowed_hosts: allowed_hosts.patterns().to_vec(),
         });
         Ok(extension)
     }
@@ -441,4 +477,40 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExtensionError> {
         path: path.to_owned(),
         source,
     })
+}
+
+/// Hosts go with `outbound-http` and only with it, and only those the
+/// manifest asked for (or narrower: `api.example.com` of `*.example.com`).
+fn check_hosts(
+    granted: &CapabilitySet,
+    hosts: &AllowedHosts,
+    requested: &AllowedHosts,
+) -> Result<(), String> {
+    match (granted.contains(Capability::OutboundHttp), hosts.is_empty()) {
+        (true, true) => {
+            return Err(
+                "outbound-http is granted with no host to reach: allow at least one".into(),
+            );
+        }
+        (false, false) => {
+            return Err(format!(
+                "hosts ({hosts}) are allowed without outbound-http, which this grant does not give"
+            ));
+        }
+        _ => {}
+    }
+    let beyond = hosts.beyond(requested);
+    if !beyond.is_empty() {
+        let beyond: Vec<String> = beyond.iter().map(ToString::to_string).collect();
+        return Err(format!(
+            "{} not requested by its manifest (it requests: {})",
+            beyond.join(", "),
+            if requested.is_empty() {
+                "no host".to_owned()
+            } else {
+                requested.to_string()
+            }
+        ));
+    }
+    Ok(())
 }

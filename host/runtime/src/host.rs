@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use toolhost_capabilities::{CallGrant, InvocationInputs};
+use toolhost_core::allowed_hosts::AllowedHosts;
 use toolhost_core::{
     AgentToolCatalogItemDto, AgentToolResult, CatalogError, IdentityMismatch, ProfileVersion,
     SnapshotSources, ToolBinding, ToolCatalog, ToolEffect, ToolId, ToolInvocation, ToolProvider,
@@ -454,6 +455,7 @@ impl ToolHost {
             .get(&invocation.tool_id)
             .ok_or_else(|| ExecuteError::UnknownTool(invocation.tool_id.clone()))?;
         let mut tool_results = true;
+        let mut allowed_hosts = AllowedHosts::none();
         let component = match entry {
             Entry::Component {
                 component,
@@ -478,6 +480,7 @@ impl ToolHost {
                         }
                     };
                 tool_results = grant.tool_results;
+                allowed_hosts = grant.allowed_hosts();
                 component
             }
             Entry::Component { component, .. } => component,
@@ -508,9 +511,9 @@ impl ToolHost {
                 limits
             }
         };
+        let grant = CallGrant::of(component, tool_results).allowing(&allowed_hosts);
         let capabilities =
-            toolhost_capabilities::prepare(&inputs, &CallGrant::of(component, tool_results))
-                .map_err(ExecuteError::HostFault)?;
+            toolhost_capabilities::prepare(&inputs, &grant).map_err(ExecuteError::HostFault)?;
         let report = self
             .sandbox
             .call_under(

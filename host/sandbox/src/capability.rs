@@ -19,7 +19,8 @@ const CAPABILITY_TYPES: &str = "capability-types";
 /// never does I/O. They are linked with an empty context: no preopened
 /// directory, no environment, no arguments, stdin closed, stdout/stderr
 /// captured with a cap. `wasi:sockets` and `wasi:http` are not in the
-/// baseline: a component importing them is refused.
+/// baseline: `wasi:http` is the `outbound-http` capability, linked only when
+/// granted; `wasi:sockets` is refused always.
 const WASI_BASELINE: &[&str] = &[
     "wasi:io/",
     "wasi:cli/",
@@ -50,31 +51,26 @@ fn is_permitted(import: &str, grant: &CapabilitySet) -> bool {
     if import == TOOL_TYPES {
         return true;
     }
-    // `toolhost:host/<interface>@<version>`, the interface granted and
-    // present in that published version.
-    let Some((name, version)) = interface_of(import, HOST_PACKAGE) else {
-        return false;
-    };
-    let Some(version) = HostVersion::parse(version) else {
-        return false;
-    };
-    // Type-only interfaces come in with the interfaces that use them; they
-    // declare no function, so they grant nothing.
-    let type_only = (name == WORKSPACE_TYPES && version >= HostVersion::V0_1_1)
-        || (name == CAPABILITY_TYPES && version >= HostVersion::V0_1_2);
-    if type_only {
+    // Type-only interfaces of `toolhost:host` come in with the interfaces
+    // that use them; they declare no function, so they grant nothing.
+    if let Some((name, version)) = interface_of(import, HOST_PACKAGE)
+        && let Some(version) = HostVersion::parse(version)
+        && ((name == WORKSPACE_TYPES && version >= HostVersion::V0_1_1)
+            || (name == CAPABILITY_TYPES && version >= HostVersion::V0_1_2))
+    {
         return true;
     }
-    grant
-        .iter()
-        .any(|capability| capability.name() == name && capability.since() <= version)
+    // An interface of a granted capability, in a version it is linked at.
+    grant.iter().any(|capability| capability.provides(import))
 }
 
 /// The host capabilities among a component's imports.
 pub fn imported_capabilities<'a>(imports: impl IntoIterator<Item = &'a str>) -> CapabilitySet {
-    imports
-        .into_iter()
-        .filter_map(|import| Capability::parse(interface_of(import, HOST_PACKAGE)?.0))
+    let imports: Vec<&str> = imports.into_iter().collect();
+    Capability::ALL
+        .iter()
+        .copied()
+        .filter(|capability| imports.iter().any(|import| capability.provides(import)))
         .collect()
 }
 
@@ -156,6 +152,42 @@ mod tests {
                 "toolhost:host/workspace-read@0.1.0",
             ]
         );
+    }
+
+    #[test]
+    fn outbound_http_is_wasi_http_when_granted_and_sockets_never() {
+        let imports = [
+            "wasi:http/outgoing-handler@0.2.0",
+            "wasi:http/types@0.2.12",
+            "wasi:http/incoming-handler@0.2.6",
+            "wasi:http/outgoing-handler@0.3.0",
+            "wasi:http/outgoing-handler@0.2.",
+            "wasi:http/outgoing-handler@0.2.x",
+            "wasi:sockets/tcp@0.2.6",
+            "wasi:sockets/ip-name-lookup@0.2.6",
+        ];
+        let granted = CapabilitySet::new([Capability::Log, Capability::OutboundHttp]);
+        assert_eq!(
+            ungranted_imports(imports, &granted),
+            vec![
+                "wasi:http/incoming-handler@0.2.6",
+                "wasi:http/outgoing-handler@0.3.0",
+                "wasi:http/outgoing-handler@0.2.",
+                "wasi:http/outgoing-handler@0.2.x",
+                "wasi:sockets/tcp@0.2.6",
+                "wasi:sockets/ip-name-lookup@0.2.6",
+            ]
+        );
+        let without = CapabilitySet::new([Capability::Log]);
+        assert_eq!(ungranted_imports(imports, &without).len(), imports.len());
+        assert_eq!(
+            imported_capabilities(["wasi:http/types@0.2.12", "toolhost:host/log@0.1.3"])
+                .to_string(),
+            "log, outbound-http"
+        );
+        // Not a `toolhost:host` interface, so never in its worlds.
+        let all = CapabilitySet::for_world("all-capabilities").expect("known world");
+        assert!(!all.contains(Capability::OutboundHttp));
     }
 
     #[test]

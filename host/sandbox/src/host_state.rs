@@ -43,6 +43,11 @@ impl CallCore {
         self.trust
     }
 
+    /// When the call is stopped.
+    pub fn deadline_at(&self) -> Instant {
+        self.deadline_at
+    }
+
     /// What host-side work for this call may spend: until its deadline.
     pub fn work_meter(&self) -> WorkMeter {
         WorkMeter::until(self.deadline_at)
@@ -99,6 +104,21 @@ impl CallCapabilities {
     pub fn insert_some<S: Any + Send>(&mut self, state: Option<S>) {
         if let Some(state) = state {
             self.insert(state);
+        }
+    }
+
+    /// The state of type `S`, made with `make` if there is none yet.
+    pub fn get_or_insert_with<S: Any + Send>(&mut self, make: impl FnOnce() -> S) -> &mut S {
+        let index = match self.states.iter().position(|held| held.is::<S>()) {
+            Some(index) => index,
+            None => {
+                self.states.push(Box::new(make()));
+                self.states.len() - 1
+            }
+        };
+        match self.states[index].downcast_mut::<S>() {
+            Some(state) => state,
+            None => unreachable!("the state at {index} was just found or made as S"),
         }
     }
 

@@ -148,6 +148,22 @@ impl CallState {
     pub fn project<S: std::any::Any>(&mut self) -> (&mut CallCore, Option<&mut S>) {
         (&mut self.core, self.capabilities.get_mut::<S>())
     }
+
+    /// The view of a capability whose resources live in WASI's resource
+    /// table (`wasi:http` bodies are `wasi:io` streams): the shared core,
+    /// that table, and its state — `refused` makes one when the call was not
+    /// prepared with the capability, so such a call is answered by a state
+    /// that refuses everything rather than by a missing one.
+    pub fn project_with_table<S: std::any::Any + Send>(
+        &mut self,
+        refused: impl FnOnce() -> S,
+    ) -> (&mut CallCore, &mut ResourceTable, &mut S) {
+        (
+            &mut self.core,
+            &mut self.table,
+            self.capabilities.get_or_insert_with(refused),
+        )
+    }
 }
 
 impl WasiView for CallState {
