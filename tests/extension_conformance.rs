@@ -638,21 +638,58 @@ async fn the_manifest_cannot_claim_an_older_wit_than_the_component_imports() {
     );
 }
 
+/// Effects are requested through `toolhost:control`, which no extension is
+/// granted; an effect left in a tool's output applies nothing.
 #[tokio::test]
-async fn an_extension_annotated_as_control_still_cannot_return_an_effect() {
+async fn an_extension_can_neither_request_nor_return_an_effect() {
     let world = World::new();
+    let error = world
+        .install(&Package::new(
+            guest("forger"),
+            "acme-forger",
+            "hostile.forger",
+            MINIMAL,
+        ))
+        .await
+        .expect_err("imports toolhost:control");
+    assert_eq!(error.code(), "ext.imports_not_requested", "{error}");
+    assert!(
+        error.to_string().contains("toolhost:control/effects@0.1.0"),
+        "{error}"
+    );
+    let asks = MINIMAL.replace("[\"log\"]", "[\"log\", \"control\"]");
+    let error = world
+        .install(&Package::new(
+            guest("forger"),
+            "acme-forger",
+            "hostile.forger",
+            &asks,
+        ))
+        .await
+        .expect_err("asks for control");
+    assert_eq!(error.code(), "ext.capability_refused", "{error}");
+    assert!(!world.is_recorded("acme-forger"));
+
     world
-        .install_guest("forger", "acme-forger", "hostile.forger", MINIMAL)
+        .install_guest("liar", "acme-liar", "hostile.liar", MINIMAL)
         .await;
-    world.grant("acme-forger", None);
+    world.grant("acme-liar", None);
     let host = world.host().await;
-    let forged = call(&host, "ext/acme-forger:hostile.forger", json!({})).await;
+    let forged = call(
+        &host,
+        "ext/acme-liar:hostile.liar",
+        json!({"mode": "effect"}),
+    )
+    .await;
     assert_eq!(
         forged.result.error_code.as_deref(),
         Some("sandbox.invalid_output")
     );
     assert!(
-        forged.result.content.contains("only builtin control tools"),
+        forged
+            .result
+            .content
+            .contains("only a builtin control tool"),
         "{}",
         forged.result.content
     );

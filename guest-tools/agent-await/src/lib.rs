@@ -23,7 +23,7 @@ impl Tool for AgentAwait {
     }
 }
 
-toolhost_guest::export_tool!(AgentAwait);
+toolhost_guest::export_control_tool!(AgentAwait);
 
 pub fn await_tasks(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["taskIds", "mode", "timeoutMs"])?;

@@ -21,7 +21,7 @@ impl Tool for AgentDelegate {
     }
 }
 
-toolhost_guest::export_tool!(AgentDelegate);
+toolhost_guest::export_control_tool!(AgentDelegate);
 
 pub fn delegate(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["agentId", "task"])?;

@@ -21,7 +21,7 @@ impl Tool for AgentHandoff {
     }
 }
 
-toolhost_guest::export_tool!(AgentHandoff);
+toolhost_guest::export_control_tool!(AgentHandoff);
 
 pub fn handoff(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["agentId", "handoff", "pendingTaskPolicy"])?;

@@ -36,6 +36,7 @@
 
 pub mod agents;
 pub mod args;
+pub mod control;
 pub mod http;
 pub mod knowledge;
 pub mod log;
@@ -105,6 +106,24 @@ macro_rules! builtin_descriptor {
 #[macro_export]
 macro_rules! export_tool {
     ($tool:ty) => {
+        $crate::__export_tool_with!($tool, call);
+    };
+}
+
+/// Export a builtin control tool: like [`export_tool!`], and the effect on
+/// its [`Output`] is requested from the host through `toolhost:control`
+/// (world `control-tool`; never granted to an extension).
+#[macro_export]
+macro_rules! export_control_tool {
+    ($tool:ty) => {
+        $crate::__export_tool_with!($tool, call_control);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_tool_with {
+    ($tool:ty, $call:ident) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             struct __ToolhostExport;
@@ -120,7 +139,7 @@ macro_rules! export_tool {
                     $crate::bindings::toolhost::tool::types::ToolOutput,
                     $crate::bindings::toolhost::tool::types::ToolError,
                 > {
-                    $crate::__private::call::<$tool>(&arguments)
+                    $crate::__private::$call::<$tool>(&arguments)
                 }
             }
 
@@ -145,6 +164,28 @@ pub mod __private {
 
     pub fn call<T: Tool>(arguments: &str) -> Result<wit::ToolOutput, wit::ToolError> {
         match Arguments::parse(arguments).and_then(T::call) {
+            Ok(output) if output.effect.is_some() => Err(crate::ToolError::new(
+                "tool.effect_refused",
+                "this tool is not a control tool: only the builtin control tools change the run",
+            )
+            .into_wit()),
+            Ok(output) => Ok(output.into_wit()),
+            Err(error) => Err(error.into_wit()),
+        }
+    }
+
+    /// A control tool's call: its effect is requested from the host through
+    /// `toolhost:control`, and the output the host reads carries none.
+    pub fn call_control<T: Tool>(arguments: &str) -> Result<wit::ToolOutput, wit::ToolError> {
+        let requested = Arguments::parse(arguments)
+            .and_then(T::call)
+            .and_then(|mut output| {
+                if let Some(effect) = output.effect.take() {
+                    crate::control::request(&effect)?;
+                }
+                Ok(output)
+            });
+        match requested {
             Ok(output) => Ok(output.into_wit()),
             Err(error) => Err(error.into_wit()),
         }

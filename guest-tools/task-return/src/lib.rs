@@ -19,7 +19,7 @@ impl Tool for TaskReturn {
     }
 }
 
-toolhost_guest::export_tool!(TaskReturn);
+toolhost_guest::export_control_tool!(TaskReturn);
 
 pub fn task_return(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&[

@@ -22,7 +22,7 @@ impl Tool for WorkspaceCommit {
     }
 }
 
-toolhost_guest::export_tool!(WorkspaceCommit);
+toolhost_guest::export_control_tool!(WorkspaceCommit);
 
 pub fn commit(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["path", "mode", "reason"])?;

@@ -18,7 +18,7 @@ impl Tool for WorkspaceFinish {
     }
 }
 
-toolhost_guest::export_tool!(WorkspaceFinish);
+toolhost_guest::export_control_tool!(WorkspaceFinish);
 
 pub fn finish(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["reason"])?;

@@ -24,6 +24,7 @@
 //! | [`worldinfo`] | `worldinfo-read` (0.1.2) | the run's activated world info |
 //! | [`skills`] | `skill-read` (0.1.2) | the visible skills and the invocation's budget |
 //! | [`agents`] | `agent-read` (0.1.3) | the agents this agent may call |
+//! | [`control`] | `toolhost:control/effects@0.1.0` (its own package; builtin control tools only) | the call's one requested effect |
 //! | [`http`] | `wasi:http/outgoing-handler@0.2` (its own package) | the granted hosts and the call's request count |
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use wasmtime::component::Linker;
 
 pub mod agents;
 pub mod chat;
+pub mod control;
 pub mod http;
 pub mod skills;
 mod view;
@@ -126,7 +128,8 @@ pub fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     worldinfo::link(linker)?;
     skills::link(linker)?;
     agents::link(linker)?;
-    http::link(linker)
+    http::link(linker)?;
+    control::link(linker)
 }
 
 /// One call's capability states: each granted capability prepares its own
@@ -154,6 +157,9 @@ pub fn prepare(
     }
     if granted(Capability::AgentRead) {
         states.insert_some(agents::prepare(inputs));
+    }
+    if granted(Capability::Control) {
+        states.insert(control::prepare());
     }
     if granted(Capability::OutboundHttp) {
         states.insert(http::prepare(grant));

@@ -44,6 +44,10 @@ pub enum Capability {
     /// requests to the hosts a user allowed, under the call's deadline and
     /// caps. An extension's only way out of the sandbox.
     OutboundHttp,
+    /// `toolhost:control/effects@0.1.0`: request one change to the run
+    /// (commit, finish, delegate, hand off, await, return a task). Only the
+    /// builtin control tools have it; never granted to an extension.
+    Control,
 }
 
 /// Where a capability's interfaces are published.
@@ -71,6 +75,7 @@ impl Capability {
         Capability::SkillRead,
         Capability::AgentRead,
         Capability::OutboundHttp,
+        Capability::Control,
     ];
 
     /// The name manifests and grants use: for a `toolhost:host` capability
@@ -86,6 +91,7 @@ impl Capability {
             Self::SkillRead => "skill-read",
             Self::AgentRead => "agent-read",
             Self::OutboundHttp => "outbound-http",
+            Self::Control => "control",
         }
     }
 
@@ -102,6 +108,11 @@ impl Capability {
                 package: "wasi:http",
                 series: "0.2.",
                 interfaces: &["outgoing-handler", "types"],
+            },
+            Self::Control => CapabilityHome::Package {
+                package: CONTROL_PACKAGE,
+                series: "0.1.",
+                interfaces: &["effects"],
             },
         }
     }
@@ -151,6 +162,9 @@ impl Capability {
             Self::WorkspaceWrite => Some(
                 "extensions never write the workspace directly; they return text the model can write with the builtin tools",
             ),
+            Self::Control => Some(
+                "only the builtin control tools change the run (commit, finish, delegate, hand off, await, return a task)",
+            ),
             _ => None,
         }
     }
@@ -170,6 +184,8 @@ impl fmt::Display for Capability {
 }
 
 pub const HOST_PACKAGE: &str = "toolhost:host";
+/// The package of the builtin control tools' one capability.
+pub const CONTROL_PACKAGE: &str = "toolhost:control";
 pub const TOOL_PACKAGE: &str = "toolhost:tool";
 /// The one published version of `toolhost:tool`, the contract every tool exports.
 pub const TOOL_VERSION: &str = "0.1.0";
@@ -241,6 +257,8 @@ impl CapabilitySet {
             "worldinfo-reader" => Some(Self::new([Log, WorldinfoRead])),
             "skill-reader" => Some(Self::new([Log, SkillRead])),
             "agent-reader" => Some(Self::new([Log, AgentRead])),
+            // `toolhost:control`'s world, for the builtin control tools.
+            "control-tool" => Some(Self::new([Log, Control])),
             // Every `toolhost:host` interface; packages of their own are not in
             // that world.
             "all-capabilities" => Some(Self::new(

@@ -152,6 +152,18 @@ fn read_tool(file: &Path) -> BuiltinTool {
             if writes_workspace { "set" } else { "not set" }
         ));
     }
+    // Likewise: a control tool changes the run through `toolhost:control`,
+    // whose only world is `control-tool`; a control annotation on any other
+    // world would promise what its component cannot do.
+    let control = annotations
+        .get("control")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if control != (world == "control-tool") {
+        broken(&format!(
+            "annotation `control` is {control} but the crate's world is `{world}`: a builtin is a control tool exactly when its world is `control-tool`"
+        ));
+    }
     BuiltinTool {
         package,
         tool_file: file.to_path_buf(),
@@ -159,10 +171,7 @@ fn read_tool(file: &Path) -> BuiltinTool {
         terminal: flags.iter().any(|flag| flag == "terminal"),
         writes_workspace,
         child_excluded: flags.iter().any(|flag| flag == "childExcluded"),
-        control: annotations
-            .get("control")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        control,
         name,
     }
 }

@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
-use toolhost_core::{AwaitMode, CommitMode, ToolEffect, ToolFailure, ToolOutcome, ToolSuccess};
+use toolhost_core::{ToolEffect, ToolFailure, ToolOutcome, ToolSuccess};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::component::ToolComponent;
 use crate::engine::Sandbox;
 use crate::failure::SandboxFailure;
-use crate::host_state::{CallCapabilities, DeadlineReached, HostFault};
+use crate::host_state::{CallCapabilities, DeadlineReached, HostFault, RequestedEffect};
 use crate::limits::{Limits, MemoryLimitExceeded, TableLimitExceeded};
 use crate::state::{CallEntropy, CallState, GuestLog, bindings};
 
@@ -93,6 +93,8 @@ pub(crate) struct Invocation {
     stdout: String,
     stderr: String,
     host_fault: Option<HostFault>,
+    /// What the tool asked the host to change, through `toolhost:control`.
+    requested_effect: Option<ToolEffect>,
 }
 
 /// A linked component as one call needs it.
@@ -172,7 +174,8 @@ impl Sandbox {
             .await;
         let result = invocation.result.and_then(|result| match result {
             ExportResult::Call(Ok(output)) => {
-                accept_output(tool, limits, output).map(ToolOutcome::Success)
+                accept_output(tool, limits, output, invocation.requested_effect)
+                    .map(ToolOutcome::Success)
             }
             ExportResult::Call(Err(error)) => accept_error(limits, error).map(ToolOutcome::Error),
             ExportResult::Descriptor(_) => unreachable!("call() returns a call result"),
@@ -273,6 +276,10 @@ impl Sandbox {
             stdout: captured(&state.stdout),
             stderr: captured(&state.stderr),
             host_fault: state.core.host_fault.take(),
+            requested_effect: state
+                .capabilities
+                .get_mut::<RequestedEffect>()
+                .and_then(|requested| requested.0.take()),
         };
         // Dropping the store here, not on a helper thread, measured faster:
         // cross-thread wake-ups cost more than the slot reset they would hide.
@@ -419,29 +426,35 @@ fn accept_output(
     tool: &ToolComponent,
     limits: &Limits,
     output: wit::ToolOutput,
+    requested: Option<ToolEffect>,
 ) -> Result<ToolSuccess, SandboxFailure> {
     let size = output.content.len()
         + output.structured.as_ref().map_or(0, String::len)
         + output.resource_refs.iter().map(String::len).sum::<usize>();
     check_size(limits, size)?;
     let structured = parse_json("structured output", output.structured.as_deref())?;
-    let effect = match output.effect {
-        None => None,
-        Some(_)
-            if !(tool.trust == crate::Trust::Builtin
-                && tool.descriptor.annotation_flag("control")) =>
-        {
-            return Err(invalid(
-                "it returned an effect, which only builtin control tools may do",
-            ));
-        }
-        Some(effect) => Some(convert_effect(effect)?),
-    };
+    // An effect is requested through `toolhost:control/effects`, which only
+    // builtin control tools import; the output's own `effect` field (kept
+    // in the published `toolhost:tool`) applies nothing, from anyone.
+    if output.effect.is_some() {
+        return Err(invalid(
+            "it returned an effect in its output; only a builtin control tool changes the run, by requesting it through toolhost:control",
+        ));
+    }
+    // The grant already keeps `toolhost:control` from anything else; the
+    // descriptor is checked again so a mislabelled builtin cannot slip one by.
+    if requested.is_some()
+        && !(tool.trust == crate::Trust::Builtin && tool.descriptor.annotation_flag("control"))
+    {
+        return Err(invalid(
+            "it requested an effect, which only builtin control tools may do",
+        ));
+    }
     Ok(ToolSuccess {
         content: output.content,
         structured,
         resource_refs: output.resource_refs,
-        effect,
+        effect: requested,
     })
 }
 
@@ -473,50 +486,6 @@ fn accept_error(limits: &Limits, error: wit::ToolError) -> Result<ToolFailure, S
         code: error.code,
         message: error.message,
         structured: parse_json("error details", error.structured.as_deref())?,
-    })
-}
-
-fn convert_effect(effect: wit::Effect) -> Result<ToolEffect, SandboxFailure> {
-    let object = |what: &str, text: &str| -> Result<Value, SandboxFailure> {
-        let value = parse_json(what, Some(text))?;
-        if value.is_object() {
-            Ok(value)
-        } else {
-            Err(invalid(format!("{what} must be a JSON object")))
-        }
-    };
-    Ok(match effect {
-        wit::Effect::Commit(request) => ToolEffect::Commit {
-            path: request.path,
-            mode: match request.mode {
-                wit::CommitMode::Replace => CommitMode::Replace,
-                wit::CommitMode::Append => CommitMode::Append,
-            },
-            reason: request.reason,
-        },
-        wit::Effect::Finish(request) => ToolEffect::Finish {
-            reason: request.reason,
-        },
-        wit::Effect::Delegate(request) => ToolEffect::Delegate {
-            task: object("the delegated task", &request.task)?,
-            agent_id: request.agent_id,
-        },
-        wit::Effect::Handoff(request) => ToolEffect::Handoff {
-            brief: object("the handoff brief", &request.brief)?,
-            agent_id: request.agent_id,
-        },
-        wit::Effect::AwaitTasks(request) => ToolEffect::AwaitTasks {
-            task_ids: request.task_ids,
-            mode: match request.mode {
-                wit::AwaitMode::NextCompleted => AwaitMode::NextCompleted,
-                wit::AwaitMode::AllCompleted => AwaitMode::AllCompleted,
-                wit::AwaitMode::StatusOnly => AwaitMode::StatusOnly,
-            },
-            timeout_ms: request.timeout_ms,
-        },
-        wit::Effect::TaskReturn(request) => ToolEffect::TaskReturn {
-            report: object("the task report", &request.report)?,
-        },
     })
 }
 

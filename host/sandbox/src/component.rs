@@ -41,11 +41,13 @@ pub struct ComponentSpec<'a> {
 /// What a component is trusted with beyond its capability grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trust {
-    /// Shipped with toolhost: a `control` tool may return effects, and a
-    /// skill reader charges the skill budget for what it shows.
+    /// Shipped with toolhost: a `control` tool may request effects (through
+    /// `toolhost:control`, its world's), and a skill reader charges the
+    /// skill budget for what it shows.
     Builtin,
-    /// Third-party: never returns effects, whatever its annotations; the
-    /// host charges the skill budget for every character it reads.
+    /// Third-party: never changes the run, whatever its annotations (it is
+    /// never granted `toolhost:control`); the host charges the skill budget
+    /// for every character it reads.
     Extension,
 }
 

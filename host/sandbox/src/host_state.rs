@@ -11,7 +11,7 @@
 use std::any::Any;
 use std::time::Instant;
 
-use toolhost_core::{HostCallError, WorkMeter};
+use toolhost_core::{HostCallError, ToolEffect, WorkMeter};
 
 use crate::Trust;
 
@@ -81,6 +81,13 @@ impl CallCore {
         }
     }
 }
+
+/// The change to the run a builtin control tool requested during its call
+/// (`toolhost:control`): the capability records it here, and the sandbox
+/// hands it on with the call's successful outcome (a call that fails
+/// applies nothing).
+#[derive(Debug, Default)]
+pub struct RequestedEffect(pub Option<ToolEffect>);
 
 /// The per-call states of the capabilities a call was prepared with, one
 /// per type.

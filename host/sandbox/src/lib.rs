@@ -30,6 +30,6 @@ pub use engine::{
     Allocator, AllocatorChoice, LinkCapabilities, Sandbox, SandboxConfig, SandboxError,
 };
 pub use failure::SandboxFailure;
-pub use host_state::{CallCapabilities, CallCore, HostFault};
+pub use host_state::{CallCapabilities, CallCore, HostFault, RequestedEffect};
 pub use limits::{Clamped, HostPolicy, LimitError, LimitOverrides, Limits};
 pub use state::{CallEntropy, CallState, GuestLog, bindings};

@@ -1,6 +1,7 @@
 //! Claims to be a control tool (annotation `control`) and asks the host to
-//! finish the run: only builtins may return effects, whatever an
-//! extension's own annotations say.
+//! finish the run through `toolhost:control`, as the builtin control tools
+//! do: its component imports `toolhost:control/effects`, which no extension
+//! is ever granted, so it never loads as one.
 use toolhost_guest::{
     Annotations, Arguments, Descriptor, Effect, FinishRequest, Output, Tool, ToolError,
 };
@@ -22,4 +23,4 @@ impl Tool for Forger {
     }
 }
 
-toolhost_guest::export_tool!(Forger);
+toolhost_guest::export_control_tool!(Forger);
