@@ -276,3 +276,156 @@ fn the_python_extension_is_built_installed_granted_and_called() {
     );
     assert!(refused.contains("tool.invalid_arguments"), "{refused}");
 }
+
+/// A loopback HTTP server answering `GET /hello`; it stops when dropped.
+struct Loopback {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Loopback {
+    fn start() -> Self {
+        use std::io::{BufRead, BufReader, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let port = listener.local_addr().expect("address").port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|read| read > 2) {
+                    line.clear();
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 19\r\nconnection: close\r\n\r\nhello from loopback",
+                );
+            }
+        });
+        Self { port, stop }
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+#[test]
+fn the_python_http_extension_reaches_only_the_hosts_it_was_granted() {
+    let componentize = repository().join(".venv/bin/componentize-py");
+    if !componentize.is_file() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing although CI ran make setup",
+            componentize.display()
+        );
+        eprintln!(
+            "SKIPPED: {} is missing (run `make setup`)",
+            componentize.display()
+        );
+        return;
+    }
+    let server = Loopback::start();
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    let example = repository().join("examples/extensions/fetch-py");
+    let package = home.join("fetch-py");
+    std::fs::create_dir_all(package.join("wit")).expect("dir");
+    for file in ["app.py", "build.sh", "wit/world.wit"] {
+        std::fs::copy(example.join(file), package.join(file)).expect(file);
+    }
+    // The example asks for public APIs; this copy asks for the loopback
+    // server too, which only a literal address grants.
+    let manifest = std::fs::read_to_string(example.join("toolhost-extension.toml"))
+        .expect("manifest")
+        .replace(
+            "allowed-hosts = [",
+            "allowed-hosts = [\"http://127.0.0.1:*\", ",
+        );
+    std::fs::write(package.join("toolhost-extension.toml"), manifest).expect("manifest");
+    let status = Command::new("sh")
+        .arg(package.join("build.sh"))
+        .env("COMPONENTIZE_PY", &componentize)
+        .env("TOOLHOST_WIT", repository().join("wit"))
+        .status()
+        .expect("run build.sh");
+    assert!(status.success(), "componentize-py builds the component");
+
+    expect(home, &["ext", "seal", "fetch-py"], 0);
+    let install = expect(home, &["ext", "install", "fetch-py"], 0);
+    assert!(install.contains("imports log, outbound-http"), "{install}");
+    let info = expect(home, &["ext", "info", "fetch-py"], 0);
+    assert!(
+        info.contains(
+            "requests hosts: http://127.0.0.1:*, https://api.github.com, https://*.wikipedia.org"
+        ),
+        "{info}"
+    );
+    expect_stderr(
+        home,
+        &[
+            "ext",
+            "grant",
+            "fetch-py",
+            "--allow-host",
+            "https://example.com",
+        ],
+        2,
+        "not requested by its manifest",
+    );
+    let granted_host = format!("http://127.0.0.1:{}", server.port);
+    expect(
+        home,
+        &["ext", "grant", "fetch-py", "--allow-host", &granted_host],
+        0,
+    );
+    let info = expect(home, &["ext", "info", "fetch-py"], 0);
+    assert!(
+        info.contains(&format!("allowed hosts: {granted_host}")),
+        "{info}"
+    );
+
+    let url = format!("{granted_host}/hello");
+    let output = expect(
+        home,
+        &[
+            "call",
+            "web.fetch_text",
+            &serde_json::json!({ "url": url }).to_string(),
+            "--json",
+        ],
+        0,
+    );
+    let report: Value = serde_json::from_str(&output).expect("json");
+    assert_eq!(report["result"]["structured"]["status"], 200, "{output}");
+    assert_eq!(
+        report["result"]["structured"]["text"], "hello from loopback",
+        "{output}"
+    );
+    // The same server on a port the grant does not name, and a public API
+    // the manifest asks for but the user did not grant.
+    for refused_url in [
+        "http://127.0.0.1:1/hello".to_owned(),
+        "https://api.github.com/zen".to_owned(),
+    ] {
+        let refused = expect(
+            home,
+            &[
+                "call",
+                "web.fetch_text",
+                &serde_json::json!({ "url": refused_url }).to_string(),
+            ],
+            1,
+        );
+        assert!(refused.contains("fetch.http_error"), "{refused}");
+        assert!(refused.contains("HTTP-request-denied"), "{refused}");
+    }
+}
