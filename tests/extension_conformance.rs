@@ -90,6 +90,17 @@ impl World {
         install(&sandbox, self.dir(), package.path(), false, &|_| {}).await
     }
 
+    /// Install a hostile guest as an extension, expecting it refused.
+    async fn refuse_guest(&self, name: &str, id: &str, tool: &str, extra: &str) -> InstallError {
+        match self
+            .install(&Package::new(guest(name), id, tool, extra))
+            .await
+        {
+            Ok(_) => panic!("{name} installed under {extra:?}"),
+            Err(error) => error,
+        }
+    }
+
     /// Install a hostile guest as an extension, expecting success.
     async fn install_guest(&self, name: &str, id: &str, tool: &str, extra: &str) -> Installed {
         self.install(&Package::new(guest(name), id, tool, extra))
@@ -644,14 +655,8 @@ async fn the_manifest_cannot_claim_an_older_wit_than_the_component_imports() {
 async fn an_extension_can_neither_request_nor_return_an_effect() {
     let world = World::new();
     let error = world
-        .install(&Package::new(
-            guest("forger"),
-            "acme-forger",
-            "hostile.forger",
-            MINIMAL,
-        ))
-        .await
-        .expect_err("imports toolhost:control");
+        .refuse_guest("forger", "acme-forger", "hostile.forger", MINIMAL)
+        .await;
     assert_eq!(error.code(), "ext.imports_not_requested", "{error}");
     assert!(
         error.to_string().contains("toolhost:control/effects@0.1.0"),
@@ -659,14 +664,8 @@ async fn an_extension_can_neither_request_nor_return_an_effect() {
     );
     let asks = MINIMAL.replace("[\"log\"]", "[\"log\", \"control\"]");
     let error = world
-        .install(&Package::new(
-            guest("forger"),
-            "acme-forger",
-            "hostile.forger",
-            &asks,
-        ))
-        .await
-        .expect_err("asks for control");
+        .refuse_guest("forger", "acme-forger", "hostile.forger", &asks)
+        .await;
     assert_eq!(error.code(), "ext.capability_refused", "{error}");
     assert!(!world.is_recorded("acme-forger"));
 
@@ -1082,14 +1081,8 @@ mod outbound_http {
     async fn wasi_http_is_refused_unless_requested_and_sockets_always() {
         let world = World::new();
         let error = world
-            .install(&Package::new(
-                guest("http-fetch"),
-                "acme-fetch",
-                "hostile.http_fetch",
-                MINIMAL,
-            ))
-            .await
-            .expect_err("wasi:http without outbound-http");
+            .refuse_guest("http-fetch", "acme-fetch", "hostile.http_fetch", MINIMAL)
+            .await;
         assert_eq!(error.code(), "ext.imports_not_requested", "{error}");
         assert!(
             error.to_string().contains("wasi:http/outgoing-handler@0.2"),
@@ -1097,14 +1090,13 @@ mod outbound_http {
         );
         // Asking for outbound-http does not bring wasi:sockets with it.
         let error = world
-            .install(&Package::new(
-                guest("net-probe"),
+            .refuse_guest(
+                "net-probe",
                 "acme-net",
                 "hostile.net_probe",
                 &manifest(&["http://127.0.0.1:*"]),
-            ))
-            .await
-            .expect_err("wasi:sockets");
+            )
+            .await;
         assert!(error.to_string().contains("wasi:sockets/"), "{error}");
         // Hosts go with the capability, and the capability with hosts.
         for extra in [
@@ -1113,14 +1105,8 @@ mod outbound_http {
             "capabilities = [\"log\", \"outbound-http\"]\nallowed-hosts = [\"api.example.com/path\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.3\"\n",
         ] {
             let error = world
-                .install(&Package::new(
-                    guest("http-fetch"),
-                    "acme-fetch",
-                    "hostile.http_fetch",
-                    extra,
-                ))
-                .await
-                .expect_err(extra);
+                .refuse_guest("http-fetch", "acme-fetch", "hostile.http_fetch", extra)
+                .await;
             assert_eq!(error.code(), "ext.manifest_invalid", "{error}");
         }
     }

@@ -54,6 +54,26 @@ fn expect_stderr(home: &Path, args: &[&str], code: i32, needle: &str) {
     assert!(stderr.contains(needle), "toolhost {args:?}: {stderr}");
 }
 
+/// The repository's componentize-py, or `None` (the test skips) outside CI
+/// when `make setup` has not installed it.
+fn componentize_py() -> Option<PathBuf> {
+    let componentize = repository().join(".venv/bin/componentize-py");
+    if componentize.is_file() {
+        return Some(componentize);
+    }
+    // CI runs `make setup`, which installs it: missing there is a failure.
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing although CI ran make setup",
+        componentize.display()
+    );
+    eprintln!(
+        "SKIPPED: {} is missing (run `make setup`)",
+        componentize.display()
+    );
+    None
+}
+
 fn installed(home: &Path) -> Value {
     serde_json::from_str(&expect(home, &["ext", "list", "--json"], 0)).expect("json")
 }
@@ -210,20 +230,9 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
 
 #[test]
 fn the_python_extension_is_built_installed_granted_and_called() {
-    let componentize = repository().join(".venv/bin/componentize-py");
-    if !componentize.is_file() {
-        // CI runs `make setup`, which installs it: missing there is a failure.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} is missing although CI ran make setup",
-            componentize.display()
-        );
-        eprintln!(
-            "SKIPPED: {} is missing (run `make setup`)",
-            componentize.display()
-        );
+    let Some(componentize) = componentize_py() else {
         return;
-    }
+    };
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     let example = repository().join("examples/extensions/word-count-py");
@@ -320,19 +329,9 @@ impl Drop for Loopback {
 
 #[test]
 fn the_python_http_extension_reaches_only_the_hosts_it_was_granted() {
-    let componentize = repository().join(".venv/bin/componentize-py");
-    if !componentize.is_file() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} is missing although CI ran make setup",
-            componentize.display()
-        );
-        eprintln!(
-            "SKIPPED: {} is missing (run `make setup`)",
-            componentize.display()
-        );
+    let Some(componentize) = componentize_py() else {
         return;
-    }
+    };
     let server = Loopback::start();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
