@@ -9,6 +9,7 @@
 //! Only the run's frozen prefix is visible. Zero hits is a success.
 
 use serde::Serialize;
+use toolhost_guest::catalog;
 use toolhost_guest::knowledge::{self, Chat, PackedMessage, Role};
 use toolhost_guest::markdown::code;
 use toolhost_guest::text::chat_search::compare_chat_hits;
@@ -245,9 +246,13 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
         ));
     } else {
         content.push_str(&format!(
-            "Search {} matched {} message(s) ({scanned} searched, newest first among equal scores). Read a whole message with chat_read_messages and its index.",
+            "Search {} matched {} message(s) ({scanned} searched, newest first among equal scores).{}",
             code(query),
-            hits.len()
+            hits.len(),
+            catalog::pointer(
+                "chat.read_messages",
+                " Read a whole message with {} and its index."
+            )
         ));
         for hit in &hits {
             content.push_str(&format!(

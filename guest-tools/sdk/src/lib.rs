@@ -36,6 +36,7 @@
 
 pub mod agents;
 pub mod args;
+pub mod catalog;
 pub mod control;
 pub mod http;
 pub mod knowledge;

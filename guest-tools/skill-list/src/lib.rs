@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 use serde_json::json;
+use toolhost_guest::catalog;
 use toolhost_guest::knowledge::{self, Skills};
 use toolhost_guest::markdown::code;
 use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
@@ -38,8 +39,9 @@ pub fn list_skills(args: &Arguments, skills: &impl Skills) -> Result<Output, Too
         content.push_str("No skills are available to you.");
     } else {
         content.push_str(&format!(
-            "{} skill(s) available. Read one with skill_read and its name.\n",
-            all.len()
+            "{} skill(s) available.{}\n",
+            all.len(),
+            catalog::pointer("skill.read", " Read one with {} and its name.")
         ));
         for skill in &all {
             content.push_str(&format!("\n- {}: {}", code(&skill.name), skill.description));
@@ -81,7 +83,7 @@ mod tests {
         let output = list_skills(&Arguments::default(), &skills).expect("list");
         assert_eq!(
             output.content,
-            "2 skill(s) available. Read one with skill_read and its name.\n\n- `lore-keeper`: Keeps the world's facts straight.\n- `prose-style`: How to write vivid prose."
+            "2 skill(s) available.\n\n- `lore-keeper`: Keeps the world's facts straight.\n- `prose-style`: How to write vivid prose."
         );
         assert_eq!(
             output.structured_value().expect("structured"),

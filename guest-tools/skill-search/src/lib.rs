@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 use serde_json::json;
+use toolhost_guest::catalog;
 use toolhost_guest::knowledge::{self, Skills};
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
@@ -129,10 +130,11 @@ pub fn search_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, To
         ));
     } else {
         content.push_str(&format!(
-            "Search {} in skill {} matched {} location(s). Read more with skill_read and the path.",
+            "Search {} in skill {} matched {} location(s).{}",
             code(query),
             code(name),
-            hits.len()
+            hits.len(),
+            catalog::pointer("skill.read", " Read more with {} and the path.")
         ));
         for hit in &hits {
             content.push_str(&format!(

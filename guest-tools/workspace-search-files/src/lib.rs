@@ -7,6 +7,7 @@
 //! that are not UTF-8 text are skipped and counted. Zero hits is a success.
 
 use serde::Serialize;
+use toolhost_guest::catalog;
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
 use toolhost_guest::workspace::{self, Workspace};
@@ -114,9 +115,13 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
         ));
     } else {
         content.push_str(&format!(
-            "Search {} matched {} workspace location(s). Use workspace_read_file with path and start_line/line_count to read more.",
+            "Search {} matched {} workspace location(s).{}",
             code(query),
-            hits.len()
+            hits.len(),
+            catalog::pointer(
+                "workspace.read_file",
+                " Use {} with path and start_line/line_count to read more."
+            )
         ));
         for hit in &hits {
             content.push_str(&format!(

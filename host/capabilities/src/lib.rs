@@ -24,6 +24,7 @@
 //! | [`worldinfo`] | `worldinfo-read` (0.1.2) | the run's activated world info |
 //! | [`skills`] | `skill-read` (0.1.2) | the visible skills and the invocation's budget |
 //! | [`agents`] | `agent-read` (0.1.3) | the agents this agent may call |
+//! | [`catalog`] | `toolhost:catalog/tools@0.1.0` (its own package; every component, no grant) | the invocation's snapshot |
 //! | [`control`] | `toolhost:control/effects@0.1.0` (its own package; builtin control tools only) | the call's one requested effect |
 //! | [`http`] | `wasi:http/outgoing-handler@0.2` (its own package) | the granted hosts and the call's request count |
 
@@ -35,6 +36,7 @@ use toolhost_sandbox::{CallCapabilities, CallState, HostFault, ToolComponent, Tr
 use wasmtime::component::Linker;
 
 pub mod agents;
+pub mod catalog;
 pub mod chat;
 pub mod control;
 pub mod http;
@@ -81,6 +83,8 @@ pub struct InvocationInputs {
     pub skills: Option<Arc<SkillAccess>>,
     /// The agents the invocation's agent may call; none outside an agent run.
     pub agents: Option<Arc<Vec<CallableAgent>>>,
+    /// The invocation's tools as the model sees them; none outside one.
+    pub snapshot: Option<Arc<toolhost_core::InvocationToolSnapshot>>,
 }
 
 /// What one call's component was granted.
@@ -129,7 +133,8 @@ pub fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     skills::link(linker)?;
     agents::link(linker)?;
     http::link(linker)?;
-    control::link(linker)
+    control::link(linker)?;
+    catalog::link(linker)
 }
 
 /// One call's capability states: each granted capability prepares its own
@@ -140,6 +145,8 @@ pub fn prepare(
 ) -> Result<CallCapabilities, HostFault> {
     let mut states = CallCapabilities::new();
     let granted = |capability| grant.capabilities.contains(capability);
+    // Every component may ask what the model calls a tool.
+    states.insert_some(catalog::prepare(inputs));
     // A state is held only when there is something to act on; without one
     // a capability answers "nothing bound" (a run without a chat, a call
     // outside an agent run).

@@ -184,6 +184,19 @@ impl fmt::Display for Capability {
 }
 
 pub const HOST_PACKAGE: &str = "toolhost:host";
+/// What the model calls each tool of the invocation: every component may
+/// import it, like the WASI baseline (it tells a tool nothing the model is
+/// not shown), so it is no capability to grant.
+pub const CATALOG_INTERFACE: &str = "toolhost:catalog/tools@0.1.";
+
+/// Whether `import` is an interface every component may import without a
+/// grant (beyond the WASI baseline): `toolhost:catalog/tools@0.1.x`.
+pub fn is_ungated(import: &str) -> bool {
+    import
+        .strip_prefix(CATALOG_INTERFACE)
+        .is_some_and(|patch| !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The package of the builtin control tools' one capability.
 pub const CONTROL_PACKAGE: &str = "toolhost:control";
 pub const TOOL_PACKAGE: &str = "toolhost:tool";

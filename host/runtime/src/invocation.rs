@@ -139,6 +139,7 @@ impl InvocationSession {
             worldinfo,
             skills: Some(Arc::clone(&skills)),
             agents: None,
+            snapshot: Some(Arc::clone(&snapshot)),
         };
         Self {
             gate: gate.unwrap_or_else(|| ToolRequestGate::new(Arc::clone(&snapshot))),

@@ -255,6 +255,7 @@ async fn replay_call(
         worldinfo: loaded.worldinfo.clone(),
         skills: Some(Arc::clone(&entry.skills)),
         agents: Some(Arc::clone(&entry.agents)),
+        snapshot: Some(Arc::clone(&entry.snapshot)),
     };
     let execution = ToolExecutor::execute(host, &invocation, binding, entropy, inputs);
     let now = match execution.await {

@@ -201,6 +201,49 @@ async fn the_chat_is_frozen_at_its_input_prefix() {
     assert_eq!(failure.code(), "agent.input_history_conflict", "{failure}");
 }
 
+/// A result that points the model at another tool names it as this
+/// invocation offers it (`toolhost:catalog`), and leaves the pointer out
+/// when the invocation does not offer that tool.
+#[tokio::test]
+async fn a_result_points_only_at_tools_the_invocation_offers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chat = chat_copy(dir.path());
+    let search = |tools: &[&str], run_dir: &str| {
+        let profile = Profile::from_json(
+            &json!({
+                "schemaVersion": 1,
+                "kind": "toolhost.agentProfile",
+                "id": "reader",
+                "tools": {"allow": tools},
+            })
+            .to_string(),
+        )
+        .expect("profile");
+        let run = Run::create_with(
+            &dir.path().join(run_dir),
+            &profile,
+            Durability::Batched,
+            &bindings(Some(chat.clone())),
+        )
+        .expect("run");
+        async move {
+            let mut agent = Agent::start(&run, &profile);
+            agent
+                .ok("chat_search", json!({"query": "lantern"}))
+                .await
+                .model_text()
+        }
+    };
+    let both = search(&["chat.search", "chat.read_messages"], "both").await;
+    assert!(
+        both.contains(". Read a whole message with chat_read_messages and its index."),
+        "{both}"
+    );
+    let alone = search(&["chat.search"], "alone").await;
+    assert!(alone.starts_with("Search `lantern` matched"), "{alone}");
+    assert!(!alone.contains("chat_read_messages"), "{alone}");
+}
+
 #[tokio::test]
 async fn world_info_and_chat_are_unavailable_when_not_bound() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -48,7 +48,7 @@ fn is_permitted(import: &str, grant: &CapabilitySet) -> bool {
     {
         return true;
     }
-    if import == TOOL_TYPES {
+    if import == TOOL_TYPES || toolhost_core::capability::is_ungated(import) {
         return true;
     }
     // Type-only interfaces of `toolhost:host` come in with the interfaces
@@ -166,6 +166,22 @@ mod tests {
             "wasi:sockets/tcp@0.2.6",
             "wasi:sockets/ip-name-lookup@0.2.6",
         ];
+        // What the model calls a tool: anyone may ask, in a published series.
+        assert!(
+            ungranted_imports(["toolhost:catalog/tools@0.1.0"], &CapabilitySet::default())
+                .is_empty()
+        );
+        assert_eq!(
+            ungranted_imports(
+                [
+                    "toolhost:catalog/tools@0.2.0",
+                    "toolhost:catalog/other@0.1.0"
+                ],
+                &CapabilitySet::default()
+            )
+            .len(),
+            2
+        );
         let granted = CapabilitySet::new([Capability::Log, Capability::OutboundHttp]);
         assert_eq!(
             ungranted_imports(imports, &granted),
