@@ -13,6 +13,7 @@ mod mcp;
 mod replay;
 mod run;
 mod serve;
+mod service;
 mod table;
 mod terminal;
 mod tools;
@@ -60,6 +61,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the host over HTTP: a JSON API under /v1 (GET /v1/tools, the
+    /// OpenAPI document at /v1/openapi.json), loopback only for now.
+    Serve {
+        /// The address to listen on.
+        #[arg(long, default_value = toolhost_serve::DEFAULT_LISTEN)]
+        listen: std::net::SocketAddr,
+        /// Tokens file (JSON, mode 0600: each token's sha256 and its
+        /// tenant); without it the one tenant is `local`.
+        #[arg(long, value_name = "FILE")]
+        tokens: Option<PathBuf>,
+    },
     /// Inspect the tool catalog.
     Tools {
         #[command(subcommand)]
@@ -481,6 +493,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Snapshot { profile, child, id } => {
             let profile = load::profile(profile.as_deref())?;
             inspect::print_snapshot(&host, &profile, child, &id)?;
+        }
+        Command::Serve { listen, tokens } => {
+            return service::serve(host, service::ServiceArgs { listen, tokens }).await;
         }
         Command::Journal { .. } | Command::Mcp { .. } | Command::Ext { .. } => {
             unreachable!("handled above")

@@ -1,0 +1,76 @@
+//! What every request passes before a handler: its `Host` must name this
+//! server (no DNS rebinding of a browser onto the loopback port), an
+//! `Origin`, when a browser sends one, must be this server's own (no CORS:
+//! no other site's page may drive it), and its bearer token must name a
+//! tenant.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use crate::tokens::Tenant;
+use crate::{ServeState, TenantAccess};
+
+/// The tenant of a local server without a tokens file (loopback only).
+pub const LOCAL_TENANT: &str = "local";
+
+pub(crate) async fn guard(
+    State(state): State<Arc<ServeState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match admit(&state, &request) {
+        Ok(tenant) => {
+            request.extensions_mut().insert(tenant);
+            next.run(request).await
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+fn admit(state: &ServeState, request: &Request) -> Result<Tenant, ApiError> {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    if !state
+        .hosts
+        .iter()
+        .any(|allowed| allowed.eq_ignore_ascii_case(host))
+    {
+        return Err(ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "serve.host_refused",
+            format!("this server answers to {} only", state.hosts.join(", ")),
+        ));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let own = origin.to_str().ok().is_some_and(|origin| {
+            state
+                .hosts
+                .iter()
+                .any(|allowed| origin.eq_ignore_ascii_case(&format!("http://{allowed}")))
+        });
+        if !own {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "serve.origin_refused",
+                "requests from another site's pages are refused",
+            ));
+        }
+    }
+    match &state.access {
+        TenantAccess::Local => Ok(Tenant(LOCAL_TENANT.to_owned())),
+        TenantAccess::Tokens(tokens) => headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .and_then(|token| tokens.tenant_of(token.trim()))
+            .ok_or_else(ApiError::unauthorized),
+    }
+}

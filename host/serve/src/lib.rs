@@ -1,0 +1,141 @@
+//! `toolhost serve`: one long-running host — one engine, one pool, one
+//! compile cache — reachable over HTTP. A JSON API under `/v1`, described
+//! by the OpenAPI document at `/v1/openapi.json` (generated from the
+//! handlers' types with utoipa); every error is `{code, message}`.
+//!
+//! This is the first part of the service: the catalog, the document, the
+//! tokens and tenants, and the checks every request passes (`guard`).
+
+mod error;
+mod guard;
+pub mod tokens;
+mod tools;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::get;
+use toolhost_runtime::ToolHost;
+use utoipa::OpenApi;
+
+pub use error::ApiError;
+pub use guard::LOCAL_TENANT;
+pub use tokens::{Tenant, Tokens, TokensError, token_digest};
+
+/// The address `toolhost serve` listens on unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7700";
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Who may use the server.
+#[derive(Debug, Clone)]
+pub enum TenantAccess {
+    /// No tokens file: one tenant, `local`; loopback only.
+    Local,
+    /// Each bearer token names its tenant.
+    Tokens(Tokens),
+}
+
+/// What the handlers share.
+pub struct ServeState {
+    pub host: Arc<ToolHost>,
+    pub access: TenantAccess,
+    /// The `Host` values (and `http://` origins) this server answers to.
+    pub hosts: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "serve.not_loopback: {0} is not a loopback address; serving beyond this machine needs tokens and TLS, which this toolhost does not offer yet"
+    )]
+    NotLoopback(SocketAddr),
+}
+
+impl ServeState {
+    /// The state of a server on `listen`: only a loopback address for now,
+    /// answering to its own address and `localhost` on that port.
+    pub fn new(
+        host: Arc<ToolHost>,
+        access: TenantAccess,
+        listen: SocketAddr,
+    ) -> Result<Self, ServeError> {
+        if !listen.ip().is_loopback() {
+            return Err(ServeError::NotLoopback(listen));
+        }
+        let port = listen.port();
+        let hosts = vec![listen.to_string(), format!("localhost:{port}")];
+        Ok(Self {
+            host,
+            access,
+            hosts,
+        })
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "toolhost", description = "A WebAssembly-sandboxed tool host for LLM agents."),
+    paths(tools::list, openapi_json),
+    components(schemas(ApiError, tools::ToolsResponse, tools::OmittedTool)),
+    modifiers(&BearerAuth)
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// This API's OpenAPI document.
+#[utoipa::path(
+    get,
+    path = "/v1/openapi.json",
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API", content_type = "application/json"))
+)]
+async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(ApiDoc::openapi())
+}
+
+/// The API: every route behind the guard, unknown ones answered as JSON.
+pub fn router(state: Arc<ServeState>) -> Router {
+    Router::new()
+        .route("/v1/tools", get(tools::list))
+        .route("/v1/openapi.json", get(openapi_json))
+        .fallback(|| async { ApiError::not_found("such route") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "serve.method_not_allowed",
+                "this route does not take that method",
+            )
+        })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            guard::guard,
+        ))
+        .with_state(state)
+}
+
+/// Serve `router` on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<ServeState>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,265 @@
+//! `toolhost serve` through a real HTTP client: a server on 127.0.0.1 with
+//! an ephemeral port, stopped when the test ends.
+
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolhost_runtime::{ToolHost, ToolHostConfig};
+use toolhost_serve::{ServeState, TenantAccess, Tokens, token_digest};
+
+/// A server for one test; it stops when dropped.
+struct Server {
+    address: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    // Kept alive while the server may read it.
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn host() -> Arc<ToolHost> {
+    Arc::new(
+        ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
+            .await
+            .expect("builtins load"),
+    )
+}
+
+async fn start(with_tokens: bool) -> Server {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let access = if with_tokens {
+        let path = dir.path().join("tokens.json");
+        let text = format!(
+            r#"{{"schemaVersion":1,"kind":"toolhost.tokens","tokens":[{{"tenant":"acme","sha256":"{}"}}]}}"#,
+            token_digest("acme-secret")
+        );
+        std::fs::write(&path, text).expect("tokens");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        TenantAccess::Tokens(Tokens::load(&path).expect("tokens load"))
+    } else {
+        TenantAccess::Local
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let state = Arc::new(ServeState::new(host().await, access, address).expect("state"));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(toolhost_serve::serve(listener, state, async {
+        let _ = stopped.await;
+    }));
+    Server {
+        address,
+        stop: Some(stop),
+        _dir: dir,
+    }
+}
+
+fn client() -> reqwest::Client {
+    toolhost_net::install_crypto_provider();
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+}
+
+async fn json(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let body = response.json::<Value>().await.expect("a JSON body");
+    (status, body)
+}
+
+#[tokio::test]
+async fn the_catalog_and_the_openapi_document_are_served() {
+    let server = start(false).await;
+    let base = format!("http://{}", server.address);
+    let (status, tools) = json(
+        client()
+            .get(format!("{base}/v1/tools"))
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(status, 200, "{tools}");
+    let ids: Vec<&str> = tools["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"builtin:dice.roll"), "{ids:?}");
+    assert!(ids.contains(&"builtin:chat.search"), "{ids:?}");
+    // A catalog carries no alias and no permission: those are a snapshot's.
+    assert!(tools["tools"][0].get("modelAlias").is_none(), "{tools}");
+    assert_eq!(tools["omitted"], Value::Array(Vec::new()));
+
+    let (status, document) = json(
+        client()
+            .get(format!("{base}/v1/openapi.json"))
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(
+        document["openapi"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.")),
+        "{document}"
+    );
+    assert!(
+        document["paths"]["/v1/tools"]["get"].is_object(),
+        "{document}"
+    );
+    assert!(
+        document["components"]["schemas"]["ApiError"].is_object(),
+        "{document}"
+    );
+
+    let (status, missing) = json(
+        client()
+            .get(format!("{base}/v1/nothing"))
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(
+        (status, missing["code"].as_str()),
+        (404, Some("serve.not_found"))
+    );
+    let (status, wrong) = json(
+        client()
+            .delete(format!("{base}/v1/tools"))
+            .send()
+            .await
+            .expect("delete"),
+    )
+    .await;
+    assert_eq!(
+        (status, wrong["code"].as_str()),
+        (405, Some("serve.method_not_allowed"))
+    );
+}
+
+#[tokio::test]
+async fn a_token_names_the_tenant_and_nothing_else_gets_in() {
+    let server = start(true).await;
+    let url = format!("http://{}/v1/tools", server.address);
+    for token in [None, Some("wrong"), Some("acme-secret2")] {
+        let mut request = client().get(&url);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("get");
+        assert_eq!(
+            response
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok()),
+            Some("Bearer")
+        );
+        let (status, error) = json(response).await;
+        assert_eq!(
+            (status, error["code"].as_str()),
+            (401, Some("serve.unauthorized")),
+            "{token:?}"
+        );
+    }
+    let response = client()
+        .get(&url)
+        .bearer_auth("acme-secret")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(response.status().as_u16(), 200);
+}
+
+/// A page on another site must not drive the server through the user's
+/// browser: not by an `Origin` of its own, not by rebinding its DNS name
+/// onto 127.0.0.1 (its `Host` then names it).
+#[tokio::test]
+async fn host_and_origin_must_be_this_servers_own() {
+    let server = start(false).await;
+    let url = format!("http://{}/v1/tools", server.address);
+    let port = server.address.port();
+    let (status, error) = json(
+        client()
+            .get(&url)
+            .header("host", format!("evil.example:{port}"))
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(
+        (status, error["code"].as_str()),
+        (421, Some("serve.host_refused"))
+    );
+    let (status, error) = json(
+        client()
+            .get(&url)
+            .header("origin", "https://evil.example")
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(
+        (status, error["code"].as_str()),
+        (403, Some("serve.origin_refused"))
+    );
+    for (host, origin) in [
+        (
+            server.address.to_string(),
+            format!("http://{}", server.address),
+        ),
+        (
+            format!("localhost:{port}"),
+            format!("http://localhost:{port}"),
+        ),
+    ] {
+        let response = client()
+            .get(&url)
+            .header("host", &host)
+            .header("origin", &origin)
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(response.status().as_u16(), 200, "{host} {origin}");
+        assert!(
+            response
+                .headers()
+                .get("access-control-allow-origin")
+                .is_none(),
+            "no CORS headers"
+        );
+    }
+}
+
+#[test]
+fn only_loopback_is_served_for_now() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let host = runtime.block_on(host());
+    let error = ServeState::new(
+        host,
+        TenantAccess::Local,
+        "0.0.0.0:7700".parse().expect("address"),
+    )
+    .err()
+    .expect("refused");
+    assert!(
+        error.to_string().starts_with("serve.not_loopback"),
+        "{error}"
+    );
+}
