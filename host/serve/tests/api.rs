@@ -77,18 +77,23 @@ async fn json(response: reqwest::Response) -> (u16, Value) {
     (status, body)
 }
 
+/// Send `request`; its status and JSON body.
+async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
+    json(request.send().await.expect("the server answers")).await
+}
+
+/// Send `request`; its status and error code.
+async fn refusal(request: reqwest::RequestBuilder) -> (u16, String) {
+    let (status, body) = send(request).await;
+    let code = body["code"].as_str().unwrap_or_default().to_owned();
+    (status, code)
+}
+
 #[tokio::test]
 async fn the_catalog_and_the_openapi_document_are_served() {
     let server = start(false).await;
     let base = format!("http://{}", server.address);
-    let (status, tools) = json(
-        client()
-            .get(format!("{base}/v1/tools"))
-            .send()
-            .await
-            .expect("get"),
-    )
-    .await;
+    let (status, tools) = send(client().get(format!("{base}/v1/tools"))).await;
     assert_eq!(status, 200, "{tools}");
     let ids: Vec<&str> = tools["tools"]
         .as_array()
@@ -102,14 +107,7 @@ async fn the_catalog_and_the_openapi_document_are_served() {
     assert!(tools["tools"][0].get("modelAlias").is_none(), "{tools}");
     assert_eq!(tools["omitted"], Value::Array(Vec::new()));
 
-    let (status, document) = json(
-        client()
-            .get(format!("{base}/v1/openapi.json"))
-            .send()
-            .await
-            .expect("get"),
-    )
-    .await;
+    let (status, document) = send(client().get(format!("{base}/v1/openapi.json"))).await;
     assert_eq!(status, 200);
     assert!(
         document["openapi"]
@@ -126,29 +124,13 @@ async fn the_catalog_and_the_openapi_document_are_served() {
         "{document}"
     );
 
-    let (status, missing) = json(
-        client()
-            .get(format!("{base}/v1/nothing"))
-            .send()
-            .await
-            .expect("get"),
-    )
-    .await;
     assert_eq!(
-        (status, missing["code"].as_str()),
-        (404, Some("serve.not_found"))
+        refusal(client().get(format!("{base}/v1/nothing"))).await,
+        (404, "serve.not_found".to_owned())
     );
-    let (status, wrong) = json(
-        client()
-            .delete(format!("{base}/v1/tools"))
-            .send()
-            .await
-            .expect("delete"),
-    )
-    .await;
     assert_eq!(
-        (status, wrong["code"].as_str()),
-        (405, Some("serve.method_not_allowed"))
+        refusal(client().delete(format!("{base}/v1/tools"))).await,
+        (405, "serve.method_not_allowed".to_owned())
     );
 }
 
@@ -193,31 +175,18 @@ async fn host_and_origin_must_be_this_servers_own() {
     let server = start(false).await;
     let url = format!("http://{}/v1/tools", server.address);
     let port = server.address.port();
-    let (status, error) = json(
-        client()
-            .get(&url)
-            .header("host", format!("evil.example:{port}"))
-            .send()
-            .await
-            .expect("get"),
-    )
-    .await;
     assert_eq!(
-        (status, error["code"].as_str()),
-        (421, Some("serve.host_refused"))
+        refusal(
+            client()
+                .get(&url)
+                .header("host", format!("evil.example:{port}"))
+        )
+        .await,
+        (421, "serve.host_refused".to_owned())
     );
-    let (status, error) = json(
-        client()
-            .get(&url)
-            .header("origin", "https://evil.example")
-            .send()
-            .await
-            .expect("get"),
-    )
-    .await;
     assert_eq!(
-        (status, error["code"].as_str()),
-        (403, Some("serve.origin_refused"))
+        refusal(client().get(&url).header("origin", "https://evil.example")).await,
+        (403, "serve.origin_refused".to_owned())
     );
     for (host, origin) in [
         (
