@@ -1,5 +1,6 @@
 //! `toolhost serve`: the long-running host over HTTP (`toolhost-serve`),
-//! on 127.0.0.1:7700 unless told otherwise, until Ctrl-C or SIGTERM.
+//! on 127.0.0.1:7700 unless told otherwise, until Ctrl-C or SIGTERM; SIGHUP
+//! reads the tokens file again.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,6 +22,7 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         Some(path) => TenantAccess::Tokens(Tokens::load(path)?),
     };
     let state = Arc::new(ServeState::new(Arc::new(host), access, args.listen)?);
+    tokio::spawn(reload_on_hangup(Arc::clone(&state)));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listen on {}", args.listen))?;
@@ -30,6 +32,25 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
     );
     toolhost_serve::serve(listener, state, stopped()).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// On every SIGHUP, the tokens file read again; one that does not load
+/// leaves the tokens as they were.
+async fn reload_on_hangup(state: Arc<ServeState>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        tracing::warn!("SIGHUP cannot be watched: the tokens file is read only at start");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        match state.reload_tokens() {
+            Ok(Some(count)) => {
+                eprintln!("toolhost serve: tokens file read again: {count} token(s)")
+            }
+            Ok(None) => eprintln!("toolhost serve: SIGHUP ignored: no tokens file"),
+            Err(error) => eprintln!("toolhost serve: the tokens stay as they were: {error}"),
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM.

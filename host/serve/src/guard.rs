@@ -64,7 +64,7 @@ fn admit(state: &ServeState, request: &Request) -> Result<Tenant, ApiError> {
             ));
         }
     }
-    match &state.access {
+    match &*state.access() {
         TenantAccess::Local => Ok(Tenant(LOCAL_TENANT.to_owned())),
         TenantAccess::Tokens(tokens) => headers
             .get(header::AUTHORIZATION)

@@ -42,7 +42,9 @@ pub enum TenantAccess {
 /// What the handlers share.
 pub struct ServeState {
     pub host: Arc<ToolHost>,
-    pub access: TenantAccess,
+    /// Replaced whole when the tokens file is read again
+    /// ([`ServeState::reload_tokens`]); a request sees one version.
+    access: std::sync::RwLock<Arc<TenantAccess>>,
     /// The `Host` values (and `http://` origins) this server answers to.
     pub hosts: Vec<String>,
 }
@@ -70,9 +72,39 @@ impl ServeState {
         let hosts = vec![listen.to_string(), format!("localhost:{port}")];
         Ok(Self {
             host,
-            access,
+            access: std::sync::RwLock::new(Arc::new(access)),
             hosts,
         })
+    }
+
+    /// Who may use the server now.
+    pub fn access(&self) -> Arc<TenantAccess> {
+        // A panic while the lock was held cannot leave a half-written
+        // value: it is replaced whole.
+        Arc::clone(
+            &self
+                .access
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    /// Read the tokens file again (on SIGHUP): a token added works at the
+    /// next request, a token removed stops working. A file that does not
+    /// load leaves the tokens as they were. Without a tokens file there is
+    /// nothing to read: `Ok(None)`.
+    pub fn reload_tokens(&self) -> Result<Option<usize>, TokensError> {
+        let TenantAccess::Tokens(current) = &*self.access() else {
+            return Ok(None);
+        };
+        let tokens = Tokens::load(current.path())?;
+        let count = tokens.len();
+        *self
+            .access
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) =
+            Arc::new(TenantAccess::Tokens(tokens));
+        Ok(Some(count))
     }
 }
 

@@ -43,6 +43,7 @@ pub struct Tenant(pub String);
 
 #[derive(Debug, Clone)]
 pub struct Tokens {
+    path: PathBuf,
     entries: Vec<([u8; 32], Tenant)>,
 }
 
@@ -111,7 +112,24 @@ impl Tokens {
             })?;
             entries.push((digest, Tenant(entry.tenant)));
         }
-        Ok(Self { entries })
+        Ok(Self {
+            path: path.to_owned(),
+            entries,
+        })
+    }
+
+    /// The file these tokens were read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many tokens the file holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// The tenant `token` belongs to. Every entry is compared, matched or

@@ -12,6 +12,7 @@ use toolhost_serve::{ServeState, TenantAccess, Tokens, token_digest};
 /// A server for one test; it stops when dropped.
 struct Server {
     address: SocketAddr,
+    state: Arc<ServeState>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     // Kept alive while the server may read it.
     _dir: tempfile::TempDir,
@@ -53,11 +54,12 @@ async fn start(with_tokens: bool) -> Server {
     let address = listener.local_addr().expect("address");
     let state = Arc::new(ServeState::new(host().await, access, address).expect("state"));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(toolhost_serve::serve(listener, state, async {
+    tokio::spawn(toolhost_serve::serve(listener, Arc::clone(&state), async {
         let _ = stopped.await;
     }));
     Server {
         address,
+        state,
         stop: Some(stop),
         _dir: dir,
     }
@@ -231,4 +233,45 @@ fn only_loopback_is_served_for_now() {
         error.to_string().starts_with("serve.not_loopback"),
         "{error}"
     );
+}
+
+/// SIGHUP reads the tokens file again: a new token works at once, a removed
+/// one stops; a file that does not load changes nothing.
+#[tokio::test]
+async fn reloading_the_tokens_file_takes_effect_at_the_next_request() {
+    let server = start(true).await;
+    let url = format!("http://{}/v1/tools", server.address);
+    let status = |token: &'static str| {
+        let url = url.clone();
+        async move {
+            client()
+                .get(&url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("get")
+                .status()
+                .as_u16()
+        }
+    };
+    let path = server._dir.path().join("tokens.json");
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"schemaVersion":1,"kind":"toolhost.tokens","tokens":[{{"tenant":"acme","sha256":"{}"}}]}}"#,
+            token_digest("acme-rotated")
+        ),
+    )
+    .expect("rotate");
+    assert_eq!(status("acme-rotated").await, 401, "not before the reload");
+    assert_eq!(server.state.reload_tokens().expect("reloads"), Some(1));
+    assert_eq!(status("acme-rotated").await, 200);
+    assert_eq!(status("acme-secret").await, 401);
+
+    std::fs::write(&path, "{not json").expect("break");
+    assert!(server.state.reload_tokens().is_err());
+    assert_eq!(status("acme-rotated").await, 200, "the old tokens stay");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    assert!(server.state.reload_tokens().is_err());
+    assert_eq!(status("acme-rotated").await, 200, "the old tokens stay");
 }
