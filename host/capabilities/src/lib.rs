@@ -98,6 +98,8 @@ pub struct CallGrant<'a> {
     /// Where `outbound-http` may send requests (an extension's grant; none
     /// for a builtin).
     pub allowed_hosts: &'a AllowedHosts,
+    /// The component imports `toolhost:catalog`, which needs no grant.
+    pub catalog: bool,
 }
 
 static NO_HOSTS: AllowedHosts = AllowedHosts::none();
@@ -111,6 +113,7 @@ impl<'a> CallGrant<'a> {
             trust: component.trust(),
             tool_results,
             allowed_hosts: &NO_HOSTS,
+            catalog: component.imports_ungated(),
         }
     }
 
@@ -145,8 +148,11 @@ pub fn prepare(
 ) -> Result<CallCapabilities, HostFault> {
     let mut states = CallCapabilities::new();
     let granted = |capability| grant.capabilities.contains(capability);
-    // Every component may ask what the model calls a tool.
-    states.insert_some(catalog::prepare(inputs));
+    // Every component may ask what the model calls a tool; only one that
+    // imports the interface is given the state, so no other call pays for it.
+    if grant.catalog {
+        states.insert_some(catalog::prepare(inputs));
+    }
     // A state is held only when there is something to act on; without one
     // a capability answers "nothing bound" (a run without a chat, a call
     // outside an agent run).

@@ -146,13 +146,7 @@ impl Capability {
                 package: home,
                 series,
                 interfaces,
-            } => {
-                package == home
-                    && interfaces.contains(&interface)
-                    && version.strip_prefix(series).is_some_and(|patch| {
-                        !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit())
-                    })
-            }
+            } => package == home && interfaces.contains(&interface) && in_series(version, series),
         }
     }
 
@@ -192,8 +186,12 @@ pub const CATALOG_INTERFACE: &str = "toolhost:catalog/tools@0.1.";
 /// Whether `import` is an interface every component may import without a
 /// grant (beyond the WASI baseline): `toolhost:catalog/tools@0.1.x`.
 pub fn is_ungated(import: &str) -> bool {
-    import
-        .strip_prefix(CATALOG_INTERFACE)
+    in_series(import, CATALOG_INTERFACE)
+}
+
+/// Whether `text` is `prefix` (ending in `MAJOR.MINOR.`) and a patch number.
+fn in_series(text: &str, prefix: &str) -> bool {
+    text.strip_prefix(prefix)
         .is_some_and(|patch| !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit()))
 }
 

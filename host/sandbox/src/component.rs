@@ -120,6 +120,9 @@ pub struct ToolComponent {
     pub(crate) descriptor: ToolDescriptor,
     pub(crate) sha256_hex: String,
     pub(crate) imports: Vec<String>,
+    /// It imports an interface every component may (`toolhost:catalog`),
+    /// found once at load so a call prepares that state only when used.
+    pub(crate) imports_ungated: bool,
     pub(crate) grant: CapabilitySet,
     pub(crate) limits: Limits,
     pub(crate) clamped: Vec<Clamped>,
@@ -149,6 +152,12 @@ impl ToolComponent {
     /// The component's imports, as checked against its grant.
     pub fn imports(&self) -> &[String] {
         &self.imports
+    }
+
+    /// Whether it imports an interface granted to every component
+    /// (`toolhost:catalog`).
+    pub fn imports_ungated(&self) -> bool {
+        self.imports_ungated
     }
 
     pub fn grant(&self) -> &CapabilitySet {
@@ -298,6 +307,9 @@ impl Sandbox {
             label: label_arc,
             descriptor,
             sha256_hex,
+            imports_ungated: imports
+                .iter()
+                .any(|import| toolhost_core::capability::is_ungated(import)),
             imports,
             grant: spec.grant,
             limits,
