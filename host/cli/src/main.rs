@@ -21,7 +21,7 @@ mod tools;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use toolhost_journal::Durability;
 use toolhost_runtime::RunBindings;
@@ -61,8 +61,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the host over HTTP: a JSON API under /v1 (GET /v1/tools, the
-    /// OpenAPI document at /v1/openapi.json), loopback only for now.
+    /// Serve the host over HTTP: a JSON API under /v1 (the catalog, runs,
+    /// their events, calls and files; the OpenAPI document at
+    /// /v1/openapi.json), loopback only for now.
     Serve {
         /// The address to listen on.
         #[arg(long, default_value = toolhost_serve::DEFAULT_LISTEN)]
@@ -71,6 +72,30 @@ enum Command {
         /// tenant); without it the one tenant is `local`.
         #[arg(long, value_name = "FILE")]
         tokens: Option<PathBuf>,
+        /// The models runs may name (JSON; see docs/serve.md); without it no
+        /// run can start.
+        #[arg(long, value_name = "FILE")]
+        models: Option<PathBuf>,
+        /// Where each tenant's runs, chats, profiles and skills are
+        /// [default: $TOOLHOST_DATA_DIR, else $XDG_DATA_HOME/toolhost/serve,
+        /// else ~/.local/share/toolhost/serve].
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Runs in their loop at once, in total.
+        #[arg(long, default_value_t = toolhost_serve::Limits::default().runs_total)]
+        max_runs: usize,
+        /// Runs in their loop at once, per tenant.
+        #[arg(long, default_value_t = toolhost_serve::Limits::default().runs_per_tenant)]
+        max_runs_per_tenant: usize,
+        /// Direct calls (POST /v1/runs/{id}/calls) in flight at once.
+        #[arg(long, default_value_t = toolhost_serve::Limits::default().calls_in_flight)]
+        max_calls: usize,
+        /// When journal events and audit files reach the disk.
+        #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
+        durability: DurabilityArg,
+        /// At start, list interrupted runs instead of resuming them.
+        #[arg(long)]
+        no_resume: bool,
     },
     /// Inspect the tool catalog.
     Tools {
@@ -303,10 +328,14 @@ impl From<DurabilityArg> for Durability {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // One thread for a command; every core for a server of many runs.
+    let runtime = match cli.command {
+        Command::Serve { .. } => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build();
+    let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => return system_failure(&anyhow::Error::new(error)),
     };
@@ -494,8 +523,39 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let profile = load::profile(profile.as_deref())?;
             inspect::print_snapshot(&host, &profile, child, &id)?;
         }
-        Command::Serve { listen, tokens } => {
-            return service::serve(host, service::ServiceArgs { listen, tokens }).await;
+        Command::Serve {
+            listen,
+            tokens,
+            models,
+            data_dir,
+            max_runs,
+            max_runs_per_tenant,
+            max_calls,
+            durability,
+            no_resume,
+        } => {
+            let data_dir = load::user_dir(
+                data_dir.as_deref(),
+                "TOOLHOST_DATA_DIR",
+                ("XDG_DATA_HOME", ".local/share"),
+                "toolhost/serve",
+            )
+            .context("no data directory: give --data-dir (or set HOME)")?;
+            let args = service::ServiceArgs {
+                listen,
+                tokens,
+                models,
+                data_dir,
+                limits: toolhost_serve::Limits {
+                    runs_total: max_runs,
+                    runs_per_tenant: max_runs_per_tenant,
+                    calls_in_flight: max_calls,
+                    ..toolhost_serve::Limits::default()
+                },
+                durability: durability.into(),
+                resume: !no_resume,
+            };
+            return service::serve(host, args).await;
         }
         Command::Journal { .. } | Command::Mcp { .. } | Command::Ext { .. } => {
             unreachable!("handled above")

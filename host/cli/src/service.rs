@@ -1,19 +1,35 @@
 //! `toolhost serve`: the long-running host over HTTP (`toolhost-serve`),
 //! on 127.0.0.1:7700 unless told otherwise, until Ctrl-C or SIGTERM; SIGHUP
 //! reads the tokens file again.
+//!
+//! Stopping: the server stops accepting connections, lets requests in
+//! flight finish (at most [`DRAIN`]), and leaves every run still in its
+//! loop interrupted — no terminal event — to be resumed at the next start
+//! (unless `--no-resume`, which lists them).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
+use toolhost_journal::Durability;
 use toolhost_runtime::ToolHost;
-use toolhost_serve::{ServeState, TenantAccess, Tokens};
+use toolhost_serve::{Limits, ModelTable, ServeOptions, ServeState, TenantAccess, Tokens};
+
+/// How long requests in flight may take to finish once the server stops.
+const DRAIN: Duration = Duration::from_secs(10);
 
 pub struct ServiceArgs {
     pub listen: SocketAddr,
     pub tokens: Option<PathBuf>,
+    pub models: Option<PathBuf>,
+    pub data_dir: PathBuf,
+    pub limits: Limits,
+    pub durability: Durability,
+    /// Resume interrupted runs at start.
+    pub resume: bool,
 }
 
 pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
@@ -21,17 +37,80 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         None => TenantAccess::Local,
         Some(path) => TenantAccess::Tokens(Tokens::load(path)?),
     };
-    let state = Arc::new(ServeState::new(Arc::new(host), access, args.listen)?);
+    let models = match &args.models {
+        Some(path) => ModelTable::load(path)?,
+        None => ModelTable::empty(),
+    };
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let options = ServeOptions {
+        data_dir: args.data_dir.clone(),
+        models,
+        limits: args.limits,
+        durability: args.durability,
+    };
+    let state = Arc::new(ServeState::new(
+        Arc::new(host),
+        access,
+        args.listen,
+        options,
+    )?);
     tokio::spawn(reload_on_hangup(Arc::clone(&state)));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listen on {}", args.listen))?;
     eprintln!(
-        "toolhost serve: http://{} (GET /v1/tools, /v1/openapi.json); Ctrl-C stops",
-        args.listen
+        "toolhost serve: http://{} (data in {}, {} model(s)); Ctrl-C stops",
+        args.listen,
+        args.data_dir.display(),
+        state.models.len()
     );
-    toolhost_serve::serve(listener, state, stopped()).await?;
+    pick_up_interrupted(&state, args.resume).await;
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(toolhost_serve::serve(listener, Arc::clone(&state), async {
+        let _ = stopped_rx.await;
+    }));
+    stopped().await;
+    eprintln!("toolhost serve: stopping; runs still going are left interrupted");
+    state.interrupt_runs();
+    let _ = stopped_tx.send(());
+    match tokio::time::timeout(DRAIN, server).await {
+        Ok(Ok(served)) => served?,
+        Ok(Err(joined)) => return Err(joined.into()),
+        Err(_) => {
+            eprintln!("toolhost serve: requests still in flight after {DRAIN:?} were dropped")
+        }
+    }
+    // The loops drop where they wait; give their tasks a moment to let go
+    // of their run directories.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while !state.runs.all_live().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs a previous server left interrupted: resumed, or listed.
+async fn pick_up_interrupted(state: &Arc<ServeState>, resume: bool) {
+    let found = {
+        let state = Arc::clone(state);
+        tokio::task::spawn_blocking(move || toolhost_serve::runs::interrupted(&state))
+            .await
+            .unwrap_or_default()
+    };
+    for (tenant, id) in found {
+        if !resume {
+            eprintln!("toolhost serve: interrupted: {tenant}/{id} (POST /v1/runs/{id}/resume)");
+            continue;
+        }
+        match toolhost_serve::runs::resume_run(state, &tenant, &id).await {
+            Ok(()) => eprintln!("toolhost serve: resumed {tenant}/{id}"),
+            Err(error) => eprintln!(
+                "toolhost serve: {tenant}/{id} stays interrupted: {}: {}",
+                error.code, error.message
+            ),
+        }
+    }
 }
 
 /// On every SIGHUP, the tokens file read again; one that does not load

@@ -29,5 +29,5 @@ pub use host::{
 pub use inputs::RunBindings;
 pub use invocation::{CallOutcome, ExecutedCall, InvocationSession};
 pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};
-pub use resume::ResumeFound;
+pub use resume::{ResumeFound, TERMINAL_EVENTS};
 pub use run::Run;

@@ -484,6 +484,13 @@ impl Run {
         }))
     }
 
+    /// Make every event and audit file written so far durable, without
+    /// ending the run (a call made after the run's end, through the API).
+    pub fn sync(&self) -> Result<(), RunFailure> {
+        self.dir().sync()?;
+        Ok(())
+    }
+
     /// Journal `run_completed` and make everything durable.
     pub fn complete(&self) -> Result<(), RunFailure> {
         let mut dir = self.dir();

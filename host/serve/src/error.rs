@@ -11,6 +11,9 @@ use serde::Serialize;
 pub struct ApiError {
     #[serde(skip)]
     pub status: u16,
+    /// Seconds, for `429`: sent as `Retry-After`.
+    #[serde(skip)]
+    pub retry_after: Option<u64>,
     /// Dotted lowercase, e.g. `serve.unauthorized`.
     pub code: String,
     pub message: String,
@@ -20,6 +23,7 @@ impl ApiError {
     pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
         Self {
             status: status.as_u16(),
+            retry_after: None,
             code: code.to_owned(),
             message: message.into(),
         }
@@ -30,6 +34,32 @@ impl ApiError {
             StatusCode::UNAUTHORIZED,
             "serve.unauthorized",
             "send `Authorization: Bearer <token>` with a token this server knows",
+        )
+    }
+
+    /// `429`: a limit is reached; try again after `seconds`.
+    pub fn too_many(code: &str, message: impl Into<String>, seconds: u64) -> Self {
+        Self {
+            retry_after: Some(seconds),
+            ..Self::new(StatusCode::TOO_MANY_REQUESTS, code, message)
+        }
+    }
+
+    pub fn conflict(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// `500`: the server could not do what it should have; logged.
+    pub fn internal(what: &str, error: impl std::fmt::Display) -> Self {
+        tracing::error!("{what}: {error}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "serve.internal",
+            format!("{what} failed (the server log says why)"),
         )
     }
 
@@ -50,6 +80,12 @@ impl IntoResponse for ApiError {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,
                 axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(seconds),
             );
         }
         response

@@ -3,11 +3,18 @@
 //! by the OpenAPI document at `/v1/openapi.json` (generated from the
 //! handlers' types with utoipa); every error is `{code, message}`.
 //!
-//! This is the first part of the service: the catalog, the document, the
-//! tokens and tenants, and the checks every request passes (`guard`).
+//! - `guard`: the checks every request passes (Host, Origin, token);
+//! - `tools`: the catalog;
+//! - `runs`: the runs API (start, list, follow, cancel, resume, calls,
+//!   files) over the tenant's directories (`tenant`) with the operator's
+//!   models (`models`), within the limits of `runs::registry`.
 
+mod body;
 mod error;
 mod guard;
+pub mod models;
+pub mod runs;
+pub mod tenant;
 pub mod tokens;
 mod tools;
 
@@ -17,12 +24,16 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
+use toolhost_journal::Durability;
 use toolhost_runtime::ToolHost;
 use utoipa::OpenApi;
 
 pub use error::ApiError;
 pub use guard::LOCAL_TENANT;
+pub use models::{ModelTable, ModelsError};
+pub use runs::registry::Limits;
+pub use tenant::TenantDirs;
 pub use tokens::{Tenant, Tokens, TokensError, token_digest};
 
 /// The address `toolhost serve` listens on unless told otherwise.
@@ -39,9 +50,28 @@ pub enum TenantAccess {
     Tokens(Tokens),
 }
 
+/// How the server keeps and runs its tenants' runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where each tenant's directories are (`tenants/<tenant>/…`).
+    pub data_dir: std::path::PathBuf,
+    /// The models a run may name.
+    pub models: ModelTable,
+    pub limits: Limits,
+    /// When a run's journal events and audit files reach the disk.
+    pub durability: Durability,
+}
+
 /// What the handlers share.
 pub struct ServeState {
     pub host: Arc<ToolHost>,
+    pub data_dir: std::path::PathBuf,
+    pub models: ModelTable,
+    pub durability: Durability,
+    /// The runs in their loop here, and the limits.
+    pub runs: runs::registry::Registry,
+    /// Set when the server stops: loops still going are left interrupted.
+    stop: tokio::sync::watch::Sender<bool>,
     /// Replaced whole when the tokens file is read again
     /// ([`ServeState::reload_tokens`]); a request sees one version.
     access: std::sync::RwLock<Arc<TenantAccess>>,
@@ -64,6 +94,7 @@ impl ServeState {
         host: Arc<ToolHost>,
         access: TenantAccess,
         listen: SocketAddr,
+        options: ServeOptions,
     ) -> Result<Self, ServeError> {
         if !listen.ip().is_loopback() {
             return Err(ServeError::NotLoopback(listen));
@@ -72,9 +103,30 @@ impl ServeState {
         let hosts = vec![listen.to_string(), format!("localhost:{port}")];
         Ok(Self {
             host,
+            data_dir: options.data_dir,
+            models: options.models,
+            durability: options.durability,
+            runs: runs::registry::Registry::new(options.limits),
+            stop: tokio::sync::watch::Sender::new(false),
             access: std::sync::RwLock::new(Arc::new(access)),
             hosts,
         })
+    }
+
+    /// One tenant's directories.
+    pub fn tenant_dirs(&self, tenant: &str) -> TenantDirs {
+        TenantDirs::new(&self.data_dir, tenant)
+    }
+
+    /// Resolves to `true` once the server stops.
+    pub(crate) fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    /// Stop every loop here where it waits, leaving its run interrupted
+    /// (no terminal event): it resumes when the server starts again.
+    pub fn interrupt_runs(&self) {
+        self.stop.send_replace(true);
     }
 
     /// Who may use the server now.
@@ -111,8 +163,31 @@ impl ServeState {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "toolhost", description = "A WebAssembly-sandboxed tool host for LLM agents."),
-    paths(tools::list, openapi_json),
-    components(schemas(ApiError, tools::ToolsResponse, tools::OmittedTool)),
+    paths(
+        tools::list,
+        openapi_json,
+        runs::start,
+        runs::list,
+        runs::get,
+        runs::events,
+        runs::cancel,
+        runs::resume,
+        runs::call,
+        runs::file,
+    ),
+    components(schemas(
+        ApiError,
+        tools::ToolsResponse,
+        tools::OmittedTool,
+        runs::StartRun,
+        runs::ProfileChoice,
+        runs::Started,
+        runs::RunView,
+        runs::RunList,
+        runs::Cancelled,
+        runs::CallRequest,
+        runs::CallResponse,
+    )),
     modifiers(&BearerAuth)
 )]
 struct ApiDoc;
@@ -145,6 +220,13 @@ pub fn router(state: Arc<ServeState>) -> Router {
     Router::new()
         .route("/v1/tools", get(tools::list))
         .route("/v1/openapi.json", get(openapi_json))
+        .route("/v1/runs", post(runs::start).get(runs::list))
+        .route("/v1/runs/{id}", get(runs::get))
+        .route("/v1/runs/{id}/events", get(runs::events))
+        .route("/v1/runs/{id}/cancel", post(runs::cancel))
+        .route("/v1/runs/{id}/resume", post(runs::resume))
+        .route("/v1/runs/{id}/calls", post(runs::call))
+        .route("/v1/runs/{id}/files/{*path}", get(runs::file))
         .fallback(|| async { ApiError::not_found("such route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

@@ -1,99 +1,33 @@
 //! `toolhost serve` through a real HTTP client: a server on 127.0.0.1 with
 //! an ephemeral port, stopped when the test ends.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
-use std::sync::Arc;
 
+use common::*;
 use serde_json::Value;
-use toolhost_runtime::{ToolHost, ToolHostConfig};
-use toolhost_serve::{ServeState, TenantAccess, Tokens, token_digest};
+use toolhost_serve::{Limits, ModelTable, ServeState, TenantAccess, token_digest};
 
-/// A server for one test; it stops when dropped.
-struct Server {
-    address: SocketAddr,
-    state: Arc<ServeState>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    // Kept alive while the server may read it.
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-async fn host() -> Arc<ToolHost> {
-    Arc::new(
-        ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
-            .await
-            .expect("builtins load"),
-    )
-}
-
-async fn start(with_tokens: bool) -> Server {
+/// A server with one tenant `acme` (token `acme-secret`), or the local one.
+async fn start(with_tokens: bool) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let access = if with_tokens {
-        let path = dir.path().join("tokens.json");
-        let text = format!(
-            r#"{{"schemaVersion":1,"kind":"toolhost.tokens","tokens":[{{"tenant":"acme","sha256":"{}"}}]}}"#,
-            token_digest("acme-secret")
-        );
-        std::fs::write(&path, text).expect("tokens");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-        TenantAccess::Tokens(Tokens::load(&path).expect("tokens load"))
+        tokens(dir.path())
     } else {
         TenantAccess::Local
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let address = listener.local_addr().expect("address");
-    let state = Arc::new(ServeState::new(host().await, access, address).expect("state"));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(toolhost_serve::serve(listener, Arc::clone(&state), async {
-        let _ = stopped.await;
-    }));
-    Server {
-        address,
-        state,
-        stop: Some(stop),
-        _dir: dir,
-    }
-}
-
-fn client() -> reqwest::Client {
-    toolhost_net::install_crypto_provider();
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client")
-}
-
-async fn json(response: reqwest::Response) -> (u16, Value) {
-    let status = response.status().as_u16();
-    let body = response.json::<Value>().await.expect("a JSON body");
-    (status, body)
-}
-
-/// Send `request`; its status and JSON body.
-async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
-    json(request.send().await.expect("the server answers")).await
-}
-
-/// Send `request`; its status and error code.
-async fn refusal(request: reqwest::RequestBuilder) -> (u16, String) {
-    let (status, body) = send(request).await;
-    let code = body["code"].as_str().unwrap_or_default().to_owned();
-    (status, code)
+    let options = options(
+        &dir.path().join("data"),
+        ModelTable::empty(),
+        Limits::default(),
+    );
+    (start_with(access, options).await, dir)
 }
 
 #[tokio::test]
 async fn the_catalog_and_the_openapi_document_are_served() {
-    let server = start(false).await;
+    let (server, _dir) = start(false).await;
     let base = format!("http://{}", server.address);
     let (status, tools) = send(client().get(format!("{base}/v1/tools"))).await;
     assert_eq!(status, 200, "{tools}");
@@ -138,7 +72,7 @@ async fn the_catalog_and_the_openapi_document_are_served() {
 
 #[tokio::test]
 async fn a_token_names_the_tenant_and_nothing_else_gets_in() {
-    let server = start(true).await;
+    let (server, _dir) = start(true).await;
     let url = format!("http://{}/v1/tools", server.address);
     for token in [None, Some("wrong"), Some("acme-secret2")] {
         let mut request = client().get(&url);
@@ -174,7 +108,7 @@ async fn a_token_names_the_tenant_and_nothing_else_gets_in() {
 /// onto 127.0.0.1 (its `Host` then names it).
 #[tokio::test]
 async fn host_and_origin_must_be_this_servers_own() {
-    let server = start(false).await;
+    let (server, _dir) = start(false).await;
     let url = format!("http://{}/v1/tools", server.address);
     let port = server.address.port();
     assert_eq!(
@@ -220,12 +154,12 @@ async fn host_and_origin_must_be_this_servers_own() {
 
 #[test]
 fn only_loopback_is_served_for_now() {
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let host = runtime.block_on(host());
+    let dir = tempfile::tempdir().expect("tempdir");
     let error = ServeState::new(
-        host,
+        host(),
         TenantAccess::Local,
         "0.0.0.0:7700".parse().expect("address"),
+        options(dir.path(), ModelTable::empty(), Limits::default()),
     )
     .err()
     .expect("refused");
@@ -239,7 +173,7 @@ fn only_loopback_is_served_for_now() {
 /// one stops; a file that does not load changes nothing.
 #[tokio::test]
 async fn reloading_the_tokens_file_takes_effect_at_the_next_request() {
-    let server = start(true).await;
+    let (server, dir) = start(true).await;
     let url = format!("http://{}/v1/tools", server.address);
     let status = |token: &'static str| {
         let url = url.clone();
@@ -254,7 +188,7 @@ async fn reloading_the_tokens_file_takes_effect_at_the_next_request() {
                 .as_u16()
         }
     };
-    let path = server._dir.path().join("tokens.json");
+    let path = dir.path().join("tokens.json");
     std::fs::write(
         &path,
         format!(

@@ -1,0 +1,112 @@
+//! Driving one run's agent loop on the server: started or resumed, it runs
+//! in its own task, journals to its directory, tells its event-stream
+//! readers where it is (without ever waiting for them), and when it ends
+//! keeps its summary and frees its place.
+//!
+//! When the server stops, a loop still going is dropped without a terminal
+//! event: the run is interrupted (docs/runs.md), and resumed when the
+//! server starts again.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::watch;
+use toolhost_journal::Observer;
+use toolhost_model::ModelSource;
+use toolhost_runtime::{
+    AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunCancel, SillyTavernChatHost,
+    run_agent_loop,
+};
+
+use super::registry::{LiveRun, Progress, Slot};
+use crate::ServeState;
+use crate::error::ApiError;
+
+/// What a loop needs besides its run.
+pub struct Launch {
+    pub tenant: String,
+    pub slot: Slot,
+    pub models: Arc<dyn ModelSource>,
+    pub agents: AgentDirectory,
+    pub config: LoopConfig,
+}
+
+/// Start `run`'s loop in a task of its own.
+pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<(), ApiError> {
+    let Launch {
+        tenant,
+        mut slot,
+        models,
+        agents,
+        mut config,
+    } = launch;
+    let chat = run
+        .chat()
+        .ok_or_else(|| ApiError::bad_request("serve.invalid_request", "the run has no chat"))?;
+    let chat_host = Arc::new(SillyTavernChatHost::new(Arc::clone(chat)));
+    let live = Arc::new(LiveRun {
+        tenant: tenant.clone(),
+        id: run.run_id().to_owned(),
+        cancel: RunCancel::new(),
+        progress: watch::Sender::new(Progress::default()),
+    });
+    config.cancel = live.cancel.clone();
+    state.runs.enter(&mut slot, Arc::clone(&live));
+    let parts = LoopParts {
+        host: Arc::clone(&state.host),
+        models,
+        chat: chat_host,
+        agents,
+    };
+    let summaries = state.tenant_dirs(&tenant).summaries();
+    let mut stopping = state.stopping();
+    tokio::spawn(async move {
+        let watcher = Arc::clone(&live);
+        let observer: Observer = Arc::new(move |seq, _, _, _, _| {
+            watcher
+                .progress
+                .send_modify(|progress| progress.last_seq = seq);
+        });
+        run.observe(Some(observer));
+        let ended = tokio::select! {
+            summary = run_agent_loop(&run, parts, &config) => Some(summary),
+            // The server stops: the loop is dropped where it waits, with no
+            // terminal event; the run is interrupted and resumes later.
+            _ = stopping.wait_for(|stop| *stop) => None,
+        };
+        run.observe(None);
+        let root = run.root().to_owned();
+        drop(run);
+        if let Some(summary) = ended {
+            keep_summary(&summaries, &live.id, &summary, &root);
+        }
+        live.progress.send_modify(|progress| progress.ended = true);
+        drop(slot);
+    });
+    Ok(())
+}
+
+/// The summary as a client reads it: without the server's paths.
+pub fn summary_json(summary: &LoopSummary) -> Value {
+    let mut value = serde_json::to_value(summary).unwrap_or(Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        object.remove("runDir");
+    }
+    value
+}
+
+/// `summaries/<id>.json`, replaced whole (a resumed run ends again).
+fn keep_summary(dir: &Path, id: &str, summary: &LoopSummary, root: &Path) {
+    let text = summary_json(summary).to_string();
+    let path: PathBuf = dir.join(format!("{id}.json"));
+    let written = tempfile::NamedTempFile::new_in(dir).and_then(|mut file| {
+        use std::io::Write as _;
+        file.write_all(text.as_bytes())?;
+        file.persist(&path).map_err(|error| error.error)?;
+        Ok(())
+    });
+    if let Err(error) = written {
+        tracing::warn!(run = %root.display(), "the run's summary was not kept: {error}");
+    }
+}

@@ -1,0 +1,300 @@
+//! The runs API: start, list, read, follow, cancel, resume, call into and
+//! read files of a tenant's runs. A run id is looked up only in the
+//! requesting tenant's own runs directory, so another tenant's run is
+//! `404`, exactly like one that does not exist.
+
+mod calls;
+mod drive;
+mod events;
+mod files;
+pub mod journal;
+pub mod registry;
+mod start;
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolhost_runtime::Run;
+
+pub(crate) use calls::{__path_call, call};
+pub use calls::{CallRequest, CallResponse};
+pub(crate) use events::{__path_events, events};
+pub(crate) use files::{__path_file, file};
+pub(crate) use start::{__path_resume, __path_start, resume, start};
+pub use start::{ProfileChoice, StartRun, Started, resume_run};
+
+use crate::ServeState;
+use crate::error::ApiError;
+use crate::tokens::Tenant;
+
+/// Largest `run.json` or summary read.
+const MAX_RECORD_BYTES: u64 = 1024 * 1024;
+/// Most runs one list answers.
+const MAX_LISTED: usize = 1000;
+
+/// A run as the API shows it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunView {
+    pub id: String,
+    /// `running`, `completed`, `partial_success`, `failed`, `cancelled`,
+    /// or `interrupted` (stopped without an end: resumable).
+    pub status: &'static str,
+    /// The profile's id.
+    pub profile: String,
+    pub created_at: String,
+    /// The journal's last sequence number (an event stream's `Last-Event-ID`).
+    pub last_seq: u64,
+    /// Commits that reached the chat.
+    pub commits: usize,
+    /// How the loop ended (`LoopSummary`): once it ended on this server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub summary: Option<Value>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RunList {
+    /// Newest first.
+    pub runs: Vec<RunView>,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// At most this many (default 100, at most 1000).
+    pub limit: Option<usize>,
+}
+
+/// The tenant's run `id`, if there is one: its directory.
+pub(crate) fn run_root(state: &ServeState, tenant: &str, id: &str) -> Result<PathBuf, ApiError> {
+    let not_found = || ApiError::not_found("such run");
+    toolhost_journal::layout::check_segment("run id", id).map_err(|_| not_found())?;
+    let root = state.tenant_dirs(tenant).runs().join(id);
+    let is_run = root.symlink_metadata().is_ok_and(|meta| meta.is_dir())
+        && root
+            .join("run.json")
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.is_file());
+    if is_run { Ok(root) } else { Err(not_found()) }
+}
+
+/// A file read whole, refused past `limit` bytes.
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(format!("larger than {limit} bytes")));
+    }
+    Ok(bytes)
+}
+
+fn status_of(ended_by: Option<&str>) -> &'static str {
+    match ended_by {
+        Some("run_completed") => "completed",
+        Some("run_partial_success") => "partial_success",
+        Some("run_failed") => "failed",
+        Some("run_cancelled") => "cancelled",
+        _ => "interrupted",
+    }
+}
+
+fn view(state: &ServeState, tenant: &str, id: &str, root: &Path) -> std::io::Result<RunView> {
+    let manifest: Value =
+        serde_json::from_slice(&read_bounded(&root.join("run.json"), MAX_RECORD_BYTES)?)
+            .map_err(std::io::Error::other)?;
+    let journal = journal::state(&root.join("events.jsonl"))?;
+    let live = state
+        .runs
+        .live(tenant, id)
+        .is_some_and(|run| !run.progress.borrow().ended);
+    let status = if live {
+        "running"
+    } else {
+        status_of(journal.ended_by.as_deref())
+    };
+    let summary_path = state
+        .tenant_dirs(tenant)
+        .summaries()
+        .join(format!("{id}.json"));
+    let summary = read_bounded(&summary_path, MAX_RECORD_BYTES)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .filter(|_| !live);
+    let text = |pointer: &str| {
+        manifest
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Ok(RunView {
+        id: id.to_owned(),
+        status,
+        profile: text("/profile/id"),
+        created_at: text("/createdAt"),
+        last_seq: journal.last_seq,
+        commits: journal.commits,
+        summary,
+    })
+}
+
+/// The tenant's runs.
+#[utoipa::path(
+    get,
+    path = "/v1/runs",
+    params(ListQuery),
+    responses((status = 200, description = "The tenant's runs, newest first", body = RunList)),
+    security(("bearer" = []))
+)]
+pub(crate) async fn list(
+    State(state): State<Arc<ServeState>>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<RunList>, ApiError> {
+    let limit = query.limit.unwrap_or(100).min(MAX_LISTED);
+    let runs_dir = state.tenant_dirs(&tenant).runs();
+    let state = Arc::clone(&state);
+    let runs = tokio::task::spawn_blocking(move || {
+        let mut ids: Vec<String> = match std::fs::read_dir(&runs_dir) {
+            Ok(entries) => entries
+                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                .filter(|name| toolhost_journal::layout::check_segment("run id", name).is_ok())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        // Run ids begin with their creation time.
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids.into_iter()
+            .filter_map(|id| {
+                let root = run_root(&state, &tenant, &id).ok()?;
+                view(&state, &tenant, &id, &root).ok()
+            })
+            .take(limit)
+            .collect::<Vec<_>>()
+    })
+    .await
+    .map_err(|error| ApiError::internal("listing the runs", error))?;
+    Ok(Json(RunList { runs }))
+}
+
+/// Every run of every tenant that stopped without an end: `(tenant, id)`.
+pub fn interrupted(state: &ServeState) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let Ok(tenants) = std::fs::read_dir(state.data_dir.join("tenants")) else {
+        return found;
+    };
+    for tenant in tenants.filter_map(|entry| entry.ok()?.file_name().into_string().ok()) {
+        let Ok(runs) = std::fs::read_dir(state.tenant_dirs(&tenant).runs()) else {
+            continue;
+        };
+        for id in runs.filter_map(|entry| entry.ok()?.file_name().into_string().ok()) {
+            let Ok(root) = run_root(state, &tenant, &id) else {
+                continue;
+            };
+            let ended = journal::state(&root.join("events.jsonl"))
+                .map_or(true, |journal| journal.ended_by.is_some());
+            if !ended && state.runs.live(&tenant, &id).is_none() {
+                found.push((tenant.clone(), id));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// One run: its status and, once it ended here, its summary.
+#[utoipa::path(
+    get,
+    path = "/v1/runs/{id}",
+    params(("id" = String, Path, description = "The run id")),
+    responses(
+        (status = 200, description = "The run", body = RunView),
+        (status = 404, description = "No such run of this tenant", body = ApiError),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn get(
+    State(state): State<Arc<ServeState>>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<RunView>, ApiError> {
+    let root = run_root(&state, &tenant, &id)?;
+    let state = Arc::clone(&state);
+    tokio::task::spawn_blocking(move || view(&state, &tenant, &id, &root))
+        .await
+        .map_err(|error| ApiError::internal("reading the run", error))?
+        .map(Json)
+        .map_err(|error| ApiError::internal("reading the run", error))
+}
+
+/// What a cancel did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Cancelled {
+    pub id: String,
+    /// `cancelling` (a running run stops at its next step) or `cancelled`.
+    pub status: &'static str,
+}
+
+/// Cancel a run: a running one stops at its next step, an interrupted one
+/// ends now. Terminal: a cancelled run is never resumed.
+#[utoipa::path(
+    post,
+    path = "/v1/runs/{id}/cancel",
+    params(("id" = String, Path, description = "The run id")),
+    responses(
+        (status = 202, description = "The running run is stopping", body = Cancelled),
+        (status = 200, description = "The interrupted run is cancelled", body = Cancelled),
+        (status = 404, description = "No such run of this tenant", body = ApiError),
+        (status = 409, description = "The run already ended, or a call holds it", body = ApiError),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn cancel(
+    State(state): State<Arc<ServeState>>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<(StatusCode, Json<Cancelled>), ApiError> {
+    let root = run_root(&state, &tenant, &id)?;
+    if let Some(live) = state.runs.live(&tenant, &id) {
+        live.cancel.cancel();
+        return Ok((
+            StatusCode::ACCEPTED,
+            Json(Cancelled {
+                id,
+                status: "cancelling",
+            }),
+        ));
+    }
+    tokio::task::spawn_blocking(move || {
+        let journal = journal::state(&root.join("events.jsonl"))
+            .map_err(|error| ApiError::internal("reading the journal", error))?;
+        if let Some(end) = journal.ended_by {
+            return Err(ApiError::conflict(
+                "run.already_ended",
+                format!("the run ended with {end}"),
+            ));
+        }
+        let (run, _) = Run::open(&root).map_err(calls::open_refused)?;
+        run.cancelled(journal.commits, Vec::new())
+            .map_err(|error| ApiError::internal("journalling the cancel", error))?;
+        Ok(())
+    })
+    .await
+    .map_err(|error| ApiError::internal("cancelling the run", error))??;
+    Ok((
+        StatusCode::OK,
+        Json(Cancelled {
+            id,
+            status: "cancelled",
+        }),
+    ))
+}

@@ -1,0 +1,338 @@
+//! `POST /v1/runs`: start an agent run from the tenant's own files — a
+//! profile, a chat, skills, agents — with a model the operator configured,
+//! named; and `POST /v1/runs/{id}/resume` for one that was interrupted.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolhost_core::{Classified, Profile};
+use toolhost_runtime::{AgentDirectory, LoopConfig, Run, RunBindings, RunFailure};
+use toolhost_skills::{Scope, SkillSource};
+
+use super::drive::{Launch, launch};
+use super::{read_bounded, run_root};
+use crate::ServeState;
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::tenant::TenantDirs;
+use crate::tokens::Tenant;
+
+/// The first user message when a request gives none.
+const DEFAULT_TASK: &str = "Write the next reply of this chat.";
+/// Largest profile file read.
+const MAX_PROFILE_BYTES: u64 = 1024 * 1024;
+
+/// A profile: the name of one of the tenant's profiles, or one inline.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum ProfileChoice {
+    /// `profiles/<name>.json` of the tenant.
+    Named(String),
+    /// A whole profile (`schemaVersion`, `id`, `tools`, …).
+    #[schema(value_type = Object)]
+    Inline(Value),
+}
+
+/// What a run is started with.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartRun {
+    /// Default: the built-in writer profile.
+    #[serde(default)]
+    pub profile: Option<ProfileChoice>,
+    /// A model name from the server's model configuration: never a URL.
+    pub model: String,
+    /// `chats/<name>.jsonl` of the tenant: the SillyTavern chat the run
+    /// reads and writes its reply into.
+    pub chat: String,
+    /// A prompt snapshot, `{"worldInfoActivation": …}`.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub world_info: Option<Value>,
+    /// Installed skills by scope: `{"global": "<name>"}` binds the
+    /// tenant's `skills/<name>/`.
+    #[serde(default)]
+    #[schema(value_type = BTreeMap<String, String>)]
+    pub skills: BTreeMap<Scope, String>,
+    /// The first user message.
+    #[serde(default)]
+    pub task: Option<String>,
+    /// Profiles (of the tenant's) the run may delegate or hand off to.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    #[serde(default)]
+    pub max_rounds: Option<u32>,
+    /// The run seed: ids and every call's entropy derive from it.
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+/// A run started or resumed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Started {
+    pub id: String,
+    /// `running`.
+    pub status: &'static str,
+}
+
+fn invalid(code: &str, message: impl Into<String>) -> ApiError {
+    ApiError::bad_request(code, message)
+}
+
+/// Start a run.
+#[utoipa::path(
+    post,
+    path = "/v1/runs",
+    request_body = StartRun,
+    responses(
+        (status = 201, description = "The run started", body = Started),
+        (status = 400, description = "Bad JSON, an unknown field, a model, profile or agent that is not the tenant's", body = ApiError),
+        (status = 404, description = "No such chat", body = ApiError),
+        (status = 409, description = "`chat.busy`: another run is writing the chat", body = ApiError),
+        (status = 413, description = "The body is over the limit", body = ApiError),
+        (status = 415, description = "Not `application/json`", body = ApiError),
+        (status = 429, description = "Too many runs; see `Retry-After`", body = ApiError),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn start(
+    State(state): State<Arc<ServeState>>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    Body(request): Body<StartRun>,
+) -> Result<Response, ApiError> {
+    let dirs = state.tenant_dirs(&tenant);
+    dirs.ensure()
+        .map_err(|error| ApiError::internal("creating the tenant's directories", error))?;
+    let model = state.models.get(&tenant, &request.model).ok_or_else(|| {
+        invalid(
+            "serve.unknown_model",
+            format!(
+                "no model `{}` here; name one of: {}",
+                request.model.chars().take(64).collect::<String>(),
+                state.models.names_for(&tenant).join(", ")
+            ),
+        )
+    })?;
+    let models = model
+        .open()
+        .map_err(|error| ApiError::internal("opening the model", error))?;
+    let profile = match &request.profile {
+        None => {
+            Profile::default_writer().map_err(|error| invalid(error.code(), error.to_string()))?
+        }
+        Some(ProfileChoice::Named(name)) => named_profile(&dirs, name)?,
+        Some(ProfileChoice::Inline(value)) => Profile::from_json(&value.to_string())
+            .map_err(|error| invalid(error.code(), error.to_string()))?,
+    };
+    let agents = request
+        .agents
+        .iter()
+        .map(|name| named_profile(&dirs, name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let agents = AgentDirectory::new(agents)
+        .map_err(|error| invalid("agent.invalid_directory", error.to_string()))?;
+    let chat = TenantDirs::named(dirs.chats(), &request.chat, ".jsonl")
+        .filter(|path| is_plain_file(path))
+        .ok_or_else(|| ApiError::not_found("such chat"))?;
+    let mut bindings = RunBindings {
+        chat: Some(chat.clone()),
+        ..RunBindings::default()
+    };
+    for (scope, name) in &request.skills {
+        let dir = TenantDirs::named(dirs.skills(), name, "")
+            .filter(|dir| dir.symlink_metadata().is_ok_and(|meta| meta.is_dir()))
+            .ok_or_else(|| {
+                invalid(
+                    "serve.unknown_skills",
+                    format!("no skills directory `{name}`"),
+                )
+            })?;
+        bindings.skills.push(SkillSource { scope: *scope, dir });
+    }
+    let slot = state.runs.reserve(&tenant, Some(&chat))?;
+    let world_info = match &request.world_info {
+        None => None,
+        Some(value) => Some(staged(&dirs.tmp(), value)?),
+    };
+    bindings.prompt_snapshot = world_info.as_ref().map(|file| file.path().to_owned());
+    let runs_dir = dirs.runs();
+    let durability = state.durability;
+    let created = tokio::task::spawn_blocking(move || {
+        Run::create_under(&runs_dir, &profile, durability, &bindings)
+    })
+    .await
+    .map_err(|error| ApiError::internal("creating the run", error))?;
+    drop(world_info);
+    let run = created.map_err(creation_refused)?;
+    let id = run.run_id().to_owned();
+    let config = LoopConfig {
+        task: request.task.unwrap_or_else(|| DEFAULT_TASK.to_owned()),
+        model_name: model.model_name.clone(),
+        max_output_tokens: model.max_output_tokens,
+        max_rounds: request.max_rounds,
+        seed: request.seed,
+        model: model.record(),
+        ..LoopConfig::default()
+    };
+    launch(
+        &state,
+        run,
+        Launch {
+            tenant,
+            slot,
+            models,
+            agents,
+            config,
+        },
+    )?;
+    Ok(created_response(id))
+}
+
+/// Resume an interrupted run.
+#[utoipa::path(
+    post,
+    path = "/v1/runs/{id}/resume",
+    params(("id" = String, Path, description = "The run id")),
+    responses(
+        (status = 201, description = "The run goes on", body = Started),
+        (status = 404, description = "No such run of this tenant", body = ApiError),
+        (status = 409, description = "The run is running, ended, or its chat is busy", body = ApiError),
+        (status = 429, description = "Too many runs; see `Retry-After`", body = ApiError),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn resume(
+    State(state): State<Arc<ServeState>>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    resume_run(&state, &tenant, &id).await?;
+    Ok(created_response(id))
+}
+
+/// Go on with the interrupted run `id` of `tenant`, in a task of its own.
+pub async fn resume_run(state: &Arc<ServeState>, tenant: &str, id: &str) -> Result<(), ApiError> {
+    let root = run_root(state, tenant, id)?;
+    if state.runs.live(tenant, id).is_some() {
+        return Err(ApiError::conflict("run.running", "the run is running"));
+    }
+    let slot = state
+        .runs
+        .reserve(tenant, recorded_chat(&root).as_deref())?;
+    let (run, record) = tokio::task::spawn_blocking(move || Run::resume(&root))
+        .await
+        .map_err(|error| ApiError::internal("resuming the run", error))?
+        .map_err(resume_refused)?;
+    let name = record
+        .model
+        .get("served")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let model = state.models.get(tenant, name).ok_or_else(|| {
+        ApiError::conflict(
+            "run.not_resumable",
+            format!("the run's model `{name}` is no longer configured for this tenant"),
+        )
+    })?;
+    let models = model
+        .open()
+        .map_err(|error| ApiError::internal("opening the model", error))?;
+    let agents = record.agents().map_err(resume_refused)?;
+    let config = record.config();
+    launch(
+        state,
+        run,
+        Launch {
+            tenant: tenant.to_owned(),
+            slot,
+            models,
+            agents,
+            config,
+        },
+    )
+}
+
+fn created_response(id: String) -> Response {
+    let location = format!("/v1/runs/{id}");
+    (
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        axum::Json(Started {
+            id,
+            status: "running",
+        }),
+    )
+        .into_response()
+}
+
+/// The profile `profiles/<name>.json` of the tenant.
+fn named_profile(dirs: &TenantDirs, name: &str) -> Result<Profile, ApiError> {
+    let unknown = || {
+        invalid(
+            "serve.unknown_profile",
+            format!("no profile `{}`", name.chars().take(64).collect::<String>()),
+        )
+    };
+    let path = TenantDirs::named(dirs.profiles(), name, ".json")
+        .filter(|path| is_plain_file(path))
+        .ok_or_else(unknown)?;
+    let bytes = read_bounded(&path, MAX_PROFILE_BYTES).map_err(|_| unknown())?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| invalid("profile.invalid", "the profile is not UTF-8"))?;
+    Profile::from_json(&text)
+        .map_err(|error| invalid(error.code(), format!("profile `{name}`: {error}")))
+}
+
+/// A regular file, not a link to one.
+fn is_plain_file(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|meta| meta.is_file())
+}
+
+/// The inline world info, in a file for the run to copy; removed when
+/// dropped.
+fn staged(tmp: &Path, value: &Value) -> Result<tempfile::NamedTempFile, ApiError> {
+    let mut file = tempfile::NamedTempFile::new_in(tmp)
+        .map_err(|error| ApiError::internal("staging the world info", error))?;
+    serde_json::to_writer(&mut file, value)
+        .map_err(|error| ApiError::internal("staging the world info", error))?;
+    Ok(file)
+}
+
+/// The chat a run's `run.json` records, for its slot.
+fn recorded_chat(root: &Path) -> Option<PathBuf> {
+    let bytes = read_bounded(&root.join("run.json"), MAX_PROFILE_BYTES).ok()?;
+    let manifest: Value = serde_json::from_slice(&bytes).ok()?;
+    manifest
+        .pointer("/inputs/chat/path")
+        .and_then(Value::as_str)
+        .map(PathBuf::from)
+}
+
+/// A run that could not be created: the request's inputs were refused
+/// (`400`), or the server failed (`500`).
+fn creation_refused(failure: RunFailure) -> ApiError {
+    match failure {
+        RunFailure::Chat(_)
+        | RunFailure::Skills(_)
+        | RunFailure::WorldInfo(_)
+        | RunFailure::Snapshot(_)
+        | RunFailure::State(_) => invalid(failure.code(), failure.to_string()),
+        other => ApiError::internal("creating the run", other),
+    }
+}
+
+fn resume_refused(failure: RunFailure) -> ApiError {
+    match failure {
+        RunFailure::AlreadyEnded { .. } | RunFailure::NotResumable(_) => {
+            ApiError::conflict(failure.code(), failure.to_string())
+        }
+        other => creation_refused(other),
+    }
+}

@@ -1,0 +1,128 @@
+//! A `toolhost serve` for one test: a real server on 127.0.0.1 with an
+//! ephemeral port and a data directory of its own, stopped when dropped;
+//! and a real HTTP client.
+
+#![allow(dead_code)] // each test binary uses its own share
+
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+use toolhost_journal::Durability;
+use toolhost_runtime::{ToolHost, ToolHostConfig};
+use toolhost_serve::{
+    Limits, ModelTable, ServeOptions, ServeState, TenantAccess, Tokens, token_digest,
+};
+
+/// A server for one test; it stops when dropped.
+pub struct Server {
+    pub address: SocketAddr,
+    pub state: Arc<ServeState>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+impl Server {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+}
+
+/// The builtins, loaded once per test binary (on a thread of its own, so
+/// any test's runtime may use it).
+pub fn host() -> Arc<ToolHost> {
+    static HOST: OnceLock<Arc<ToolHost>> = OnceLock::new();
+    Arc::clone(HOST.get_or_init(|| {
+        std::thread::spawn(|| {
+            let host = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}))
+                .expect("builtins load");
+            Arc::new(host)
+        })
+        .join()
+        .expect("loader thread")
+    }))
+}
+
+/// A tokens file in `dir` for `acme` (`acme-secret`) and `globex`
+/// (`globex-secret`).
+pub fn tokens(dir: &Path) -> TenantAccess {
+    let path = dir.join("tokens.json");
+    let text = format!(
+        r#"{{"schemaVersion":1,"kind":"toolhost.tokens","tokens":[{{"tenant":"acme","sha256":"{}"}},{{"tenant":"globex","sha256":"{}"}}]}}"#,
+        token_digest("acme-secret"),
+        token_digest("globex-secret")
+    );
+    std::fs::write(&path, text).expect("tokens");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    TenantAccess::Tokens(Tokens::load(&path).expect("tokens load"))
+}
+
+pub fn options(data_dir: &Path, models: ModelTable, limits: Limits) -> ServeOptions {
+    ServeOptions {
+        data_dir: data_dir.to_owned(),
+        models,
+        limits,
+        durability: Durability::Batched,
+    }
+}
+
+/// Serve `options` with `access`.
+pub async fn start_with(access: TenantAccess, options: ServeOptions) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let state = Arc::new(ServeState::new(host(), access, address, options).expect("state"));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(toolhost_serve::serve(listener, Arc::clone(&state), async {
+        let _ = stopped.await;
+    }));
+    Server {
+        address,
+        state,
+        stop: Some(stop),
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    toolhost_net::install_crypto_provider();
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+}
+
+pub async fn json(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let body = response.json::<Value>().await.expect("a JSON body");
+    (status, body)
+}
+
+/// Send `request`; its status and JSON body.
+pub async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
+    json(request.send().await.expect("the server answers")).await
+}
+
+/// Send `request`; its status and error code.
+pub async fn refusal(request: reqwest::RequestBuilder) -> (u16, String) {
+    let (status, body) = send(request).await;
+    let code = body["code"].as_str().unwrap_or_default().to_owned();
+    (status, code)
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}

@@ -1,0 +1,655 @@
+//! The runs API through a real HTTP client: runs started with the
+//! operator's models and the tenant's own files, followed as Server-Sent
+//! Events, read, called into, cancelled, interrupted and resumed; every
+//! refusal with its status and code; one tenant never reaching another's
+//! runs.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+use toolhost_serve::{Limits, ModelTable, TenantDirs};
+
+const REPLY: &str = "*Mirelle folds the map.* Then we leave at dawn.";
+
+fn call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"id": id, "name": name, "arguments": arguments})
+}
+
+/// A script that writes the reply, commits it and finishes.
+fn finishing_script() -> Value {
+    json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
+        {"toolCalls": [
+            call("c1", "workspace_write_file", json!({"path": "output/main.md", "content": REPLY})),
+            call("c2", "workspace_commit", json!({}))
+        ]},
+        {"toolCalls": [call("c3", "workspace_finish", json!({"reason": "done"}))]}
+    ]})
+}
+
+fn writer_profile() -> Value {
+    json!({
+        "schemaVersion": 1,
+        "kind": "toolhost.agentProfile",
+        "id": "writer",
+        "tools": {
+            "allow": ["chat.read_messages", "workspace.read_file", "workspace.write_file",
+                      "workspace.commit", "workspace.finish", "dice.roll"],
+            "maxRounds": 6
+        }
+    })
+}
+
+/// A model server that accepts requests and never answers: a run asking
+/// it stays in its loop until cancelled or interrupted.
+async fn silent_model() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (address, task)
+}
+
+/// A data directory with, for both tenants, the fixture chat as `chat`,
+/// `chat2`, `chat3` and the writer profile; and a models file offering
+/// `demo` (the finishing script) to all, `silent` (a model that never
+/// answers) to all, and `acme-only` to acme.
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(silent: std::net::SocketAddr) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for tenant in ["acme", "globex"] {
+            let dirs = TenantDirs::new(&dir.path().join("data"), tenant);
+            dirs.ensure().expect("dirs");
+            for chat in ["chat", "chat2", "chat3"] {
+                std::fs::copy(
+                    fixtures().join("chats/long_character_chat.jsonl"),
+                    dirs.chats().join(format!("{chat}.jsonl")),
+                )
+                .expect("chat");
+            }
+            std::fs::write(
+                dirs.profiles().join("writer.json"),
+                writer_profile().to_string(),
+            )
+            .expect("profile");
+        }
+        std::fs::write(
+            dir.path().join("script.json"),
+            finishing_script().to_string(),
+        )
+        .expect("script");
+        let setup = Self { dir };
+        setup.write_models(silent, false);
+        setup
+    }
+
+    /// The models file; `silent_finishes` points `silent` at the script
+    /// instead (an operator who changed it while the server was down).
+    fn write_models(&self, silent: std::net::SocketAddr, silent_finishes: bool) {
+        let silent_entry = if silent_finishes {
+            json!({"kind": "script", "path": "script.json"})
+        } else {
+            json!({"kind": "openai", "url": format!("http://{silent}/v1"), "model": "m", "timeoutSecs": 300})
+        };
+        let models = json!({"schemaVersion": 1, "kind": "toolhost.models", "models": {
+            "demo": {"kind": "script", "path": "script.json"},
+            "silent": silent_entry,
+            "acme-only": {"kind": "script", "path": "script.json", "tenants": ["acme"]}
+        }});
+        std::fs::write(self.dir.path().join("models.json"), models.to_string()).expect("models");
+    }
+
+    fn models(&self) -> ModelTable {
+        ModelTable::load(&self.dir.path().join("models.json")).expect("models")
+    }
+
+    fn data(&self) -> std::path::PathBuf {
+        self.dir.path().join("data")
+    }
+
+    async fn serve(&self, limits: Limits) -> Server {
+        start_with(
+            tokens(self.dir.path()),
+            options(&self.data(), self.models(), limits),
+        )
+        .await
+    }
+}
+
+fn acme(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    request.bearer_auth("acme-secret")
+}
+
+fn globex(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    request.bearer_auth("globex-secret")
+}
+
+async fn start_run(server: &Server, body: Value) -> String {
+    let response = acme(client().post(server.url("/v1/runs")))
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    let location = response
+        .headers()
+        .get("location")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let (status, started) = json(response).await;
+    assert_eq!(status, 201, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    assert_eq!(location, Some(format!("/v1/runs/{id}")));
+    id
+}
+
+/// The whole event stream of a run: `(id, event, data)` per event.
+async fn stream(
+    server: &Server,
+    id: &str,
+    last_event_id: Option<u64>,
+) -> Vec<(u64, String, Value)> {
+    let mut request = acme(client().get(server.url(&format!("/v1/runs/{id}/events"))));
+    if let Some(last) = last_event_id {
+        request = request.header("last-event-id", last.to_string());
+    }
+    let response = request.send().await.expect("events");
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("text/event-stream")
+    );
+    let text = tokio::time::timeout(Duration::from_secs(60), response.text())
+        .await
+        .expect("the stream ends with the run")
+        .expect("body");
+    let mut events = Vec::new();
+    for block in text.split("\n\n") {
+        let field = |name: &str| {
+            block
+                .lines()
+                .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+                .map(str::to_owned)
+        };
+        if let (Some(seq), Some(event), Some(data)) = (field("id"), field("event"), field("data")) {
+            let seq: u64 = seq.parse().expect("seq");
+            let data: Value = serde_json::from_str(&data).expect("data is the journal line");
+            assert_eq!(data["seq"], seq);
+            assert_eq!(data["type"], event.as_str());
+            events.push((seq, event, data));
+        }
+    }
+    events
+}
+
+async fn status(server: &Server, id: &str) -> Value {
+    let (code, run) = send(acme(client().get(server.url(&format!("/v1/runs/{id}"))))).await;
+    assert_eq!(code, 200, "{run}");
+    run
+}
+
+async fn wait_for_status(server: &Server, id: &str, wanted: &str) -> Value {
+    for _ in 0..600 {
+        let run = status(server, id).await;
+        if run["status"] == wanted {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "run {id} never became {wanted}: {}",
+        status(server, id).await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_streams_its_events_ends_with_its_summary_and_takes_calls_after() {
+    let (silent, _model) = silent_model().await;
+    let setup = Setup::new(silent);
+    let server = setup.serve(Limits::default()).await;
+    let id = start_run(
+        &server,
+        json!({"profile": "writer", "model": "demo", "chat": "chat", "task": "Answer Mirelle."}),
+    )
+    .await;
+
+    let events = stream(&server, &id, None).await;
+    let types: Vec<&str> = events.iter().map(|(_, kind, _)| kind.as_str()).collect();
+    assert_eq!(types.first(), Some(&"run_started"), "{types:?}");
+    assert_eq!(types.last(), Some(&"run_completed"), "{types:?}");
+    assert!(types.contains(&"chat_commit_completed"), "{types:?}");
+    let seqs: Vec<u64> = events.iter().map(|(seq, _, _)| *seq).collect();
+    assert!(
+        seqs.windows(2).all(|pair| pair[1] == pair[0] + 1),
+        "{seqs:?}"
+    );
+    // Reconnecting after an event gets only what follows it.
+    let last = *seqs.last().expect("events");
+    let tail = stream(&server, &id, Some(last - 2)).await;
+    assert_eq!(
+        tail.iter().map(|(seq, _, _)| *seq).collect::<Vec<_>>(),
+        vec![last - 1, last]
+    );
+    assert_eq!(
+        refusal(
+            acme(client().get(server.url(&format!("/v1/runs/{id}/events"))))
+                .header("last-event-id", "x")
+        )
+        .await,
+        (400, "serve.invalid_request".to_owned())
+    );
+
+    let run = wait_for_status(&server, &id, "completed").await;
+    assert_eq!(run["profile"], "writer");
+    assert_eq!(run["commits"], 1);
+    assert_eq!(run["lastSeq"], last);
+    assert_eq!(run["summary"]["status"], "completed");
+    assert_eq!(run["summary"]["toolCalls"], 3);
+    assert!(
+        run["summary"].get("runDir").is_none(),
+        "no server paths: {run}"
+    );
+    let chat = std::fs::read_to_string(
+        TenantDirs::new(&setup.data(), "acme")
+            .chats()
+            .join("chat.jsonl"),
+    )
+    .expect("chat");
+    assert!(
+        chat.contains("Then we leave at dawn."),
+        "the reply reached the chat"
+    );
+
+    let (code, list) = send(acme(client().get(server.url("/v1/runs")))).await;
+    assert_eq!(code, 200);
+    assert_eq!(list["runs"][0]["id"], id.as_str());
+
+    // Files: the fixed list only, opened beneath the run without links.
+    let file = |path: &str| acme(client().get(server.url(&format!("/v1/runs/{id}/files/{path}"))));
+    let response = file("output/main.md").send().await.expect("file");
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.text().await.expect("text"), REPLY);
+    let journal = file("events.jsonl")
+        .send()
+        .await
+        .expect("journal")
+        .text()
+        .await
+        .expect("text");
+    assert_eq!(journal.lines().count() as u64, last);
+    let (code, listing) = send(file("tool-results")).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        listing["entries"].as_array().map(Vec::len),
+        Some(3),
+        "{listing}"
+    );
+    for refused in [
+        "run.json",
+        "input/resolved_profile.json",
+        "output/%2e%2e/run.json",
+    ] {
+        assert_eq!(
+            refusal(file(refused)).await,
+            (403, "serve.path_refused".to_owned()),
+            "{refused}"
+        );
+    }
+    assert_eq!(
+        refusal(file("output/none.md")).await,
+        (404, "serve.not_found".to_owned())
+    );
+    let run_dir = TenantDirs::new(&setup.data(), "acme").runs().join(&id);
+    std::os::unix::fs::symlink("/etc/passwd", run_dir.join("output/link.md")).expect("symlink");
+    assert_eq!(
+        refusal(file("output/link.md")).await,
+        (403, "workspace.symlink_found".to_owned())
+    );
+
+    // A call after the end goes through the run's snapshot and gate.
+    let calls = server.url(&format!("/v1/runs/{id}/calls"));
+    let (code, called) = send(
+        acme(client().post(&calls))
+            .json(&json!({"tool": "dice.roll", "arguments": {"formula": "2d6"}})),
+    )
+    .await;
+    assert_eq!(code, 200, "{called}");
+    assert_eq!(called["isError"], false, "{called}");
+    let total = called["result"]["structured"]["total"]
+        .as_i64()
+        .expect("total");
+    assert!((2..=12).contains(&total), "{called}");
+    let stored = called["resultRef"].as_str().expect("resultRef");
+    assert_eq!(send(file(stored)).await.0, 200);
+    assert_eq!(
+        refusal(acme(client().post(&calls)).json(&json!({"tool": "chat.search"}))).await,
+        (403, "agent.tool_policy_denied".to_owned())
+    );
+    assert_eq!(
+        refusal(acme(client().post(&calls)).json(&json!({"tool": "no.such_tool"}))).await,
+        (400, "tool.not_found".to_owned())
+    );
+    // The run's status stays what its loop ended with.
+    assert_eq!(status(&server, &id).await["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_tenant_can_neither_see_nor_touch_a_run() {
+    let (silent, _model) = silent_model().await;
+    let setup = Setup::new(silent);
+    let server = setup.serve(Limits::default()).await;
+    let id = start_run(
+        &server,
+        json!({"profile": "writer", "model": "demo", "chat": "chat"}),
+    )
+    .await;
+    let before = wait_for_status(&server, &id, "completed").await;
+    let run = |path: &str| server.url(&format!("/v1/runs/{id}{path}"));
+    let attempts = [
+        globex(client().get(run(""))),
+        globex(client().get(run("/events"))),
+        globex(client().get(run("/files/output/main.md"))),
+        globex(client().get(run("/files/events.jsonl"))),
+        globex(client().post(run("/cancel"))),
+        globex(client().post(run("/resume"))),
+        globex(
+            client()
+                .post(run("/calls"))
+                .json(&json!({"tool": "dice.roll", "arguments": {"formula": "1d6"}})),
+        ),
+    ];
+    for attempt in attempts {
+        assert_eq!(refusal(attempt).await, (404, "serve.not_found".to_owned()));
+    }
+    let (code, list) = send(globex(client().get(server.url("/v1/runs")))).await;
+    assert_eq!(
+        (code, list["runs"].as_array().map(Vec::len)),
+        (200, Some(0))
+    );
+    // The run is untouched: still acme's, still completed, no event added.
+    let after = status(&server, &id).await;
+    assert_eq!(after["status"], "completed");
+    assert_eq!(after["lastSeq"], before["lastSeq"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_are_refused_with_their_status_and_code() {
+    let (silent, _model) = silent_model().await;
+    let setup = Setup::new(silent);
+    let server = setup.serve(Limits::default()).await;
+    let runs = server.url("/v1/runs");
+    let post = |body: Value| acme(client().post(&runs)).json(&body);
+    assert_eq!(
+        refusal(acme(client().post(&runs)).body(r#"{"model":"demo","chat":"chat"}"#)).await,
+        (415, "serve.unsupported_media_type".to_owned())
+    );
+    assert_eq!(
+        refusal(
+            acme(client().post(&runs))
+                .header("content-type", "application/json")
+                .body("{nope")
+        )
+        .await,
+        (400, "serve.invalid_json".to_owned())
+    );
+    let cases = [
+        // A client never names where a key goes.
+        (
+            json!({"model": "demo", "chat": "chat", "url": "http://evil.example/v1"}),
+            400,
+            "serve.invalid_request",
+        ),
+        (
+            json!({"model": "openai:http://evil.example/v1", "chat": "chat"}),
+            400,
+            "serve.unknown_model",
+        ),
+        (json!({"chat": "chat"}), 400, "serve.invalid_request"),
+        (
+            json!({"model": "nope", "chat": "chat"}),
+            400,
+            "serve.unknown_model",
+        ),
+        (
+            json!({"model": "demo", "chat": "../globex/chats/chat"}),
+            404,
+            "serve.not_found",
+        ),
+        (
+            json!({"model": "demo", "chat": "missing"}),
+            404,
+            "serve.not_found",
+        ),
+        (
+            json!({"model": "demo", "chat": "chat", "profile": "missing"}),
+            400,
+            "serve.unknown_profile",
+        ),
+        (
+            json!({"model": "demo", "chat": "chat", "profile": "../../acme/profiles/writer"}),
+            400,
+            "serve.unknown_profile",
+        ),
+        (
+            json!({"model": "demo", "chat": "chat", "profile": {"schemaVersion": 1}}),
+            400,
+            "agent.profile_invalid",
+        ),
+        (
+            json!({"model": "demo", "chat": "chat", "agents": ["missing"]}),
+            400,
+            "serve.unknown_profile",
+        ),
+        (
+            json!({"model": "demo", "chat": "chat", "skills": {"global": "missing"}}),
+            400,
+            "serve.unknown_skills",
+        ),
+    ];
+    for (body, status, code) in cases {
+        let (got_status, got_code) = refusal(post(body.clone())).await;
+        assert_eq!((got_status, got_code.as_str()), (status, code), "{body}");
+    }
+    // A model offered to one tenant is unknown to the others.
+    assert_eq!(
+        refusal(globex(client().post(&runs)).json(&json!({"model": "acme-only", "chat": "chat"})))
+            .await,
+        (400, "serve.unknown_model".to_owned())
+    );
+    let huge = "x".repeat(toolhost_serve::MAX_BODY_BYTES + 1);
+    assert_eq!(
+        refusal(post(json!({"model": "demo", "chat": "chat", "task": huge}))).await,
+        (413, "serve.body_too_large".to_owned())
+    );
+    // Nothing was created by any of them.
+    let (_, list) = send(acme(client().get(&runs))).await;
+    assert_eq!(list["runs"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_answer_429_a_busy_chat_409_and_a_run_in_its_loop_takes_no_call() {
+    let (silent, _model) = silent_model().await;
+    let setup = Setup::new(silent);
+    let limits = Limits {
+        runs_total: 2,
+        runs_per_tenant: 2,
+        calls_in_flight: 4,
+        retry_after_secs: 7,
+    };
+    let server = setup.serve(limits).await;
+    let body = |chat: &str| json!({"profile": "writer", "model": "silent", "chat": chat});
+    let first = start_run(&server, body("chat")).await;
+    let (code, error) =
+        refusal(acme(client().post(server.url("/v1/runs"))).json(&body("chat"))).await;
+    assert_eq!((code, error.as_str()), (409, "chat.busy"));
+    let second = start_run(&server, body("chat2")).await;
+    let response = acme(client().post(server.url("/v1/runs")))
+        .json(&body("chat3"))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(
+        response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("7")
+    );
+    let (code, error) = json(response).await;
+    assert_eq!(
+        (code, error["code"].as_str()),
+        (429, Some("serve.too_many_runs"))
+    );
+
+    assert_eq!(status(&server, &first).await["status"], "running");
+    assert_eq!(
+        refusal(
+            acme(client().post(server.url(&format!("/v1/runs/{first}/calls"))))
+                .json(&json!({"tool": "dice.roll"}))
+        )
+        .await,
+        (409, "run.in_loop".to_owned())
+    );
+    assert_eq!(
+        refusal(acme(
+            client().post(server.url(&format!("/v1/runs/{first}/resume")))
+        ))
+        .await,
+        (409, "run.running".to_owned())
+    );
+
+    // Cancel: the run stops at its next step; its stream ends with it.
+    let (code, cancelled) = send(acme(
+        client().post(server.url(&format!("/v1/runs/{first}/cancel"))),
+    ))
+    .await;
+    assert_eq!(
+        (code, cancelled["status"].as_str()),
+        (202, Some("cancelling"))
+    );
+    let events = stream(&server, &first, None).await;
+    assert_eq!(
+        events.last().map(|(_, kind, _)| kind.as_str()),
+        Some("run_cancelled")
+    );
+    wait_for_status(&server, &first, "cancelled").await;
+    assert_eq!(
+        refusal(acme(
+            client().post(server.url(&format!("/v1/runs/{first}/cancel")))
+        ))
+        .await,
+        (409, "run.already_ended".to_owned())
+    );
+    // Its place and its chat are free again.
+    let third = start_run(&server, body("chat")).await;
+    for id in [&second, &third] {
+        send(acme(
+            client().post(server.url(&format!("/v1/runs/{id}/cancel"))),
+        ))
+        .await;
+    }
+}
+
+/// A server that stops mid-run leaves the run interrupted (no terminal
+/// event); the next server over the same data resumes it to its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() {
+    let (silent, _model) = silent_model().await;
+    let setup = Setup::new(silent);
+    let server = setup.serve(Limits::default()).await;
+    let id = start_run(
+        &server,
+        json!({"profile": "writer", "model": "silent", "chat": "chat"}),
+    )
+    .await;
+    // Wait until it asked the model.
+    for _ in 0..200 {
+        if status(&server, &id).await["lastSeq"].as_u64().unwrap_or(0) >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    server.state.interrupt_runs();
+    let events = stream(&server, &id, None).await;
+    assert!(
+        events
+            .iter()
+            .all(|(_, kind, _)| !toolhost_runtime::TERMINAL_EVENTS.contains(&kind.as_str())),
+        "no terminal event: {events:?}"
+    );
+    wait_for_status(&server, &id, "interrupted").await;
+    assert_eq!(
+        refusal(
+            acme(client().post(server.url(&format!("/v1/runs/{id}/calls"))))
+                .json(&json!({"tool": "dice.roll"}))
+        )
+        .await,
+        (409, "run.interrupted".to_owned())
+    );
+    drop(server);
+
+    // The operator points `silent` at a model that answers, and restarts.
+    setup.write_models(silent, true);
+    let server = setup.serve(Limits::default()).await;
+    assert_eq!(
+        toolhost_serve::runs::interrupted(&server.state),
+        vec![("acme".to_owned(), id.clone())]
+    );
+    let (code, resumed) = send(acme(
+        client().post(server.url(&format!("/v1/runs/{id}/resume"))),
+    ))
+    .await;
+    assert_eq!(code, 201, "{resumed}");
+    let events = stream(&server, &id, None).await;
+    let types: Vec<&str> = events.iter().map(|(_, kind, _)| kind.as_str()).collect();
+    assert!(types.contains(&"run_resumed"), "{types:?}");
+    assert_eq!(types.last(), Some(&"run_completed"), "{types:?}");
+    let run = wait_for_status(&server, &id, "completed").await;
+    assert_eq!(run["commits"], 1);
+    assert!(toolhost_serve::runs::interrupted(&server.state).is_empty());
+    assert_eq!(
+        refusal(acme(
+            client().post(server.url(&format!("/v1/runs/{id}/resume")))
+        ))
+        .await,
+        (409, "run.already_ended".to_owned())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_describes_the_runs_api() {
+    let (silent, _model) = silent_model().await;
+    let setup = Setup::new(silent);
+    let server = setup.serve(Limits::default()).await;
+    let (_, document) = send(acme(client().get(server.url("/v1/openapi.json")))).await;
+    for (path, method) in [
+        ("/v1/runs", "post"),
+        ("/v1/runs", "get"),
+        ("/v1/runs/{id}", "get"),
+        ("/v1/runs/{id}/events", "get"),
+        ("/v1/runs/{id}/cancel", "post"),
+        ("/v1/runs/{id}/resume", "post"),
+        ("/v1/runs/{id}/calls", "post"),
+        ("/v1/runs/{id}/files/{path}", "get"),
+    ] {
+        assert!(
+            document["paths"][path][method].is_object(),
+            "{method} {path}"
+        );
+    }
+    assert!(document["components"]["schemas"]["StartRun"]["properties"]["model"].is_object());
+}
