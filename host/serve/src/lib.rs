@@ -7,11 +7,15 @@
 //! - `tools`: the catalog;
 //! - `runs`: the runs API (start, list, follow, cancel, resume, calls,
 //!   files) over the tenant's directories (`tenant`) with the operator's
-//!   models (`models`), within the limits of `runs::registry`.
+//!   models (`models`), within the limits of `runs::registry`;
+//! - `mcp_http`: `/mcp/{profile}`, the tenant's profiles as MCP servers
+//!   over streamable HTTP (the handler, `mcp`, also serves stdio).
 
 mod body;
 mod error;
 mod guard;
+pub mod mcp;
+mod mcp_http;
 pub mod models;
 pub mod runs;
 pub mod tenant;
@@ -24,7 +28,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use toolhost_journal::Durability;
 use toolhost_runtime::ToolHost;
 use utoipa::OpenApi;
@@ -72,6 +76,9 @@ pub struct ServeState {
     pub runs: runs::registry::Registry,
     /// Set when the server stops: loops still going are left interrupted.
     stop: tokio::sync::watch::Sender<bool>,
+    /// The MCP endpoints, and what ends their sessions when the server stops.
+    mcp: mcp_http::Endpoints,
+    mcp_stop: tokio_util::sync::CancellationToken,
     /// Replaced whole when the tokens file is read again
     /// ([`ServeState::reload_tokens`]); a request sees one version.
     access: std::sync::RwLock<Arc<TenantAccess>>,
@@ -108,6 +115,8 @@ impl ServeState {
             durability: options.durability,
             runs: runs::registry::Registry::new(options.limits),
             stop: tokio::sync::watch::Sender::new(false),
+            mcp: mcp_http::Endpoints::default(),
+            mcp_stop: tokio_util::sync::CancellationToken::new(),
             access: std::sync::RwLock::new(Arc::new(access)),
             hosts,
         })
@@ -125,8 +134,10 @@ impl ServeState {
 
     /// Stop every loop here where it waits, leaving its run interrupted
     /// (no terminal event): it resumes when the server starts again.
+    /// MCP sessions end too.
     pub fn interrupt_runs(&self) {
         self.stop.send_replace(true);
+        self.mcp_stop.cancel();
     }
 
     /// Who may use the server now.
@@ -227,6 +238,7 @@ pub fn router(state: Arc<ServeState>) -> Router {
         .route("/v1/runs/{id}/resume", post(runs::resume))
         .route("/v1/runs/{id}/calls", post(runs::call))
         .route("/v1/runs/{id}/files/{*path}", get(runs::file))
+        .route("/mcp/{profile}", any(mcp_http::endpoint))
         .fallback(|| async { ApiError::not_found("such route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

@@ -273,7 +273,7 @@ fn created_response(id: String) -> Response {
 }
 
 /// The profile `profiles/<name>.json` of the tenant.
-fn named_profile(dirs: &TenantDirs, name: &str) -> Result<Profile, ApiError> {
+pub(crate) fn named_profile(dirs: &TenantDirs, name: &str) -> Result<Profile, ApiError> {
     let unknown = || {
         invalid(
             "serve.unknown_profile",

@@ -1,0 +1,348 @@
+//! A profile's tools as an MCP server ([`McpTools`], an rmcp
+//! `ServerHandler`): served over stdio by `toolhost mcp serve`, and over
+//! streamable HTTP at `/mcp/{profile}` by `toolhost serve`, both protocol
+//! eras (rmcp negotiates them).
+//!
+//! One handler, one run, one invocation: every call goes through a turn
+//! naming that one tool, the gate (the profile's budgets), the sandbox,
+//! the audit files and the journal, like a model's. The run is created at
+//! the first call (listing tools needs none) and completed when the
+//! handler goes (a session closed, a stateless request answered, the stdio
+//! client gone). Control tools (commit, finish, delegation) need an agent
+//! loop to apply their effects, so they are not served.
+//!
+//! A call that ends the run (a host fault such as a symlink planted in the
+//! workspace, an MCP call whose outcome is unknown) journals `run_failed`;
+//! that request and every later one is answered with a JSON-RPC error
+//! naming `run.failed` and the code. A client never goes on against a run
+//! that has failed.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio::sync::Mutex;
+use toolhost_core::{
+    Classified, ExitPolicy, Profile, ProviderToolCall, ToolBinding, ToolChoice, builtin, snapshot,
+};
+use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
+use toolhost_runtime::{InvocationSession, Run, RunBindings, RunFailure, ToolHost};
+use toolhost_sandbox::CallEntropy;
+
+/// Where the handler's run is made.
+#[derive(Debug, Clone)]
+pub enum RunPlace {
+    /// A new directory `<dir>/<run-id>`.
+    Under(PathBuf),
+    /// Exactly this (absent or empty) directory.
+    At(PathBuf),
+}
+
+/// Why the run ended, as every later request is told.
+#[derive(Debug, Clone)]
+pub struct RunEnded {
+    pub code: String,
+    pub message: String,
+}
+
+impl RunEnded {
+    fn error(&self) -> ErrorData {
+        ErrorData::internal_error(
+            format!("run.failed: {}: {}", self.code, self.message),
+            Some(serde_json::json!({"code": "run.failed", "cause": self.code})),
+        )
+    }
+}
+
+/// The served profile; cheap to clone (rmcp clones handlers).
+#[derive(Clone)]
+pub struct McpTools {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    host: Arc<ToolHost>,
+    profile: Profile,
+    place: RunPlace,
+    bindings: RunBindings,
+    durability: Durability,
+    /// The snapshot's tools, less the control tools.
+    tools: Vec<ToolBinding>,
+    /// The run and its one invocation, once the first call made them.
+    opened: Mutex<Option<Opened>>,
+    /// Set by the call that ended the run; every later call is refused.
+    ended: std::sync::Mutex<Option<RunEnded>>,
+    /// Notified once the run ended.
+    stop: tokio::sync::Notify,
+}
+
+struct Opened {
+    run: Arc<Run>,
+    session: InvocationSession,
+    /// Completed (or failed) already: nothing to do when dropped.
+    closed: bool,
+}
+
+impl McpTools {
+    /// The tools `profile`'s snapshot offers, to be called in a run made at
+    /// `place` when the first call comes.
+    pub fn new(
+        host: Arc<ToolHost>,
+        profile: Profile,
+        place: RunPlace,
+        bindings: RunBindings,
+        durability: Durability,
+    ) -> Result<Self, RunFailure> {
+        let compiled = snapshot::compile(
+            &profile,
+            host.snapshot_sources(),
+            ROOT_INVOCATION_ID,
+            ExitPolicy::RunFinishAllowed,
+        )?;
+        let tools = compiled
+            .snapshot
+            .bindings()
+            .iter()
+            // Their effects only an agent loop applies.
+            .filter(|binding| !builtin::of(&binding.descriptor.id).is_some_and(|b| b.control))
+            .cloned()
+            .collect();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                host,
+                profile,
+                place,
+                bindings,
+                durability,
+                tools,
+                opened: Mutex::new(None),
+                ended: std::sync::Mutex::new(None),
+                stop: tokio::sync::Notify::new(),
+            }),
+        })
+    }
+
+    /// How many tools are served.
+    pub fn tool_count(&self) -> usize {
+        self.inner.tools.len()
+    }
+
+    /// The run, made now if no call made it yet.
+    pub async fn open_run(&self) -> Result<Arc<Run>, RunFailure> {
+        let mut opened = self.inner.opened.lock().await;
+        Ok(Arc::clone(&self.inner.open(&mut opened)?.run))
+    }
+
+    /// Why the run ended, once it did.
+    pub fn ended(&self) -> Option<RunEnded> {
+        self.inner.ended()
+    }
+
+    /// Resolves once a call ended the run.
+    pub async fn run_ended(&self) {
+        self.inner.stop.notified().await;
+    }
+
+    /// Wait for a call in flight, then complete the run (unless a call
+    /// ended it): no call runs after this.
+    pub async fn close(&self) -> Result<(), RunFailure> {
+        let mut opened = self.inner.opened.lock().await;
+        if let Some(opened) = opened.as_mut()
+            && !opened.closed
+        {
+            opened.closed = true;
+            opened.run.complete()?;
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn ended(&self) -> Option<RunEnded> {
+        self.ended
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn open<'a>(&self, opened: &'a mut Option<Opened>) -> Result<&'a mut Opened, RunFailure> {
+        if opened.is_none() {
+            let run = match &self.place {
+                RunPlace::At(dir) => {
+                    Run::create_with(dir, &self.profile, self.durability, &self.bindings)?
+                }
+                RunPlace::Under(dir) => {
+                    Run::create_under(dir, &self.profile, self.durability, &self.bindings)?
+                }
+            };
+            let session = run.start_invocation(
+                &self.profile,
+                self.host.snapshot_sources(),
+                ROOT_INVOCATION_ID,
+                ExitPolicy::RunFinishAllowed,
+            );
+            let session = match session {
+                Ok(session) => session,
+                Err(failure) => {
+                    let _ = run.fail(&failure);
+                    return Err(failure);
+                }
+            };
+            *opened = Some(Opened {
+                run,
+                session,
+                closed: false,
+            });
+        }
+        // Just made, or made before.
+        opened
+            .as_mut()
+            .ok_or(RunFailure::NotResumable(String::new()))
+    }
+
+    /// `failure` ended the run: journal `run_failed`, refuse everything from
+    /// now on. Called with the session lock held, so no other call starts
+    /// in between.
+    fn end_run(&self, opened: &mut Opened, failure: &RunFailure) -> RunEnded {
+        if let Err(journal) = opened.run.fail(failure) {
+            tracing::error!("could not journal the failure: {journal}");
+        }
+        opened.closed = true;
+        let ended = RunEnded {
+            code: failure.code().to_owned(),
+            message: failure.to_string(),
+        };
+        *self
+            .ended
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(ended.clone());
+        // A stored permit: a watcher wakes even if it waits later.
+        self.stop.notify_one();
+        ended
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The last handle went without `close`: complete the run here.
+        if let Some(opened) = self.opened.get_mut()
+            && !opened.closed
+            && let Err(error) = opened.run.complete()
+        {
+            tracing::error!(
+                run = opened.run.run_id(),
+                "could not complete the run: {error}"
+            );
+        }
+    }
+}
+
+fn describe(binding: &ToolBinding) -> Tool {
+    let schema = match &binding.descriptor.input_schema {
+        Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let description = binding.descriptor.description.clone().unwrap_or_default();
+    let mut tool = Tool::new(
+        Cow::Owned(binding.model_alias.clone()),
+        Cow::Owned(description),
+        Arc::new(schema),
+    );
+    tool.title = binding.descriptor.title.clone();
+    let hint = |key: &str| binding.descriptor.annotations[key].as_bool();
+    tool.annotations = Some(
+        ToolAnnotations::new()
+            .read_only(hint("readOnly").unwrap_or(false))
+            .idempotent(hint("idempotent").unwrap_or(false))
+            .open_world(hint("openWorld").unwrap_or(false)),
+    );
+    tool
+}
+
+impl ServerHandler for McpTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.inner.tools.iter().map(describe).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let inner = &self.inner;
+        let name = request.name.to_string();
+        let Some(binding) = inner.tools.iter().find(|b| b.model_alias == name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {name}"),
+                None,
+            ));
+        };
+        let tool = binding.descriptor.id.clone();
+        let mut opened = inner.opened.lock().await;
+        if let Some(ended) = inner.ended() {
+            return Err(ended.error());
+        }
+        if opened.as_ref().is_some_and(|opened| opened.closed) {
+            return Err(ErrorData::internal_error(
+                "run.closed: the run is complete",
+                None,
+            ));
+        }
+        let opened = inner.open(&mut opened).map_err(|failure| {
+            ErrorData::internal_error(
+                format!("run.not_started: {failure}"),
+                Some(serde_json::json!({"code": failure.code()})),
+            )
+        })?;
+        let turn = match opened
+            .session
+            .begin_turn(ToolChoice::Specific(tool), "mcp-serve")
+        {
+            Ok(turn) => turn,
+            // A journal that cannot be written ends the run too.
+            Err(failure) => return Err(inner.end_run(opened, &failure).error()),
+        };
+        let invocation = turn
+            .decode_call(ProviderToolCall {
+                call_id: Some(format!("mcp_{}", uuid::Uuid::new_v4().simple())),
+                name: Some(name),
+                arguments: request.arguments.map(Value::Object),
+                provider_metadata: Value::Null,
+            })
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let outcome = match opened
+            .session
+            .call(inner.host.as_ref(), &turn, invocation, CallEntropy::fresh())
+            .await
+        {
+            Ok(outcome) => outcome,
+            Err(failure) => return Err(inner.end_run(opened, &failure).error()),
+        };
+        let text = ContentBlock::text(outcome.model_text());
+        Ok(if outcome.result.is_error {
+            CallToolResult::error(vec![text])
+        } else {
+            CallToolResult::success(vec![text])
+        }
+        .into())
+    }
+}

@@ -1,0 +1,97 @@
+//! `/mcp/{profile}`: MCP over streamable HTTP (rmcp's server transport,
+//! both protocol eras) for one of the tenant's profiles. Each legacy
+//! session, and each stateless request of the modern era, is a handler of
+//! its own ([`McpTools`]) with its own run in the tenant's runs directory,
+//! under the same gate and journal as `toolhost mcp serve` on stdio.
+//!
+//! Every (tenant, profile version) gets its own rmcp service and session
+//! manager: a session id from one tenant means nothing under another's
+//! token. `Host`, `Origin` and the token were checked by the guard.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Extension;
+use axum::extract::{Path as UrlPath, Request, State};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use toolhost_runtime::RunBindings;
+use tower_service::Service as _;
+
+use crate::ServeState;
+use crate::error::ApiError;
+use crate::mcp::{McpTools, RunPlace};
+use crate::runs::named_profile;
+use crate::tokens::Tenant;
+
+type Endpoint = StreamableHttpService<McpTools, LocalSessionManager>;
+
+/// The endpoints made so far, by tenant and profile digest.
+#[derive(Default)]
+pub struct Endpoints {
+    by_profile: Mutex<HashMap<(String, String), Endpoint>>,
+}
+
+/// Largest number of (tenant, profile version) endpoints kept; past it the
+/// oldest are forgotten (their sessions end).
+const MAX_ENDPOINTS: usize = 1024;
+
+pub(crate) async fn endpoint(
+    State(state): State<Arc<ServeState>>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    UrlPath(profile_name): UrlPath<String>,
+    request: Request,
+) -> Response {
+    let dirs = state.tenant_dirs(&tenant);
+    let profile = match named_profile(&dirs, &profile_name) {
+        Ok(profile) => profile,
+        Err(_) => return ApiError::not_found("such profile").into_response(),
+    };
+    let key = (tenant.clone(), profile.digest());
+    let mut service = {
+        let mut endpoints = state
+            .mcp
+            .by_profile
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if endpoints.len() >= MAX_ENDPOINTS && !endpoints.contains_key(&key) {
+            endpoints.clear();
+        }
+        endpoints
+            .entry(key)
+            .or_insert_with(|| {
+                let host = Arc::clone(&state.host);
+                let runs_dir = dirs.runs();
+                let durability = state.durability;
+                let mut config = StreamableHttpServerConfig::default()
+                    // The guard checked Host and Origin against this
+                    // server's own names already.
+                    .disable_allowed_hosts();
+                config.cancellation_token = state.mcp_stop.child_token();
+                config.max_request_body_bytes = crate::MAX_BODY_BYTES;
+                StreamableHttpService::new(
+                    move || {
+                        McpTools::new(
+                            Arc::clone(&host),
+                            profile.clone(),
+                            RunPlace::Under(runs_dir.clone()),
+                            RunBindings::default(),
+                            durability,
+                        )
+                        .map_err(std::io::Error::other)
+                    },
+                    Arc::new(LocalSessionManager::default()),
+                    config,
+                )
+            })
+            .clone()
+    };
+    if let Err(error) = dirs.ensure() {
+        return ApiError::internal("creating the tenant's directories", error).into_response();
+    }
+    match service.call(request).await {
+        Ok(response) => response.map(axum::body::Body::new),
+        Err(never) => match never {},
+    }
+}
