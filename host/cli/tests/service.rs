@@ -1,0 +1,390 @@
+//! `toolhost serve` as a process: driven by a host application in another
+//! language (Python: httpx for the JSON API, the official MCP client over
+//! streamable HTTP), stopped with SIGTERM in the middle of a run and
+//! started again, which resumes the run to its end.
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+/// The component cache every server of this file shares.
+fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-cache")
+}
+
+fn sha256_hex(text: &str) -> String {
+    let output = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("sha256sum");
+    String::from_utf8_lossy(&output.stdout)[..64].to_owned()
+}
+
+const REPLY: &str = "*Mirelle folds the map.* Then we leave at dawn.";
+
+/// A data directory for tenants `acme` and `globex` (the fixture chat as
+/// `chat`, a `writer` profile), a tokens file and a models file.
+struct Setup {
+    dir: tempfile::TempDir,
+    /// A model server that never answers, for a run that stays in its loop.
+    silent: TcpListener,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for tenant in ["acme", "globex"] {
+            let root = dir.path().join("data/tenants").join(tenant);
+            for sub in ["chats", "profiles"] {
+                std::fs::create_dir_all(root.join(sub)).expect("dirs");
+            }
+            std::fs::copy(
+                repo("tests/fixtures/chats/long_character_chat.jsonl"),
+                root.join("chats/chat.jsonl"),
+            )
+            .expect("chat");
+            std::fs::write(
+                root.join("profiles/writer.json"),
+                json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
+                       "tools": {"allow": ["workspace.write_file", "workspace.read_file",
+                                           "workspace.commit", "workspace.finish", "dice.roll"],
+                                 "maxRounds": 6}})
+                .to_string(),
+            )
+            .expect("profile");
+        }
+        let call = |id: &str, name: &str, arguments: Value| json!({"id": id, "name": name, "arguments": arguments});
+        std::fs::write(
+            dir.path().join("script.json"),
+            json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
+                {"toolCalls": [
+                    call("c1", "workspace_write_file", json!({"path": "output/main.md", "content": REPLY})),
+                    call("c2", "workspace_commit", json!({}))]},
+                {"toolCalls": [call("c3", "workspace_finish", json!({"reason": "done"}))]}
+            ]})
+            .to_string(),
+        )
+        .expect("script");
+        let tokens = dir.path().join("tokens.json");
+        std::fs::write(
+            &tokens,
+            json!({"schemaVersion": 1, "kind": "toolhost.tokens", "tokens": [
+                {"tenant": "acme", "sha256": sha256_hex("acme-secret")},
+                {"tenant": "globex", "sha256": sha256_hex("globex-secret")}]})
+            .to_string(),
+        )
+        .expect("tokens");
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let setup = Self { dir, silent };
+        setup.write_models(false);
+        setup
+    }
+
+    /// `silent` is the model that never answers, or (`answers`) the script.
+    fn write_models(&self, answers: bool) {
+        let silent = if answers {
+            json!({"kind": "script", "path": "script.json"})
+        } else {
+            let address = self.silent.local_addr().expect("address");
+            json!({"kind": "openai", "url": format!("http://{address}/v1"), "model": "m"})
+        };
+        std::fs::write(
+            self.dir.path().join("models.json"),
+            json!({"schemaVersion": 1, "kind": "toolhost.models", "models": {
+                "demo": {"kind": "script", "path": "script.json"},
+                "silent": silent}})
+            .to_string(),
+        )
+        .expect("models");
+    }
+
+    /// `toolhost serve` on a free loopback port; its base URL.
+    fn serve(&self) -> (Server, String) {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("free port")
+            .port();
+        let path = |name: &str| self.dir.path().join(name);
+        let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("--cache-dir")
+            .arg(cache_dir())
+            .args(["--mcp-dir", "none", "--ext-dir", "none"])
+            .arg("serve")
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .arg("--tokens")
+            .arg(path("tokens.json"))
+            .arg("--models")
+            .arg(path("models.json"))
+            .arg("--data-dir")
+            .arg(path("data"))
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("toolhost serve");
+        (Server(Some(child)), format!("http://127.0.0.1:{port}"))
+    }
+}
+
+/// The server process; killed if a test ends without stopping it.
+struct Server(Option<Child>);
+
+impl Server {
+    /// SIGTERM, then its exit status.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.0.take().expect("running");
+        let sent = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not stop on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn client() -> reqwest::Client {
+    toolhost_net::install_crypto_provider();
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+}
+
+async fn get(base: &str, path: &str) -> (u16, Value) {
+    let response = client()
+        .get(format!("{base}{path}"))
+        .bearer_auth("acme-secret")
+        .send()
+        .await
+        .expect("get");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Wait until the server answers (it loads and compiles its tools first).
+async fn ready(base: &str) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while Instant::now() < deadline {
+        if let Ok(response) = client()
+            .get(format!("{base}/v1/tools"))
+            .bearer_auth("acme-secret")
+            .send()
+            .await
+            && response.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("toolhost serve did not answer at {base}");
+}
+
+async fn wait_for(base: &str, id: &str, what: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, run) = get(base, &format!("/v1/runs/{id}")).await;
+        if what(&run) {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "run {id}: {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The venv's python with the MCP client and httpx, or `None` (skip) when
+/// this machine has no python3.
+fn python() -> Option<PathBuf> {
+    let python = repo(".venv/bin/python");
+    let has = |module: &str| {
+        python.exists()
+            && Command::new(&python)
+                .args(["-c", &format!("import {module}")])
+                .status()
+                .is_ok_and(|status| status.success())
+    };
+    if has("mcp") && has("httpx") {
+        return Some(python);
+    }
+    let have_python = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !have_python {
+        eprintln!("SKIPPED: python3 is not installed, so the Python client test cannot run");
+        return None;
+    }
+    if !python.exists() {
+        let venv = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(repo(".venv"))
+            .status()
+            .expect("venv");
+        assert!(venv.success());
+    }
+    let pip = Command::new(repo(".venv/bin/pip"))
+        .args(["install", "--quiet", "-r"])
+        .arg(repo("tests/peers/python/requirements.txt"))
+        .status()
+        .expect("pip");
+    assert!(
+        pip.success(),
+        "installing the Python clients from PyPI failed"
+    );
+    Some(python)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_host_drives_runs_over_http_and_tools_over_mcp() {
+    let Some(python) = python() else { return };
+    let setup = Setup::new();
+    let (_server, base) = setup.serve();
+    ready(&base).await;
+    let url = base.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg(repo("tests/peers/python/serve_client.py"))
+            .args([url.as_str(), "acme-secret"])
+            .output()
+            .expect("run the python client")
+    })
+    .await
+    .expect("client");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&output.stdout).expect("client json");
+    let api = &answer["api"];
+    assert!(api["toolCount"].as_u64().unwrap_or(0) >= 19, "{api}");
+    assert_eq!(api["startStatus"], 201);
+    let types: Vec<&str> = api["eventTypes"]
+        .as_array()
+        .expect("types")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(types.first(), Some(&"run_started"), "{types:?}");
+    assert_eq!(types.last(), Some(&"run_completed"), "{types:?}");
+    assert_eq!(api["run"]["status"], "completed");
+    assert_eq!(api["run"]["commits"], 1);
+    assert_eq!(api["reply"], REPLY);
+    assert_eq!(api["unknownModel"], json!([400, "serve.unknown_model"]));
+    assert_eq!(api["otherTenant"], json!([404, "serve.not_found"]));
+    for era in ["mcpLegacy", "mcpModern"] {
+        let mcp = &answer[era];
+        // Control tools need an agent loop: not served.
+        assert_eq!(
+            mcp["tools"],
+            json!(["workspace_write_file", "workspace_read_file", "dice_roll"]),
+            "{era}: {mcp}"
+        );
+        assert_eq!(mcp["roll"]["isError"], false, "{era}: {mcp}");
+        assert!(
+            mcp["roll"]["text"][0]
+                .as_str()
+                .is_some_and(|text| text.starts_with("Rolled 2d6: ")),
+            "{era}: {mcp}"
+        );
+        assert_eq!(mcp["badRoll"]["isError"], true, "{era}: {mcp}");
+    }
+    // Each MCP session is a run of its own in the tenant's runs directory.
+    let (_, runs) = get(&base, "/v1/runs").await;
+    let profiles: Vec<&str> = runs["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter_map(|run| run["profile"].as_str())
+        .collect();
+    assert!(profiles.len() >= 3, "{runs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_run_leaves_it_interrupted_and_the_next_start_completes_it() {
+    let setup = Setup::new();
+    let (mut server, base) = setup.serve();
+    ready(&base).await;
+    let response = client()
+        .post(format!("{base}/v1/runs"))
+        .bearer_auth("acme-secret")
+        .json(&json!({"profile": "writer", "model": "silent", "chat": "chat"}))
+        .send()
+        .await
+        .expect("start");
+    assert_eq!(response.status().as_u16(), 201);
+    let started: Value = response.json().await.expect("json");
+    let id = started["id"].as_str().expect("id").to_owned();
+    // In its loop, waiting for the model.
+    wait_for(&base, &id, |run| run["lastSeq"].as_u64().unwrap_or(0) >= 3).await;
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
+
+    let journal = std::fs::read_to_string(
+        setup
+            .dir
+            .path()
+            .join(format!("data/tenants/acme/runs/{id}/events.jsonl")),
+    )
+    .expect("journal");
+    for end in [
+        "run_completed",
+        "run_failed",
+        "run_cancelled",
+        "run_partial_success",
+    ] {
+        assert!(
+            !journal.contains(&format!("\"type\":\"{end}\"")),
+            "{journal}"
+        );
+    }
+
+    // The operator points `silent` at a model that answers and starts the
+    // server again: it resumes the run by itself.
+    setup.write_models(true);
+    let (_server, base) = setup.serve();
+    ready(&base).await;
+    let run = wait_for(&base, &id, |run| run["status"] == "completed").await;
+    assert_eq!(run["commits"], 1, "{run}");
+    let chat = std::fs::read_to_string(setup.dir.path().join("data/tenants/acme/chats/chat.jsonl"))
+        .expect("chat");
+    assert!(chat.contains("Then we leave at dawn."));
+}
