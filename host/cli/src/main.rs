@@ -63,7 +63,8 @@ struct Cli {
 enum Command {
     /// Serve the host over HTTP: a JSON API under /v1 (the catalog, runs,
     /// their events, calls and files; the OpenAPI document at
-    /// /v1/openapi.json), loopback only for now.
+    /// /v1/openapi.json) and MCP at /mcp/{profile}. Beyond loopback only
+    /// with --tokens and --tls-cert/--tls-key.
     Serve {
         /// The address to listen on.
         #[arg(long, default_value = toolhost_serve::DEFAULT_LISTEN)]
@@ -96,6 +97,16 @@ enum Command {
         /// At start, list interrupted runs instead of resuming them.
         #[arg(long)]
         no_resume: bool,
+        /// Serve HTTPS with this PEM certificate chain (with --tls-key).
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The PEM private key of --tls-cert.
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// A name clients reach the server by (its `Host`), besides its
+        /// address and localhost; repeatable.
+        #[arg(long = "host-name", value_name = "NAME")]
+        host_names: Vec<String>,
     },
     /// Inspect the tool catalog.
     Tools {
@@ -533,6 +544,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             max_calls,
             durability,
             no_resume,
+            tls_cert,
+            tls_key,
+            host_names,
         } => {
             let data_dir = load::user_dir(
                 data_dir.as_deref(),
@@ -554,6 +568,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 durability: durability.into(),
                 resume: !no_resume,
+                tls: tls_cert.zip(tls_key),
+                host_names,
             };
             return service::serve(host, args).await;
         }

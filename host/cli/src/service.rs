@@ -30,6 +30,9 @@ pub struct ServiceArgs {
     pub durability: Durability,
     /// Resume interrupted runs at start.
     pub resume: bool,
+    /// PEM certificate chain and key: serve HTTPS.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    pub host_names: Vec<String>,
 }
 
 pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
@@ -43,11 +46,17 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
     };
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let tls = match &args.tls {
+        Some((cert, key)) => Some(toolhost_serve::tls::server_config(cert, key)?),
+        None => None,
+    };
     let options = ServeOptions {
         data_dir: args.data_dir.clone(),
         models,
         limits: args.limits,
         durability: args.durability,
+        tls,
+        host_names: args.host_names.clone(),
     };
     let state = Arc::new(ServeState::new(
         Arc::new(host),
@@ -60,7 +69,8 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         .await
         .with_context(|| format!("listen on {}", args.listen))?;
     eprintln!(
-        "toolhost serve: http://{} (data in {}, {} model(s)); Ctrl-C stops",
+        "toolhost serve: {}://{} (data in {}, {} model(s)); Ctrl-C stops",
+        state.scheme,
         args.listen,
         args.data_dir.display(),
         state.models.len()

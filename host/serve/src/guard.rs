@@ -51,10 +51,9 @@ fn admit(state: &ServeState, request: &Request) -> Result<Tenant, ApiError> {
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let own = origin.to_str().ok().is_some_and(|origin| {
-            state
-                .hosts
-                .iter()
-                .any(|allowed| origin.eq_ignore_ascii_case(&format!("http://{allowed}")))
+            state.hosts.iter().any(|allowed| {
+                origin.eq_ignore_ascii_case(&format!("{}://{allowed}", state.scheme))
+            })
         });
         if !own {
             return Err(ApiError::new(

@@ -19,6 +19,7 @@ mod mcp_http;
 pub mod models;
 pub mod runs;
 pub mod tenant;
+pub mod tls;
 pub mod tokens;
 mod tools;
 
@@ -64,6 +65,11 @@ pub struct ServeOptions {
     pub limits: Limits,
     /// When a run's journal events and audit files reach the disk.
     pub durability: Durability,
+    /// Serve HTTPS with this configuration ([`tls::server_config`]).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Names clients reach the server by (`Host`), besides its address and
+    /// `localhost`: e.g. `toolhost.example.com`.
+    pub host_names: Vec<String>,
 }
 
 /// What the handlers share.
@@ -82,32 +88,59 @@ pub struct ServeState {
     /// Replaced whole when the tokens file is read again
     /// ([`ServeState::reload_tokens`]); a request sees one version.
     access: std::sync::RwLock<Arc<TenantAccess>>,
-    /// The `Host` values (and `http://` origins) this server answers to.
+    /// The `Host` values (and origins) this server answers to.
     pub hosts: Vec<String>,
+    /// `https` with TLS, else `http`: the scheme of its own origins.
+    pub scheme: &'static str,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error(
-        "serve.not_loopback: {0} is not a loopback address; serving beyond this machine needs tokens and TLS, which this toolhost does not offer yet"
+        "serve.not_loopback: {0} is not a loopback address; serving beyond this machine needs --tokens and --tls-cert/--tls-key"
     )]
     NotLoopback(SocketAddr),
+    #[error("serve.host_name_invalid: `{0}` is not a host name")]
+    HostName(String),
 }
 
 impl ServeState {
-    /// The state of a server on `listen`: only a loopback address for now,
-    /// answering to its own address and `localhost` on that port.
+    /// The state of a server on `listen`, answering to its own address,
+    /// `localhost` and `options.host_names` on that port. Beyond loopback
+    /// it needs tokens and TLS.
     pub fn new(
         host: Arc<ToolHost>,
         access: TenantAccess,
         listen: SocketAddr,
         options: ServeOptions,
     ) -> Result<Self, ServeError> {
-        if !listen.ip().is_loopback() {
+        let guarded = matches!(access, TenantAccess::Tokens(_)) && options.tls.is_some();
+        if !listen.ip().is_loopback() && !guarded {
             return Err(ServeError::NotLoopback(listen));
         }
         let port = listen.port();
-        let hosts = vec![listen.to_string(), format!("localhost:{port}")];
+        let scheme = if options.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let mut hosts = vec![listen.to_string(), format!("localhost:{port}")];
+        for name in &options.host_names {
+            let plain = !name.is_empty()
+                && name.len() <= 253
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'));
+            if !plain {
+                return Err(ServeError::HostName(name.clone()));
+            }
+            hosts.push(format!("{name}:{port}"));
+            // A client leaves the scheme's default port out of `Host`.
+            if (scheme, port) == ("https", 443) || (scheme, port) == ("http", 80) {
+                hosts.push(name.clone());
+            }
+        }
         Ok(Self {
             host,
             data_dir: options.data_dir,
@@ -119,6 +152,8 @@ impl ServeState {
             mcp_stop: tokio_util::sync::CancellationToken::new(),
             access: std::sync::RwLock::new(Arc::new(access)),
             hosts,
+            scheme,
+            tls: options.tls,
         })
     }
 
@@ -255,13 +290,24 @@ pub fn router(state: Arc<ServeState>) -> Router {
         .with_state(state)
 }
 
-/// Serve `router` on `listener` until `shutdown` resolves.
+/// Serve `router` on `listener` (over TLS when configured) until
+/// `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<ServeState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    match state.tls.clone() {
+        Some(config) => {
+            let listener = tls::TlsListener::new(listener, config)?;
+            axum::serve(listener, router(state))
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        None => {
+            axum::serve(listener, router(state))
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    }
 }

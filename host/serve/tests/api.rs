@@ -4,6 +4,7 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
 
 use common::*;
 use serde_json::Value;
@@ -152,23 +153,6 @@ async fn host_and_origin_must_be_this_servers_own() {
     }
 }
 
-#[test]
-fn only_loopback_is_served_for_now() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let error = ServeState::new(
-        host(),
-        TenantAccess::Local,
-        "0.0.0.0:7700".parse().expect("address"),
-        options(dir.path(), ModelTable::empty(), Limits::default()),
-    )
-    .err()
-    .expect("refused");
-    assert!(
-        error.to_string().starts_with("serve.not_loopback"),
-        "{error}"
-    );
-}
-
 /// SIGHUP reads the tokens file again: a new token works at once, a removed
 /// one stops; a file that does not load changes nothing.
 #[tokio::test]
@@ -208,4 +192,128 @@ async fn reloading_the_tokens_file_takes_effect_at_the_next_request() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     assert!(server.state.reload_tokens().is_err());
     assert_eq!(status("acme-rotated").await, 200, "the old tokens stay");
+}
+
+fn ephemeral_options(dir: &std::path::Path) -> toolhost_serve::ServeOptions {
+    options(&dir.join("data"), ModelTable::empty(), Limits::default())
+}
+
+/// A CA, and a certificate it issued for 127.0.0.1 and localhost, as PEM
+/// files in `dir`: `(ca, cert, key)`.
+fn test_pki(dir: &std::path::Path) -> (String, std::path::PathBuf, std::path::PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("ca");
+    let key = KeyPair::generate().expect("server key");
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+        .expect("params")
+        .signed_by(&key, &ca)
+        .expect("certificate");
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.pem()).expect("cert");
+    std::fs::write(&key_path, key.serialize_pem()).expect("key");
+    (ca.pem(), cert_path, key_path)
+}
+
+#[test]
+fn beyond_loopback_only_with_tokens_and_tls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, cert, key) = test_pki(dir.path());
+    let tls = toolhost_serve::tls::server_config(&cert, &key).expect("tls");
+    let everywhere: std::net::SocketAddr = "0.0.0.0:7700".parse().expect("address");
+    let with_tls = || toolhost_serve::ServeOptions {
+        tls: Some(Arc::clone(&tls)),
+        ..ephemeral_options(dir.path())
+    };
+    for (access, options) in [
+        (TenantAccess::Local, with_tls()),
+        (tokens(dir.path()), ephemeral_options(dir.path())),
+    ] {
+        let error = ServeState::new(host(), access, everywhere, options)
+            .err()
+            .expect("refused");
+        assert!(
+            error.to_string().starts_with("serve.not_loopback"),
+            "{error}"
+        );
+    }
+    let state =
+        ServeState::new(host(), tokens(dir.path()), everywhere, with_tls()).expect("served");
+    assert_eq!(state.scheme, "https");
+    let bad_name = toolhost_serve::ServeOptions {
+        host_names: vec!["evil.example/x".to_owned()],
+        ..with_tls()
+    };
+    let error = ServeState::new(host(), tokens(dir.path()), everywhere, bad_name)
+        .err()
+        .expect("refused");
+    assert!(
+        error.to_string().starts_with("serve.host_name_invalid"),
+        "{error}"
+    );
+    let missing = toolhost_serve::tls::server_config(&dir.path().join("none.pem"), &key)
+        .expect_err("no file");
+    assert!(
+        missing.to_string().starts_with("serve.tls_invalid"),
+        "{missing}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_with_the_given_certificate_and_its_own_origins_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ca, cert, key) = test_pki(dir.path());
+    let options = toolhost_serve::ServeOptions {
+        tls: Some(toolhost_serve::tls::server_config(&cert, &key).expect("tls")),
+        host_names: vec!["toolhost.test".to_owned()],
+        ..ephemeral_options(dir.path())
+    };
+    let server = start_with(tokens(dir.path()), options).await;
+    toolhost_net::install_crypto_provider();
+    let trusting = reqwest::Client::builder()
+        .no_proxy()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca.as_bytes()).expect("ca")])
+        .build()
+        .expect("client");
+    let url = format!("https://{}/v1/tools", server.address);
+    let port = server.address.port();
+    let get = |origin: Option<String>, host: Option<String>| {
+        let mut request = trusting.get(&url).bearer_auth("acme-secret");
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        request
+    };
+    assert_eq!(send(get(None, None)).await.0, 200);
+    assert_eq!(
+        send(get(Some(format!("https://{}", server.address)), None))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        refusal(get(Some(format!("http://{}", server.address)), None)).await,
+        (403, "serve.origin_refused".to_owned())
+    );
+    assert_eq!(
+        send(get(None, Some(format!("toolhost.test:{port}"))))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        refusal(get(None, Some(format!("other.test:{port}")))).await,
+        (421, "serve.host_refused".to_owned())
+    );
+    // Plain HTTP to the TLS port gets no answer.
+    let plain = client()
+        .get(format!("http://{}/v1/tools", server.address))
+        .timeout(std::time::Duration::from_secs(15))
+        .send()
+        .await;
+    assert!(plain.is_err(), "{plain:?}");
 }

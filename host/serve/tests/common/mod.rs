@@ -76,6 +76,8 @@ pub fn options(data_dir: &Path, models: ModelTable, limits: Limits) -> ServeOpti
         models,
         limits,
         durability: Durability::Batched,
+        tls: None,
+        host_names: Vec::new(),
     }
 }
 
