@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUSTUP ?= rustup
 GUEST_TARGET := wasm32-wasip2
 
-.PHONY: setup build test conformance demo bench fuzz crash-test lint clean
+.PHONY: setup build test conformance demo serve bench fuzz crash-test lint clean
 
 ## Install what the build needs: the wasm target the guest tools compile to,
 ## the third-party MCP peers the tests talk to: server-everything from npm
@@ -78,6 +78,22 @@ demo: setup
 		--skills global:tests/fixtures/skills/global --skills character:tests/fixtures/skills/character
 	@echo "updated chat: $(DEMO_RUN)-agent/chat.jsonl (last line is the run's reply)"
 	$(TOOLHOST) replay $(DEMO_RUN)-agent/run
+
+## toolhost serve on http://127.0.0.1:7700 (until Ctrl-C) with a demo tenant
+## `local` in runs/serve-data: the fixture chat as `mirelle`, the default
+## profile as `writer`, the demo's researcher agent, the fixture skills, and
+## examples/serve/models.json's scripted model `demo`. README shows the curl.
+SERVE_DATA := runs/serve-data/tenants/local
+
+serve: setup
+	@mkdir -p $(SERVE_DATA)/chats $(SERVE_DATA)/profiles $(SERVE_DATA)/skills
+	@test -f $(SERVE_DATA)/chats/mirelle.jsonl \
+		|| cp tests/fixtures/chats/long_character_chat.jsonl $(SERVE_DATA)/chats/mirelle.jsonl
+	@cp profiles/default.json $(SERVE_DATA)/profiles/writer.json
+	@cp examples/demo/agents/researcher.json $(SERVE_DATA)/profiles/researcher.json
+	@rm -rf $(SERVE_DATA)/skills/global $(SERVE_DATA)/skills/character
+	@cp -R tests/fixtures/skills/global tests/fixtures/skills/character $(SERVE_DATA)/skills/
+	$(TOOLHOST) serve --models examples/serve/models.json --data-dir runs/serve-data
 
 ## Per-call latency, start-up, kill latency and control-plane overhead
 ## (release build); see docs/benchmarks.md.

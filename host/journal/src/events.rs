@@ -179,6 +179,10 @@ pub struct ToolCallOutcome {
     /// is in the stored result file).
     pub message: Option<String>,
     pub elapsed_ms: u64,
+    /// The same, in microseconds: the whole control-plane path (arguments
+    /// stored, gate, executor, result stored), for latency figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed_us: Option<u64>,
     pub resource_refs: Vec<String>,
     pub sandbox: Option<Value>,
     /// Characters this call charged to the invocation's skill read budget;
@@ -208,10 +212,17 @@ impl ToolCallOutcome {
             error_code: result.error_code.clone(),
             message: result.is_error.then(|| result.content.clone()),
             elapsed_ms,
+            elapsed_us: None,
             resource_refs: result.resource_refs.clone(),
             sandbox,
             skill_read_chars: None,
         }
+    }
+
+    /// Records the path's duration in microseconds too.
+    pub fn with_elapsed_us(mut self, micros: u64) -> Self {
+        self.elapsed_us = Some(micros);
+        self
     }
 
     /// Records that the call charged `chars` to the skill read budget.

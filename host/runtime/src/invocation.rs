@@ -652,7 +652,8 @@ impl InvocationSession {
             tool_id: invocation.tool_id.clone(),
             path: result_ref.clone(),
         })?;
-        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let elapsed = started.elapsed();
+        let elapsed_ms = elapsed.as_millis() as u64;
         let sandbox = report.as_ref().map(sandbox_summary);
         let outcome = ToolCallOutcome::from_result(
             round,
@@ -662,6 +663,7 @@ impl InvocationSession {
             elapsed_ms,
             sandbox,
         )
+        .with_elapsed_us(elapsed.as_micros() as u64)
         .with_skill_read_chars(
             self.skills
                 .budget
