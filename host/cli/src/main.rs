@@ -6,6 +6,7 @@
 //! 2 on a system failure, a policy denial or bad usage.
 
 mod call;
+mod catalog_watch;
 mod ext;
 mod inspect;
 mod load;
@@ -570,6 +571,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 resume: !no_resume,
                 tls: tls_cert.zip(tls_key),
                 host_names,
+                sources: catalog_watch::Sources {
+                    cache_dir: load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache),
+                    mcp_dir: mcp::mcp_dir(cli.mcp_dir.as_deref()).ok(),
+                    ext_dir: ext::ext_dir(cli.ext_dir.as_deref()).ok(),
+                },
             };
             return service::serve(host, args).await;
         }

@@ -1,6 +1,7 @@
 //! `toolhost serve`: the long-running host over HTTP (`toolhost-serve`),
 //! on 127.0.0.1:7700 unless told otherwise, until Ctrl-C or SIGTERM; SIGHUP
-//! reads the tokens file again.
+//! reads the tokens file and the tools again (a change to the MCP or
+//! extension directories reloads the tools by itself: `catalog_watch`).
 //!
 //! Stopping: the server stops accepting connections, lets requests in
 //! flight finish (at most [`DRAIN`]), and leaves every run still in its
@@ -33,6 +34,8 @@ pub struct ServiceArgs {
     /// PEM certificate chain and key: serve HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
     pub host_names: Vec<String>,
+    /// Where the tools come from: watched, and loaded again on a change.
+    pub sources: crate::catalog_watch::Sources,
 }
 
 pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
@@ -64,7 +67,11 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         args.listen,
         options,
     )?);
-    tokio::spawn(reload_on_hangup(Arc::clone(&state)));
+    tokio::spawn(reload_on_hangup(Arc::clone(&state), args.sources.clone()));
+    tokio::spawn(crate::catalog_watch::watch(
+        Arc::clone(&state),
+        args.sources.clone(),
+    ));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listen on {}", args.listen))?;
@@ -123,9 +130,9 @@ async fn pick_up_interrupted(state: &Arc<ServeState>, resume: bool) {
     }
 }
 
-/// On every SIGHUP, the tokens file read again; one that does not load
-/// leaves the tokens as they were.
-async fn reload_on_hangup(state: Arc<ServeState>) {
+/// On every SIGHUP, the tokens file and the tools read again; what does
+/// not load stays as it was.
+async fn reload_on_hangup(state: Arc<ServeState>, sources: crate::catalog_watch::Sources) {
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(mut hangups) = signal(SignalKind::hangup()) else {
         tracing::warn!("SIGHUP cannot be watched: the tokens file is read only at start");
@@ -139,6 +146,7 @@ async fn reload_on_hangup(state: Arc<ServeState>) {
             Ok(None) => eprintln!("toolhost serve: SIGHUP ignored: no tokens file"),
             Err(error) => eprintln!("toolhost serve: the tokens stay as they were: {error}"),
         }
+        crate::catalog_watch::reload(&state, &sources).await;
     }
 }
 

@@ -129,7 +129,7 @@ impl Setup {
         let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
             .arg("--cache-dir")
             .arg(cache_dir())
-            .args(["--mcp-dir", "none", "--ext-dir", "none"])
+            .args(["--mcp-dir", "mcp", "--ext-dir", "extensions"])
             .arg("serve")
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .arg("--tokens")
@@ -387,4 +387,70 @@ async fn sigterm_mid_run_leaves_it_interrupted_and_the_next_start_completes_it()
     let chat = std::fs::read_to_string(setup.dir.path().join("data/tenants/acme/chats/chat.jsonl"))
         .expect("chat");
     assert!(chat.contains("Then we leave at dawn."));
+}
+
+/// `mcp add` and `mcp refresh` while the server runs: new runs see the
+/// server's tools without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_added_while_serving_reaches_the_catalog() {
+    let script =
+        repo("tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let has_node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !has_node {
+        eprintln!("SKIPPED: node is not installed");
+        return;
+    }
+    assert!(
+        script.exists(),
+        "run `make setup` to install server-everything"
+    );
+    let setup = Setup::new();
+    let (_server, base) = setup.serve();
+    ready(&base).await;
+    let mcp_tools = |tools: &Value| {
+        tools["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter(|tool| tool["id"].as_str().is_some_and(|id| id.starts_with("mcp/")))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(mcp_tools(&get(&base, "/v1/tools").await.1), 0);
+    let mcp = |args: &[&str]| {
+        let status = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(setup.dir.path())
+            .args(["mcp", "--mcp-dir", "mcp"])
+            .args(args)
+            .stdout(Stdio::null())
+            .status()
+            .expect("toolhost mcp");
+        assert!(status.success(), "mcp {args:?}");
+    };
+    mcp(&[
+        "add",
+        "everything",
+        "--",
+        "node",
+        script.to_str().expect("utf-8"),
+        "stdio",
+    ]);
+    mcp(&["refresh"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let count = mcp_tools(&get(&base, "/v1/tools").await.1);
+        if count > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never saw the MCP tools"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

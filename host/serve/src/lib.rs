@@ -74,7 +74,10 @@ pub struct ServeOptions {
 
 /// What the handlers share.
 pub struct ServeState {
-    pub host: Arc<ToolHost>,
+    /// The tools new runs are given; replaced whole when the catalog's
+    /// sources change ([`ServeState::replace_host`]). A run keeps the one
+    /// it started with.
+    host: std::sync::RwLock<(u64, Arc<ToolHost>)>,
     pub data_dir: std::path::PathBuf,
     pub models: ModelTable,
     pub durability: Durability,
@@ -142,7 +145,7 @@ impl ServeState {
             }
         }
         Ok(Self {
-            host,
+            host: std::sync::RwLock::new((0, host)),
             data_dir: options.data_dir,
             models: options.models,
             durability: options.durability,
@@ -155,6 +158,31 @@ impl ServeState {
             scheme,
             tls: options.tls,
         })
+    }
+
+    /// The tools new runs and calls are given now.
+    pub fn host(&self) -> Arc<ToolHost> {
+        Arc::clone(&self.host_generation().1)
+    }
+
+    /// The tools now and their generation (1 more at each replacement).
+    pub(crate) fn host_generation(&self) -> (u64, Arc<ToolHost>) {
+        let current = self
+            .host
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        (current.0, Arc::clone(&current.1))
+    }
+
+    /// New runs, calls and MCP sessions get `host` from now on (after `mcp
+    /// refresh`, `ext grant`, …); running runs and open MCP sessions keep
+    /// the one they have, and with it their snapshot's tools.
+    pub fn replace_host(&self, host: Arc<ToolHost>) {
+        let mut current = self
+            .host
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *current = (current.0 + 1, host);
     }
 
     /// One tenant's directories.

@@ -27,10 +27,11 @@ use crate::tokens::Tenant;
 
 type Endpoint = StreamableHttpService<McpTools, LocalSessionManager>;
 
-/// The endpoints made so far, by tenant and profile digest.
+/// The endpoints made so far, by tenant, profile digest and the
+/// generation of the tools they serve.
 #[derive(Default)]
 pub struct Endpoints {
-    by_profile: Mutex<HashMap<(String, String), Endpoint>>,
+    by_profile: Mutex<HashMap<(String, String, u64), Endpoint>>,
 }
 
 /// Largest number of (tenant, profile version) endpoints kept; past it the
@@ -48,20 +49,26 @@ pub(crate) async fn endpoint(
         Ok(profile) => profile,
         Err(_) => return ApiError::not_found("such profile").into_response(),
     };
-    let key = (tenant.clone(), profile.digest());
+    let (generation, host) = state.host_generation();
+    let key = (tenant.clone(), profile.digest(), generation);
     let mut service = {
         let mut endpoints = state
             .mcp
             .by_profile
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if endpoints.len() >= MAX_ENDPOINTS && !endpoints.contains_key(&key) {
-            endpoints.clear();
+        if !endpoints.contains_key(&key) {
+            // The same profile on older tools: new sessions get the new
+            // tools; a legacy client of a dropped session is told to start
+            // a new one (404), as the transport specifies.
+            endpoints.retain(|(t, d, _), _| !(t == &key.0 && d == &key.1));
+            if endpoints.len() >= MAX_ENDPOINTS {
+                endpoints.clear();
+            }
         }
         endpoints
             .entry(key)
             .or_insert_with(|| {
-                let host = Arc::clone(&state.host);
                 let runs_dir = dirs.runs();
                 let durability = state.durability;
                 let mut config = StreamableHttpServerConfig::default()

@@ -45,7 +45,7 @@ pub struct OmittedTool {
     security(("bearer" = []))
 )]
 pub(crate) async fn list(State(state): State<Arc<ServeState>>) -> Json<ToolsResponse> {
-    let host = &state.host;
+    let host = state.host();
     let omitted = host
         .mcp_omitted()
         .iter()

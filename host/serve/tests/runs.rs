@@ -653,3 +653,72 @@ async fn the_openapi_document_describes_the_runs_api() {
     }
     assert!(document["components"]["schemas"]["StartRun"]["properties"]["model"].is_object());
 }
+
+/// After `mcp refresh` or `ext grant` the server loads its tools again:
+/// new runs get the new catalog; a running run keeps the tools it started
+/// with, and its snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_tools_reach_new_runs_and_running_runs_keep_theirs() {
+    let (silent, _model) = silent_model().await;
+    let setup = Setup::new(silent);
+    let server = setup.serve(Limits::default()).await;
+    let body = |chat: &str| json!({"profile": "writer", "model": "silent", "chat": chat});
+    let before = start_run(&server, body("chat")).await;
+    wait_for_snapshot(&setup, &before).await;
+
+    let without_dice: Vec<_> = toolhost_builtins::components()
+        .iter()
+        .filter(|component| component.package != "dice-roll")
+        .cloned()
+        .collect();
+    let host = toolhost_runtime::ToolHost::with_components(
+        toolhost_runtime::ToolHostConfig::default(),
+        &without_dice,
+        &|_| {},
+    )
+    .await
+    .expect("tools");
+    server.state.replace_host(std::sync::Arc::new(host));
+
+    let (_, tools) = send(acme(client().get(server.url("/v1/tools")))).await;
+    let ids: Vec<&str> = tools["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["id"].as_str())
+        .collect();
+    assert!(!ids.contains(&"builtin:dice.roll"), "{ids:?}");
+    let after = start_run(&server, body("chat2")).await;
+    let offered = |snapshot: &Value| {
+        snapshot["bindings"]
+            .as_array()
+            .expect("bindings")
+            .iter()
+            .any(|binding| binding["descriptor"]["id"] == "builtin:dice.roll")
+    };
+    assert!(offered(&wait_for_snapshot(&setup, &before).await));
+    assert!(!offered(&wait_for_snapshot(&setup, &after).await));
+    for id in [&before, &after] {
+        send(acme(
+            client().post(server.url(&format!("/v1/runs/{id}/cancel"))),
+        ))
+        .await;
+    }
+}
+
+/// A run's root snapshot, once it is written.
+async fn wait_for_snapshot(setup: &Setup, id: &str) -> Value {
+    let path = TenantDirs::new(&setup.data(), "acme")
+        .runs()
+        .join(id)
+        .join("input/invocations/inv_root/tool_snapshot.json");
+    for _ in 0..400 {
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(snapshot) = serde_json::from_str(&text)
+        {
+            return snapshot;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no snapshot at {}", path.display());
+}

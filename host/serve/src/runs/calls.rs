@@ -90,8 +90,8 @@ pub(crate) async fn call(
             "`arguments` is a JSON object",
         ));
     }
-    let tool = state
-        .host
+    let host = state.host();
+    let tool = host
         .catalog()
         .lookup(&request.tool)
         .map_err(|error| ApiError::bad_request("tool.not_found", error.to_string()))?
@@ -134,7 +134,7 @@ pub(crate) async fn call(
             provider_metadata: Value::Null,
         })?;
         session
-            .call(state.host.as_ref(), &turn, invocation, CallEntropy::fresh())
+            .call(host.as_ref(), &turn, invocation, CallEntropy::fresh())
             .await
     }
     .await

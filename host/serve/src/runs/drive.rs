@@ -54,7 +54,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
     config.cancel = live.cancel.clone();
     state.runs.enter(&mut slot, Arc::clone(&live));
     let parts = LoopParts {
-        host: Arc::clone(&state.host),
+        host: state.host(),
         models,
         chat: chat_host,
         agents,
