@@ -95,7 +95,8 @@ serve: setup
 	@cp -R tests/fixtures/skills/global tests/fixtures/skills/character $(SERVE_DATA)/skills/
 	$(TOOLHOST) serve --models examples/serve/models.json --data-dir runs/serve-data
 
-## Per-call latency, start-up, kill latency and control-plane overhead
+## Per-call latency, start-up, kill latency, control-plane overhead and the
+## service under load
 ## (release build); see docs/benchmarks.md.
 bench: setup
 	$(CARGO) bench --locked -p toolhost-conformance --bench sandbox
@@ -104,6 +105,7 @@ bench: setup
 	$(CARGO) bench --locked -p toolhost-runtime --bench chat_search
 	$(CARGO) bench --locked -p toolhost-runtime --bench resume
 	$(CARGO) bench --locked -p toolhost-workspace --bench patch
+	$(CARGO) bench --locked -p toolhost-cli --bench serve_load
 
 ## The generated-input tests (proptest: model paths, dice formulas, patches,
 ## searches, SSE framing, chat files, manifests, provider replies) with far

@@ -722,3 +722,96 @@ async fn wait_for_snapshot(setup: &Setup, id: &str) -> Value {
     }
     panic!("no snapshot at {}", path.display());
 }
+
+/// A reader that opens a run's event stream and never reads it holds
+/// nothing up: the run ends as if no one watched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_event_reader_does_not_hold_up_the_run() {
+    let (silent, _model) = silent_model().await;
+    let setup = Setup::new(silent);
+    let server = setup.serve(Limits::default()).await;
+    let id = start_run(
+        &server,
+        json!({"profile": "writer", "model": "demo", "chat": "chat"}),
+    )
+    .await;
+    let stalled: Vec<reqwest::Response> = futures_stall(&server, &id, 8).await;
+    let run = wait_for_status(&server, &id, "completed").await;
+    assert_eq!(run["commits"], 1);
+    drop(stalled);
+}
+
+/// `count` event streams of run `id`, opened and never read.
+async fn futures_stall(server: &Server, id: &str, count: usize) -> Vec<reqwest::Response> {
+    let mut streams = Vec::new();
+    for _ in 0..count {
+        let response = acme(client().get(server.url(&format!("/v1/runs/{id}/events"))))
+            .send()
+            .await
+            .expect("events");
+        assert_eq!(response.status().as_u16(), 200);
+        streams.push(response);
+    }
+    streams
+}
+
+/// World info inline and skills from the tenant's own directories are
+/// bound to the run like `toolhost run --worldinfo --skills`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn world_info_and_skills_are_bound_from_the_request_and_the_tenants_files() {
+    let (silent, _model) = silent_model().await;
+    let setup = Setup::new(silent);
+    let skills = TenantDirs::new(&setup.data(), "acme")
+        .skills()
+        .join("shared");
+    copy_tree(&fixtures().join("skills/global"), &skills);
+    let world_info: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("worldinfo/prompt_snapshot.json"))
+            .expect("snapshot"),
+    )
+    .expect("json");
+    let server = setup.serve(Limits::default()).await;
+    let id = start_run(
+        &server,
+        json!({"profile": "writer", "model": "demo", "chat": "chat",
+               "worldInfo": world_info, "skills": {"global": "shared"}}),
+    )
+    .await;
+    wait_for_status(&server, &id, "completed").await;
+    let root = TenantDirs::new(&setup.data(), "acme").runs().join(&id);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("run.json")).expect("run.json"))
+            .expect("json");
+    assert_eq!(manifest["inputs"]["promptSnapshot"], true, "{manifest}");
+    assert_eq!(
+        manifest["inputs"]["skills"][0]["scope"], "global",
+        "{manifest}"
+    );
+    assert!(
+        manifest["inputs"]["skills"][0]["dir"]
+            .as_str()
+            .is_some_and(|dir| dir.ends_with("skills/shared")),
+        "{manifest}"
+    );
+    let stored: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("input/prompt_snapshot.json")).expect("stored"),
+    )
+    .expect("json");
+    assert_eq!(stored, world_info);
+    // The staged copy is gone.
+    let tmp = TenantDirs::new(&setup.data(), "acme").tmp();
+    assert_eq!(std::fs::read_dir(tmp).expect("tmp").count(), 0);
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("dir");
+    for entry in std::fs::read_dir(from).expect("read") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
