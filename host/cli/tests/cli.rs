@@ -5,6 +5,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod common;
+
 /// Run `toolhost` with its cache in `cache`, working in `cache` too, so the
 /// run directories it creates (`runs/…`) stay inside the test's temp dir.
 fn toolhost(cache: &Path, args: &[&str]) -> Output {
@@ -740,29 +742,9 @@ fn mcp_commands_register_refresh_grant_pause_and_remove_a_real_server() {
 
 #[test]
 fn mcp_serve_answers_the_official_python_client_through_the_gate() {
-    let python = repo(".venv/bin/python");
-    if !python.exists() {
-        let have_python = Command::new("python3")
-            .arg("--version")
-            .output()
-            .is_ok_and(|output| output.status.success());
-        if !have_python {
-            eprintln!("SKIPPED: python3 is not installed, so the MCP client test cannot run");
-            return;
-        }
-        let venv = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(repo(".venv"))
-            .status()
-            .expect("venv");
-        assert!(venv.success());
-        let pip = Command::new(repo(".venv/bin/pip"))
-            .args(["install", "--quiet", "-r"])
-            .arg(repo("tests/peers/python/requirements.txt"))
-            .status()
-            .expect("pip");
-        assert!(pip.success(), "installing the mcp client from PyPI failed");
-    }
+    let Some(python) = common::python(&["mcp"]) else {
+        return;
+    };
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path();
     let profile = dir.join("served.json");

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod common;
+
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
@@ -230,51 +232,11 @@ async fn wait_for(base: &str, id: &str, what: impl Fn(&Value) -> bool) -> Value 
     }
 }
 
-/// The venv's python with the MCP client and httpx, or `None` (skip) when
-/// this machine has no python3.
-fn python() -> Option<PathBuf> {
-    let python = repo(".venv/bin/python");
-    let has = |module: &str| {
-        python.exists()
-            && Command::new(&python)
-                .args(["-c", &format!("import {module}")])
-                .status()
-                .is_ok_and(|status| status.success())
-    };
-    if has("mcp") && has("httpx") {
-        return Some(python);
-    }
-    let have_python = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !have_python {
-        eprintln!("SKIPPED: python3 is not installed, so the Python client test cannot run");
-        return None;
-    }
-    if !python.exists() {
-        let venv = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(repo(".venv"))
-            .status()
-            .expect("venv");
-        assert!(venv.success());
-    }
-    let pip = Command::new(repo(".venv/bin/pip"))
-        .args(["install", "--quiet", "-r"])
-        .arg(repo("tests/peers/python/requirements.txt"))
-        .status()
-        .expect("pip");
-    assert!(
-        pip.success(),
-        "installing the Python clients from PyPI failed"
-    );
-    Some(python)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_host_drives_runs_over_http_and_tools_over_mcp() {
-    let Some(python) = python() else { return };
+    let Some(python) = common::python(&["mcp", "httpx"]) else {
+        return;
+    };
     let setup = Setup::new();
     let (_server, base) = setup.serve();
     ready(&base).await;

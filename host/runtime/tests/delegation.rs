@@ -907,3 +907,44 @@ async fn a_child_that_failed_is_not_run_again_when_the_run_resumes() {
     assert_eq!(after.remove("run_resumed"), Some(1));
     assert_eq!(after, before, "every step journalled once");
 }
+
+/// An embedder that drops the loop (a server shutting down) interrupts the
+/// run: its delegated children stop too, nothing ends the run, and it can
+/// be resumed at once — no task is left holding its directory.
+#[tokio::test]
+async fn a_dropped_loop_stops_its_children_and_leaves_the_run_resumable() {
+    let fixture = Fixture::new();
+    let models = stuck_children(json!([
+        {"toolCalls": [delegate("p1", "researcher")]},
+        {"toolCalls": [call("p2", "agent_await", json!({"mode": "allCompleted", "timeoutMs": 300000}))]},
+        finish_reply("p3")
+    ]));
+    let profile = writer(json!({}));
+    let running = fixture.run_agents(
+        &profile,
+        models,
+        directory(vec![researcher(json!({}))]),
+        config(),
+    );
+    let dropped = tokio::time::timeout(Duration::from_millis(500), running).await;
+    assert!(dropped.is_err(), "the loop was still waiting for its child");
+    // Aborted tasks let go of the run when the runtime next polls them.
+    let mut resumed = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if let Ok(run) = toolhost_runtime::Run::resume(&fixture.run_dir) {
+            resumed = Some(run);
+            break;
+        }
+    }
+    assert!(resumed.is_some(), "a task still holds the run");
+    drop(resumed);
+    let types = fixture.types();
+    assert!(
+        types.iter().any(|kind| kind == "agent_delegate_started"),
+        "{types:?}"
+    );
+    for end in toolhost_runtime::TERMINAL_EVENTS {
+        assert!(!types.iter().any(|kind| kind == end), "{types:?}");
+    }
+}

@@ -64,10 +64,18 @@ async fn silent_model() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
 /// answers) to all, and `acme-only` to acme.
 struct Setup {
     dir: tempfile::TempDir,
+    /// The model server that never answers.
+    silent: std::net::SocketAddr,
+    _silent_task: tokio::task::JoinHandle<()>,
 }
 
 impl Setup {
-    fn new(silent: std::net::SocketAddr) -> Self {
+    async fn start() -> Self {
+        let (silent, task) = silent_model().await;
+        Self::new(silent, task)
+    }
+
+    fn new(silent: std::net::SocketAddr, task: tokio::task::JoinHandle<()>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         for tenant in ["acme", "globex"] {
             let dirs = TenantDirs::new(&dir.path().join("data"), tenant);
@@ -90,14 +98,19 @@ impl Setup {
             finishing_script().to_string(),
         )
         .expect("script");
-        let setup = Self { dir };
-        setup.write_models(silent, false);
+        let setup = Self {
+            dir,
+            silent,
+            _silent_task: task,
+        };
+        setup.write_models(false);
         setup
     }
 
     /// The models file; `silent_finishes` points `silent` at the script
     /// instead (an operator who changed it while the server was down).
-    fn write_models(&self, silent: std::net::SocketAddr, silent_finishes: bool) {
+    fn write_models(&self, silent_finishes: bool) {
+        let silent = self.silent;
         let silent_entry = if silent_finishes {
             json!({"kind": "script", "path": "script.json"})
         } else {
@@ -218,8 +231,7 @@ async fn wait_for_status(server: &Server, id: &str, wanted: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_streams_its_events_ends_with_its_summary_and_takes_calls_after() {
-    let (silent, _model) = silent_model().await;
-    let setup = Setup::new(silent);
+    let setup = Setup::start().await;
     let server = setup.serve(Limits::default()).await;
     let id = start_run(
         &server,
@@ -349,8 +361,7 @@ async fn a_run_streams_its_events_ends_with_its_summary_and_takes_calls_after() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_tenant_can_neither_see_nor_touch_a_run() {
-    let (silent, _model) = silent_model().await;
-    let setup = Setup::new(silent);
+    let setup = Setup::start().await;
     let server = setup.serve(Limits::default()).await;
     let id = start_run(
         &server,
@@ -388,8 +399,7 @@ async fn another_tenant_can_neither_see_nor_touch_a_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_are_refused_with_their_status_and_code() {
-    let (silent, _model) = silent_model().await;
-    let setup = Setup::new(silent);
+    let setup = Setup::start().await;
     let server = setup.serve(Limits::default()).await;
     let runs = server.url("/v1/runs");
     let post = |body: Value| acme(client().post(&runs)).json(&body);
@@ -482,8 +492,7 @@ async fn bad_requests_are_refused_with_their_status_and_code() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_answer_429_a_busy_chat_409_and_a_run_in_its_loop_takes_no_call() {
-    let (silent, _model) = silent_model().await;
-    let setup = Setup::new(silent);
+    let setup = Setup::start().await;
     let limits = Limits {
         runs_total: 2,
         runs_per_tenant: 2,
@@ -568,8 +577,7 @@ async fn limits_answer_429_a_busy_chat_409_and_a_run_in_its_loop_takes_no_call()
 /// event); the next server over the same data resumes it to its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() {
-    let (silent, _model) = silent_model().await;
-    let setup = Setup::new(silent);
+    let setup = Setup::start().await;
     let server = setup.serve(Limits::default()).await;
     let id = start_run(
         &server,
@@ -603,7 +611,7 @@ async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() 
     drop(server);
 
     // The operator points `silent` at a model that answers, and restarts.
-    setup.write_models(silent, true);
+    setup.write_models(true);
     let server = setup.serve(Limits::default()).await;
     assert_eq!(
         toolhost_serve::runs::interrupted(&server.state),
@@ -632,8 +640,7 @@ async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_describes_the_runs_api() {
-    let (silent, _model) = silent_model().await;
-    let setup = Setup::new(silent);
+    let setup = Setup::start().await;
     let server = setup.serve(Limits::default()).await;
     let (_, document) = send(acme(client().get(server.url("/v1/openapi.json")))).await;
     for (path, method) in [
@@ -659,8 +666,7 @@ async fn the_openapi_document_describes_the_runs_api() {
 /// with, and its snapshot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_tools_reach_new_runs_and_running_runs_keep_theirs() {
-    let (silent, _model) = silent_model().await;
-    let setup = Setup::new(silent);
+    let setup = Setup::start().await;
     let server = setup.serve(Limits::default()).await;
     let body = |chat: &str| json!({"profile": "writer", "model": "silent", "chat": chat});
     let before = start_run(&server, body("chat")).await;
@@ -727,8 +733,7 @@ async fn wait_for_snapshot(setup: &Setup, id: &str) -> Value {
 /// nothing up: the run ends as if no one watched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_event_reader_does_not_hold_up_the_run() {
-    let (silent, _model) = silent_model().await;
-    let setup = Setup::new(silent);
+    let setup = Setup::start().await;
     let server = setup.serve(Limits::default()).await;
     let id = start_run(
         &server,
@@ -759,8 +764,7 @@ async fn futures_stall(server: &Server, id: &str, count: usize) -> Vec<reqwest::
 /// bound to the run like `toolhost run --worldinfo --skills`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn world_info_and_skills_are_bound_from_the_request_and_the_tenants_files() {
-    let (silent, _model) = silent_model().await;
-    let setup = Setup::new(silent);
+    let setup = Setup::start().await;
     let skills = TenantDirs::new(&setup.data(), "acme")
         .skills()
         .join("shared");

@@ -185,8 +185,25 @@ pub async fn run_agent_loop(run: &Arc<Run>, parts: LoopParts, config: &LoopConfi
         config.clone(),
         record,
     ));
+    // Dropped before the loop ends (the embedder stops it: a server shutting
+    // down), the run is interrupted, and so are its delegated children:
+    // they run as tasks of their own and would otherwise go on writing.
+    let mut interrupted = AbortChildrenOnDrop(Some(Arc::clone(&shared)));
     let ended = drive(&shared).await;
+    // Not interrupted: the run's end settles its tasks.
+    interrupted.0 = None;
     shared.end(ended)
+}
+
+/// Aborts the run's delegated tasks when dropped.
+struct AbortChildrenOnDrop(Option<Arc<RunShared>>);
+
+impl Drop for AbortChildrenOnDrop {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.take() {
+            shared.tasks.abort_all();
+        }
+    }
 }
 
 /// A new run's record, written before its first step; a resumed run's,

@@ -182,6 +182,16 @@ impl TaskBoard {
             .collect()
     }
 
+    /// Stop every running task without a word in the journal: the run is
+    /// being interrupted (its loop dropped), not ended, and resumes later.
+    pub fn abort_all(&self) {
+        for entry in self.entries().iter() {
+            if let Some(abort) = &entry.abort {
+                abort.abort();
+            }
+        }
+    }
+
     /// Stop `parent`'s running tasks (all of them with `None`).
     pub fn cancel(&self, run: &Run, parent: Option<&str>) -> Vec<String> {
         let cancelled: Vec<String> = {
