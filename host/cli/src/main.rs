@@ -108,6 +108,10 @@ enum Command {
         /// address and localhost; repeatable.
         #[arg(long = "host-name", value_name = "NAME")]
         host_names: Vec<String>,
+        /// Runtime worker threads [default: 16 per core, 16 to 256]: runs
+        /// do blocking file I/O on them.
+        #[arg(long, default_value_t = default_worker_threads())]
+        worker_threads: usize,
     },
     /// Inspect the tool catalog.
     Tools {
@@ -337,12 +341,25 @@ impl From<DurabilityArg> for Durability {
     }
 }
 
+/// 16 workers per core, 16 to 256.
+fn default_worker_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    (16 * cores).clamp(16, 256)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    // One thread for a command; every core for a server of many runs.
-    let runtime = match cli.command {
-        Command::Serve { .. } => tokio::runtime::Builder::new_multi_thread(),
+    // One thread for a command. A server of many runs gets many workers:
+    // a run's loop writes its journal and audit files (and syncs them) on
+    // the worker it runs on, so with one worker per core a few slow
+    // `fsync`s would stall every run (docs/benchmarks.md, serve_load).
+    let runtime = match &cli.command {
+        Command::Serve { worker_threads, .. } => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads((*worker_threads).max(1));
+            builder
+        }
         _ => tokio::runtime::Builder::new_current_thread(),
     }
     .enable_all()
@@ -548,6 +565,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             tls_cert,
             tls_key,
             host_names,
+            worker_threads: _,
         } => {
             let data_dir = load::user_dir(
                 data_dir.as_deref(),
