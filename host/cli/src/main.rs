@@ -436,12 +436,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         };
         return serve::serve(std::sync::Arc::new(host), args).await;
     }
-    let host = load::host(
+    // Where the tools come from: loaded now, and watched by `serve`.
+    let sources = catalog_watch::Sources {
         cache_dir,
-        mcp::mcp_dir(cli.mcp_dir.as_deref()).ok(),
+        mcp_dir: mcp::mcp_dir(cli.mcp_dir.as_deref()).ok(),
         ext_dir,
-    )
-    .await?;
+    };
+    let host = sources.load().await?;
     match cli.command {
         Command::Tools {
             command: ToolsCommand::List { json },
@@ -589,11 +590,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 resume: !no_resume,
                 tls: tls_cert.zip(tls_key),
                 host_names,
-                sources: catalog_watch::Sources {
-                    cache_dir: load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache),
-                    mcp_dir: mcp::mcp_dir(cli.mcp_dir.as_deref()).ok(),
-                    ext_dir: ext::ext_dir(cli.ext_dir.as_deref()).ok(),
-                },
+                sources,
             };
             return service::serve(host, args).await;
         }

@@ -173,39 +173,41 @@ impl Inner {
             .clone()
     }
 
+    /// The run and its invocation: made now unless a call made them.
     fn open<'a>(&self, opened: &'a mut Option<Opened>) -> Result<&'a mut Opened, RunFailure> {
-        if opened.is_none() {
-            let run = match &self.place {
-                RunPlace::At(dir) => {
-                    Run::create_with(dir, &self.profile, self.durability, &self.bindings)?
-                }
-                RunPlace::Under(dir) => {
-                    Run::create_under(dir, &self.profile, self.durability, &self.bindings)?
-                }
-            };
-            let session = run.start_invocation(
-                &self.profile,
-                self.host.snapshot_sources(),
-                ROOT_INVOCATION_ID,
-                ExitPolicy::RunFinishAllowed,
-            );
-            let session = match session {
-                Ok(session) => session,
-                Err(failure) => {
-                    let _ = run.fail(&failure);
-                    return Err(failure);
-                }
-            };
-            *opened = Some(Opened {
+        let made = match opened.take() {
+            Some(made) => made,
+            None => self.make()?,
+        };
+        Ok(opened.insert(made))
+    }
+
+    fn make(&self) -> Result<Opened, RunFailure> {
+        let run = match &self.place {
+            RunPlace::At(dir) => {
+                Run::create_with(dir, &self.profile, self.durability, &self.bindings)?
+            }
+            RunPlace::Under(dir) => {
+                Run::create_under(dir, &self.profile, self.durability, &self.bindings)?
+            }
+        };
+        let session = run.start_invocation(
+            &self.profile,
+            self.host.snapshot_sources(),
+            ROOT_INVOCATION_ID,
+            ExitPolicy::RunFinishAllowed,
+        );
+        match session {
+            Ok(session) => Ok(Opened {
                 run,
                 session,
                 closed: false,
-            });
+            }),
+            Err(failure) => {
+                let _ = run.fail(&failure);
+                Err(failure)
+            }
         }
-        // Just made, or made before.
-        opened
-            .as_mut()
-            .ok_or(RunFailure::NotResumable(String::new()))
     }
 
     /// `failure` ended the run: journal `run_failed`, refuse everything from

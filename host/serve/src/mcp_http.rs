@@ -94,9 +94,6 @@ pub(crate) async fn endpoint(
             })
             .clone()
     };
-    if let Err(error) = dirs.ensure() {
-        return ApiError::internal("creating the tenant's directories", error).into_response();
-    }
     match service.call(request).await {
         Ok(response) => response.map(axum::body::Body::new),
         Err(never) => match never {},

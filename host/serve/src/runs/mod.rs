@@ -20,6 +20,7 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolhost_journal::RunManifest;
 use toolhost_runtime::Run;
 
 pub(crate) use calls::{__path_call, call};
@@ -107,40 +108,36 @@ fn status_of(ended_by: Option<&str>) -> &'static str {
     }
 }
 
+/// A run's `run.json`, read (bounded) through the journal's own type.
+pub(crate) fn manifest(root: &Path) -> std::io::Result<RunManifest> {
+    let bytes = read_bounded(&root.join("run.json"), MAX_RECORD_BYTES)?;
+    RunManifest::from_json_bytes(&bytes).map_err(std::io::Error::other)
+}
+
 fn view(state: &ServeState, tenant: &str, id: &str, root: &Path) -> std::io::Result<RunView> {
-    let manifest: Value =
-        serde_json::from_slice(&read_bounded(&root.join("run.json"), MAX_RECORD_BYTES)?)
-            .map_err(std::io::Error::other)?;
+    let manifest = manifest(root)?;
     let journal = journal::state(&root.join("events.jsonl"))?;
     let live = state
         .runs
         .live(tenant, id)
         .is_some_and(|run| !run.progress.borrow().ended);
-    let status = if live {
-        "running"
+    let (status, summary) = if live {
+        ("running", None)
     } else {
-        status_of(journal.ended_by.as_deref())
-    };
-    let summary_path = state
-        .tenant_dirs(tenant)
-        .summaries()
-        .join(format!("{id}.json"));
-    let summary = read_bounded(&summary_path, MAX_RECORD_BYTES)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .filter(|_| !live);
-    let text = |pointer: &str| {
-        manifest
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
+        let summary_path = state
+            .tenant_dirs(tenant)
+            .summaries()
+            .join(format!("{id}.json"));
+        let summary = read_bounded(&summary_path, MAX_RECORD_BYTES)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        (status_of(journal.ended_by.as_deref()), summary)
     };
     Ok(RunView {
         id: id.to_owned(),
         status,
-        profile: text("/profile/id"),
-        created_at: text("/createdAt"),
+        profile: manifest.profile.id,
+        created_at: manifest.created_at,
         last_seq: journal.last_seq,
         commits: journal.commits,
         summary,

@@ -17,7 +17,7 @@ use toolhost_runtime::{AgentDirectory, LoopConfig, Run, RunBindings, RunFailure}
 use toolhost_skills::{Scope, SkillSource};
 
 use super::drive::{Launch, launch};
-use super::{read_bounded, run_root};
+use super::{manifest, read_bounded, run_root};
 use crate::ServeState;
 use crate::body::Body;
 use crate::error::ApiError;
@@ -307,12 +307,8 @@ fn staged(tmp: &Path, value: &Value) -> Result<tempfile::NamedTempFile, ApiError
 
 /// The chat a run's `run.json` records, for its slot.
 fn recorded_chat(root: &Path) -> Option<PathBuf> {
-    let bytes = read_bounded(&root.join("run.json"), MAX_PROFILE_BYTES).ok()?;
-    let manifest: Value = serde_json::from_slice(&bytes).ok()?;
-    manifest
-        .pointer("/inputs/chat/path")
-        .and_then(Value::as_str)
-        .map(PathBuf::from)
+    let chat = manifest(root).ok()?.inputs.chat?;
+    Some(PathBuf::from(chat.path))
 }
 
 /// A run that could not be created: the request's inputs were refused
