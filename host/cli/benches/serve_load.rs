@@ -126,6 +126,12 @@ fn serve(dir: &Path) -> Server {
         .arg("--data-dir")
         .arg(dir.join("data"))
         .args(["--max-runs", "512", "--max-runs-per-tenant", "512"])
+        // Extra server flags for an experiment, e.g. "--worker-threads 64".
+        .args(
+            std::env::var("SERVE_LOAD_SERVER_FLAGS")
+                .unwrap_or_default()
+                .split_whitespace(),
+        )
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -1,10 +1,13 @@
 //! Create-only, atomic audit files: tool arguments, tool results, snapshots.
 //!
-//! Each file is written to a temp file in `<run>/.tmp` (same filesystem) and
-//! then moved into place with `persist_noclobber` (rename with NOREPLACE, or
-//! link + unlink): readers never see a partial file, and an existing file is
-//! never overwritten. Under `Fsync` the file and its directory are synced
-//! before returning; under `Batched` both wait for [`RunDirectory::sync`].
+//! On Linux each file is written unnamed in its own directory and then
+//! linked into place ([`create_linked`]: `O_TMPFILE` + `linkat`). Elsewhere,
+//! or where the file system has no `O_TMPFILE`, it is written to a temp file
+//! in `<run>/.tmp` (same file system) and moved into place with
+//! `persist_noclobber` (rename with NOREPLACE, or link + unlink). Either
+//! way readers never see a partial file, and an existing file is never
+//! overwritten. Under `Fsync` the file and its directory are synced before
+//! returning; under `Batched` both wait for [`RunDirectory::sync`].
 
 use std::fs;
 use std::io::{self, Write};
@@ -15,7 +18,8 @@ use serde_json::Value;
 use tempfile::NamedTempFile;
 use toolhost_core::{AgentToolResult, ToolId};
 
-use crate::fsync::{parent_dir, sync_dir};
+use crate::create::{Linked, create_linked};
+use crate::fsync::{SyncCounter, parent_dir};
 use crate::journal::Durability;
 use crate::layout::{LayoutError, RunLayout, RunPath};
 use crate::run::RunDirectory;
@@ -80,23 +84,42 @@ pub(crate) enum Existing {
     Replace,
 }
 
-/// Write `bytes` to `relative` through a temp file in `.tmp/`, atomically.
-/// Parents must exist. Syncs the file itself only when asked; the directory
-/// entry is the caller's to sync.
+/// Write `bytes` to `relative` atomically: a new file linked into place, or
+/// a replacement through a temp file in `.tmp/`. Parents must exist. Syncs
+/// the file itself only when given a counter; the directory entry is the
+/// caller's to sync.
 pub(crate) fn persist(
     layout: &RunLayout,
     relative: &str,
     bytes: &[u8],
-    sync_file: bool,
+    sync_file: Option<&SyncCounter>,
     existing: Existing,
 ) -> Result<RunPath, AuditError> {
     let target = layout.resolve(relative)?;
+    if existing == Existing::Refuse {
+        let sync = |file: &fs::File| sync_file.map_or(Ok(()), |syncs| syncs.file(file));
+        match create_linked(&target.absolute, bytes, sync) {
+            Ok(Linked::Created) => return Ok(target),
+            Ok(Linked::Unsupported) => {}
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(AuditError::AlreadyExists {
+                    path: target.absolute,
+                });
+            }
+            Err(source) => {
+                return Err(AuditError::Io {
+                    path: target.absolute,
+                    source,
+                });
+            }
+        }
+    }
     let tmp_dir = layout.tmp_dir();
     // Dropped on every early return, which deletes the temp file.
     let mut temp = NamedTempFile::new_in(&tmp_dir).map_err(io_error(&tmp_dir))?;
     temp.write_all(bytes).map_err(io_error(temp.path()))?;
-    if sync_file {
-        temp.as_file().sync_all().map_err(io_error(temp.path()))?;
+    if let Some(syncs) = sync_file {
+        syncs.file(temp.as_file()).map_err(io_error(temp.path()))?;
     }
     let persisted = match existing {
         Existing::Refuse => temp.persist_noclobber(&target.absolute),
@@ -166,13 +189,14 @@ impl RunDirectory {
     ) -> Result<RunPath, AuditError> {
         // Validate before creating any directory for it.
         self.layout().resolve(relative)?;
-        let fsync = self.durability() == Durability::Fsync;
+        let syncs = self.journal().sync_counter();
+        let fsync = (self.durability() == Durability::Fsync).then_some(syncs);
         let mut changed_dirs = self.ensure_parents(relative)?;
         let target = persist(self.layout(), relative, bytes, fsync, existing)?;
         changed_dirs.push(parent_dir(&target.absolute).to_owned());
-        if fsync {
+        if fsync.is_some() {
             for dir in &changed_dirs {
-                sync_dir(dir).map_err(io_error(dir))?;
+                syncs.dir(dir).map_err(io_error(dir))?;
             }
         } else {
             self.defer_sync(target.absolute.clone(), changed_dirs);
@@ -340,6 +364,7 @@ mod tests {
     use super::*;
     use crate::layout::{TMP_DIR, audit_stem};
     use crate::manifest::{RootSpec, RunManifest};
+    use crate::run::PER_ENTRY_SYNCS_AT_MOST as PER_ENTRY_SYNCS_AT_MOST_FOR_TESTS;
     use serde_json::json;
     use toolhost_core::{ToolInvocation, ToolOutcome, ToolSuccess};
 
@@ -611,5 +636,78 @@ mod tests {
         let run = self::run(dir.path(), Durability::Fsync);
         run.write_snapshot("inv_child", b"{}").expect("snapshot");
         assert_eq!(run.pending_sync(), (0, 0), "fsync syncs at once");
+    }
+
+    /// One call's audit trail as the runtime writes it: arguments, four
+    /// events, result.
+    fn store_call(run: &mut RunDirectory, call_id: &str) {
+        run.store_tool_args(call_id, &tool(), "inv_root", 1, &json!({"formula": "2d6"}))
+            .expect("args");
+        for event in [
+            "tool_call_requested",
+            "tool_call_started",
+            "tool_result_stored",
+        ] {
+            run.journal_mut()
+                .append(crate::journal::NewEvent::new(
+                    crate::journal::Level::Info,
+                    event,
+                    crate::journal::EventScope::root(),
+                ))
+                .expect("append");
+        }
+        run.store_tool_result("inv_root", 1, &result_for(call_id))
+            .expect("result");
+        run.journal_mut()
+            .append(crate::journal::NewEvent::new(
+                crate::journal::Level::Info,
+                "tool_call_completed",
+                crate::journal::EventScope::root(),
+            ))
+            .expect("append");
+    }
+
+    #[test]
+    fn batched_calls_make_no_sync_calls_and_a_sync_point_a_bounded_number() {
+        for calls in [1_usize, 3, 40] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut run = run(dir.path(), Durability::Batched);
+            let before = run.sync_calls();
+            for n in 0..calls {
+                store_call(&mut run, &format!("call_{n}"));
+            }
+            assert_eq!(
+                run.sync_calls(),
+                before,
+                "{calls} calls: no sync call per call"
+            );
+            run.sync().expect("sync");
+            let at_sync_point = run.sync_calls() - before;
+            // Few entries: one fsync each (2 files a call, then the two
+            // directories, then the journal); many: one syncfs, which
+            // covers the journal too.
+            let expected = if 2 * calls + 2 <= PER_ENTRY_SYNCS_AT_MOST_FOR_TESTS {
+                2 * calls as u64 + 2 + 1
+            } else {
+                1
+            };
+            assert_eq!(at_sync_point, expected, "{calls} calls");
+            assert_eq!(run.pending_sync(), (0, 0));
+            let synced = run.sync_calls();
+            run.sync().expect("sync again");
+            assert_eq!(run.sync_calls(), synced, "nothing left to sync");
+        }
+    }
+
+    #[test]
+    fn fsync_mode_syncs_every_file_its_directory_and_every_event() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut run = run(dir.path(), Durability::Fsync);
+        store_call(&mut run, "call_first");
+        let before = run.sync_calls();
+        store_call(&mut run, "call_second");
+        // Two files with their directory each, four events.
+        assert_eq!(run.sync_calls() - before, 2 * 2 + 4);
+        assert_eq!(run.pending_sync(), (0, 0));
     }
 }

@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::fsync::{parent_dir, sync_dir};
+use crate::fsync::{SyncCounter, parent_dir};
 
 /// The invocation a run starts with; run-level events are scoped to it.
 pub const ROOT_INVOCATION_ID: &str = "inv_root";
@@ -219,8 +219,8 @@ pub struct Journal {
     stamp: Stamp,
     /// The line being built, reused so an append allocates nothing new.
     line: Vec<u8>,
-    /// fsyncs issued, so tests can check the durability policy.
-    syncs: u64,
+    /// Counts every sync call made for the journal (shared with its run).
+    syncs: SyncCounter,
     /// Told about every event once it is written (live progress).
     observer: Option<Observer>,
 }
@@ -249,7 +249,21 @@ impl Journal {
         run_id: impl Into<String>,
         durability: Durability,
     ) -> Result<Self, JournalError> {
-        let path = path.into();
+        Self::create_counted(
+            path.into(),
+            run_id.into(),
+            durability,
+            SyncCounter::default(),
+        )
+    }
+
+    /// [`Journal::create`], counting its syncs in `syncs`.
+    pub(crate) fn create_counted(
+        path: PathBuf,
+        run_id: String,
+        durability: Durability,
+        syncs: SyncCounter,
+    ) -> Result<Self, JournalError> {
         let file = OpenOptions::new()
             .append(true)
             .create_new(true)
@@ -267,8 +281,8 @@ impl Journal {
         lock(&file, &path)?;
         // Once per run, whatever the durability: the journal's name must
         // survive a power loss for the run to be reopened at all.
-        sync_dir(parent_dir(&path)).map_err(io_error(&path))?;
-        Ok(Self::with_file(file, path, run_id.into(), durability, 0))
+        syncs.dir(parent_dir(&path)).map_err(io_error(&path))?;
+        Ok(Self::with_file(file, path, run_id, durability, 0, syncs))
     }
 
     /// Reopen an existing journal to append to it: scans it once, checks
@@ -278,8 +292,21 @@ impl Journal {
         run_id: impl Into<String>,
         durability: Durability,
     ) -> Result<(Self, Recovery), JournalError> {
-        let path = path.into();
-        let run_id = run_id.into();
+        Self::open_counted(
+            path.into(),
+            run_id.into(),
+            durability,
+            SyncCounter::default(),
+        )
+    }
+
+    /// [`Journal::open`], counting its syncs in `syncs`.
+    pub(crate) fn open_counted(
+        path: PathBuf,
+        run_id: String,
+        durability: Durability,
+        syncs: SyncCounter,
+    ) -> Result<(Self, Recovery), JournalError> {
         let file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -292,7 +319,7 @@ impl Journal {
             ..Recovery::default()
         };
         if let Some(torn) = scan.torn {
-            let copy = cut_torn_tail(&file, &path, scan.good_len, &torn)?;
+            let copy = cut_torn_tail(&file, &path, scan.good_len, &torn, &syncs)?;
             tracing::warn!(
                 journal = %path.display(),
                 torn_bytes = torn.len(),
@@ -303,7 +330,7 @@ impl Journal {
             recovery.torn_bytes = Some(torn.len() as u64);
             recovery.torn_copy = Some(copy);
         }
-        let journal = Self::with_file(file, path, run_id, durability, scan.last_seq);
+        let journal = Self::with_file(file, path, run_id, durability, scan.last_seq, syncs);
         Ok((journal, recovery))
     }
 
@@ -313,6 +340,7 @@ impl Journal {
         run_id: String,
         durability: Durability,
         last_seq: u64,
+        syncs: SyncCounter,
     ) -> Self {
         Self {
             file,
@@ -324,7 +352,7 @@ impl Journal {
             poisoned: false,
             stamp: Box::new(default_stamp),
             line: Vec::with_capacity(1024),
-            syncs: 0,
+            syncs,
             observer: None,
         }
     }
@@ -460,14 +488,13 @@ impl Journal {
         if !self.unsynced {
             return Ok(());
         }
-        if let Err(source) = self.file.sync_data() {
+        if let Err(source) = self.syncs.data(&self.file) {
             self.poisoned = true;
             return Err(JournalError::Io {
                 path: self.path.clone(),
                 source,
             });
         }
-        self.syncs += 1;
         self.unsynced = false;
         Ok(())
     }
@@ -488,9 +515,20 @@ impl Journal {
         self.stamp = Box::new(stamp);
     }
 
+    /// The counter of this journal's sync calls (a run shares it).
+    pub fn sync_counter(&self) -> &SyncCounter {
+        &self.syncs
+    }
+
+    /// A file-system-wide sync (`syncfs`) made after the last append covered
+    /// the journal too: nothing is left to sync.
+    pub(crate) fn note_synced(&mut self) {
+        self.unsynced = false;
+    }
+
     #[cfg(test)]
     pub(crate) fn sync_count(&self) -> u64 {
-        self.syncs
+        self.syncs.calls()
     }
 }
 
@@ -498,7 +536,7 @@ impl Drop for Journal {
     fn drop(&mut self) {
         if self.unsynced
             && !self.poisoned
-            && let Err(error) = self.file.sync_data()
+            && let Err(error) = self.syncs.data(&self.file)
         {
             tracing::warn!(journal = %self.path.display(), %error, "journal fsync on close failed");
         }
@@ -687,6 +725,7 @@ fn cut_torn_tail(
     path: &Path,
     good_len: u64,
     torn: &[u8],
+    syncs: &SyncCounter,
 ) -> Result<PathBuf, JournalError> {
     let millis = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -719,11 +758,11 @@ fn cut_torn_tail(
         }
     };
     copy.write_all(torn)
-        .and_then(|()| copy.sync_all())
+        .and_then(|()| syncs.file(&copy))
         .map_err(io_error(&copy_path))?;
     file.set_len(good_len).map_err(io_error(path))?;
-    file.sync_all().map_err(io_error(path))?;
-    sync_dir(parent_dir(path)).map_err(io_error(path))?;
+    syncs.file(file).map_err(io_error(path))?;
+    syncs.dir(parent_dir(path)).map_err(io_error(path))?;
     Ok(copy_path)
 }
 
@@ -1171,20 +1210,23 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("batched.jsonl");
         let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        // Creating syncs the directory once, whatever the durability.
+        assert_eq!(journal.sync_count(), 1, "the new name is made durable");
+        let created = journal.sync_count();
         journal
             .append(info("tool_call_started", 1))
             .expect("append");
         journal
             .append(info("tool_call_started", 2))
             .expect("append");
-        assert_eq!(journal.sync_count(), 0, "info events wait");
+        assert_eq!(journal.sync_count() - created, 0, "info events wait");
         assert_eq!(
             read_events(&path).expect("read").len(),
             2,
             "but are written at once"
         );
         journal.append(info("run_started", 3)).expect("append");
-        assert_eq!(journal.sync_count(), 1, "run_* events sync");
+        assert_eq!(journal.sync_count() - created, 1, "run_* events sync");
         journal
             .append(NewEvent::new(
                 Level::Error,
@@ -1192,22 +1234,27 @@ mod tests {
                 EventScope::root(),
             ))
             .expect("append");
-        assert_eq!(journal.sync_count(), 2, "error events sync");
+        assert_eq!(journal.sync_count() - created, 2, "error events sync");
         journal
             .append(info("tool_call_started", 5))
             .expect("append");
         journal.sync().expect("sync");
         journal.sync().expect("sync");
-        assert_eq!(journal.sync_count(), 3, "sync() syncs once when needed");
+        assert_eq!(
+            journal.sync_count() - created,
+            3,
+            "sync() syncs once when needed"
+        );
 
         let path = dir.path().join("fsync.jsonl");
         let mut journal = Journal::create(&path, RUN, Durability::Fsync).expect("create");
+        let created = journal.sync_count();
         for n in 1..=3 {
             journal
                 .append(info("tool_call_started", n))
                 .expect("append");
         }
-        assert_eq!(journal.sync_count(), 3);
+        assert_eq!(journal.sync_count() - created, 3);
     }
 
     #[test]

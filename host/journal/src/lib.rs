@@ -6,12 +6,15 @@
 //! - [`journal`]: the append-only event log, its durability modes and its
 //!   crash recovery.
 //! - [`events`]: the typed event vocabulary recorded through [`Journal::record`].
-//! - [`audit`]: atomic create-only files (tool arguments, results, snapshots).
+//! - [`audit`]: atomic create-only files (tool arguments, results, snapshots),
+//!   made unnamed and linked into place where Linux allows it (`create`).
 //! - [`run`]: [`RunDirectory`], which ties them together.
 
 pub mod audit;
+mod create;
 pub mod events;
 mod fsync;
+pub use fsync::SyncCounter;
 pub mod journal;
 pub mod layout;
 pub mod manifest;

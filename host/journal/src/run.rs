@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::audit::{AuditError, Existing, persist};
-use crate::fsync::{parent_dir, sync_dir};
+use crate::fsync::{SyncCounter, parent_dir};
 use crate::journal::{Durability, Journal, JournalError, Recovery};
 use crate::layout::{INPUT_DIR, LayoutError, RunLayout, SYSTEM_DIRS};
 use crate::manifest::{ManifestError, RunManifest, sha256_hex};
@@ -43,6 +43,20 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
         path: path.to_owned(),
         source,
     }
+}
+
+/// Past this many deferred files and directories, a sync point flushes the
+/// file system at once (`syncfs`) instead of one `fsync` each. Below it a
+/// run's sync stays its own and does not wait for other writers' data.
+pub(crate) const PER_ENTRY_SYNCS_AT_MOST: usize = 8;
+
+/// What [`RunDirectory::sync_pending`] flushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flushed {
+    Nothing,
+    Entries,
+    /// `syncfs`: the journal's written events too.
+    FileSystem,
 }
 
 /// Audit files written under `Batched` whose fsync (file, then directory
@@ -93,12 +107,13 @@ impl RunDirectory {
         }
         // Input first: a run.json that exists always has its input beside it.
         // Both are synced whatever the durability; creation happens once.
+        let syncs = SyncCounter::default();
         let profile = layout.resolved_profile();
         persist(
             &layout,
             &profile.relative,
             resolved_profile_json,
-            true,
+            Some(&syncs),
             Existing::Refuse,
         )?;
         let manifest_path = layout.manifest();
@@ -106,15 +121,20 @@ impl RunDirectory {
             &layout,
             &manifest_path.relative,
             &manifest.to_json_bytes(),
-            true,
+            Some(&syncs),
             Existing::Refuse,
         )?;
-        let journal = Journal::create(layout.journal().absolute, &manifest.run_id, durability)?;
+        let journal = Journal::create_counted(
+            layout.journal().absolute,
+            manifest.run_id.clone(),
+            durability,
+            syncs.clone(),
+        )?;
         for dir in [root.join(INPUT_DIR), root.to_owned()] {
-            sync_dir(&dir).map_err(io_error(&dir))?;
+            syncs.dir(&dir).map_err(io_error(&dir))?;
         }
         let parent = parent_dir(root);
-        sync_dir(parent).map_err(io_error(parent))?;
+        syncs.dir(parent).map_err(io_error(parent))?;
         Ok(Self {
             layout,
             manifest,
@@ -131,10 +151,11 @@ impl RunDirectory {
         let manifest_path = layout.manifest().absolute;
         let bytes = fs::read(&manifest_path).map_err(io_error(&manifest_path))?;
         let manifest = RunManifest::from_json_bytes(&bytes)?;
-        let (journal, recovery) = Journal::open(
+        let (journal, recovery) = Journal::open_counted(
             layout.journal().absolute,
-            &manifest.run_id,
+            manifest.run_id.clone(),
             manifest.journal.durability,
+            SyncCounter::default(),
         )?;
         // Only after taking the journal lock: no other writer of this run
         // can have a temp file in flight.
@@ -169,26 +190,69 @@ impl RunDirectory {
         &mut self.journal
     }
 
-    /// fsync the journal, then the audit files and directory entries written
-    /// since the last sync. Deferred entries are kept if a sync fails.
+    /// Make everything written so far durable: the audit files and directory
+    /// entries deferred under `Batched` first, then the journal that names
+    /// them. Deferred entries are kept if a sync fails.
     pub fn sync(&mut self) -> Result<(), RunError> {
+        self.sync_audit_files()?;
         self.journal.sync()?;
-        self.sync_pending()
+        Ok(())
     }
 
-    fn sync_pending(&self) -> Result<(), RunError> {
+    /// Make the deferred audit files and directory entries durable, before
+    /// an event that must not outlive them (`run_completed`, …) is appended
+    /// and synced.
+    pub fn sync_audit_files(&mut self) -> Result<(), RunError> {
+        if self.sync_pending()? == Flushed::FileSystem {
+            self.journal.note_synced();
+        }
+        Ok(())
+    }
+
+    /// The sync calls made for this run so far (journal, audit files,
+    /// directories): how tests hold the durability policy to its word.
+    pub fn sync_calls(&self) -> u64 {
+        self.journal.sync_counter().calls()
+    }
+
+    /// Sync the deferred entries: one by one while they are few, else the
+    /// whole file system in one `syncfs`, so a sync point costs a bounded
+    /// number of calls however many tool calls came before it.
+    fn sync_pending(&self) -> Result<Flushed, RunError> {
         let mut pending = self.lock_pending();
+        let deferred = pending.files.len() + pending.dirs.len();
+        if deferred == 0 {
+            return Ok(Flushed::Nothing);
+        }
+        let syncs = self.journal.sync_counter();
+        if deferred > PER_ENTRY_SYNCS_AT_MOST {
+            let root = self.layout.root();
+            match syncs.filesystem(root) {
+                Ok(()) => {
+                    pending.files.clear();
+                    pending.dirs.clear();
+                    return Ok(Flushed::FileSystem);
+                }
+                Err(error) if error.kind() == io::ErrorKind::Unsupported => {}
+                Err(source) => {
+                    return Err(RunError::Io {
+                        path: root.to_owned(),
+                        source,
+                    });
+                }
+            }
+        }
         for file in &pending.files {
             fs::File::open(file)
-                .and_then(|opened| opened.sync_all())
+                .and_then(|opened| syncs.file(&opened))
                 .map_err(io_error(file))?;
         }
         pending.files.clear();
         for dir in &pending.dirs {
-            sync_dir(dir).map_err(io_error(dir))?;
+            syncs.dir(dir).map_err(io_error(dir))?;
         }
         pending.dirs.clear();
-        Ok(())
+        Ok(Flushed::Entries)
     }
 
     pub(crate) fn defer_sync(&self, file: PathBuf, dirs: Vec<PathBuf>) {
@@ -254,8 +318,12 @@ fn read_if_present(path: std::path::PathBuf) -> Result<Option<Vec<u8>>, RunError
 impl Drop for RunDirectory {
     fn drop(&mut self) {
         // The journal syncs itself when dropped; deferred audit syncs are ours.
-        if let Err(error) = self.sync_pending() {
-            tracing::warn!(run = %self.layout.root().display(), %error, "deferred audit fsync failed");
+        match self.sync_pending() {
+            Ok(Flushed::FileSystem) => self.journal.note_synced(),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(run = %self.layout.root().display(), %error, "deferred audit fsync failed");
+            }
         }
     }
 }

@@ -491,9 +491,16 @@ impl Run {
         Ok(())
     }
 
+    /// The sync calls (`fsync`, `fdatasync`, `syncfs`) made for this run so
+    /// far: what a durability mode costs, counted rather than assumed.
+    pub fn sync_calls(&self) -> u64 {
+        self.dir().sync_calls()
+    }
+
     /// Journal `run_completed` and make everything durable.
     pub fn complete(&self) -> Result<(), RunFailure> {
         let mut dir = self.dir();
+        dir.sync_audit_files()?;
         dir.journal_mut().record(&RunCompleted {})?;
         dir.sync()?;
         Ok(())
@@ -502,6 +509,10 @@ impl Run {
     /// Journal `run_failed` for `failure` and make everything durable.
     pub fn fail(&self, failure: &RunFailure) -> Result<(), RunFailure> {
         let mut dir = self.dir();
+        // The failure may be the disk itself: `run_failed` is still tried.
+        if let Err(error) = dir.sync_audit_files() {
+            tracing::warn!(%error, "syncing audit files before run_failed");
+        }
         dir.journal_mut().record(&RunFailed {
             code: failure.code().to_owned(),
             message: failure.to_string(),
@@ -520,6 +531,7 @@ impl Run {
         preserved: Vec<PreservedCommit>,
     ) -> Result<(), RunFailure> {
         let mut dir = self.dir();
+        dir.sync_audit_files()?;
         dir.journal_mut().record(&RunPartialSuccess {
             code: failure.code().to_owned(),
             message: failure.to_string(),
@@ -539,6 +551,7 @@ impl Run {
         cancelled_tasks: Vec<String>,
     ) -> Result<(), RunFailure> {
         let mut dir = self.dir();
+        dir.sync_audit_files()?;
         dir.journal_mut().record(&toolhost_journal::RunCancelled {
             code: "agent.cancelled",
             preserved_commit_count,

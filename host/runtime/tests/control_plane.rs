@@ -111,9 +111,13 @@ struct Fixture {
 }
 
 fn fixture(profile: &Profile, catalog: &ToolCatalog) -> Fixture {
+    fixture_with(profile, catalog, Durability::Batched)
+}
+
+fn fixture_with(profile: &Profile, catalog: &ToolCatalog, durability: Durability) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("run");
-    let run = Run::create(&root, profile, Durability::Batched).expect("run");
+    let run = Run::create(&root, profile, durability).expect("run");
     let names = BTreeMap::new();
     let sources = SnapshotSources {
         catalog,
@@ -216,6 +220,52 @@ async fn a_call_walks_the_whole_path_and_leaves_its_audit_trail() {
         serde_json::from_slice(&std::fs::read(f.root.join(&outcome.result_ref)).expect("result"))
             .expect("json");
     assert_eq!(result["result"]["content"], r#"echo {"formula":"d6"}"#);
+}
+
+/// Sync calls made by `calls` tool calls through the whole path, and then
+/// by the run's end.
+async fn sync_calls_of(durability: Durability, calls: usize) -> (u64, u64) {
+    let profile = profile(json!({"allow": ["dice.roll"], "maxCallsPerRun": 100}));
+    let mut f = fixture_with(&profile, &catalog(&["builtin:dice.roll"]), durability);
+    let executor = Scripted::echo();
+    let before = f.run.sync_calls();
+    for n in 0..calls {
+        let invocation = call(
+            &mut f.session,
+            &format!("call_{n}"),
+            "dice_roll",
+            json!({"formula": "d6"}),
+        );
+        let turn = f
+            .session
+            .begin_turn(ToolChoice::Auto, "test")
+            .expect("turn");
+        f.session
+            .call(&executor, &turn, invocation, CallEntropy::seeded(7))
+            .await
+            .expect("call");
+    }
+    let during = f.run.sync_calls() - before;
+    let ended = f.run.sync_calls();
+    f.run.complete().expect("complete");
+    (during, f.run.sync_calls() - ended)
+}
+
+#[tokio::test]
+async fn batched_calls_make_no_sync_call_and_the_run_end_a_bounded_number() {
+    for calls in [2, 30] {
+        let (during, at_end) = sync_calls_of(Durability::Batched, calls).await;
+        assert_eq!(during, 0, "{calls} calls in batched mode");
+        assert!(at_end >= 1, "the run's end makes it durable");
+        // However many calls came before: a few fsyncs, or one syncfs.
+        assert!(
+            at_end <= 10,
+            "{calls} calls: {at_end} sync calls at the end"
+        );
+    }
+    let (during, _) = sync_calls_of(Durability::Fsync, 5).await;
+    // Each call: two audit files and their directories, five events.
+    assert!(during >= 5 * 9, "fsync mode syncs every call: {during}");
 }
 
 #[tokio::test]
