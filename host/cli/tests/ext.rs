@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod common;
+
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -127,35 +129,8 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
         "cannot name a Cargo package",
     );
 
-    // The build an author runs. Pin the versions this repository builds with
-    // (its lock file) and share one target directory between test runs, so
-    // the suite needs no newer crate and compiles the SDK once.
-    std::fs::copy(
-        repository().join("Cargo.lock"),
-        crate_dir.join("Cargo.lock"),
-    )
-    .expect("lock");
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ext-template-target");
-    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    build
-        .current_dir(&crate_dir)
-        .args(["build", "--release", "--target", "wasm32-wasip2"])
-        .env("CARGO_TARGET_DIR", &target_dir);
-    for key in [
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_TARGET",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
-        build.env_remove(key);
-    }
-    let status = build.status().expect("run cargo");
-    assert!(status.success(), "the template builds");
-    let built = target_dir.join("wasm32-wasip2/release/acme_repeat.wasm");
-    let expected = crate_dir.join("target/wasm32-wasip2/release");
-    std::fs::create_dir_all(&expected).expect("target dir");
-    std::fs::copy(&built, expected.join("acme_repeat.wasm"))
-        .expect("component where the manifest says");
+    // The build an author runs.
+    common::build_template_extension(&crate_dir, "acme-repeat");
 
     // Unsealed, the manifest's placeholder digest does not match.
     expect_stderr(

@@ -416,3 +416,112 @@ async fn an_mcp_server_added_while_serving_reaches_the_catalog() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// `POST /v1/runs` with `profile` and the script model, waited to its end,
+/// then one direct call of the extension's tool: `(status, body)`.
+async fn repeat_in_a_run_of(base: &str, profile: Value) -> (u16, Value) {
+    let started: Value = client()
+        .post(format!("{base}/v1/runs"))
+        .bearer_auth("acme-secret")
+        .json(&json!({"profile": profile, "model": "demo", "chat": "chat"}))
+        .send()
+        .await
+        .expect("start")
+        .json()
+        .await
+        .expect("json");
+    let id = started["id"].as_str().expect("run id").to_owned();
+    let run = wait_for(base, &id, |run| run["status"] != "running").await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let response = client()
+        .post(format!("{base}/v1/runs/{id}/calls"))
+        .bearer_auth("acme-secret")
+        .json(&json!({"tool": "ext/acme-repeat:text.repeat", "arguments": {"text": "ab", "times": 3}}))
+        .send()
+        .await
+        .expect("call");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inline_profile_gets_only_extension_grants_for_every_profile_or_its_own_digest() {
+    let setup = Setup::new();
+    let dir = setup.dir.path();
+    let toolhost = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(dir)
+            .arg("--cache-dir")
+            .arg(cache_dir())
+            .args(["--mcp-dir", "mcp", "--ext-dir", "extensions"])
+            .args(args)
+            .output()
+            .expect("toolhost");
+        assert!(
+            output.status.success(),
+            "toolhost {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    // The operator's extension, granted to the tenant's `repeater` profile
+    // as its file is now.
+    toolhost(&[
+        "ext",
+        "new",
+        "acme-repeat",
+        "--tool",
+        "text.repeat",
+        "--dir",
+        "acme-repeat",
+    ]);
+    common::build_template_extension(&dir.join("acme-repeat"), "acme-repeat");
+    toolhost(&["ext", "seal", "acme-repeat"]);
+    toolhost(&["ext", "install", "acme-repeat"]);
+    let repeater = json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "repeater",
+        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish",
+                            "ext/acme-repeat:text.repeat"],
+                  "maxRounds": 6}});
+    let file = dir.join("data/tenants/acme/profiles/repeater.json");
+    std::fs::write(&file, repeater.to_string()).expect("profile");
+    toolhost(&[
+        "ext",
+        "grant",
+        "acme-repeat",
+        "--profile",
+        file.to_str().expect("utf-8"),
+    ]);
+    let (_server, base) = setup.serve();
+    ready(&base).await;
+
+    // The profile granted, by name or inline with the same content (its
+    // digest), offers the tool.
+    for profile in [json!("repeater"), repeater.clone()] {
+        let (status, body) = repeat_in_a_run_of(&base, profile.clone()).await;
+        assert_eq!(status, 200, "{profile}: {body}");
+        assert_eq!(body["text"], "ababab", "{body}");
+    }
+    // An inline profile under the granted id but with other content, and
+    // one under another id, do not get the grant.
+    let mut changed = repeater.clone();
+    changed["tools"]["maxRounds"] = json!(5);
+    let mut renamed = repeater.clone();
+    renamed["id"] = json!("repeater-too");
+    for profile in [&changed, &renamed] {
+        let (status, body) = repeat_in_a_run_of(&base, profile.clone()).await;
+        assert_eq!(status, 403, "{profile}: {body}");
+        assert_eq!(body["code"], "agent.tool_policy_denied", "{body}");
+    }
+    // A grant for every profile reaches the running server (its catalog
+    // watcher reloads), and then any profile that allows the tool gets it.
+    toolhost(&["ext", "grant", "acme-repeat"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = repeat_in_a_run_of(&base, changed.clone()).await;
+        if status == 200 {
+            assert_eq!(body["text"], "ababab", "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never granted: {status} {body}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

@@ -1,5 +1,7 @@
 //! What the CLI's test files share.
 
+#![allow(dead_code)] // each test binary uses its own share
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -50,4 +52,34 @@ pub fn python(modules: &[&str]) -> Option<PathBuf> {
         "installing the Python clients from PyPI failed"
     );
     Some(python)
+}
+
+/// Build the crate `toolhost ext new` made at `crate_dir` (its package
+/// `package`) for wasm32-wasip2 and put the component where its manifest
+/// says. The versions are this repository's (its lock file) and the target
+/// directory is shared between tests and test runs, so the suite needs no
+/// newer crate and compiles the SDK once.
+pub fn build_template_extension(crate_dir: &Path, package: &str) {
+    std::fs::copy(repo("Cargo.lock"), crate_dir.join("Cargo.lock")).expect("lock");
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ext-template-target");
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build
+        .current_dir(crate_dir)
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .env("CARGO_TARGET_DIR", &target_dir);
+    for key in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        build.env_remove(key);
+    }
+    let status = build.status().expect("run cargo");
+    assert!(status.success(), "the template builds");
+    let wasm = format!("{}.wasm", package.replace('-', "_"));
+    let built = target_dir.join("wasm32-wasip2/release").join(&wasm);
+    let expected = crate_dir.join("target/wasm32-wasip2/release");
+    std::fs::create_dir_all(&expected).expect("target dir");
+    std::fs::copy(&built, expected.join(&wasm)).expect("component where the manifest says");
 }
