@@ -95,8 +95,8 @@ serve: setup
 	@cp -R tests/fixtures/skills/global tests/fixtures/skills/character $(SERVE_DATA)/skills/
 	$(TOOLHOST) serve --models examples/serve/models.json --data-dir runs/serve-data
 
-## Per-call latency, start-up, kill latency, control-plane overhead and the
-## service under load
+## Per-call latency, start-up, kill latency, control-plane overhead, the
+## service under load, and `mcp serve` beside the reference MCP server
 ## (release build); see docs/benchmarks.md.
 bench: setup
 	$(CARGO) bench --locked -p toolhost-conformance --bench sandbox
@@ -106,6 +106,10 @@ bench: setup
 	$(CARGO) bench --locked -p toolhost-runtime --bench resume
 	$(CARGO) bench --locked -p toolhost-workspace --bench patch
 	$(CARGO) bench --locked -p toolhost-cli --bench serve_load
+	$(CARGO) build --locked --release -p toolhost-cli
+	python3 bench/mcp_side_by_side.py --toolhost target/release/toolhost \
+		--everything tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
+		--runs-dir target/tmp/side-by-side --cache-dir target/tmp/bench-cache
 
 ## The generated-input tests (proptest: model paths, dice formulas, patches,
 ## searches, SSE framing, chat files, manifests, provider replies) with far

@@ -15,6 +15,7 @@ mod replay;
 mod run;
 mod serve;
 mod service;
+mod stdio;
 mod table;
 mod terminal;
 mod tools;

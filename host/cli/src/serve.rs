@@ -43,16 +43,21 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
     let tools = McpTools::new(host, profile, place, args.bindings, Durability::Batched)?;
     // Made now, so a bad run directory is said before serving.
     let run = tools.open_run().await?;
+    let (reader, writer, kind) = crate::stdio::transport();
     // stdout is the protocol: everything for people goes to stderr.
     eprintln!(
-        "toolhost mcp serve: run {} ({}), {} tool(s) over stdio",
+        "toolhost mcp serve: run {} ({}), {} tool(s) over stdio ({})",
         run.run_id(),
         run.root().display(),
-        tools.tool_count()
+        tools.tool_count(),
+        match kind {
+            crate::stdio::StdioKind::Pipes => "pipes",
+            crate::stdio::StdioKind::Blocking => "blocking",
+        }
     );
     let running = tools
         .clone()
-        .serve(rmcp::transport::stdio())
+        .serve((reader, writer))
         .await
         .context("starting the MCP server on stdio")?;
     // Cancelling stops the loop; rmcp then answers the requests still in

@@ -767,6 +767,13 @@ fn mcp_serve_answers_the_official_python_client_through_the_gate() {
         .output()
         .expect("run the python client");
     assert!(output.status.success(), "{}", stderr(&output));
+    // A client's pipes are polled by the server's one thread, not handed
+    // to blocking threads (src/stdio.rs).
+    assert!(
+        stderr(&output).contains("tool(s) over stdio (pipes)"),
+        "{}",
+        stderr(&output)
+    );
     let answer: Value = serde_json::from_slice(&output.stdout).expect("client json");
     // Control tools (the table's `control` builtins) need an agent loop:
     // not served; `agent.list` only reads, so it is.

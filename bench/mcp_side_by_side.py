@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Side by side: `toolhost mcp serve` and the reference MCP server
+(`@modelcontextprotocol/server-everything`, Node, no sandbox, no journal),
+driven by the same minimal stdio client.
+
+The client writes newline-delimited JSON-RPC to the server's stdin and
+reads its stdout: `initialize`, `notifications/initialized`, WARMUP calls,
+then CALLS timed sequential `tools/call` (toolhost's `dice_roll`, the
+reference's `get-sum`). ROUNDS rounds, the servers interleaved in each,
+each round a fresh process. Prints each server's median and p99 per call
+(over all rounds' calls), its calls/s, the median of the per-round medians,
+and the ratio toolhost / reference, as a Markdown table.
+
+Standard library only: it measures the servers, not a client SDK.
+
+    python3 bench/mcp_side_by_side.py --toolhost target/release/toolhost \\
+        --everything tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js \\
+        --runs-dir target/tmp/side-by-side [--rounds 5] [--calls 2000]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+WARMUP = 50
+
+
+def percentile(sorted_values, p):
+    rank = round((len(sorted_values) - 1) * p)
+    return sorted_values[min(rank, len(sorted_values) - 1)]
+
+
+class Server:
+    """One server process speaking MCP over its stdin/stdout pipes."""
+
+    def __init__(self, command, cwd=None):
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+        )
+        self.next_id = 0
+
+    def request(self, method, params=None):
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{method}: the server closed its stdout")
+            answer = json.loads(line)
+            # Skip notifications and log messages the server sends meanwhile.
+            if answer.get("id") == self.next_id:
+                if "error" in answer:
+                    raise RuntimeError(f"{method}: {answer['error']}")
+                return answer["result"]
+
+    def notify(self, method):
+        message = {"jsonrpc": "2.0", "method": method}
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def close(self):
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def measure(command, tool, arguments, calls, cwd=None):
+    """Per-call latencies in microseconds, for `calls` timed calls."""
+    server = Server(command, cwd)
+    try:
+        server.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "side-by-side", "version": "1"},
+            },
+        )
+        server.notify("notifications/initialized")
+        names = [t["name"] for t in server.request("tools/list")["tools"]]
+        if tool not in names:
+            raise RuntimeError(f"{tool} is not offered: {names}")
+        params = {"name": tool, "arguments": arguments}
+        for _ in range(WARMUP):
+            result = server.request("tools/call", params)
+        if result.get("isError"):
+            raise RuntimeError(f"{tool}: {result}")
+        latencies = []
+        for _ in range(calls):
+            started = time.perf_counter_ns()
+            server.request("tools/call", params)
+            latencies.append((time.perf_counter_ns() - started) / 1000)
+        return latencies
+    finally:
+        server.close()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--toolhost", required=True)
+    parser.add_argument("--everything", required=True, help="server-everything's dist/index.js")
+    parser.add_argument("--profile", default=os.path.join(os.path.dirname(__file__), "side-by-side-profile.json"))
+    parser.add_argument("--runs-dir", required=True, help="where toolhost's runs are written")
+    parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+
+    node = shutil.which("node")
+    if node is None or not os.path.exists(args.everything):
+        print("SKIPPED: node or server-everything (`make setup`) is not installed",
+              file=sys.stderr)
+        return 0
+    os.makedirs(args.runs_dir, exist_ok=True)
+    runs = tempfile.mkdtemp(prefix="runs-", dir=args.runs_dir)
+    toolhost = [args.toolhost]
+    if args.cache_dir:
+        toolhost += ["--cache-dir", args.cache_dir]
+    toolhost += ["--mcp-dir", "none", "--ext-dir", "none", "mcp", "serve",
+                 "--profile", args.profile, "--runs-dir", runs]
+    servers = [
+        ("`toolhost mcp serve`, `dice_roll`", toolhost, "dice_roll", {"formula": "2d6"}),
+        ("server-everything (Node), `get-sum`", [node, args.everything, "stdio"], "get-sum",
+         {"a": 2, "b": 3}),
+    ]
+    samples = {label: [] for label, *_ in servers}
+    round_medians = {label: [] for label, *_ in servers}
+    try:
+        for round_index in range(args.rounds):
+            for label, command, tool, arguments in servers:
+                latencies = measure(command, tool, arguments, args.calls)
+                samples[label].extend(latencies)
+                round_medians[label].append(statistics.median(latencies))
+                print(f"  round {round_index}: {label}: median "
+                      f"{statistics.median(latencies):.0f} µs", file=sys.stderr)
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
+
+    print(f"{args.rounds} interleaved rounds × {args.calls} sequential calls "
+          f"after {WARMUP} warm-up calls; toolhost's runs in {args.runs_dir}.")
+    print()
+    print("| server | median per call | p99 | calls/s | per-round medians |")
+    print("|---|---|---|---|---|")
+    medians = {}
+    for label, *_ in servers:
+        values = sorted(samples[label])
+        median = statistics.median(values)
+        medians[label] = median
+        rounds = " / ".join(f"{m:.0f}" for m in round_medians[label])
+        print(f"| {label} | {median:.0f} µs | {percentile(values, 0.99):.0f} µs | "
+              f"{1e6 / median:.0f} | {rounds} |")
+    toolhost_label, reference_label = servers[0][0], servers[1][0]
+    print()
+    print(f"ratio toolhost / reference (median per call): "
+          f"{medians[toolhost_label] / medians[reference_label]:.2f}×")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
