@@ -27,8 +27,18 @@ impl Journal {
             event_type: E::TYPE.to_owned(),
             source,
         })?;
-        self.write_event(event.level(), E::TYPE, &event.scope(), &payload)
+        self.write_event(event.level(), E::TYPE, &event.scope(), &payload, false)
             .map(|(seq, _, _)| seq)
+    }
+
+    /// [`record`](Self::record), written with the next event
+    /// ([`Journal::hold_event`]).
+    pub fn hold<E: Event>(&mut self, event: &E) -> Result<u64, JournalError> {
+        let payload = serde_json::to_vec(event).map_err(|source| JournalError::Serialize {
+            event_type: E::TYPE.to_owned(),
+            source,
+        })?;
+        self.hold_event(event.level(), E::TYPE, &event.scope(), &payload)
     }
 }
 

@@ -223,6 +223,22 @@ pub struct Journal {
     syncs: SyncCounter,
     /// Told about every event once it is written (live progress).
     observer: Option<Observer>,
+    /// Whole lines numbered and composed but not written yet
+    /// ([`Journal::hold`]): they go out with the next write.
+    held: Vec<u8>,
+    /// What the observer is told of each held line, once it is written.
+    held_events: Vec<HeldEvent>,
+    /// Their payloads, for the observer (`HeldEvent::payload` indexes it).
+    held_payloads: Vec<u8>,
+}
+
+/// A held event, for the observer.
+struct HeldEvent {
+    seq: u64,
+    level: Level,
+    event_type: String,
+    invocation_id: String,
+    payload: std::ops::Range<usize>,
 }
 
 /// A watcher of appended events: `(seq, level, type, invocation id, payload
@@ -354,6 +370,9 @@ impl Journal {
             line: Vec::with_capacity(1024),
             syncs,
             observer: None,
+            held: Vec::new(),
+            held_events: Vec::new(),
+            held_payloads: Vec::new(),
         }
     }
 
@@ -394,7 +413,7 @@ impl Journal {
             source,
         };
         let bytes = serde_json::to_vec(&payload).map_err(serialize)?;
-        let (seq, id, timestamp) = self.write_event(level, &r#type, &scope, &bytes)?;
+        let (seq, id, timestamp) = self.write_event(level, &r#type, &scope, &bytes, false)?;
         let scope = serde_json::to_value(&scope).map_err(serialize)?;
         payload.insert("eventScope".to_owned(), scope);
         Ok(JournalEvent {
@@ -410,13 +429,17 @@ impl Journal {
 
     /// Write one event whose payload is `payload`, a serialized JSON object
     /// without `eventScope`. The line is composed once, in the key order of
-    /// [`JournalEvent`], and written with one `write` call.
+    /// [`JournalEvent`], and written with one `write` call, together with
+    /// the lines held before it. With `hold` (and only under `Batched`, for
+    /// an event that needs no sync) the line waits for the next write
+    /// instead: see [`Journal::hold`].
     pub(crate) fn write_event(
         &mut self,
         level: Level,
         event_type: &str,
         scope: &EventScope,
         payload: &[u8],
+        hold: bool,
     ) -> Result<(u64, String, String), JournalError> {
         if self.poisoned {
             return Err(self.poisoned_error());
@@ -450,8 +473,32 @@ impl Journal {
                 source,
             });
         }
-        // One write of the whole line: a crash tears at most this line.
-        let written = self.file.write_all(&line);
+        let must_sync = self.durability == Durability::Fsync
+            || level == Level::Error
+            || event_type.starts_with("run_");
+        if hold && !must_sync {
+            self.held.extend_from_slice(&line);
+            self.line = line;
+            let start = self.held_payloads.len();
+            self.held_payloads.extend_from_slice(payload);
+            self.held_events.push(HeldEvent {
+                seq,
+                level,
+                event_type: event_type.to_owned(),
+                invocation_id: scope.invocation_id.clone(),
+                payload: start..self.held_payloads.len(),
+            });
+            self.last_seq = seq;
+            return Ok((seq, id, timestamp));
+        }
+        // One write of the held lines and this one: a crash tears at most
+        // the last line of it, and every line before it is whole.
+        let written = if self.held.is_empty() {
+            self.file.write_all(&line)
+        } else {
+            self.held.extend_from_slice(&line);
+            self.file.write_all(&self.held)
+        };
         self.line = line;
         if let Err(source) = written {
             self.poisoned = true;
@@ -462,16 +509,71 @@ impl Journal {
         }
         self.last_seq = seq;
         self.unsynced = true;
+        self.tell_held();
         if let Some(observer) = &self.observer {
             observer(seq, level, event_type, &scope.invocation_id, payload);
         }
-        let must_sync = self.durability == Durability::Fsync
-            || level == Level::Error
-            || event_type.starts_with("run_");
         if must_sync {
             self.sync()?;
         }
         Ok((seq, id, timestamp))
+    }
+
+    /// Number and compose an event now but write it with the next one, so
+    /// the events of one step cost one `write`: for an event nothing acts
+    /// on before the next one is written (a call's `tool_call_requested`
+    /// is followed by its `tool_call_started` once the gate has answered,
+    /// with no I/O between them). A process crash in between loses both,
+    /// as if it came before the first. Under `Fsync`, and for an event that
+    /// syncs (`run_*`, `error`), it is written at once. [`sync`](Self::sync),
+    /// [`flush`](Self::flush) and dropping the journal write what is held.
+    pub(crate) fn hold_event(
+        &mut self,
+        level: Level,
+        event_type: &str,
+        scope: &EventScope,
+        payload: &[u8],
+    ) -> Result<u64, JournalError> {
+        self.write_event(level, event_type, scope, payload, true)
+            .map(|(seq, _, _)| seq)
+    }
+
+    /// Write the held events now.
+    pub fn flush(&mut self) -> Result<(), JournalError> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        if self.poisoned {
+            return Err(self.poisoned_error());
+        }
+        if let Err(source) = self.file.write_all(&self.held) {
+            self.poisoned = true;
+            return Err(JournalError::Io {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        self.unsynced = true;
+        self.tell_held();
+        Ok(())
+    }
+
+    /// The held lines are written: tell the observer, forget them.
+    fn tell_held(&mut self) {
+        if let Some(observer) = &self.observer {
+            for held in &self.held_events {
+                observer(
+                    held.seq,
+                    held.level,
+                    &held.event_type,
+                    &held.invocation_id,
+                    &self.held_payloads[held.payload.clone()],
+                );
+            }
+        }
+        self.held.clear();
+        self.held_events.clear();
+        self.held_payloads.clear();
     }
 
     /// Watch every event appended from now on (replaces an earlier observer).
@@ -482,6 +584,7 @@ impl Journal {
     /// fsync what has been written. A failed fsync poisons the journal: the
     /// kernel may already have dropped the dirty pages.
     pub fn sync(&mut self) -> Result<(), JournalError> {
+        self.flush()?;
         if self.poisoned {
             return Err(self.poisoned_error());
         }
@@ -534,6 +637,9 @@ impl Journal {
 
 impl Drop for Journal {
     fn drop(&mut self) {
+        if let Err(error) = self.flush() {
+            tracing::warn!(journal = %self.path.display(), %error, "writing held journal events on close failed");
+        }
         if self.unsynced
             && !self.poisoned
             && let Err(error) = self.syncs.data(&self.file)
@@ -1203,6 +1309,87 @@ mod tests {
             .append(NewEvent::new(Level::Info, "x", EventScope::new("inv_a")).with_payload(payload))
             .expect("append");
         assert_eq!(event.scope().expect("scope").invocation_id, "inv_a");
+    }
+
+    /// `hold_event` with `info`'s payload.
+    fn hold(journal: &mut Journal, event_type: &str, n: u64) -> u64 {
+        let payload = serde_json::to_vec(&json!({"n": n})).expect("payload");
+        journal
+            .hold_event(
+                Level::Info,
+                event_type,
+                &EventScope::new("inv_root"),
+                &payload,
+            )
+            .expect("hold")
+    }
+
+    #[test]
+    fn held_events_go_out_with_the_next_write_in_order_and_are_told_then() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&told);
+        journal.set_observer(Some(std::sync::Arc::new(
+            move |seq, _, kind: &str, _: &str, payload: &[u8]| {
+                let payload: Value = serde_json::from_slice(payload).expect("payload json");
+                sink.lock()
+                    .expect("lock")
+                    .push((seq, kind.to_owned(), payload["n"].clone()));
+            },
+        )));
+        assert_eq!(hold(&mut journal, "tool_call_requested", 1), 1);
+        assert_eq!(hold(&mut journal, "tool_call_requested", 2), 2);
+        assert_eq!(
+            std::fs::read(&path).expect("read").len(),
+            0,
+            "nothing written yet"
+        );
+        assert!(told.lock().expect("lock").is_empty(), "nor told");
+        journal
+            .append(info("tool_call_started", 3))
+            .expect("append");
+        let events = read_events(&path).expect("read");
+        let seqs: Vec<u64> = events.iter().map(|event| event.seq).collect();
+        assert_eq!(seqs, [1, 2, 3], "all three, in order");
+        assert_eq!(events[1].payload["n"], 2);
+        assert_eq!(
+            *told.lock().expect("lock"),
+            [
+                (1, "tool_call_requested".to_owned(), json!(1)),
+                (2, "tool_call_requested".to_owned(), json!(2)),
+                (3, "tool_call_started".to_owned(), json!(3)),
+            ]
+        );
+        // sync() and dropping write what is held.
+        hold(&mut journal, "tool_result_stored", 4);
+        journal.sync().expect("sync");
+        assert_eq!(read_events(&path).expect("read").len(), 4);
+        hold(&mut journal, "tool_result_stored", 5);
+        drop(journal);
+        assert_eq!(read_events(&path).expect("read").len(), 5);
+    }
+
+    #[test]
+    fn events_that_sync_and_fsync_mode_are_never_held() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("batched.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        hold(&mut journal, "run_started", 1);
+        assert_eq!(
+            read_events(&path).expect("read").len(),
+            1,
+            "run_* syncs, so it is written"
+        );
+        let path = dir.path().join("fsync.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Fsync).expect("create");
+        hold(&mut journal, "tool_call_requested", 1);
+        assert_eq!(
+            read_events(&path).expect("read").len(),
+            1,
+            "fsync writes every event at once"
+        );
     }
 
     #[test]

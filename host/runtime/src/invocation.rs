@@ -600,7 +600,9 @@ impl InvocationSession {
             )?
         };
         drop(dir);
-        self.run.record(&ToolCallRequested {
+        // Written with what the gate decides next (`tool_call_started`, or
+        // the refusal's result): nothing acts on the call in between.
+        self.run.hold(&ToolCallRequested {
             round: self.round,
             invocation_id: self.invocation_id.clone(),
             call_id: invocation.call_id.clone(),
@@ -645,7 +647,9 @@ impl InvocationSession {
             Ok(path) => path,
             Err(error) => return Err(self.system_failure(&invocation, round, error.into())),
         };
-        self.run.record(&ToolResultStored {
+        // Written with the call's outcome below: between them only the
+        // read-state is stored, and a resumed run goes by the result file.
+        self.run.hold(&ToolResultStored {
             round,
             invocation_id: self.invocation_id.clone(),
             call_id: invocation.call_id.clone(),

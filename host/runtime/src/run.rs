@@ -311,6 +311,21 @@ impl Run {
         Ok(seq)
     }
 
+    /// [`record`](Self::record), but written together with the next event
+    /// (`Journal::hold`): for an event nothing acts on before the next one
+    /// is recorded, so one step of a call costs one `write`.
+    pub fn hold<E: Event>(&self, event: &E) -> Result<u64, RunFailure> {
+        if let Some(log) = &self.resume_log
+            && let Some(recorded) = log.take(&event.scope().invocation_id, E::TYPE)
+        {
+            return Ok(recorded.seq);
+        }
+        let seq = self.dir().journal_mut().hold(event)?;
+        // A crash here loses the held event, as if it came just before it.
+        toolhost_core::crash_point::hit_event(seq);
+        Ok(seq)
+    }
+
     /// Compile, store (create-only) and journal the snapshot of a new
     /// invocation, and open its session.
     pub fn start_invocation(
