@@ -109,7 +109,8 @@ bench: setup
 	$(CARGO) build --locked --release -p toolhost-cli
 	python3 bench/mcp_side_by_side.py --toolhost target/release/toolhost \
 		--everything tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
-		--runs-dir target/tmp/side-by-side --cache-dir target/tmp/bench-cache
+		--runs-dir target/tmp/side-by-side --runs-dir /dev/shm/toolhost-side-by-side \
+		--cache-dir target/tmp/bench-cache
 
 ## The generated-input tests (proptest: model paths, dice formulas, patches,
 ## searches, SSE framing, chat files, manifests, provider replies) with far

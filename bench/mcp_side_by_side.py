@@ -15,7 +15,8 @@ Standard library only: it measures the servers, not a client SDK.
 
     python3 bench/mcp_side_by_side.py --toolhost target/release/toolhost \\
         --everything tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js \\
-        --runs-dir target/tmp/side-by-side [--rounds 5] [--calls 2000]
+        --runs-dir target/tmp/side-by-side [--runs-dir /dev/shm/side-by-side] \\
+        [--rounds 5] [--calls 2000]
 """
 
 import argparse
@@ -117,7 +118,9 @@ def main():
     parser.add_argument("--toolhost", required=True)
     parser.add_argument("--everything", required=True, help="server-everything's dist/index.js")
     parser.add_argument("--profile", default=os.path.join(os.path.dirname(__file__), "side-by-side-profile.json"))
-    parser.add_argument("--runs-dir", required=True, help="where toolhost's runs are written")
+    parser.add_argument("--runs-dir", required=True, action="append",
+                        help="where toolhost's runs are written; repeat it to measure several "
+                             "places (a disk, a tmpfs) in the same interleaved rounds")
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=2000)
@@ -128,18 +131,23 @@ def main():
         print("SKIPPED: node or server-everything (`make setup`) is not installed",
               file=sys.stderr)
         return 0
-    os.makedirs(args.runs_dir, exist_ok=True)
-    runs = tempfile.mkdtemp(prefix="runs-", dir=args.runs_dir)
+    places = []
+    for runs_dir in args.runs_dir:
+        os.makedirs(runs_dir, exist_ok=True)
+        places.append((runs_dir, tempfile.mkdtemp(prefix="runs-", dir=runs_dir)))
     toolhost = [args.toolhost]
     if args.cache_dir:
         toolhost += ["--cache-dir", args.cache_dir]
     toolhost += ["--mcp-dir", "none", "--ext-dir", "none", "mcp", "serve",
-                 "--profile", args.profile, "--runs-dir", runs]
+                 "--profile", args.profile, "--runs-dir"]
     servers = [
-        ("`toolhost mcp serve`, `dice_roll`", toolhost, "dice_roll", {"formula": "2d6"}),
-        ("server-everything (Node), `get-sum`", [node, args.everything, "stdio"], "get-sum",
-         {"a": 2, "b": 3}),
+        (f"`toolhost mcp serve`, `dice_roll`, runs in {runs_dir}", toolhost + [runs],
+         "dice_roll", {"formula": "2d6"})
+        for runs_dir, runs in places
     ]
+    reference = ("server-everything (Node), `get-sum`", [node, args.everything, "stdio"],
+                 "get-sum", {"a": 2, "b": 3})
+    servers.append(reference)
     samples = {label: [] for label, *_ in servers}
     round_medians = {label: [] for label, *_ in servers}
     try:
@@ -151,10 +159,11 @@ def main():
                 print(f"  round {round_index}: {label}: median "
                       f"{statistics.median(latencies):.0f} µs", file=sys.stderr)
     finally:
-        shutil.rmtree(runs, ignore_errors=True)
+        for _, runs in places:
+            shutil.rmtree(runs, ignore_errors=True)
 
     print(f"{args.rounds} interleaved rounds × {args.calls} sequential calls "
-          f"after {WARMUP} warm-up calls; toolhost's runs in {args.runs_dir}.")
+          f"after {WARMUP} warm-up calls.")
     print()
     print("| server | median per call | p99 | calls/s | per-round medians |")
     print("|---|---|---|---|---|")
@@ -166,10 +175,10 @@ def main():
         rounds = " / ".join(f"{m:.0f}" for m in round_medians[label])
         print(f"| {label} | {median:.0f} µs | {percentile(values, 0.99):.0f} µs | "
               f"{1e6 / median:.0f} | {rounds} |")
-    toolhost_label, reference_label = servers[0][0], servers[1][0]
     print()
-    print(f"ratio toolhost / reference (median per call): "
-          f"{medians[toolhost_label] / medians[reference_label]:.2f}×")
+    for label, *_ in servers[:-1]:
+        print(f"ratio toolhost / reference (median per call), {label.split(', runs in ')[1]}: "
+              f"{medians[label] / medians[reference[0]]:.2f}×")
     return 0
 
 
