@@ -500,13 +500,7 @@ impl Journal {
             self.file.write_all(&self.held)
         };
         self.line = line;
-        if let Err(source) = written {
-            self.poisoned = true;
-            return Err(JournalError::Io {
-                path: self.path.clone(),
-                source,
-            });
-        }
+        self.poison_on_error(written)?;
         self.last_seq = seq;
         self.unsynced = true;
         self.tell_held();
@@ -546,16 +540,23 @@ impl Journal {
         if self.poisoned {
             return Err(self.poisoned_error());
         }
-        if let Err(source) = self.file.write_all(&self.held) {
-            self.poisoned = true;
-            return Err(JournalError::Io {
-                path: self.path.clone(),
-                source,
-            });
-        }
+        let written = self.file.write_all(&self.held);
+        self.poison_on_error(written)?;
         self.unsynced = true;
         self.tell_held();
         Ok(())
+    }
+
+    /// A failed write or fsync poisons the journal: the kernel may have
+    /// written part of it, or already dropped the dirty pages.
+    fn poison_on_error(&mut self, done: std::io::Result<()>) -> Result<(), JournalError> {
+        done.map_err(|source| {
+            self.poisoned = true;
+            JournalError::Io {
+                path: self.path.clone(),
+                source,
+            }
+        })
     }
 
     /// The held lines are written: tell the observer, forget them.
@@ -591,13 +592,8 @@ impl Journal {
         if !self.unsynced {
             return Ok(());
         }
-        if let Err(source) = self.syncs.data(&self.file) {
-            self.poisoned = true;
-            return Err(JournalError::Io {
-                path: self.path.clone(),
-                source,
-            });
-        }
+        let synced = self.syncs.data(&self.file);
+        self.poison_on_error(synced)?;
         self.unsynced = false;
         Ok(())
     }

@@ -301,27 +301,31 @@ impl Run {
     /// Journal `event` — unless a resumed run journalled it before and its
     /// loop is only making it again ([`ResumeLog`]).
     pub fn record<E: Event>(&self, event: &E) -> Result<u64, RunFailure> {
-        if let Some(log) = &self.resume_log
-            && let Some(recorded) = log.take(&event.scope().invocation_id, E::TYPE)
-        {
-            return Ok(recorded.seq);
-        }
-        let seq = self.dir().journal_mut().record(event)?;
-        toolhost_core::crash_point::hit_event(seq);
-        Ok(seq)
+        self.append(event, false)
     }
 
     /// [`record`](Self::record), but written together with the next event
     /// (`Journal::hold`): for an event nothing acts on before the next one
-    /// is recorded, so one step of a call costs one `write`.
+    /// is recorded, so one step of a call costs one `write`. A crash before
+    /// that loses it, as if it came just before it.
     pub fn hold<E: Event>(&self, event: &E) -> Result<u64, RunFailure> {
+        self.append(event, true)
+    }
+
+    fn append<E: Event>(&self, event: &E, hold: bool) -> Result<u64, RunFailure> {
         if let Some(log) = &self.resume_log
             && let Some(recorded) = log.take(&event.scope().invocation_id, E::TYPE)
         {
             return Ok(recorded.seq);
         }
-        let seq = self.dir().journal_mut().hold(event)?;
-        // A crash here loses the held event, as if it came just before it.
+        let mut dir = self.dir();
+        let journal = dir.journal_mut();
+        let seq = if hold {
+            journal.hold(event)?
+        } else {
+            journal.record(event)?
+        };
+        drop(dir);
         toolhost_core::crash_point::hit_event(seq);
         Ok(seq)
     }
