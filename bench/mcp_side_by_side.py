@@ -133,8 +133,15 @@ def main():
         return 0
     places = []
     for runs_dir in args.runs_dir:
-        os.makedirs(runs_dir, exist_ok=True)
-        places.append((runs_dir, tempfile.mkdtemp(prefix="runs-", dir=runs_dir)))
+        try:
+            os.makedirs(runs_dir, exist_ok=True)
+            places.append((runs_dir, tempfile.mkdtemp(prefix="runs-", dir=runs_dir)))
+        except OSError as error:
+            # A tmpfs this machine does not have: measure the others.
+            print(f"note: {runs_dir} left out: {error}", file=sys.stderr)
+    if not places:
+        print("no --runs-dir could be used", file=sys.stderr)
+        return 1
     toolhost = [args.toolhost]
     if args.cache_dir:
         toolhost += ["--cache-dir", args.cache_dir]
