@@ -9,12 +9,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use toolhost_core::{
-    Classified, ExitPolicy, Profile, ProviderToolCall, ToolChoice, ToolId, builtin,
-    snapshot::OmitReason,
-};
+use toolhost_core::{Classified, ExitPolicy, Profile, ToolId, builtin, snapshot::OmitReason};
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
-use toolhost_runtime::{InvocationSession, Run, RunBindings, RunFailure, ToolHost};
+use toolhost_runtime::{
+    DirectCallError, DirectCaller, InvocationSession, Run, RunBindings, RunFailure, ToolHost,
+};
 use toolhost_sandbox::CallEntropy;
 
 use crate::load;
@@ -74,16 +73,20 @@ async fn call_once(
     tool: &ToolId,
     args: &CallArgs,
 ) -> Result<(String, bool, Value), RunFailure> {
-    let turn = session.begin_turn(ToolChoice::Specific(tool.clone()), "cli")?;
-    // Decode through the turn like a provider's reply, so the arguments are
-    // read exactly as a model's would be.
-    let invocation = turn.decode_call(ProviderToolCall {
-        call_id: Some(format!("cli_{}", uuid::Uuid::new_v4().simple())),
-        name: turn.alias_of(tool).map(str::to_owned),
-        arguments: Some(Value::String(args.arguments.clone())),
-        provider_metadata: Value::Null,
-    })?;
-    let outcome = session.call(host, &turn, invocation, args.entropy).await?;
+    // Decoded through a turn like a provider's reply (a string holding the
+    // object), so the arguments are read exactly as a model's would be.
+    let caller = DirectCaller {
+        requester: "cli",
+        call_id_prefix: "cli",
+    };
+    let arguments = Some(Value::String(args.arguments.clone()));
+    let outcome = session
+        .call_directly(host, caller, tool, arguments, args.entropy)
+        .await
+        .map_err(|error| match error {
+            DirectCallError::Arguments(error) => RunFailure::from(error),
+            DirectCallError::Run(failure) => failure,
+        })?;
     let details = json!({
         "result": outcome.result,
         "report": outcome.report,

@@ -6,6 +6,7 @@
 mod agent_loop;
 mod agents;
 mod chat_host;
+mod direct_call;
 pub mod extensions;
 mod failure;
 mod host;
@@ -21,6 +22,7 @@ pub use agent_loop::{
 };
 pub use agents::{AgentDirectory, AgentDirectoryError};
 pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
+pub use direct_call::{DirectCallError, DirectCaller};
 pub use failure::RunFailure;
 pub use host::{
     BuiltinComponent, ExecuteError, Execution, ExtensionOmitted, HostError, ToolExecutor, ToolHost,

@@ -30,11 +30,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::Mutex;
-use toolhost_core::{
-    Classified, ExitPolicy, Profile, ProviderToolCall, ToolBinding, ToolChoice, builtin, snapshot,
-};
+use toolhost_core::{Classified, ExitPolicy, Profile, ToolBinding, builtin, snapshot};
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
-use toolhost_runtime::{InvocationSession, Run, RunBindings, RunFailure, ToolHost};
+use toolhost_runtime::{
+    DirectCallError, DirectCaller, InvocationSession, Run, RunBindings, RunFailure, ToolHost,
+};
 use toolhost_sandbox::CallEntropy;
 
 /// Where the handler's run is made.
@@ -315,29 +315,30 @@ impl ServerHandler for McpTools {
                 Some(serde_json::json!({"code": failure.code()})),
             )
         })?;
-        let turn = match opened
-            .session
-            .begin_turn(ToolChoice::Specific(tool), "mcp-serve")
-        {
-            Ok(turn) => turn,
-            // A journal that cannot be written ends the run too.
-            Err(failure) => return Err(inner.end_run(opened, &failure).error()),
+        let caller = DirectCaller {
+            requester: "mcp-serve",
+            call_id_prefix: "mcp",
         };
-        let invocation = turn
-            .decode_call(ProviderToolCall {
-                call_id: Some(format!("mcp_{}", uuid::Uuid::new_v4().simple())),
-                name: Some(name),
-                arguments: request.arguments.map(Value::Object),
-                provider_metadata: Value::Null,
-            })
-            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
-        let outcome = match opened
+        let arguments = request.arguments.map(Value::Object);
+        let called = opened
             .session
-            .call(inner.host.as_ref(), &turn, invocation, CallEntropy::fresh())
-            .await
-        {
+            .call_directly(
+                inner.host.as_ref(),
+                caller,
+                &tool,
+                arguments,
+                CallEntropy::fresh(),
+            )
+            .await;
+        let outcome = match called {
             Ok(outcome) => outcome,
-            Err(failure) => return Err(inner.end_run(opened, &failure).error()),
+            Err(DirectCallError::Arguments(error)) => {
+                return Err(ErrorData::invalid_params(error.to_string(), None));
+            }
+            // A journal that cannot be written, a host fault: the run ends.
+            Err(DirectCallError::Run(failure)) => {
+                return Err(inner.end_run(opened, &failure).error());
+            }
         };
         let text = ContentBlock::text(outcome.model_text());
         Ok(if outcome.result.is_error {

@@ -13,9 +13,9 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolhost_core::{Classified, ErrorClass, ProviderToolCall, ToolChoice};
+use toolhost_core::{Classified, ErrorClass};
 use toolhost_journal::ROOT_INVOCATION_ID;
-use toolhost_runtime::{Run, RunFailure};
+use toolhost_runtime::{DirectCallError, DirectCaller, Run, RunFailure};
 use toolhost_sandbox::CallEntropy;
 
 use super::{journal, run_root};
@@ -125,20 +125,23 @@ pub(crate) async fn call(
             format!("the run's snapshot does not offer `{tool}`"),
         ));
     }
-    let outcome = async {
-        let turn = session.begin_turn(ToolChoice::Specific(tool.clone()), "api")?;
-        let invocation = turn.decode_call(ProviderToolCall {
-            call_id: Some(format!("api_{}", uuid::Uuid::new_v4().simple())),
-            name: turn.alias_of(&tool).map(str::to_owned),
-            arguments: Some(request.arguments),
-            provider_metadata: Value::Null,
+    let caller = DirectCaller {
+        requester: "api",
+        call_id_prefix: "api",
+    };
+    let outcome = session
+        .call_directly(
+            host.as_ref(),
+            caller,
+            &tool,
+            Some(request.arguments),
+            CallEntropy::fresh(),
+        )
+        .await
+        .map_err(|error| match error {
+            DirectCallError::Arguments(error) => call_refused(RunFailure::from(error)),
+            DirectCallError::Run(failure) => call_refused(failure),
         })?;
-        session
-            .call(host.as_ref(), &turn, invocation, CallEntropy::fresh())
-            .await
-    }
-    .await
-    .map_err(call_refused)?;
     let synced = tokio::task::spawn_blocking(move || run.sync()).await;
     if !matches!(synced, Ok(Ok(()))) {
         return Err(ApiError::internal(
