@@ -85,9 +85,10 @@ fn walk(root: &Path, dir: &Path, depth: usize, entries: &mut Vec<String>) {
     }
 }
 
-/// Reload the tools whenever the sources change, for as long as the
+/// Reload the tools whenever the sources change from `loaded` (their
+/// fingerprint when the server's tools were loaded), for as long as the
 /// server runs.
-pub async fn watch(state: Arc<ServeState>, sources: Sources) {
+pub async fn watch(state: Arc<ServeState>, sources: Sources, loaded: String) {
     let fingerprint = |sources: &Sources| {
         let sources = sources.clone();
         async move {
@@ -96,7 +97,7 @@ pub async fn watch(state: Arc<ServeState>, sources: Sources) {
                 .unwrap_or_default()
         }
     };
-    let mut seen = fingerprint(&sources).await;
+    let mut seen = loaded;
     loop {
         tokio::time::sleep(POLL).await;
         let now = fingerprint(&sources).await;

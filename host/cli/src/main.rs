@@ -443,6 +443,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         mcp_dir: mcp::mcp_dir(cli.mcp_dir.as_deref()).ok(),
         ext_dir,
     };
+    // `serve` watches the sources from what they held before this load, so
+    // a change made while the tools load is seen at the first poll.
+    let loaded_fingerprint = matches!(cli.command, Command::Serve { .. })
+        .then(|| sources.fingerprint())
+        .unwrap_or_default();
     let host = sources.load().await?;
     match cli.command {
         Command::Tools {
@@ -592,6 +597,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 tls: tls_cert.zip(tls_key),
                 host_names,
                 sources,
+                loaded_fingerprint,
             };
             return service::serve(host, args).await;
         }

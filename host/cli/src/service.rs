@@ -36,6 +36,8 @@ pub struct ServiceArgs {
     pub host_names: Vec<String>,
     /// Where the tools come from: watched, and loaded again on a change.
     pub sources: crate::catalog_watch::Sources,
+    /// `sources.fingerprint()` taken just before the tools were loaded.
+    pub loaded_fingerprint: String,
 }
 
 pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
@@ -71,6 +73,7 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
     tokio::spawn(crate::catalog_watch::watch(
         Arc::clone(&state),
         args.sources.clone(),
+        args.loaded_fingerprint.clone(),
     ));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
