@@ -11,9 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use toolhost_core::{Classified, ExitPolicy, Profile, ToolId, builtin, snapshot::OmitReason};
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
-use toolhost_runtime::{
-    DirectCallError, DirectCaller, InvocationSession, Run, RunBindings, RunFailure, ToolHost,
-};
+use toolhost_runtime::{DirectCaller, InvocationSession, Run, RunBindings, RunFailure, ToolHost};
 use toolhost_sandbox::CallEntropy;
 
 use crate::load;
@@ -83,10 +81,7 @@ async fn call_once(
     let outcome = session
         .call_directly(host, caller, tool, arguments, args.entropy)
         .await
-        .map_err(|error| match error {
-            DirectCallError::Arguments(error) => RunFailure::from(error),
-            DirectCallError::Run(failure) => failure,
-        })?;
+        .map_err(RunFailure::from)?;
     let details = json!({
         "result": outcome.result,
         "report": outcome.report,

@@ -53,7 +53,7 @@ pub(crate) const PER_ENTRY_SYNCS_AT_MOST: usize = 8;
 /// What [`RunDirectory::sync_pending`] flushed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flushed {
-    Nothing,
+    /// The deferred entries one by one (or none were deferred).
     Entries,
     /// `syncfs`: the journal's written events too.
     FileSystem,
@@ -222,7 +222,7 @@ impl RunDirectory {
         let mut pending = self.lock_pending();
         let deferred = pending.files.len() + pending.dirs.len();
         if deferred == 0 {
-            return Ok(Flushed::Nothing);
+            return Ok(Flushed::Entries);
         }
         let syncs = self.journal.sync_counter();
         if deferred > PER_ENTRY_SYNCS_AT_MOST {

@@ -25,6 +25,17 @@ pub enum DirectCallError {
     Run(#[from] RunFailure),
 }
 
+/// For a front end that answers both the same way (the CLI, the API): the
+/// arguments' error is the run's `model.*` failure it always was.
+impl From<DirectCallError> for RunFailure {
+    fn from(error: DirectCallError) -> Self {
+        match error {
+            DirectCallError::Arguments(error) => RunFailure::from(error),
+            DirectCallError::Run(failure) => failure,
+        }
+    }
+}
+
 /// Who is calling: the `requester` of the journal's
 /// `model_request_created`, and the prefix of the call id it makes.
 #[derive(Debug, Clone, Copy)]

@@ -113,7 +113,8 @@ impl Drop for EpochTicker {
 }
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State> {
-    // The state is two counters; a panic elsewhere cannot leave it torn.
+    // Counters and flags, each written whole: a panic elsewhere cannot
+    // leave them torn.
     shared.state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 

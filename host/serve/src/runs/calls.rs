@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_core::{Classified, ErrorClass};
 use toolhost_journal::ROOT_INVOCATION_ID;
-use toolhost_runtime::{DirectCallError, DirectCaller, Run, RunFailure};
+use toolhost_runtime::{DirectCaller, Run, RunFailure};
 use toolhost_sandbox::CallEntropy;
 
 use super::{journal, run_root};
@@ -138,10 +138,7 @@ pub(crate) async fn call(
             CallEntropy::fresh(),
         )
         .await
-        .map_err(|error| match error {
-            DirectCallError::Arguments(error) => call_refused(RunFailure::from(error)),
-            DirectCallError::Run(failure) => call_refused(failure),
-        })?;
+        .map_err(|error| call_refused(error.into()))?;
     let synced = tokio::task::spawn_blocking(move || run.sync()).await;
     if !matches!(synced, Ok(Ok(()))) {
         return Err(ApiError::internal(
