@@ -96,7 +96,7 @@ serve: setup
 	$(TOOLHOST) serve --models examples/serve/models.json --data-dir runs/serve-data
 
 ## Per-call latency, start-up, kill latency, control-plane overhead, the
-## service under load, and `mcp serve` beside the reference MCP server
+## service under load, a cold start, and `mcp serve` beside the reference MCP server
 ## (release build); see docs/benchmarks.md.
 bench: setup
 	$(CARGO) bench --locked -p toolhost-conformance --bench sandbox
@@ -106,6 +106,7 @@ bench: setup
 	$(CARGO) bench --locked -p toolhost-runtime --bench resume
 	$(CARGO) bench --locked -p toolhost-workspace --bench patch
 	$(CARGO) bench --locked -p toolhost-cli --bench serve_load
+	$(CARGO) bench --locked -p toolhost-cli --bench cold_start
 	$(CARGO) build --locked --release -p toolhost-cli
 	python3 bench/mcp_side_by_side.py --toolhost target/release/toolhost \
 		--everything tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js \

@@ -755,6 +755,8 @@ async fn an_extension_is_charged_for_every_skill_character_it_reads() {
     let host = world.host().await;
     let as_extension = host
         .component(&id("ext/acme-skills:skill.read"))
+        .await
+        .expect("loads")
         .expect("loaded");
     let as_builtin = host
         .sandbox()

@@ -107,7 +107,7 @@ fn model() -> Result<ScriptBook> {
 pub async fn run_agent(run_dir: &Path, chat: Arc<MemoryChat>) -> Result<LoopSummary> {
     // One ToolHost for the whole application: it holds the engine, the
     // component pool and the compiled builtins. Share it across runs.
-    let host = Arc::new(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}).await?);
+    let host = Arc::new(ToolHost::with_builtins(ToolHostConfig::default())?);
     let profile = profile()?;
     let run = Run::create(run_dir, &profile, Durability::Batched)?;
     let parts = LoopParts {

@@ -114,7 +114,9 @@ pub async fn reload(state: &ServeState, sources: &Sources) {
     match sources.load().await {
         Ok(host) => {
             let count = host.catalog().iter().count();
-            state.replace_host(Arc::new(host));
+            let host = Arc::new(host);
+            crate::service::warm(&host);
+            state.replace_host(host);
             eprintln!("toolhost serve: tools loaded again: {count} in the catalog for new runs");
         }
         Err(error) => eprintln!("toolhost serve: the tools stay as they were: {error:#}"),

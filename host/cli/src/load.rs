@@ -86,7 +86,7 @@ pub fn sandbox_config(cache_dir: Option<PathBuf>) -> SandboxConfig {
     }
 }
 
-/// The builtins, plus the tools the MCP registrations in `mcp_dir` offer
+/// The builtins (their components loaded at first use), plus the tools the MCP registrations in `mcp_dir` offer
 /// from their caches (a broken registrations file leaves every MCP tool out,
 /// with a note), plus the extensions granted in `ext_dir`.
 pub async fn host(
@@ -100,9 +100,9 @@ pub async fn host(
     };
     let progress = Progress::new();
     let observe = |event: LoadEvent<'_>| progress.observe(event);
-    let mut host = ToolHost::with_builtins(config, &observe)
-        .await
-        .context("loading the builtin tools")?;
+    // Builtins are listed from the generated table; each compiles (or
+    // comes from the cache) at its first call.
+    let mut host = ToolHost::with_builtins(config).context("listing the builtin tools")?;
     if let Some(dir) = mcp_dir {
         match toolhost_mcp::McpRegistry::load(&dir) {
             Ok(registry) => host = host.with_mcp(&registry)?,

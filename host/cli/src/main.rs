@@ -323,6 +323,12 @@ enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Load every builtin's component now rather than at its first call:
+    /// verified by sha256, compiled on every core (or read from the cache),
+    /// its describe() checked against its table entry. Says where each came
+    /// from and how long it took; warms the cache (say, before `serve`).
+    /// Exit 1 when one fails to load.
+    Load,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -471,6 +477,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     terminal::line(&omitted.reason),
                     omitted.code
                 );
+            }
+        }
+        Command::Tools {
+            command: ToolsCommand::Load,
+        } => {
+            if !tools::load(&host).await? {
+                std::process::exit(1);
             }
         }
         Command::Call {

@@ -63,12 +63,9 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         tls,
         host_names: args.host_names.clone(),
     };
-    let state = Arc::new(ServeState::new(
-        Arc::new(host),
-        access,
-        args.listen,
-        options,
-    )?);
+    let host = Arc::new(host);
+    warm(&host);
+    let state = Arc::new(ServeState::new(host, access, args.listen, options)?);
     tokio::spawn(reload_on_hangup(Arc::clone(&state), args.sources.clone()));
     tokio::spawn(crate::catalog_watch::watch(
         Arc::clone(&state),
@@ -108,6 +105,26 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Load every builtin in the background (from the cache, or compiled on
+/// every core the first time), so that no run's first call of a tool waits
+/// for it. A call that comes first waits for that load, not a second one.
+pub fn warm(host: &Arc<ToolHost>) {
+    let host = Arc::clone(host);
+    tokio::spawn(async move {
+        let ids: Vec<_> = host
+            .catalog()
+            .iter()
+            .filter(|descriptor| descriptor.id.is_builtin())
+            .map(|descriptor| descriptor.id.clone())
+            .collect();
+        for (id, outcome) in host.preload(&ids, &|_| {}).await {
+            if let Err(error) = outcome {
+                tracing::warn!(tool = %id, "builtin does not load: {error}");
+            }
+        }
+    });
 }
 
 /// Runs a previous server left interrupted: resumed, or listed.

@@ -1,10 +1,58 @@
-//! `toolhost tools list`.
+//! `toolhost tools list` and `toolhost tools load`.
+
+use std::time::Instant;
 
 use anyhow::Result;
 use serde_json::{Value, json};
 use toolhost_core::{AgentToolCatalogItemDto, ToolProvider, alias};
+use toolhost_runtime::ToolHost;
+use toolhost_sandbox::{LoadEvent, LoadedFrom};
 
+use crate::load::Progress;
 use crate::table;
+
+/// Load every builtin at once and print where each came from; `false` when
+/// one failed (its error is printed).
+pub async fn load(host: &ToolHost) -> Result<bool> {
+    let ids: Vec<_> = host
+        .catalog()
+        .iter()
+        .filter(|descriptor| descriptor.id.is_builtin())
+        .map(|descriptor| descriptor.id.clone())
+        .collect();
+    let progress = Progress::new();
+    let observe = |event: LoadEvent<'_>| progress.observe(event);
+    let started = Instant::now();
+    let outcomes = host.preload(&ids, &observe).await;
+    progress.finish();
+    let mut all_loaded = true;
+    let rows: Vec<[String; 3]> = outcomes
+        .into_iter()
+        .map(|(id, outcome)| match outcome {
+            Ok(component) => [
+                id.to_string(),
+                match component.loaded_from() {
+                    LoadedFrom::Cache => "cache",
+                    LoadedFrom::Compiled => "compiled",
+                }
+                .into(),
+                component.load_time().as_millis().to_string(),
+            ],
+            Err(error) => {
+                all_loaded = false;
+                eprintln!("error: {id}: {error}");
+                [id.to_string(), "failed".into(), String::new()]
+            }
+        })
+        .collect();
+    table::print(["ID", "FROM", "MS"], &rows);
+    eprintln!(
+        "{} builtins loaded in {} ms",
+        rows.len(),
+        started.elapsed().as_millis()
+    );
+    Ok(all_loaded)
+}
 
 pub fn list(items: &[AgentToolCatalogItemDto], json: bool) -> Result<()> {
     if json {

@@ -183,14 +183,14 @@ fn json_output_records_the_seed_and_replays() {
     );
 }
 
+/// The builtins are listed from the generated table and each compiled at
+/// its first use: listing compiles nothing, a cold call compiles its one
+/// tool, `tools load` the rest, and later commands read the cache.
 #[test]
-fn compiled_components_are_cached_between_runs() {
+fn a_call_compiles_only_its_tool_and_tools_load_compiles_the_rest_once() {
     use std::os::unix::fs::MetadataExt;
 
     let cache = tempfile::tempdir().expect("tempdir");
-    let output = toolhost(cache.path(), &["tools", "list", "--json"]);
-    assert_eq!(output.status.code(), Some(0));
-    let tools = serde_json::from_slice::<Value>(&output.stdout).expect("json");
     let entries = || -> Vec<(std::path::PathBuf, u64)> {
         let mut entries: Vec<_> = std::fs::read_dir(cache.path())
             .expect("cache dir")
@@ -205,16 +205,52 @@ fn compiled_components_are_cached_between_runs() {
         entries.sort();
         entries
     };
-    let first = entries();
+    let output = toolhost(cache.path(), &["tools", "list", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let tools = serde_json::from_slice::<Value>(&output.stdout).expect("json");
+    let builtins = tools.as_array().map_or(0, Vec::len);
+    assert!(builtins > 10, "{tools}");
+    assert_eq!(entries(), [], "listing compiles nothing");
+
+    let output = toolhost(cache.path(), &["call", "dice.roll", r#"{"formula":"d6"}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let after_call = entries();
     assert_eq!(
-        first.len(),
-        tools.as_array().map_or(0, Vec::len),
-        "one entry per builtin"
+        after_call.len(),
+        1,
+        "only dice-roll compiled: {after_call:?}"
     );
-    // A second run reads the entries; a recompile would replace the files.
+
+    let output = toolhost(cache.path(), &["tools", "load"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let table = stdout(&output);
+    let from = |id: &str| -> String {
+        let row = table
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(id))
+            .unwrap_or_else(|| panic!("no row for {id} in {table}"));
+        row.split_whitespace().nth(1).unwrap_or_default().to_owned()
+    };
+    assert_eq!(from("builtin:dice.roll"), "cache", "{table}");
+    assert_eq!(from("builtin:workspace.read_file"), "compiled", "{table}");
+    let loaded = entries();
+    assert_eq!(loaded.len(), builtins, "one entry per builtin");
+    assert!(after_call.iter().all(|entry| loaded.contains(entry)));
+
+    // Later commands read the entries; a recompile would replace the files.
+    let output = toolhost(cache.path(), &["tools", "load"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output)
+            .lines()
+            .skip(1)
+            .all(|row| row.split_whitespace().nth(1) == Some("cache")),
+        "{}",
+        stdout(&output)
+    );
     let output = toolhost(cache.path(), &["call", "dice.roll", r#"{"formula":"d6"}"#]);
     assert_eq!(output.status.code(), Some(0));
-    assert_eq!(entries(), first);
+    assert_eq!(entries(), loaded);
 }
 
 #[test]

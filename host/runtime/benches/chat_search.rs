@@ -52,15 +52,19 @@ async fn bench() {
     let bound = Arc::new(BoundChat::bind(&path, None).expect("bind"));
     let bind_time = started.elapsed();
 
-    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
+    let host = ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins");
+    let search_id = ToolId::builtin("chat.search").expect("id");
+    let read_id = ToolId::builtin("chat.read_messages").expect("id");
+    let search = host
+        .component(&search_id)
         .await
-        .expect("builtins");
-    let component = |name: &str| {
-        host.component(&ToolId::builtin(name).expect("id"))
-            .expect("component")
-    };
-    let search = component("chat.search");
-    let read = component("chat.read_messages");
+        .expect("loads")
+        .expect("component");
+    let read = host
+        .component(&read_id)
+        .await
+        .expect("loads")
+        .expect("component");
     let (limits, _) = host
         .sandbox()
         .policy()

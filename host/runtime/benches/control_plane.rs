@@ -207,9 +207,7 @@ async fn run_benches() {
         unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
         restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
     };
-    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
-        .await
-        .expect("builtins");
+    let host = ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins");
 
     let gate_only = bench(dir.path(), "gate", Durability::Batched, fake);
     let mut gate = ToolRequestGate::new(Arc::clone(gate_only.session.snapshot()));
@@ -225,7 +223,11 @@ async fn run_benches() {
         Durability::Batched,
         host.snapshot_sources(),
     );
-    let component = host.component(&dice()).expect("dice component");
+    let component = host
+        .component(&dice())
+        .await
+        .expect("dice loads")
+        .expect("dice component");
     let contract =
         ToolTurnContract::all(gate_only.session.snapshot(), ToolChoice::Auto).expect("contract");
 

@@ -158,8 +158,7 @@ fn main() {
         .expect("runtime");
     runtime.block_on(async {
         let host = Arc::new(
-            ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
-                .await
+            ToolHost::with_builtins(ToolHostConfig::default())
                 .expect("builtins"),
         );
         let scratch = tempfile::tempdir().expect("tempdir");

@@ -166,11 +166,11 @@ async fn bench() {
         Arc::new(HostWorkspace::open(&run, roots, WorkspaceLimits::default()).expect("workspace"));
     let session = Arc::new(WorkspaceSession::new(Arc::clone(&workspace)));
 
-    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
-        .await
-        .expect("builtins");
+    let host = ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins");
     let component = host
         .component(&ToolId::builtin("workspace.search_files").expect("id"))
+        .await
+        .expect("search loads")
         .expect("search component");
     // Generous limits: the bench measures speed, not where limits cut.
     let (limits, _) = host

@@ -26,6 +26,7 @@ use toolhost_sandbox::{
 };
 use uuid::Uuid;
 
+use crate::lazy_builtin::LazyBuiltin;
 pub use toolhost_builtins::BuiltinComponent;
 
 #[derive(Debug, Default, Clone)]
@@ -54,6 +55,8 @@ pub enum HostError {
     Catalog(#[from] CatalogError),
     #[error("builtin `{package}` declares the unknown world `{world}`")]
     UnknownWorld { package: String, world: String },
+    #[error("builtin component `{package}` has no entry in the builtin table (no tool.json)")]
+    NotInTable { package: String },
 }
 
 /// A system failure while executing: the run cannot go on.
@@ -73,6 +76,15 @@ pub enum ExecuteError {
     /// unknown, so the run fails rather than guess (never retried).
     #[error("mcp.outcome_unknown: {tool}: {message}")]
     McpOutcomeUnknown { tool: ToolId, message: String },
+    /// A builtin's component could not be loaded at its first use (a
+    /// cache that cannot be read, a component that disagrees with its
+    /// table entry); the next call tries again.
+    #[error("sandbox.load_failed: {tool}: {source}")]
+    Load {
+        tool: ToolId,
+        #[source]
+        source: Box<LoadError>,
+    },
 }
 
 impl ExecuteError {
@@ -85,6 +97,7 @@ impl ExecuteError {
             // the static ones here name the class.
             Self::HostFault(_) => "sandbox.host_fault",
             Self::McpOutcomeUnknown { .. } => "mcp.outcome_unknown",
+            Self::Load { .. } => "sandbox.load_failed",
         }
     }
 }
@@ -135,6 +148,8 @@ pub struct ExtensionOmitted {
 }
 
 enum Entry {
+    /// A builtin from the generated table, loaded at its first use.
+    Builtin(Box<LazyBuiltin>),
     Component {
         // Boxed: a loaded component is large, an MCP entry small.
         component: Box<ToolComponent>,
@@ -176,27 +191,76 @@ pub struct ToolHost {
 }
 
 impl ToolHost {
-    /// A host with every builtin component loaded (each verified by sha256).
-    pub async fn with_builtins(
-        config: ToolHostConfig,
-        observe: &(dyn Fn(LoadEvent<'_>) + Sync),
-    ) -> Result<Self, HostError> {
-        Self::with_components(config, toolhost_builtins::components(), observe).await
+    /// A host offering every builtin, described from the generated table:
+    /// nothing is compiled here. Each component is loaded (verified by
+    /// sha256, compiled or read from the cache, its `describe()` checked
+    /// against its entry) at its first call, or by [`preload`](Self::preload).
+    pub fn with_builtins(config: ToolHostConfig) -> Result<Self, HostError> {
+        let (mut host, limits) = Self::empty(config)?;
+        for component in toolhost_builtins::components() {
+            let entry = toolhost_core::builtin::all()
+                .iter()
+                .find(|entry| entry.package == component.package)
+                .ok_or_else(|| HostError::NotInTable {
+                    package: component.package.into(),
+                })?;
+            let grant = CapabilitySet::for_world(component.world).ok_or_else(|| {
+                HostError::UnknownWorld {
+                    package: component.package.into(),
+                    world: component.world.into(),
+                }
+            })?;
+            let descriptor = entry.descriptor();
+            let overrides = limits
+                .get(descriptor.id.as_str())
+                .or_else(|| limits.get(descriptor.id.native_name()))
+                .cloned()
+                .unwrap_or_default();
+            let lazy = LazyBuiltin::new(
+                &host.sandbox,
+                component,
+                grant,
+                overrides,
+                descriptor.clone(),
+            )?;
+            let id = descriptor.id.clone();
+            host.catalog.insert(descriptor)?;
+            host.entries.insert(id, Entry::Builtin(Box::new(lazy)));
+        }
+        Ok(host)
     }
 
-    /// A host with the given builtin components (tests load hostile ones).
+    /// A host without tools, and the configuration's limit overrides.
+    fn empty(config: ToolHostConfig) -> Result<(Self, HashMap<String, LimitOverrides>), HostError> {
+        let mut sandbox_config = config.sandbox;
+        sandbox_config
+            .capabilities
+            .get_or_insert(toolhost_capabilities::link);
+        let host = Self {
+            sandbox: Sandbox::new(sandbox_config)?,
+            catalog: ToolCatalog::new(),
+            entries: BTreeMap::new(),
+            mcp_server_names: BTreeMap::new(),
+            mcp_omitted: Vec::new(),
+            extension_omitted: Vec::new(),
+            unavailable: BTreeMap::new(),
+            restricted_to_profiles: BTreeMap::new(),
+            mcp_call_timeout: config.mcp_call_timeout.unwrap_or(MCP_CALL_TIMEOUT),
+        };
+        Ok((host, config.limits))
+    }
+
+    /// A host with the given components loaded now, each describing itself
+    /// (tests load hostile ones, which no table lists).
     pub async fn with_components(
         config: ToolHostConfig,
         components: &[BuiltinComponent],
         observe: &(dyn Fn(LoadEvent<'_>) + Sync),
     ) -> Result<Self, HostError> {
-        let mut sandbox_config = config.sandbox;
-        sandbox_config
-            .capabilities
-            .get_or_insert(toolhost_capabilities::link);
-        let sandbox = Sandbox::new(sandbox_config)?;
-        let mut catalog = ToolCatalog::new();
-        let mut entries = BTreeMap::new();
+        let (mut host, limits) = Self::empty(config)?;
+        let sandbox = &host.sandbox;
+        let catalog = &mut host.catalog;
+        let entries = &mut host.entries;
         for builtin in components {
             let grant =
                 CapabilitySet::for_world(builtin.world).ok_or_else(|| HostError::UnknownWorld {
@@ -218,10 +282,9 @@ impl ToolHost {
                 )
                 .await?;
             let id = component.id();
-            if let Some(overrides) = config
-                .limits
+            if let Some(overrides) = limits
                 .get(id.as_str())
-                .or_else(|| config.limits.get(id.native_name()))
+                .or_else(|| limits.get(id.native_name()))
             {
                 sandbox.override_limits(&mut component, overrides)?;
             }
@@ -236,17 +299,7 @@ impl ToolHost {
                 },
             );
         }
-        Ok(Self {
-            sandbox,
-            catalog,
-            entries,
-            mcp_server_names: BTreeMap::new(),
-            mcp_omitted: Vec::new(),
-            extension_omitted: Vec::new(),
-            unavailable: BTreeMap::new(),
-            restricted_to_profiles: BTreeMap::new(),
-            mcp_call_timeout: config.mcp_call_timeout.unwrap_or(MCP_CALL_TIMEOUT),
-        })
+        Ok(host)
     }
 
     /// Add the tools the registry's caches offer (never touching the
@@ -372,15 +425,50 @@ impl ToolHost {
         &self.sandbox
     }
 
-    pub fn component(&self, id: &ToolId) -> Option<&ToolComponent> {
-        match self.entries.get(id)? {
-            Entry::Component { component, .. } => Some(component),
-            Entry::Mcp { .. } => None,
+    /// The component behind a builtin or extension tool, loading it if
+    /// this is its first use; `None` for an MCP tool or an unknown id.
+    pub async fn component(&self, id: &ToolId) -> Result<Option<&ToolComponent>, LoadError> {
+        match self.entries.get(id) {
+            Some(Entry::Builtin(lazy)) => lazy.get(&self.sandbox, &|_| {}).await.map(Some),
+            Some(Entry::Component { component, .. }) => Ok(Some(component)),
+            Some(Entry::Mcp { .. }) | None => Ok(None),
         }
+    }
+
+    /// Whether a builtin's component is loaded already (MCP tools and
+    /// extensions, loaded with the host, count as loaded).
+    pub fn is_loaded(&self, id: &ToolId) -> bool {
+        match self.entries.get(id) {
+            Some(Entry::Builtin(lazy)) => lazy.is_loaded(),
+            Some(_) => true,
+            None => false,
+        }
+    }
+
+    /// Load the builtins among `ids` now rather than at their first call,
+    /// all at once: their compiles run on several cores. A snapshot's tools
+    /// before its first round, or everything a long-running server will
+    /// serve. Each builtin's outcome, in the order given; other ids are
+    /// skipped.
+    pub async fn preload<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a ToolId>,
+        observe: &(dyn Fn(LoadEvent<'_>) + Sync),
+    ) -> Vec<(&'a ToolId, Result<&ToolComponent, LoadError>)> {
+        let loads = ids.into_iter().filter_map(|id| match self.entries.get(id) {
+            Some(Entry::Builtin(lazy)) => {
+                Some(async move { (id, lazy.get(&self.sandbox, observe).await) })
+            }
+            _ => None,
+        });
+        futures_util::future::join_all(loads).await
     }
 
     pub fn source(&self, id: &ToolId) -> Option<ToolSource> {
         Some(match self.entries.get(id)? {
+            Entry::Builtin(lazy) => ToolSource::Builtin {
+                package: lazy.package().into(),
+            },
             Entry::Component { source, .. } => source.clone(),
             Entry::Mcp {
                 registration,
@@ -399,6 +487,16 @@ impl ToolHost {
             .iter()
             .filter_map(|descriptor| {
                 let source = match self.entries.get(&descriptor.id)? {
+                    Entry::Builtin(lazy) => ToolSourceDto {
+                        kind: "builtin".into(),
+                        name: lazy.package().into(),
+                        sha256: Some(lazy.sha256_hex().to_owned()),
+                        capabilities: lazy
+                            .grant()
+                            .iter()
+                            .map(|capability| capability.to_string())
+                            .collect(),
+                    },
                     Entry::Component { component, source } => ToolSourceDto {
                         kind: match source {
                             ToolSource::Extension { .. } => "extension",
@@ -482,6 +580,14 @@ impl ToolHost {
                 tool_results = grant.tool_results;
                 allowed_hosts = grant.allowed_hosts();
                 component
+            }
+            Entry::Builtin(lazy) => {
+                lazy.get(&self.sandbox, &|_| {})
+                    .await
+                    .map_err(|source| ExecuteError::Load {
+                        tool: invocation.tool_id.clone(),
+                        source: Box::new(source),
+                    })?
             }
             Entry::Component { component, .. } => component,
             Entry::Mcp {

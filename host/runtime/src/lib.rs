@@ -12,6 +12,7 @@ mod failure;
 mod host;
 mod inputs;
 mod invocation;
+mod lazy_builtin;
 mod replay;
 mod resume;
 mod run;

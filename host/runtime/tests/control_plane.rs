@@ -604,9 +604,7 @@ fn events_before_tear(bytes: &[u8]) -> u64 {
 
 #[tokio::test]
 async fn profile_limits_reach_the_sandbox() {
-    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
-        .await
-        .expect("host");
+    let host = ToolHost::with_builtins(ToolHostConfig::default()).expect("host");
     // A fuel budget far too small for any call: the profile's override must
     // be what stops it.
     let profile = profile(json!({"allow": ["dice.roll"]}));

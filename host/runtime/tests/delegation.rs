@@ -620,12 +620,24 @@ async fn a_cancelled_run_stops_keeps_its_commits_and_cancels_its_tasks() {
     });
     let config = config();
     let cancel = config.cancel.clone();
+    let journal = fixture.run_dir.join("events.jsonl");
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Once the root's three calls are done (the first call of a tool
+        // may wait for its component to compile), and a moment for the
+        // child to start waiting.
+        while std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .matches(r#""type":"tool_call_completed""#)
+            .count()
+            < 3
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
         cancel.cancel();
     });
     let summary = tokio::time::timeout(
-        Duration::from_secs(30),
+        Duration::from_secs(60),
         fixture.run_agents(
             &writer(json!({})),
             models,

@@ -34,18 +34,8 @@ fn fixtures() -> PathBuf {
 
 fn host() -> &'static ToolHost {
     static HOST: OnceLock<ToolHost> = OnceLock::new();
-    // Loaded on a thread of its own: a test's runtime cannot block on another.
     HOST.get_or_init(|| {
-        std::thread::spawn(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime")
-                .block_on(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}))
-                .expect("builtins load")
-        })
-        .join()
-        .expect("loader thread")
+        ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins listed")
     })
 }
 
@@ -485,6 +475,8 @@ async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
     let host = host();
     let search = host
         .component(&toolhost_core::ToolId::builtin("chat.search").expect("id"))
+        .await
+        .expect("chat.search loads")
         .expect("component");
     for (path, queries) in chats {
         let bound = Arc::new(toolhost_chat::BoundChat::bind(&path, None).expect("bind"));

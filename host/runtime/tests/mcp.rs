@@ -106,8 +106,7 @@ async fn run_mcp_with(
         mcp_call_timeout: Some(timeout),
         ..ToolHostConfig::default()
     };
-    let host = ToolHost::with_builtins(host_config, &|_| {})
-        .await
+    let host = ToolHost::with_builtins(host_config)
         .expect("builtins")
         .with_mcp(registry)
         .expect("mcp tools");
@@ -193,8 +192,7 @@ async fn a_paused_server_is_refused_at_call_time_and_a_silent_one_fails_the_run(
     let mut registry = registry(dir.path(), &server).await;
     // Paused after the host was built: the recheck before sending refuses.
     let paused_fixture = Fixture::new();
-    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
-        .await
+    let host = ToolHost::with_builtins(ToolHostConfig::default())
         .expect("builtins")
         .with_mcp(&registry)
         .expect("mcp tools");
@@ -308,8 +306,7 @@ async fn an_allowed_tool_of_a_paused_server_is_left_out_saying_why() {
     registry
         .set_state("everything", State::Paused)
         .expect("pause");
-    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
-        .await
+    let host = ToolHost::with_builtins(ToolHostConfig::default())
         .expect("builtins")
         .with_mcp(&registry)
         .expect("mcp");
@@ -370,8 +367,7 @@ async fn a_cache_listing_a_tool_twice_leaves_that_tool_out_not_the_host() {
         cache.to_string(),
     )
     .expect("cache");
-    let host = ToolHost::with_builtins(ToolHostConfig::default(), &|_| {})
-        .await
+    let host = ToolHost::with_builtins(ToolHostConfig::default())
         .expect("builtins")
         .with_mcp(&registry)
         .expect("a bad cache does not stop the host");

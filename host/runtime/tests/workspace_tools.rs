@@ -23,19 +23,8 @@ const TOOLS: [&str; 5] = [
 /// One host for the whole file: loading (and compiling) components once.
 fn host() -> &'static ToolHost {
     static HOST: OnceLock<ToolHost> = OnceLock::new();
-    // Loaded on a thread of its own: a test's runtime cannot block on another.
     HOST.get_or_init(|| {
-        std::thread::spawn(|| {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime
-                .block_on(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}))
-                .expect("builtins load")
-        })
-        .join()
-        .expect("loader thread")
+        ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins listed")
     })
 }
 

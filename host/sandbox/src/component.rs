@@ -231,7 +231,9 @@ impl Sandbox {
             })?;
         warn_clamped(label, &clamped);
 
-        let (component, loaded_from) = self.compiled(label, spec.bytes, &sha256_hex, observe)?;
+        let (component, loaded_from) = self
+            .compiled(label, spec.bytes, &sha256_hex, observe)
+            .await?;
 
         let component_type = component.component_type();
         let imports: Vec<String> = component_type
@@ -341,8 +343,27 @@ impl Sandbox {
         Ok(())
     }
 
+    /// Compile on tokio's blocking pool when there is a runtime, so the
+    /// thread that awaits the load (perhaps a current-thread runtime's only
+    /// one) keeps serving and several loads awaited together compile on
+    /// several cores. The bytes are copied once: a compile costs far more.
+    async fn compile_off_thread(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Component::new(&self.engine, bytes);
+        }
+        let engine = self.engine.clone();
+        let bytes = bytes.to_vec();
+        match tokio::task::spawn_blocking(move || Component::new(&engine, &bytes)).await {
+            Ok(compiled) => compiled,
+            Err(joined) if joined.is_panic() => std::panic::resume_unwind(joined.into_panic()),
+            Err(joined) => Err(wasmtime::Error::msg(format!(
+                "the compile task was cancelled: {joined}"
+            ))),
+        }
+    }
+
     /// The compiled component, from the cache when an intact entry exists.
-    fn compiled(
+    async fn compiled(
         &self,
         label: &str,
         bytes: &[u8],
@@ -378,10 +399,12 @@ impl Sandbox {
         });
         let started = Instant::now();
         let component =
-            Component::new(&self.engine, bytes).map_err(|error| LoadError::Compile {
-                label: label.to_owned(),
-                message: format!("{error:#}"),
-            })?;
+            self.compile_off_thread(bytes)
+                .await
+                .map_err(|error| LoadError::Compile {
+                    label: label.to_owned(),
+                    message: format!("{error:#}"),
+                })?;
         observe(LoadEvent::Compiled {
             label,
             elapsed: started.elapsed(),

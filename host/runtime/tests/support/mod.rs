@@ -24,17 +24,7 @@ pub fn fixtures() -> PathBuf {
 pub fn host() -> Arc<ToolHost> {
     static HOST: OnceLock<Arc<ToolHost>> = OnceLock::new();
     Arc::clone(HOST.get_or_init(|| {
-        std::thread::spawn(|| {
-            let host = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime")
-                .block_on(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}))
-                .expect("builtins load");
-            Arc::new(host)
-        })
-        .join()
-        .expect("loader thread")
+        Arc::new(ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins listed"))
     }))
 }
 

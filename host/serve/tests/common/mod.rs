@@ -37,22 +37,12 @@ impl Server {
     }
 }
 
-/// The builtins, loaded once per test binary (on a thread of its own, so
-/// any test's runtime may use it).
+/// The builtins, listed once per test binary; each component loads at its
+/// first call, in whichever test's runtime makes it.
 pub fn host() -> Arc<ToolHost> {
     static HOST: OnceLock<Arc<ToolHost>> = OnceLock::new();
     Arc::clone(HOST.get_or_init(|| {
-        std::thread::spawn(|| {
-            let host = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime")
-                .block_on(ToolHost::with_builtins(ToolHostConfig::default(), &|_| {}))
-                .expect("builtins load");
-            Arc::new(host)
-        })
-        .join()
-        .expect("loader thread")
+        Arc::new(ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins listed"))
     }))
 }
 
