@@ -25,6 +25,8 @@ pub struct Sources {
     pub cache_dir: Option<PathBuf>,
     pub mcp_dir: Option<PathBuf>,
     pub ext_dir: Option<PathBuf>,
+    /// The user's and the platform's policy files.
+    pub policy: crate::load::PolicyFiles,
 }
 
 impl Sources {
@@ -41,6 +43,11 @@ impl Sources {
             }
             hasher.update(b"\0");
         }
+        // A policy file edited, created or removed reloads the tools too.
+        for file in self.policy.paths() {
+            hasher.update(describe(file).as_bytes());
+            hasher.update(b"\0");
+        }
         hex::encode(hasher.finalize())
     }
 
@@ -50,8 +57,24 @@ impl Sources {
             self.cache_dir.clone(),
             self.mcp_dir.clone(),
             self.ext_dir.clone(),
+            &self.policy,
         )
         .await
+    }
+}
+
+/// A file's size and modification time, or that it is absent.
+fn describe(file: &Path) -> String {
+    match std::fs::metadata(file) {
+        Ok(meta) => {
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |since| since.as_nanos());
+            format!("{}\t{}\t{modified}", file.display(), meta.len())
+        }
+        Err(_) => format!("{}\tabsent", file.display()),
     }
 }
 
@@ -137,6 +160,10 @@ mod tests {
             cache_dir: None,
             mcp_dir: Some(mcp.clone()),
             ext_dir: Some(dir.path().join("no-extensions")),
+            policy: crate::load::PolicyFiles {
+                user: Some((dir.path().join("policy.json"), false)),
+                platform: None,
+            },
         };
         let before = sources.fingerprint();
         assert_eq!(sources.fingerprint(), before);
@@ -144,6 +171,10 @@ mod tests {
         let after = sources.fingerprint();
         assert_ne!(after, before);
         std::fs::write(mcp.join("registry.json"), "{\"changed\":1}").expect("write");
-        assert_ne!(sources.fingerprint(), after);
+        let changed = sources.fingerprint();
+        assert_ne!(changed, after);
+        // The user's policy appearing reloads the tools too.
+        std::fs::write(dir.path().join("policy.json"), "{}").expect("write");
+        assert_ne!(sources.fingerprint(), changed);
     }
 }

@@ -28,6 +28,15 @@ pub fn print_snapshot(host: &ToolHost, profile: &Profile, child: bool, id: &str)
             crate::terminal::line(&diagnostic.message)
         );
     }
+    for decision in compiled.snapshot.decisions() {
+        if decision.approval_required {
+            eprintln!(
+                "approval {}: {}",
+                decision.tool_id,
+                crate::terminal::line(&decision.reason)
+            );
+        }
+    }
     Ok(())
 }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use toolhost_core::Profile;
+use toolhost_core::policy::{Policies, ToolPolicy};
 use toolhost_runtime::{ToolHost, ToolHostConfig};
 use toolhost_sandbox::{LoadEvent, SandboxConfig};
 
@@ -93,7 +94,11 @@ pub async fn host(
     cache_dir: Option<PathBuf>,
     mcp_dir: Option<PathBuf>,
     ext_dir: Option<PathBuf>,
+    policy: &PolicyFiles,
 ) -> Result<ToolHost> {
+    // A policy that does not read is an error, never "no policy": what it
+    // denies must not become allowed.
+    let policies = policy.load()?;
     let config = ToolHostConfig {
         sandbox: sandbox_config(cache_dir),
         ..ToolHostConfig::default()
@@ -102,7 +107,9 @@ pub async fn host(
     let observe = |event: LoadEvent<'_>| progress.observe(event);
     // Builtins are listed from the generated table; each compiles (or
     // comes from the cache) at its first call.
-    let mut host = ToolHost::with_builtins(config).context("listing the builtin tools")?;
+    let mut host = ToolHost::with_builtins(config)
+        .context("listing the builtin tools")?
+        .with_policies(policies);
     if let Some(dir) = mcp_dir {
         match toolhost_mcp::McpRegistry::load(&dir) {
             Ok(registry) => host = host.with_mcp(&registry)?,
@@ -128,5 +135,62 @@ pub fn profile(path: Option<&Path>) -> Result<Profile> {
                 .with_context(|| format!("reading profile {}", path.display()))?;
             Profile::from_json(&text).with_context(|| format!("profile {}", path.display()))
         }
+    }
+}
+
+/// Where the user's and the platform's tool policies are read from.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyFiles {
+    /// The user's policy file, and whether it must exist (named by the flag
+    /// or `$TOOLHOST_POLICY`) or is read only when it does (the default in
+    /// the config directory).
+    pub user: Option<(PathBuf, bool)>,
+    pub platform: Option<PathBuf>,
+}
+
+impl PolicyFiles {
+    /// The flag, else `$TOOLHOST_POLICY` (both must exist), else
+    /// `policy.json` in the user's config directory when it exists.
+    pub fn locate(flag: Option<&Path>, platform: Option<PathBuf>) -> Self {
+        let named = flag.map(Path::to_path_buf).or_else(|| {
+            std::env::var_os("TOOLHOST_POLICY")
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+        });
+        let user = match named {
+            Some(path) => Some((path, true)),
+            // TOOLHOST_POLICY is unset here: the config directory's file.
+            None => user_dir(
+                None,
+                "TOOLHOST_POLICY",
+                ("XDG_CONFIG_HOME", ".config"),
+                "toolhost/policy.json",
+            )
+            .map(|path| (path, false)),
+        };
+        Self { user, platform }
+    }
+
+    /// The files to watch for changes.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.user
+            .iter()
+            .map(|(path, _)| path.as_path())
+            .chain(self.platform.as_deref())
+    }
+
+    pub fn load(&self) -> Result<Policies> {
+        let read = |path: &Path| -> Result<ToolPolicy> {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the policy {}", path.display()))?;
+            Ok(ToolPolicy::from_json(&text, &path.display().to_string())?)
+        };
+        let user = match &self.user {
+            Some((path, false)) if !path.exists() => None,
+            Some((path, _)) => Some(read(path)?),
+            None => None,
+        };
+        let platform = self.platform.as_deref().map(read).transpose()?;
+        Ok(Policies { user, platform })
     }
 }

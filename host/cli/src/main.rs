@@ -54,6 +54,16 @@ struct Cli {
     /// ~/.local/share/toolhost/extensions].
     #[arg(long, global = true, value_name = "DIR")]
     ext_dir: Option<PathBuf>,
+    /// The user's tool policy: tools denied or needing approval whatever a
+    /// profile allows (docs/policy.md) [default: $TOOLHOST_POLICY, else
+    /// $XDG_CONFIG_HOME/toolhost/policy.json when it exists, else
+    /// ~/.config/toolhost/policy.json when it exists].
+    #[arg(long, global = true, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// The platform's tool policy, given by the host application: no
+    /// profile overrides what it denies (docs/policy.md).
+    #[arg(long, global = true, value_name = "FILE")]
+    platform_policy: Option<PathBuf>,
     /// More log output on stderr (-v info, -vv debug); TOOLHOST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -419,6 +429,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         return ext::run(&dir, cache_dir, command).await;
     }
     let ext_dir = ext::ext_dir(cli.ext_dir.as_deref()).ok();
+    let policy = load::PolicyFiles::locate(cli.policy.as_deref(), cli.platform_policy.clone());
     // Managing MCP servers needs no tools either (serving them does).
     if let Command::Mcp { command } = cli.command {
         let dir = mcp::mcp_dir(cli.mcp_dir.as_deref())?;
@@ -431,7 +442,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         else {
             return mcp::run(&dir, command).await;
         };
-        let host = load::host(cache_dir, Some(dir), ext_dir).await?;
+        let host = load::host(cache_dir, Some(dir), ext_dir, &policy).await?;
         let args = serve::ServeArgs {
             profile,
             run_dir,
@@ -448,6 +459,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         cache_dir,
         mcp_dir: mcp::mcp_dir(cli.mcp_dir.as_deref()).ok(),
         ext_dir,
+        policy,
     };
     // `serve` watches the sources from what they held before this load, so
     // a change made while the tools load is seen at the first poll.

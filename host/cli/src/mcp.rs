@@ -192,7 +192,9 @@ pub async fn run(dir: &Path, command: McpCommand) -> Result<ExitCode> {
             let permission = match permission {
                 PermissionArg::Allow => Permission::Allow,
                 PermissionArg::Ask => {
-                    println!("note: ask behaves like allow: no one is asked during a run");
+                    println!(
+                        "note: ask marks the tool as needing approval in every snapshot; until the approval flow lands, its calls run as allow's would"
+                    );
                     Permission::Ask
                 }
                 PermissionArg::Deny => Permission::Deny,

@@ -16,6 +16,10 @@ fn toolhost(cache: &Path, args: &[&str]) -> Output {
         .arg(cache)
         .args(args)
         .env("TOOLHOST_EXT_DIR", cache.join("extensions"))
+        // The machine's own configuration (MCP servers, a policy) stays out.
+        .env("XDG_CONFIG_HOME", cache.join("config"))
+        .env_remove("TOOLHOST_POLICY")
+        .env_remove("TOOLHOST_MCP_DIR")
         .env_remove("TOOLHOST_LOG")
         .env_remove("TOOLHOST_RUNS_DIR")
         .output()
@@ -752,7 +756,7 @@ fn mcp_commands_register_refresh_grant_pause_and_remove_a_real_server() {
     assert!(stdout(&refreshed).contains("everything: 13 tool(s) cached"));
 
     let ask = mcp(&["grant", "everything", "get-env", "ask"]);
-    assert!(stdout(&ask).contains("ask behaves like allow"));
+    assert!(stdout(&ask).contains("needing approval"));
     mcp(&["grant", "everything", "get-env", "deny"]);
     let listed = mcp(&["list", "--json"]);
     let value: Value = serde_json::from_slice(&listed.stdout).expect("json");
@@ -857,4 +861,117 @@ fn mcp_serve_answers_the_official_python_client_through_the_gate() {
         4
     );
     assert_eq!(types.last().map(String::as_str), Some("run_completed"));
+}
+
+fn write_policy(path: &Path, deny: &[&str], ask: &[&str]) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+    let policy = serde_json::json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
+                                    "deny": deny, "requireApproval": ask});
+    std::fs::write(path, policy.to_string()).expect("policy");
+}
+
+/// The user's policy (from the config directory, or `--policy`) and the
+/// platform's (`--platform-policy`) reach every snapshot: what they deny
+/// is left out with their reason and cannot be called, what needs
+/// approval is marked, and a policy that does not read stops the command.
+#[test]
+fn the_users_and_the_platforms_policies_decide_the_snapshot() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let user = cache.path().join("config/toolhost/policy.json");
+    write_policy(
+        &user,
+        &["dice.roll", "chat.read_messages"],
+        &["workspace.commit"],
+    );
+    let platform = cache.path().join("platform.json");
+    write_policy(&platform, &["chat.search"], &[]);
+    let platform_arg = platform.to_str().expect("utf-8");
+
+    let output = toolhost(
+        cache.path(),
+        &["--platform-policy", platform_arg, "snapshot"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let snapshot: Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(snapshot["schemaVersion"], 2);
+    let decision = |tool: &str| -> Value {
+        snapshot["decisions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|d| d["toolId"] == tool))
+            .cloned()
+            .unwrap_or_else(|| panic!("no decision for {tool}: {snapshot}"))
+    };
+    assert_eq!(decision("builtin:chat.read_messages")["visible"], false);
+    assert_eq!(decision("builtin:chat.search")["visible"], false);
+    assert_eq!(
+        decision("builtin:workspace.commit")["approvalRequired"],
+        true
+    );
+    assert_eq!(
+        decision("builtin:workspace.read_file")["approvalRequired"],
+        false
+    );
+    let bound: Vec<&str> = snapshot["bindings"]
+        .as_array()
+        .expect("bindings")
+        .iter()
+        .filter_map(|binding| binding["descriptor"]["id"].as_str())
+        .collect();
+    assert!(!bound.contains(&"builtin:chat.read_messages"));
+    assert!(!bound.contains(&"builtin:chat.search"));
+    let text = stderr(&output);
+    assert!(
+        text.contains("omitted builtin:chat.read_messages: denied by the user's policy"),
+        "{text}"
+    );
+    assert!(
+        text.contains("omitted builtin:chat.search: denied by the platform policy"),
+        "{text}"
+    );
+    assert!(
+        text.contains("approval builtin:workspace.commit:"),
+        "{text}"
+    );
+
+    // A denied tool cannot be called either.
+    let output = toolhost(cache.path(), &["call", "dice.roll", r#"{"formula":"d6"}"#]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+
+    // --policy names another file; one that does not read stops the command.
+    let other = cache.path().join("other-policy.json");
+    write_policy(&other, &[], &[]);
+    let output = toolhost(
+        cache.path(),
+        &[
+            "--policy",
+            other.to_str().expect("utf-8"),
+            "call",
+            "dice.roll",
+            r#"{"formula":"d6"}"#,
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    std::fs::write(
+        &user,
+        r#"{"schemaVersion":1,"kind":"toolhost.toolPolicy","deny":["dice.*"]}"#,
+    )
+    .expect("write");
+    let output = toolhost(cache.path(), &["tools", "list"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("policy.pattern_invalid"),
+        "{}",
+        stderr(&output)
+    );
+    let missing = cache.path().join("missing.json");
+    let output = toolhost(
+        cache.path(),
+        &[
+            "--policy",
+            missing.to_str().expect("utf-8"),
+            "tools",
+            "list",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(2));
 }

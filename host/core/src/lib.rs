@@ -26,6 +26,7 @@ pub mod id;
 pub mod limits;
 pub mod model;
 pub mod model_path;
+pub mod policy;
 pub mod profile;
 pub mod result;
 pub mod snapshot;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use toolhost_capabilities::{CallGrant, InvocationInputs};
 use toolhost_core::allowed_hosts::AllowedHosts;
+use toolhost_core::policy::Policies;
 use toolhost_core::{
     AgentToolCatalogItemDto, AgentToolResult, CatalogError, IdentityMismatch, ProfileVersion,
     SnapshotSources, ToolBinding, ToolCatalog, ToolEffect, ToolId, ToolInvocation, ToolProvider,
@@ -187,6 +188,10 @@ pub struct ToolHost {
     unavailable: BTreeMap<String, String>,
     /// Extensions granted to some profiles only.
     restricted_to_profiles: BTreeMap<String, BTreeSet<ProfileVersion>>,
+    /// The user's and the platform's policies.
+    policies: Policies,
+    /// Tools whose source asks for a person's approval (MCP `Ask`).
+    source_approvals: BTreeMap<ToolId, String>,
     mcp_call_timeout: Duration,
 }
 
@@ -245,6 +250,8 @@ impl ToolHost {
             extension_omitted: Vec::new(),
             unavailable: BTreeMap::new(),
             restricted_to_profiles: BTreeMap::new(),
+            policies: Policies::default(),
+            source_approvals: BTreeMap::new(),
             mcp_call_timeout: config.mcp_call_timeout.unwrap_or(MCP_CALL_TIMEOUT),
         };
         Ok((host, config.limits))
@@ -323,6 +330,15 @@ impl ToolHost {
                     reason: error.to_string(),
                 });
                 continue;
+            }
+            if tool.registration.permission(&tool.tool.name) == Permission::Ask {
+                self.source_approvals.insert(
+                    tool.descriptor.id.clone(),
+                    format!(
+                        "the MCP registration `{}` asks (permission Ask)",
+                        tool.registration.display_name
+                    ),
+                );
             }
             self.entries.insert(
                 tool.descriptor.id.clone(),
@@ -418,7 +434,20 @@ impl ToolHost {
             mcp_server_names: &self.mcp_server_names,
             unavailable: &self.unavailable,
             restricted_to_profiles: &self.restricted_to_profiles,
+            policies: &self.policies,
+            source_approvals: &self.source_approvals,
         }
+    }
+
+    /// The user's and the platform's tool policies, over every profile's
+    /// snapshot from now on (docs/policy.md).
+    pub fn with_policies(mut self, policies: Policies) -> Self {
+        self.policies = policies;
+        self
+    }
+
+    pub fn policies(&self) -> &Policies {
+        &self.policies
     }
 
     pub fn sandbox(&self) -> &Sandbox {

@@ -124,6 +124,8 @@ fn fixture_with(profile: &Profile, catalog: &ToolCatalog, durability: Durability
         mcp_server_names: &names,
         unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
         restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
+        policies: &toolhost_core::policy::NO_POLICIES,
+        source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
     };
     let session = run
         .start_invocation(profile, sources, "inv_root", ExitPolicy::RunFinishAllowed)
@@ -507,6 +509,8 @@ async fn a_snapshot_is_written_once_per_invocation() {
                 mcp_server_names: &names,
                 unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
                 restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
+                policies: &toolhost_core::policy::NO_POLICIES,
+                source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
             },
             "inv_root",
             ExitPolicy::RunFinishAllowed,

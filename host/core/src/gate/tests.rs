@@ -12,6 +12,7 @@ fn snapshot(total: u32, tools: &[(&ToolId, &str, Option<u32>)]) -> Arc<Invocatio
             model_alias: (*alias).into(),
             max_calls: *max_calls,
             limits: None,
+            approval: None,
         })
         .collect();
     Arc::new(InvocationToolSnapshot::new("inv_root", bindings, total).expect("snapshot"))

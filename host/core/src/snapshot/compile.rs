@@ -10,6 +10,7 @@ use super::tool_refs;
 use super::{ExitPolicy, InvocationToolSnapshot, SnapshotError, ToolBinding};
 use crate::alias::{AliasAllocator, builtin_alias, extension_alias_base, mcp_alias_base};
 use crate::builtin::{self, TASK_RETURN};
+use crate::policy::{self, Policies, ToolDecision, ToolFacts};
 use crate::profile::{Profile, ProfileVersion};
 use crate::{ToolCatalog, ToolId, ToolProvider};
 
@@ -28,19 +29,32 @@ pub struct SnapshotSources<'a> {
     /// Providers whose tools only the listed profile versions may be offered
     /// (an extension granted to some profiles), by provider (`ext/<id>`).
     pub restricted_to_profiles: &'a BTreeMap<String, BTreeSet<ProfileVersion>>,
+    /// The user's and the platform's policies, above every profile.
+    pub policies: &'a Policies,
+    /// Tools whose source asks for approval of every call, and why (an
+    /// MCP registration's `Ask`).
+    pub source_approvals: &'a BTreeMap<ToolId, String>,
 }
 
 /// No omissions (for sources without external tools).
 pub static NO_OMISSIONS: BTreeMap<String, String> = BTreeMap::new();
 /// No per-profile restrictions.
 pub static NO_RESTRICTIONS: BTreeMap<String, BTreeSet<ProfileVersion>> = BTreeMap::new();
+/// No source asks for approval.
+pub static NO_SOURCE_APPROVALS: BTreeMap<ToolId, String> = BTreeMap::new();
 
 /// Why an allowed tool is not in the snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum OmitReason {
+    /// Denied by the user's policy, the highest layer.
+    DeniedByUser,
+    /// Denied by the platform policy, which no profile overrides.
+    DeniedByPlatform,
     /// Listed in `tools.deny` (deny beats allow).
     Denied,
+    /// Not in `tools.allow`.
+    NotAllowed,
     /// No source provides it now: a builtin this build does not ship, an MCP
     /// tool with no cached catalog entry, an extension not installed.
     Unavailable,
@@ -59,7 +73,10 @@ pub struct SnapshotDiagnostic {
 impl SnapshotDiagnostic {
     fn new(tool_id: &ToolId, reason: OmitReason) -> Self {
         let message = match (reason, tool_id.provider()) {
+            (OmitReason::DeniedByUser, _) => "denied by the user's policy".to_owned(),
+            (OmitReason::DeniedByPlatform, _) => "denied by the platform policy".to_owned(),
             (OmitReason::Denied, _) => "denied by tools.deny".to_owned(),
+            (OmitReason::NotAllowed, _) => "not in tools.allow".to_owned(),
             (OmitReason::ExcludedForChild, _) => {
                 "a return-mode child reports with task.return instead".to_owned()
             }
@@ -114,39 +131,64 @@ pub fn compile(
 
     let mut bindings = Vec::new();
     let mut diagnostics = Vec::new();
+    let mut decisions = Vec::new();
     // Hashed only when an extension is restricted to some profiles.
     let mut version: Option<ProfileVersion> = None;
     for tool in &profile.tools.allow {
-        if profile.tools.deny.contains(tool) {
-            diagnostics.push(SnapshotDiagnostic::new(tool, OmitReason::Denied));
-            continue;
-        }
-        if child && builtin::of(tool).is_some_and(|builtin| builtin.child_excluded) {
-            diagnostics.push(SnapshotDiagnostic::new(tool, OmitReason::ExcludedForChild));
-            continue;
-        }
-        let Some(descriptor) = sources.catalog.get(tool) else {
-            let mut diagnostic = SnapshotDiagnostic::new(tool, OmitReason::Unavailable);
-            let reason = sources
-                .unavailable
-                .get(tool.as_str())
-                .or_else(|| sources.unavailable.get(&tool.provider().to_string()));
-            if let Some(reason) = reason {
-                diagnostic.message = reason.clone();
+        let descriptor = sources.catalog.get(tool);
+        let unavailable = match descriptor {
+            None => Some(
+                sources
+                    .unavailable
+                    .get(tool.as_str())
+                    .or_else(|| sources.unavailable.get(&tool.provider().to_string()))
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        SnapshotDiagnostic::new(tool, OmitReason::Unavailable).message
+                    }),
+            ),
+            Some(_) => {
+                let provider = tool.provider().to_string();
+                sources
+                    .restricted_to_profiles
+                    .get(&provider)
+                    .and_then(|granted| {
+                        let version = version.get_or_insert_with(|| profile.version());
+                        (!granted.contains(version))
+                            .then(|| not_granted_message(&provider, granted, version))
+                    })
             }
-            diagnostics.push(diagnostic);
+        };
+        let (decision, omitted) = policy::decide(
+            sources.policies,
+            &ToolFacts {
+                tool,
+                allowed_by_profile: true,
+                denied_by_profile: profile.tools.deny.contains(tool),
+                excluded_for_child: child
+                    && builtin::of(tool).is_some_and(|builtin| builtin.child_excluded),
+                unavailable,
+                source_approval: sources.source_approvals.get(tool).map(String::as_str),
+                destructive: descriptor.is_some_and(|descriptor| {
+                    policy::explicitly_destructive(&descriptor.annotations)
+                }),
+                budget: profile.tools.max_calls_per_tool.get(tool).copied(),
+            },
+        );
+        let approval = decision.approval_required.then(|| decision.reason.clone());
+        let reason = decision.reason.clone();
+        decisions.push(decision);
+        if let Some(omitted) = omitted {
+            diagnostics.push(SnapshotDiagnostic {
+                tool_id: tool.clone(),
+                reason: omitted,
+                message: reason,
+            });
+            continue;
+        }
+        let Some(descriptor) = descriptor else {
             continue;
         };
-        let provider = tool.provider().to_string();
-        if let Some(granted) = sources.restricted_to_profiles.get(&provider) {
-            let version = version.get_or_insert_with(|| profile.version());
-            if !granted.contains(version) {
-                let mut diagnostic = SnapshotDiagnostic::new(tool, OmitReason::Unavailable);
-                diagnostic.message = not_granted_message(&provider, granted, version);
-                diagnostics.push(diagnostic);
-                continue;
-            }
-        }
         let model_alias = match tool.provider() {
             ToolProvider::Builtin => builtin_alias(tool.native_name()),
             ToolProvider::Mcp(registration) => {
@@ -165,16 +207,30 @@ pub fn compile(
             model_alias,
             max_calls: profile.tools.max_calls_per_tool.get(tool).copied(),
             limits: profile.sandbox.limits.get(tool).copied(),
+            approval,
         });
     }
     if child && let Some(task_return) = task_return {
         match sources.catalog.get(&task_return) {
-            Some(descriptor) => bindings.push(ToolBinding {
-                descriptor: descriptor.clone(),
-                model_alias: builtin_alias(TASK_RETURN),
-                max_calls: None,
-                limits: None,
-            }),
+            Some(descriptor) => {
+                // The runtime's own way back to the parent: no policy
+                // layer decides it.
+                decisions.push(ToolDecision {
+                    tool_id: task_return.clone(),
+                    visible: true,
+                    callable: true,
+                    approval_required: false,
+                    reason: "given to every return-mode child".into(),
+                    budget: None,
+                });
+                bindings.push(ToolBinding {
+                    descriptor: descriptor.clone(),
+                    model_alias: builtin_alias(TASK_RETURN),
+                    max_calls: None,
+                    limits: None,
+                    approval: None,
+                });
+            }
             None => diagnostics.push(SnapshotDiagnostic::new(
                 &task_return,
                 OmitReason::Unavailable,
@@ -207,7 +263,8 @@ pub fn compile(
         }
         tool_refs::render_schema(&mut descriptor.input_schema, &alias);
     }
-    let snapshot = InvocationToolSnapshot::new(id, bindings, profile.tools.max_calls_per_run)?;
+    let snapshot = InvocationToolSnapshot::new(id, bindings, profile.tools.max_calls_per_run)?
+        .with_decisions(decisions)?;
     Ok(CompiledSnapshot {
         snapshot,
         diagnostics,

@@ -20,11 +20,18 @@ use crate::limits::LimitOverrides;
 use crate::{DescriptorError, ToolDescriptor, ToolId};
 
 pub use compile::{
-    CompiledSnapshot, NO_OMISSIONS, NO_RESTRICTIONS, OmitReason, SnapshotDiagnostic,
-    SnapshotSources, compile,
+    CompiledSnapshot, NO_OMISSIONS, NO_RESTRICTIONS, NO_SOURCE_APPROVALS, OmitReason,
+    SnapshotDiagnostic, SnapshotSources, compile,
 };
 
-pub const SNAPSHOT_SCHEMA_VERSION: u32 = 1;
+use crate::policy::ToolDecision;
+
+/// Written by this version: 2 adds each tool's policy decision
+/// (`decisions`) and each binding's `approval`.
+pub const SNAPSHOT_SCHEMA_VERSION: u32 = 2;
+/// Every version this one reads; a version-1 snapshot (no decisions) loads
+/// as it was written.
+pub const SNAPSHOT_SCHEMA_VERSIONS: [u32; 2] = [1, 2];
 
 /// How an invocation may end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +57,9 @@ pub struct ToolBinding {
     /// cap at every call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<LimitOverrides>,
+    /// Why each call of it waits for a person's approval, when one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
 }
 
 impl ToolBinding {
@@ -86,6 +96,10 @@ pub enum SnapshotError {
     AliasInvalid { id: ToolId, alias: String },
     #[error("tool.snapshot_descriptor_invalid: {0}")]
     Descriptor(#[from] DescriptorError),
+    #[error(
+        "tool.snapshot_decision_mismatch: `{0}`: the bindings and the policy decisions disagree (a binding without a visible decision, a tool decided twice, or an approval only one of them records)"
+    )]
+    DecisionMismatch(ToolId),
 }
 
 impl Classified for SnapshotError {
@@ -99,6 +113,7 @@ impl Classified for SnapshotError {
             Self::DuplicateAlias { .. } => "tool.snapshot_duplicate_alias",
             Self::AliasInvalid { .. } => "tool.snapshot_alias_invalid",
             Self::Descriptor(_) => "tool.snapshot_descriptor_invalid",
+            Self::DecisionMismatch(_) => "tool.snapshot_decision_mismatch",
         }
     }
 
@@ -116,6 +131,10 @@ pub struct InvocationToolSnapshot {
     id: String,
     bindings: Vec<ToolBinding>,
     max_calls_per_invocation: u32,
+    /// Each tool the profile allows, as the policy layers decided it (none
+    /// in a version-1 snapshot).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    decisions: Vec<ToolDecision>,
 }
 
 /// The wire form, checked before it becomes a snapshot.
@@ -126,16 +145,33 @@ struct RawSnapshot {
     id: String,
     bindings: Vec<ToolBinding>,
     max_calls_per_invocation: u32,
+    #[serde(default)]
+    decisions: Vec<ToolDecision>,
 }
 
 impl TryFrom<RawSnapshot> for InvocationToolSnapshot {
     type Error = SnapshotError;
 
     fn try_from(raw: RawSnapshot) -> Result<Self, Self::Error> {
-        if raw.schema_version != SNAPSHOT_SCHEMA_VERSION {
+        if !SNAPSHOT_SCHEMA_VERSIONS.contains(&raw.schema_version) {
             return Err(SnapshotError::SchemaUnsupported(raw.schema_version));
         }
-        Self::new(raw.id, raw.bindings, raw.max_calls_per_invocation)
+        let version_one = raw.schema_version == 1;
+        if version_one && let Some(binding) = raw.bindings.iter().find(|b| b.approval.is_some()) {
+            // Version 1 had no approvals: a file claiming one is not one.
+            return Err(SnapshotError::DecisionMismatch(binding.tool_id().clone()));
+        }
+        let snapshot = Self::new(raw.id, raw.bindings, raw.max_calls_per_invocation)?;
+        // Decisions explain the bindings; the bindings (with their
+        // approvals) are what a call is held to, so a snapshot written
+        // without decisions loads without them.
+        let mut snapshot = if raw.decisions.is_empty() {
+            snapshot
+        } else {
+            snapshot.with_decisions(raw.decisions)?
+        };
+        snapshot.schema_version = raw.schema_version;
+        Ok(snapshot)
     }
 }
 
@@ -191,7 +227,46 @@ impl InvocationToolSnapshot {
             id,
             bindings,
             max_calls_per_invocation,
+            decisions: Vec::new(),
         })
+    }
+
+    /// Record the policy decisions the bindings came from. They must agree:
+    /// one decision per tool, every binding's tool decided visible and
+    /// callable, with an approval exactly when its decision requires one.
+    pub fn with_decisions(mut self, decisions: Vec<ToolDecision>) -> Result<Self, SnapshotError> {
+        let mut decided = HashSet::new();
+        for decision in &decisions {
+            if !decided.insert(&decision.tool_id) {
+                return Err(SnapshotError::DecisionMismatch(decision.tool_id.clone()));
+            }
+        }
+        for binding in &self.bindings {
+            let agrees = decisions
+                .iter()
+                .find(|decision| &decision.tool_id == binding.tool_id())
+                .is_some_and(|decision| {
+                    decision.visible
+                        && decision.callable
+                        && decision.approval_required == binding.approval.is_some()
+                });
+            if !agrees {
+                return Err(SnapshotError::DecisionMismatch(binding.tool_id().clone()));
+            }
+        }
+        if let Some(stray) = decisions
+            .iter()
+            .find(|decision| decision.visible && !self.contains(&decision.tool_id))
+        {
+            return Err(SnapshotError::DecisionMismatch(stray.tool_id.clone()));
+        }
+        self.decisions = decisions;
+        Ok(self)
+    }
+
+    /// Each allowed tool's policy decision (empty for a version-1 snapshot).
+    pub fn decisions(&self) -> &[ToolDecision] {
+        &self.decisions
     }
 
     pub fn schema_version(&self) -> u32 {
@@ -254,6 +329,7 @@ impl InvocationToolSnapshot {
                 "toolId": binding.tool_id(),
                 "alias": binding.model_alias,
                 "maxCalls": binding.max_calls,
+                "approvalRequired": binding.approval.is_some(),
             })).collect::<Vec<_>>(),
         })
     }

@@ -37,6 +37,8 @@ fn compile_with(
             mcp_server_names: &names,
             unavailable: &super::NO_OMISSIONS,
             restricted_to_profiles: &super::NO_RESTRICTIONS,
+            policies: &crate::policy::NO_POLICIES,
+            source_approvals: &super::NO_SOURCE_APPROVALS,
         },
         "inv_root",
         exit_policy,
@@ -190,6 +192,8 @@ fn external_aliases_collide_deterministically_and_never_shadow_builtins() {
         mcp_server_names: &names,
         unavailable: &super::NO_OMISSIONS,
         restricted_to_profiles: &super::NO_RESTRICTIONS,
+        policies: &crate::policy::NO_POLICIES,
+        source_approvals: &super::NO_SOURCE_APPROVALS,
     };
     let first = compile(&profile, sources, "inv_a", ExitPolicy::RunFinishAllowed).expect("ok");
     let second = compile(&profile, sources, "inv_b", ExitPolicy::RunFinishAllowed).expect("ok");
@@ -208,6 +212,7 @@ fn invariants_hold_on_construction() {
         model_alias: alias.into(),
         max_calls,
         limits: None,
+        approval: None,
     };
     let ok = InvocationToolSnapshot::new(
         "inv_root",
@@ -280,7 +285,10 @@ fn invariants_hold_on_deserialization() {
     assert_eq!(back, snapshot);
 
     let mut value: serde_json::Value = serde_json::from_str(&text).expect("json");
-    assert_eq!(value["schemaVersion"], 1);
+    assert_eq!(value["schemaVersion"], 2);
+    assert_eq!(value["decisions"][0]["toolId"], "builtin:dice.roll");
+    assert_eq!(value["decisions"][0]["budget"], 2);
+    assert_eq!(back.decisions(), snapshot.decisions());
     assert_eq!(value["bindings"][0]["modelAlias"], "dice_roll");
     assert_eq!(value["bindings"][0]["maxCalls"], 2);
     assert!(value["bindings"][1].get("maxCalls").is_none());
@@ -298,8 +306,22 @@ fn invariants_hold_on_deserialization() {
         assert!(error.contains(code), "{error}");
     };
     let mut tampered = value.clone();
-    tampered["schemaVersion"] = json!(2);
+    tampered["schemaVersion"] = json!(3);
     refuse(&tampered, "tool.snapshot_schema_unsupported");
+    // Decisions and bindings must agree: an approval only one of them
+    // records, a bound tool decided hidden, a tool decided twice.
+    let mut tampered = value.clone();
+    tampered["bindings"][0]["approval"] = json!("someone asks");
+    refuse(&tampered, "tool.snapshot_decision_mismatch");
+    let mut tampered = value.clone();
+    tampered["decisions"][0]["approvalRequired"] = json!(true);
+    refuse(&tampered, "tool.snapshot_decision_mismatch");
+    let mut tampered = value.clone();
+    tampered["decisions"][0]["visible"] = json!(false);
+    refuse(&tampered, "tool.snapshot_decision_mismatch");
+    let mut tampered = value.clone();
+    tampered["decisions"][1] = tampered["decisions"][0].clone();
+    refuse(&tampered, "tool.snapshot_decision_mismatch");
     let mut tampered = value.clone();
     tampered["maxCallsPerInvocation"] = json!(0);
     refuse(&tampered, "tool.snapshot_budget_invalid");
@@ -326,9 +348,10 @@ fn summary_is_compact() {
         snapshot.summary(),
         json!({
             "id": "inv_root",
-            "schemaVersion": 1,
+            "schemaVersion": 2,
             "maxCallsPerInvocation": 80,
-            "tools": [{"toolId": "builtin:dice.roll", "alias": "dice_roll", "maxCalls": null}]
+            "tools": [{"toolId": "builtin:dice.roll", "alias": "dice_roll", "maxCalls": null,
+                       "approvalRequired": false}]
         })
     );
 }
@@ -361,6 +384,8 @@ fn extension_grants_decide_visibility_per_profile() {
             mcp_server_names: &names,
             unavailable: &unavailable,
             restricted_to_profiles: &restricted,
+            policies: &crate::policy::NO_POLICIES,
+            source_approvals: &super::NO_SOURCE_APPROVALS,
         };
         compile(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed).expect("compiles")
     };
@@ -430,4 +455,116 @@ fn builtin_text_names_other_builtins_by_their_alias_here_and_third_party_text_is
         server.descriptor.description.as_deref(),
         Some("Then call {tool:workspace.read_file}.")
     );
+}
+
+/// A snapshot written before decisions existed (schema 1) still loads as
+/// it was written, and writes back the same; one claiming an approval is
+/// refused (version 1 had none).
+#[test]
+fn a_version_one_snapshot_loads_as_written() {
+    let written = json!({
+        "schemaVersion": 1,
+        "id": "inv_root",
+        "bindings": [{
+            "descriptor": descriptor(&ToolId::builtin("dice.roll").expect("id")),
+            "modelAlias": "dice_roll",
+            "maxCalls": 2
+        }],
+        "maxCallsPerInvocation": 80
+    });
+    let snapshot: InvocationToolSnapshot =
+        serde_json::from_value(written.clone()).expect("version 1 loads");
+    assert_eq!(snapshot.schema_version(), 1);
+    assert!(snapshot.decisions().is_empty());
+    assert_eq!(snapshot.bindings()[0].approval, None);
+    let again: serde_json::Value = serde_json::from_str(&snapshot.to_json_pretty()).expect("json");
+    assert_eq!(again, written);
+
+    let mut claiming = written;
+    claiming["bindings"][0]["approval"] = json!("asked");
+    let error = serde_json::from_value::<InvocationToolSnapshot>(claiming)
+        .expect_err("no approvals in version 1")
+        .to_string();
+    assert!(error.contains("tool.snapshot_decision_mismatch"), "{error}");
+}
+
+/// The policy layers reach the snapshot: the user's and the platform's
+/// denials leave tools out with their own reasons, approvals from every
+/// layer are frozen into the bindings, and every allowed tool has its
+/// decision.
+#[test]
+fn policies_decide_what_the_snapshot_offers_and_what_needs_approval() {
+    use crate::policy::{Policies, ToolPolicy};
+
+    let ask_tool = mcp("issue.create");
+    let wipe = mcp("issue.wipe");
+    let mut catalog = catalog_with(std::slice::from_ref(&ask_tool));
+    let mut destructive = descriptor(&wipe);
+    destructive.annotations = json!({"destructiveHint": true});
+    catalog.insert(destructive).expect("insert");
+    let policy = |deny: &[&str], ask: &[&str]| {
+        ToolPolicy::from_json(
+            &json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
+                    "deny": deny, "requireApproval": ask})
+            .to_string(),
+            "test",
+        )
+        .expect("policy")
+    };
+    let policies = Policies {
+        user: Some(policy(&["dice.roll"], &["workspace.commit"])),
+        platform: Some(policy(&["chat.search"], &[])),
+    };
+    let approvals = BTreeMap::from([(ask_tool.clone(), "the server asks".to_owned())]);
+    let profile = profile(json!({"tools": {"allow": [
+        "dice.roll", "chat.search", "workspace.commit", ask_tool.to_string(),
+        wipe.to_string(), "workspace.read_file"
+    ]}}));
+    let names = names();
+    let compiled = compile(
+        &profile,
+        SnapshotSources {
+            catalog: &catalog,
+            mcp_server_names: &names,
+            unavailable: &super::NO_OMISSIONS,
+            restricted_to_profiles: &super::NO_RESTRICTIONS,
+            policies: &policies,
+            source_approvals: &approvals,
+        },
+        "inv_root",
+        ExitPolicy::RunFinishAllowed,
+    )
+    .expect("compiles");
+    let omitted: Vec<(&str, OmitReason)> = compiled
+        .diagnostics
+        .iter()
+        .map(|d| (d.tool_id.as_str(), d.reason))
+        .collect();
+    assert_eq!(
+        omitted,
+        [
+            ("builtin:dice.roll", OmitReason::DeniedByUser),
+            ("builtin:chat.search", OmitReason::DeniedByPlatform)
+        ]
+    );
+    let snapshot = compiled.snapshot;
+    let approval = |tool: &ToolId| snapshot.binding(tool).expect("bound").approval.clone();
+    let commit = ToolId::builtin("workspace.commit").expect("id");
+    assert!(approval(&commit).is_some_and(|why| why.contains("user's policy asks")));
+    assert!(approval(&ask_tool).is_some_and(|why| why.contains("the server asks")));
+    assert!(approval(&wipe).is_some_and(|why| why.contains("destructiveHint")));
+    assert_eq!(
+        approval(&ToolId::builtin("workspace.read_file").expect("id")),
+        None
+    );
+    assert_eq!(snapshot.decisions().len(), 6, "one per allowed tool");
+    assert!(
+        snapshot
+            .decisions()
+            .iter()
+            .all(|d| d.visible == snapshot.contains(&d.tool_id))
+    );
+    let back: InvocationToolSnapshot =
+        serde_json::from_str(&snapshot.to_json_pretty()).expect("round trip");
+    assert_eq!(back, snapshot);
 }

@@ -14,6 +14,7 @@ fn snapshot(id_: &str, tools: &[(&str, &str)]) -> Arc<InvocationToolSnapshot> {
             model_alias: (*alias).into(),
             max_calls: None,
             limits: None,
+            approval: None,
         })
         .collect();
     Arc::new(InvocationToolSnapshot::new(id_, bindings, 10).expect("snapshot"))

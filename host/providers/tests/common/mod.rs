@@ -42,6 +42,7 @@ fn binding(id: ToolId, alias: &str, description: &str, schema: Value) -> ToolBin
         model_alias: alias.into(),
         max_calls: None,
         limits: None,
+        approval: None,
     }
 }
 
