@@ -115,6 +115,7 @@ pub async fn run_agent(run_dir: &Path, chat: Arc<MemoryChat>) -> Result<LoopSumm
         models: Arc::new(model()?),
         chat,
         agents: AgentDirectory::default(),
+        policies: None,
     };
     let config = LoopConfig {
         task: "Who acts first, the goblin or the party?".to_owned(),

@@ -104,6 +104,7 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
         models,
         chat: chat_host,
         agents,
+        policies: None,
     };
     let summary = run_agent_loop(&run, parts, &config).await;
     run.observe(None);

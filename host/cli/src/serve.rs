@@ -40,7 +40,14 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
         Some(dir) => RunPlace::At(dir.clone()),
         None => RunPlace::Under(args.runs_dir.clone()),
     };
-    let tools = McpTools::new(host, profile, place, args.bindings, Durability::Batched)?;
+    let tools = McpTools::new(
+        host,
+        None,
+        profile,
+        place,
+        args.bindings,
+        Durability::Batched,
+    )?;
     // Made now, so a bad run directory is said before serving.
     let run = tools.open_run().await?;
     let (reader, writer, kind) = crate::stdio::transport();

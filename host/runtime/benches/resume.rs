@@ -71,6 +71,7 @@ impl Bench {
             models: Arc::new(ScriptBook::parse(&self.script, "bench").expect("script")),
             chat: Arc::new(SillyTavernChatHost::new(Arc::clone(chat))),
             agents: AgentDirectory::default(),
+            policies: None,
         }
     }
 

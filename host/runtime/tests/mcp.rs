@@ -129,6 +129,7 @@ async fn run_mcp_with(
             run.chat().expect("chat"),
         ))),
         agents: AgentDirectory::default(),
+        policies: None,
     };
     run_agent_loop(&run, parts, &config()).await
 }
@@ -221,6 +222,7 @@ async fn a_paused_server_is_refused_at_call_time_and_a_silent_one_fails_the_run(
             paused_run.chat().expect("chat"),
         ))),
         agents: AgentDirectory::default(),
+        policies: None,
     };
     let summary = run_agent_loop(&paused_run, parts, &config()).await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");

@@ -30,7 +30,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::Mutex;
-use toolhost_core::{Classified, ExitPolicy, Profile, ToolBinding, builtin, snapshot};
+use toolhost_core::policy::Policies;
+use toolhost_core::{
+    Classified, ExitPolicy, Profile, SnapshotSources, ToolBinding, builtin, snapshot,
+};
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
 use toolhost_runtime::{
     DirectCallError, DirectCaller, InvocationSession, Run, RunBindings, RunFailure, ToolHost,
@@ -70,6 +73,9 @@ pub struct McpTools {
 
 struct Inner {
     host: Arc<ToolHost>,
+    /// The policies the snapshot is compiled under, when not the host's
+    /// (a tenant's).
+    policies: Option<Arc<Policies>>,
     profile: Profile,
     place: RunPlace,
     bindings: RunBindings,
@@ -96,6 +102,7 @@ impl McpTools {
     /// `place` when the first call comes.
     pub fn new(
         host: Arc<ToolHost>,
+        policies: Option<Arc<Policies>>,
         profile: Profile,
         place: RunPlace,
         bindings: RunBindings,
@@ -103,7 +110,7 @@ impl McpTools {
     ) -> Result<Self, RunFailure> {
         let compiled = snapshot::compile(
             &profile,
-            host.snapshot_sources(),
+            sources(&host, policies.as_deref()),
             ROOT_INVOCATION_ID,
             ExitPolicy::RunFinishAllowed,
         )?;
@@ -118,6 +125,7 @@ impl McpTools {
         Ok(Self {
             inner: Arc::new(Inner {
                 host,
+                policies,
                 profile,
                 place,
                 bindings,
@@ -193,7 +201,7 @@ impl Inner {
         };
         let session = run.start_invocation(
             &self.profile,
-            self.host.snapshot_sources(),
+            sources(&self.host, self.policies.as_deref()),
             ROOT_INVOCATION_ID,
             ExitPolicy::RunFinishAllowed,
         );
@@ -347,5 +355,14 @@ impl ServerHandler for McpTools {
             CallToolResult::success(vec![text])
         }
         .into())
+    }
+}
+
+/// The host's snapshot sources, under other policies when given.
+fn sources<'a>(host: &'a ToolHost, policies: Option<&'a Policies>) -> SnapshotSources<'a> {
+    let sources = host.snapshot_sources();
+    match policies {
+        Some(policies) => sources.with_policies(policies),
+        None => sources,
     }
 }

@@ -50,7 +50,16 @@ pub(crate) async fn endpoint(
         Err(_) => return ApiError::not_found("such profile").into_response(),
     };
     let (generation, host) = state.host_generation();
-    let key = (tenant.clone(), profile.digest(), generation);
+    let (policies, policy_digest) = match dirs.policies(&host) {
+        Ok(found) => found,
+        Err(error) => return error.into_response(),
+    };
+    // A changed policy makes a new endpoint, as a changed profile does.
+    let key = (
+        tenant.clone(),
+        format!("{}:{policy_digest}", profile.digest()),
+        generation,
+    );
     let mut service = {
         let mut endpoints = state
             .mcp
@@ -81,6 +90,7 @@ pub(crate) async fn endpoint(
                     move || {
                         McpTools::new(
                             Arc::clone(&host),
+                            Some(Arc::clone(&policies)),
                             profile.clone(),
                             RunPlace::Under(runs_dir.clone()),
                             RunBindings::default(),

@@ -8,6 +8,7 @@
 //!   profiles/<name>.json the profiles (and agents) its runs may name
 //!   skills/<name>/       installed-skills directories
 //!   tmp/                 inline world info, while a run is created
+//!   policy.json          its tool policy, as a user's (docs/policy.md; optional)
 //! ```
 //!
 //! A request names files in these directories by a plain name, never a
@@ -16,6 +17,13 @@
 //! tokens file is read).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use toolhost_core::policy::{Policies, ToolPolicy};
+use toolhost_runtime::ToolHost;
+
+use crate::error::ApiError;
 
 /// `[A-Za-z0-9._-]{1,64}`, not starting with `.`: a file name in one
 /// directory that cannot name a parent, a hidden file or a path.
@@ -69,6 +77,36 @@ impl TenantDirs {
         self.root.join("tmp")
     }
 
+    /// The tenant's own tool policy, in place of a user's (docs/policy.md).
+    pub fn policy(&self) -> PathBuf {
+        self.root.join("policy.json")
+    }
+
+    /// The policies this tenant's snapshots are compiled under: its own
+    /// `policy.json` as the user's policy (none when it has none), and the
+    /// server's platform policy; with a digest of both, so what was built
+    /// for other policies is not reused. A policy file that does not read
+    /// refuses the request: it is never taken as "no policy".
+    pub fn policies(&self, host: &ToolHost) -> Result<(Arc<Policies>, String), ApiError> {
+        let path = self.policy();
+        let mut digest = Sha256::new();
+        let user = match read_bounded(&path) {
+            Ok(bytes) => {
+                digest.update(&bytes);
+                let text = String::from_utf8_lossy(&bytes);
+                let policy = ToolPolicy::from_json(&text, "the tenant's policy.json")
+                    .map_err(|error| ApiError::internal("reading the tenant's policy", error))?;
+                Some(policy)
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) => return Err(ApiError::internal("reading the tenant's policy", error)),
+        };
+        let platform = host.policies().platform.clone();
+        digest.update(format!("{platform:?}").as_bytes());
+        let policies = Policies { user, platform };
+        Ok((Arc::new(policies), hex::encode(digest.finalize())))
+    }
+
     /// `dir/<name><suffix>`, when `name` is plain.
     pub fn named(dir: PathBuf, name: &str, suffix: &str) -> Option<PathBuf> {
         let file = if name.ends_with(suffix) {
@@ -92,6 +130,24 @@ impl TenantDirs {
         }
         Ok(())
     }
+}
+
+/// Largest tenant policy file read.
+const MAX_POLICY_BYTES: u64 = 1024 * 1024;
+
+fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_POLICY_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_POLICY_BYTES {
+        return Err(std::io::Error::other(format!(
+            "{} is larger than {MAX_POLICY_BYTES} bytes",
+            path.display()
+        )));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

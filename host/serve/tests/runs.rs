@@ -819,3 +819,84 @@ fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+/// A tenant's own `policy.json` is the user's policy of its runs: what it
+/// denies is left out of their snapshots with its reason, what it asks
+/// approval for is marked, and another tenant's runs are untouched. A
+/// policy that does not read refuses the run rather than run without it.
+#[tokio::test]
+async fn a_tenants_policy_decides_its_runs_snapshots_and_no_one_elses() {
+    let setup = Setup::start().await;
+    let acme_dirs = TenantDirs::new(&setup.data(), "acme");
+    let policy = json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
+                        "deny": ["dice.roll"], "requireApproval": ["workspace.commit"]});
+    std::fs::write(acme_dirs.policy(), policy.to_string()).expect("policy");
+    let server = setup.serve(Limits::default()).await;
+    let body = json!({"profile": "writer", "model": "silent", "chat": "chat"});
+
+    let acme_run = start_run(&server, body.clone()).await;
+    let snapshot = wait_for_snapshot(&setup, &acme_run).await;
+    let decision = |snapshot: &Value, tool: &str| -> Value {
+        snapshot["decisions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|d| d["toolId"] == tool))
+            .cloned()
+            .unwrap_or_else(|| panic!("no decision for {tool}: {snapshot}"))
+    };
+    let dice = decision(&snapshot, "builtin:dice.roll");
+    assert_eq!(dice["visible"], false);
+    assert!(
+        dice["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("user's policy")),
+        "{dice}"
+    );
+    assert_eq!(
+        decision(&snapshot, "builtin:workspace.commit")["approvalRequired"],
+        true
+    );
+
+    let (status, started) = send(globex(client().post(server.url("/v1/runs"))).json(&body)).await;
+    assert_eq!(status, 201, "{started}");
+    let globex_run = started["id"].as_str().expect("id").to_owned();
+    let globex_snapshot = TenantDirs::new(&setup.data(), "globex")
+        .runs()
+        .join(&globex_run)
+        .join("input/invocations/inv_root/tool_snapshot.json");
+    let mut globex_snapshot_value = Value::Null;
+    for _ in 0..400 {
+        if let Ok(text) = std::fs::read_to_string(&globex_snapshot)
+            && let Ok(value) = serde_json::from_str::<Value>(&text)
+        {
+            globex_snapshot_value = value;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        decision(&globex_snapshot_value, "builtin:dice.roll")["visible"],
+        true
+    );
+    assert_eq!(
+        decision(&globex_snapshot_value, "builtin:workspace.commit")["approvalRequired"],
+        false
+    );
+
+    std::fs::write(acme_dirs.policy(), r#"{"schemaVersion":1,"kind":"nope"}"#).expect("policy");
+    let (status, refused) = send(
+        acme(client().post(server.url("/v1/runs")))
+            .json(&json!({"profile": "writer", "model": "silent", "chat": "chat2"})),
+    )
+    .await;
+    assert_eq!(status, 500, "{refused}");
+    assert_eq!(refused["code"], "serve.internal");
+
+    send(acme(
+        client().post(server.url(&format!("/v1/runs/{acme_run}/cancel"))),
+    ))
+    .await;
+    send(globex(
+        client().post(server.url(&format!("/v1/runs/{globex_run}/cancel"))),
+    ))
+    .await;
+}

@@ -36,6 +36,14 @@ pub struct SnapshotSources<'a> {
     pub source_approvals: &'a BTreeMap<ToolId, String>,
 }
 
+impl<'a> SnapshotSources<'a> {
+    /// The same sources under other user and platform policies (a
+    /// tenant's, under `toolhost serve`).
+    pub fn with_policies(self, policies: &'a Policies) -> Self {
+        Self { policies, ..self }
+    }
+}
+
 /// No omissions (for sources without external tools).
 pub static NO_OMISSIONS: BTreeMap<String, String> = BTreeMap::new();
 /// No per-profile restrictions.

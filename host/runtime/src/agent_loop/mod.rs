@@ -40,6 +40,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use toolhost_core::policy::Policies;
 use toolhost_model::ModelSource;
 
 use crate::agents::AgentDirectory;
@@ -110,6 +111,10 @@ pub struct LoopParts {
     pub chat: Arc<dyn ChatHost>,
     /// The agents the run may delegate or hand off to.
     pub agents: AgentDirectory,
+    /// The user's and the platform's tool policies for this run's
+    /// snapshots when they are not the host's (a tenant's own under
+    /// `toolhost serve`); `None`: the host's (docs/policy.md).
+    pub policies: Option<Arc<Policies>>,
 }
 
 /// How a run ended.

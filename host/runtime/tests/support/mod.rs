@@ -36,6 +36,7 @@ pub fn parts(run: &Arc<Run>, models: Arc<dyn ModelSource>, agents: AgentDirector
             run.chat().expect("bound chat"),
         ))),
         agents,
+        policies: None,
     }
 }
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::watch;
+use toolhost_core::policy::Policies;
 use toolhost_journal::Observer;
 use toolhost_model::ModelSource;
 use toolhost_runtime::{
@@ -30,6 +31,8 @@ pub struct Launch {
     pub models: Arc<dyn ModelSource>,
     pub agents: AgentDirectory,
     pub config: LoopConfig,
+    /// The tenant's policies (`TenantDirs::policies`).
+    pub policies: Arc<Policies>,
 }
 
 /// Start `run`'s loop in a task of its own.
@@ -40,6 +43,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         models,
         agents,
         mut config,
+        policies,
     } = launch;
     let chat = run
         .chat()
@@ -58,6 +62,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         models,
         chat: chat_host,
         agents,
+        policies: Some(policies),
     };
     let summaries = state.tenant_dirs(&tenant).summaries();
     let mut stopping = state.stopping();

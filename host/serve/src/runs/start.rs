@@ -110,6 +110,7 @@ pub(crate) async fn start(
     let dirs = state.tenant_dirs(&tenant);
     dirs.ensure()
         .map_err(|error| ApiError::internal("creating the tenant's directories", error))?;
+    let (policies, _) = dirs.policies(&state.host())?;
     let model = state.models.get(&tenant, &request.model).ok_or_else(|| {
         invalid(
             "serve.unknown_model",
@@ -190,6 +191,7 @@ pub(crate) async fn start(
             models,
             agents,
             config,
+            policies,
         },
     )?;
     Ok(created_response(id))
@@ -220,6 +222,7 @@ pub(crate) async fn resume(
 /// Go on with the interrupted run `id` of `tenant`, in a task of its own.
 pub async fn resume_run(state: &Arc<ServeState>, tenant: &str, id: &str) -> Result<(), ApiError> {
     let root = run_root(state, tenant, id)?;
+    let (policies, _) = state.tenant_dirs(tenant).policies(&state.host())?;
     if state.runs.live(tenant, id).is_some() {
         return Err(ApiError::conflict("run.running", "the run is running"));
     }
@@ -255,6 +258,7 @@ pub async fn resume_run(state: &Arc<ServeState>, tenant: &str, id: &str) -> Resu
             models,
             agents,
             config,
+            policies,
         },
     )
 }

@@ -72,12 +72,15 @@ pub(super) async fn run_invocation(
         InvocationRole::Foreground => ExitPolicy::RunFinishAllowed,
         InvocationRole::Child { .. } => ExitPolicy::TaskReturnRequired,
     };
-    let mut session = shared.run.start_invocation(
-        &spec.profile,
-        shared.parts.host.snapshot_sources(),
-        &spec.invocation_id,
-        exit,
-    )?;
+    let sources = shared.parts.host.snapshot_sources();
+    let sources = match &shared.parts.policies {
+        Some(policies) => sources.with_policies(policies),
+        None => sources,
+    };
+    let mut session =
+        shared
+            .run
+            .start_invocation(&spec.profile, sources, &spec.invocation_id, exit)?;
     session.set_agents(shared.parts.agents.callable_by(&spec.profile));
     if matches!(spec.role, InvocationRole::Foreground) {
         shared.ledger().agents.push(spec.profile.id.clone());
