@@ -159,6 +159,55 @@ pub struct ToolCallStarted {
 }
 invocation_scoped!(ToolCallStarted, "tool_call_started", Level::Info);
 
+/// A call whose tool needs a person's approval waits for one
+/// (docs/policy.md): what the person is shown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallApprovalRequested {
+    pub round: u32,
+    pub invocation_id: String,
+    pub call_id: String,
+    pub tool_id: ToolId,
+    pub name: String,
+    pub title: Option<String>,
+    /// The arguments, compact and cut to a bounded length.
+    pub arguments_summary: String,
+    /// The tool's side-effect annotations.
+    pub annotations: serde_json::Value,
+    /// Where the tool comes from (`builtin`, the MCP server's name, the
+    /// extension's id).
+    pub source: String,
+    /// Why approval is required (the snapshot's decision).
+    pub reason: String,
+}
+invocation_scoped!(
+    ToolCallApprovalRequested,
+    "tool_call_approval_requested",
+    Level::Warn
+);
+
+/// The person's decision on a call waiting for approval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallApprovalDecided {
+    pub round: u32,
+    pub invocation_id: String,
+    pub call_id: String,
+    pub tool_id: ToolId,
+    /// `approved`, `approved_for_run`, `denied` or `timed_out`.
+    pub decision: String,
+    /// Who decided (`terminal`, `--approvals allow`, a token's tenant, …).
+    pub by: String,
+    /// When, RFC 3339 UTC.
+    pub at: String,
+    pub note: Option<String>,
+}
+invocation_scoped!(
+    ToolCallApprovalDecided,
+    "tool_call_approval_decided",
+    Level::Info
+);
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResultStored {

@@ -27,8 +27,9 @@ pub use events::{
     ChildResultsInjected, ContextAssembled, DirectOutputCaptured, DriftRecoveryAttempted, Event,
     ModelCallAttemptFailed, ModelCompleted, ModelRequestCreated, PersistentChangesCommitted,
     PreservedCommit, RunCancelled, RunCompleted, RunFailed, RunPartialSuccess, RunResumed,
-    RunStarted, TaskReturnCompleted, ToolCallCompleted, ToolCallFailed, ToolCallOutcome,
-    ToolCallRequested, ToolCallStarted, ToolCallSystemFailed, ToolResultStored,
+    RunStarted, TaskReturnCompleted, ToolCallApprovalDecided, ToolCallApprovalRequested,
+    ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested, ToolCallStarted,
+    ToolCallSystemFailed, ToolResultStored,
 };
 pub use journal::{
     Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent, Observer,

@@ -20,17 +20,19 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolhost_capabilities::{CallableAgent, InvocationInputs, SkillAccess};
 use toolhost_core::{
-    AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ToolChoice, ToolEffect,
-    ToolFailure, ToolId, ToolInvocation, ToolOutcome, ToolRequestGate, ToolTurnContract,
-    snapshot::SnapshotDiagnostic,
+    AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ToolBinding, ToolChoice,
+    ToolEffect, ToolFailure, ToolId, ToolInvocation, ToolOutcome, ToolRequestGate,
+    ToolTurnContract, snapshot::SnapshotDiagnostic,
 };
 use toolhost_journal::{
-    ModelRequestCreated, ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested,
-    ToolCallStarted, ToolCallSystemFailed, ToolResultStored,
+    Event as _, ModelRequestCreated, ToolCallApprovalDecided, ToolCallApprovalRequested,
+    ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested, ToolCallStarted,
+    ToolCallSystemFailed, ToolResultStored,
 };
 use toolhost_sandbox::{CallEntropy, CallReport};
 use toolhost_workspace::WorkspaceSession;
 
+use crate::approval::{self, ApprovalDecision, ApprovalRequest, Verdict};
 use crate::failure::RunFailure;
 use crate::host::ToolExecutor;
 use crate::resume::{self, InDoubt};
@@ -305,7 +307,19 @@ impl InvocationSession {
                     return Err(self.system_failure(&invocation, round, failure));
                 }
             },
-            Ok(_) => {
+            Ok(_) => 'execution: {
+                let snapshot = Arc::clone(&self.snapshot);
+                let binding = snapshot
+                    .binding(&tool_id)
+                    .ok_or_else(|| RunFailure::State(format!("`{tool_id}` lost its binding")))?;
+                if let Some(reason) = &binding.approval
+                    && let Some(denied) = self
+                        .seek_approval(&invocation, binding, reason, round)
+                        .await?
+                {
+                    // Denied: the tool never starts; the model reads why.
+                    break 'execution (denied, None, None);
+                }
                 self.run.record(&ToolCallStarted {
                     round,
                     invocation_id: self.invocation_id.clone(),
@@ -314,10 +328,6 @@ impl InvocationSession {
                     snapshot_id: self.snapshot.id().to_owned(),
                     name: tool_id.native_name().to_owned(),
                 })?;
-                let binding = self
-                    .snapshot
-                    .binding(&tool_id)
-                    .ok_or_else(|| RunFailure::State(format!("`{tool_id}` lost its binding")))?;
                 if let Some(stored) = &stored
                     && !resume::is_effect_tool(&tool_id)
                 {
@@ -372,6 +382,108 @@ impl InvocationSession {
             skill_chars_before,
             stored,
         })
+    }
+
+    /// Ask for a person's approval of `invocation` (its binding requires
+    /// one, for `reason`): journalled, decided by the journal (a resumed
+    /// run), an earlier "for the run", or the run's approver. `Some`: the
+    /// denied call's result, an `agent.tool_denied_by_user` the model reads.
+    async fn seek_approval(
+        &mut self,
+        invocation: &ToolInvocation,
+        binding: &ToolBinding,
+        reason: &str,
+        round: u32,
+    ) -> Result<Option<AgentToolResult>, RunFailure> {
+        let tool_id = &invocation.tool_id;
+        let request = ApprovalRequest {
+            run_id: self.run.run_id().to_owned(),
+            invocation_id: self.invocation_id.clone(),
+            call_id: invocation.call_id.clone(),
+            round,
+            tool_id: tool_id.clone(),
+            title: binding.descriptor.title.clone(),
+            arguments_summary: approval::summarize_arguments(&invocation.arguments),
+            annotations: binding.descriptor.annotations.clone(),
+            source: tool_id.provider_str().to_owned(),
+            reason: reason.to_owned(),
+        };
+        self.run.record(&ToolCallApprovalRequested {
+            round,
+            invocation_id: self.invocation_id.clone(),
+            call_id: request.call_id.clone(),
+            tool_id: tool_id.clone(),
+            name: tool_id.native_name().to_owned(),
+            title: request.title.clone(),
+            arguments_summary: request.arguments_summary.clone(),
+            annotations: request.annotations.clone(),
+            source: request.source.clone(),
+            reason: request.reason.clone(),
+        })?;
+        let recorded = self
+            .run
+            .resume_log()
+            .and_then(|log| log.peek(&self.invocation_id))
+            .filter(|next| next.kind == ToolCallApprovalDecided::TYPE);
+        let decision = if let Some(recorded) = recorded {
+            // Decided before the run was interrupted: not asked again.
+            let text = |key: &str| recorded.payload[key].as_str().map(str::to_owned);
+            ApprovalDecision {
+                verdict: text("decision")
+                    .as_deref()
+                    .and_then(Verdict::parse)
+                    .unwrap_or(Verdict::Denied),
+                by: text("by").unwrap_or_default(),
+                note: text("note"),
+            }
+        } else if self.run.approved_for_run(tool_id) {
+            ApprovalDecision {
+                verdict: Verdict::Approved,
+                by: "approved for the rest of the run".into(),
+                note: None,
+            }
+        } else {
+            let approver = self.run.approver();
+            approver.decide(&self.run, &request).await
+        };
+        if decision.verdict == Verdict::ApprovedForRun {
+            self.run.approve_for_run(tool_id);
+        }
+        self.run.record(&ToolCallApprovalDecided {
+            round,
+            invocation_id: self.invocation_id.clone(),
+            call_id: request.call_id.clone(),
+            tool_id: tool_id.clone(),
+            decision: decision.verdict.as_str().to_owned(),
+            by: decision.by.clone(),
+            at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            note: decision.note.clone(),
+        })?;
+        if decision.verdict.allows() {
+            return Ok(None);
+        }
+        let mut message = match decision.verdict {
+            Verdict::TimedOut => format!(
+                "no one approved this call of {} in time, so it did not run",
+                self.snapshot
+                    .binding(tool_id)
+                    .map_or(tool_id.native_name(), |b| b.model_alias.as_str())
+            ),
+            _ => format!(
+                "a person did not approve this call of {}, so it did not run",
+                self.snapshot
+                    .binding(tool_id)
+                    .map_or(tool_id.native_name(), |b| b.model_alias.as_str())
+            ),
+        };
+        if let Some(note) = &decision.note {
+            message.push_str(&format!("; their note: {note}"));
+        }
+        let (result, _) = AgentToolResult::from_outcome(
+            invocation,
+            ToolOutcome::Error(ToolFailure::new("agent.tool_denied_by_user", message)),
+        );
+        Ok(Some(result))
     }
 
     /// A call a resumed run answers from its record, without executing it.

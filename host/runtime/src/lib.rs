@@ -5,6 +5,7 @@
 
 mod agent_loop;
 mod agents;
+pub mod approval;
 mod chat_host;
 mod direct_call;
 pub mod extensions;

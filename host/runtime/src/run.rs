@@ -2,6 +2,7 @@
 //! the invocations started in it. Every invocation compiles its snapshot
 //! here and journals through it; the run's end is journalled here too.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -22,6 +23,7 @@ use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSe
 use toolhost_worldinfo::Activation;
 
 use crate::agent_loop::{LOOP_RECORD_PATH, LoopRecord};
+use crate::approval::{Answer, Approver};
 use crate::failure::RunFailure;
 use crate::inputs::{self, Loaded, RunBindings};
 use crate::invocation::InvocationSession;
@@ -43,6 +45,10 @@ pub struct Run {
     profile: Arc<Profile>,
     /// A resumed agent run's journal, made again step by step.
     resume_log: Option<Arc<ResumeLog>>,
+    /// Where calls needing approval are decided (default: no one, denied).
+    approver: Mutex<Arc<dyn Approver>>,
+    /// Tools a person approved for the rest of the run.
+    approved_for_run: Mutex<BTreeSet<ToolId>>,
 }
 
 impl Run {
@@ -206,6 +212,8 @@ impl Run {
             inputs,
             profile: Arc::new(profile),
             resume_log: None,
+            approver: Mutex::new(Arc::new(Answer::nobody())),
+            approved_for_run: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -578,6 +586,39 @@ impl Run {
         })?;
         dir.sync()?;
         Ok(())
+    }
+
+    /// Decide this run's approvals with `approver` from now on (the
+    /// default denies them: no one is asked).
+    pub fn set_approver(&self, approver: Arc<dyn Approver>) {
+        *self
+            .approver
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = approver;
+    }
+
+    pub(crate) fn approver(&self) -> Arc<dyn Approver> {
+        Arc::clone(
+            &self
+                .approver
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    /// Whether a person approved `tool` for the rest of the run.
+    pub(crate) fn approved_for_run(&self, tool: &ToolId) -> bool {
+        self.approved_for_run
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .contains(tool)
+    }
+
+    pub(crate) fn approve_for_run(&self, tool: &ToolId) {
+        self.approved_for_run
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(tool.clone());
     }
 
     /// Watch every journal event from now on (live progress lines).

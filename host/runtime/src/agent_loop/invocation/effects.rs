@@ -240,15 +240,23 @@ impl InvocationLoop<'_> {
     }
 
     /// The round's last write of the message body reaches the chat before
-    /// the first explicit commit (foreground, once per run).
+    /// the first explicit commit (foreground, once per run) — unless a
+    /// commit needs a person's approval here: then only an approved
+    /// `workspace.commit` reaches the chat.
     pub(super) fn auto_publish(
         &self,
         last_write: Option<&str>,
         round: u32,
     ) -> Result<(), RunFailure> {
+        let commit_needs_approval = self.session.snapshot().bindings().iter().any(|binding| {
+            binding.approval.is_some()
+                && binding.tool_id().is_builtin()
+                && binding.tool_id().native_name() == "workspace.commit"
+        });
         if !self.foreground()
             || self.spec.profile.run.presentation != Presentation::Foreground
             || last_write != Some(MESSAGE_BODY_PATH)
+            || commit_needs_approval
         {
             return Ok(());
         }

@@ -1,0 +1,340 @@
+//! A person's approval of a call (docs/policy.md, "Approvals").
+//!
+//! A call of a tool whose snapshot binding requires approval goes
+//! `tool_call_requested` → gate (its budget is reserved: a denied call
+//! still counts) → `tool_call_approval_requested` → the run's [`Approver`]
+//! → `tool_call_approval_decided` → `tool_call_started`, or, denied, a
+//! recoverable `agent.tool_denied_by_user` result the model reads, and the
+//! tool never runs. A resumed run takes a decision from its journal; a call
+//! that was still waiting when the run was interrupted waits again.
+//!
+//! Where a person decides is the approver's business: a fixed answer
+//! ([`Answer`]: `--approvals allow|deny`, `call --approve`, the default,
+//! which denies because no one is asked), a terminal (the CLI's), or a
+//! decision file in the run directory ([`DecisionFiles`]: written by
+//! `toolhost approvals approve|deny` and the HTTP API).
+
+use std::future::Future;
+use std::io::Read as _;
+use std::os::fd::{AsFd as _, OwnedFd};
+use std::path::Path;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolhost_core::ToolId;
+use toolhost_journal::audit_stem;
+
+use crate::run::Run;
+
+/// What a person is shown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRequest {
+    pub run_id: String,
+    pub invocation_id: String,
+    pub call_id: String,
+    pub round: u32,
+    pub tool_id: ToolId,
+    pub title: Option<String>,
+    pub arguments_summary: String,
+    pub annotations: Value,
+    pub source: String,
+    pub reason: String,
+}
+
+/// Longest arguments summary, in characters.
+pub const SUMMARY_CHARS: usize = 600;
+
+/// The arguments as one compact line, cut to [`SUMMARY_CHARS`].
+pub fn summarize_arguments(arguments: &Value) -> String {
+    let text = arguments.to_string();
+    match text.char_indices().nth(SUMMARY_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// This call may run.
+    Approved,
+    /// This call and every later call of the same tool in this run.
+    ApprovedForRun,
+    Denied,
+    /// No one decided in time: denied.
+    TimedOut,
+}
+
+impl Verdict {
+    pub fn allows(self) -> bool {
+        matches!(self, Self::Approved | Self::ApprovedForRun)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approved => "approved",
+            Self::ApprovedForRun => "approved_for_run",
+            Self::Denied => "denied",
+            Self::TimedOut => "timed_out",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "approved" => Self::Approved,
+            "approved_for_run" => Self::ApprovedForRun,
+            "denied" => Self::Denied,
+            "timed_out" => Self::TimedOut,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalDecision {
+    pub verdict: Verdict,
+    /// Who decided, in words.
+    pub by: String,
+    /// What the person said; the model reads it when the call is denied.
+    pub note: Option<String>,
+}
+
+pub type ApprovalFuture<'a> = Pin<Box<dyn Future<Output = ApprovalDecision> + Send + 'a>>;
+
+/// Where a run's approvals are decided.
+pub trait Approver: Send + Sync + std::fmt::Debug {
+    fn decide<'a>(&'a self, run: &'a Run, request: &'a ApprovalRequest) -> ApprovalFuture<'a>;
+}
+
+/// The same answer for every call.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub verdict: Verdict,
+    pub by: String,
+    pub note: Option<String>,
+}
+
+impl Answer {
+    /// No one is asked: every approval is denied (the default).
+    pub fn nobody() -> Self {
+        Self {
+            verdict: Verdict::Denied,
+            by: "no approver".into(),
+            note: Some(
+                "this tool needs a person's approval and no one was there to give it".into(),
+            ),
+        }
+    }
+
+    pub fn allow(by: impl Into<String>) -> Self {
+        Self {
+            verdict: Verdict::Approved,
+            by: by.into(),
+            note: None,
+        }
+    }
+
+    pub fn deny(by: impl Into<String>) -> Self {
+        Self {
+            verdict: Verdict::Denied,
+            by: by.into(),
+            note: None,
+        }
+    }
+}
+
+impl Approver for Answer {
+    fn decide<'a>(&'a self, _: &'a Run, _: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        Box::pin(async move {
+            ApprovalDecision {
+                verdict: self.verdict,
+                by: self.by.clone(),
+                note: self.note.clone(),
+            }
+        })
+    }
+}
+
+/// The default time a call waits for a person.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Waits for `approvals/<call stem>.json` in the run directory, written by
+/// [`write_decision`] (`toolhost approvals`, the HTTP API), looking every
+/// `poll`; past `timeout` the call is denied (`timed_out`).
+#[derive(Debug, Clone)]
+pub struct DecisionFiles {
+    pub poll: Duration,
+    pub timeout: Duration,
+}
+
+impl Default for DecisionFiles {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_millis(100),
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl Approver for DecisionFiles {
+    fn decide<'a>(&'a self, run: &'a Run, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        Box::pin(async move {
+            let deadline = Instant::now() + self.timeout;
+            loop {
+                match read_decision(run.root(), &request.call_id) {
+                    Ok(Some(file)) => return file.into_decision(),
+                    Ok(None) => {}
+                    Err(error) => tracing::warn!(
+                        call = %request.call_id,
+                        "an approval decision file does not read: {error}"
+                    ),
+                }
+                if Instant::now() >= deadline {
+                    return ApprovalDecision {
+                        verdict: Verdict::TimedOut,
+                        by: "timeout".into(),
+                        note: Some(format!(
+                            "no one decided within {} s",
+                            self.timeout.as_secs()
+                        )),
+                    };
+                }
+                tokio::time::sleep(self.poll).await;
+            }
+        })
+    }
+}
+
+pub const DECISION_KIND: &str = "toolhost.approvalDecision";
+/// Where decision files are, in the run directory.
+pub const APPROVALS_DIR: &str = "approvals";
+/// Largest decision file read.
+const MAX_DECISION_BYTES: u64 = 64 * 1024;
+/// Longest note kept.
+pub const MAX_NOTE_CHARS: usize = 2000;
+
+/// A person's decision, as a file in the run directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecisionFile {
+    pub schema_version: u32,
+    pub kind: String,
+    pub call_id: String,
+    /// `approved`, `approved_for_run` or `denied`.
+    pub decision: Verdict,
+    pub by: String,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+impl DecisionFile {
+    pub fn new(call_id: &str, decision: Verdict, by: &str, note: Option<&str>) -> Self {
+        Self {
+            schema_version: 1,
+            kind: DECISION_KIND.into(),
+            call_id: call_id.to_owned(),
+            decision,
+            by: by.chars().take(200).collect(),
+            note: note.map(|note| note.chars().take(MAX_NOTE_CHARS).collect()),
+        }
+    }
+
+    fn into_decision(self) -> ApprovalDecision {
+        ApprovalDecision {
+            // A file cannot time a call out.
+            verdict: match self.decision {
+                Verdict::TimedOut => Verdict::Denied,
+                other => other,
+            },
+            by: self.by,
+            note: self.note,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecisionError {
+    #[error("approval.already_decided: call `{0}` has a decision already")]
+    AlreadyDecided(String),
+    #[error("approval.invalid: {0}")]
+    Invalid(String),
+    #[error("approval.io_error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn stem_path(call_id: &str) -> String {
+    format!("{APPROVALS_DIR}/{}.json", audit_stem(call_id))
+}
+
+/// The run directory itself, never through a link.
+fn open_root(run_root: &Path) -> std::io::Result<OwnedFd> {
+    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
+    Ok(rustix::fs::open(run_root, flags, Mode::empty())?)
+}
+
+/// Record a person's decision on `call_id` for the run at `run_root`:
+/// create-only (a call is decided once), beneath the run directory, never
+/// through a symbolic link.
+pub fn write_decision(run_root: &Path, file: &DecisionFile) -> Result<(), DecisionError> {
+    let root = open_root(run_root)?;
+    match rustix::fs::mkdirat(root.as_fd(), APPROVALS_DIR, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        Err(errno) => return Err(std::io::Error::from(errno).into()),
+    }
+    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC;
+    let fd = toolhost_core::beneath::open_beneath(
+        root.as_fd(),
+        &stem_path(&file.call_id),
+        flags,
+        Mode::from_raw_mode(0o600),
+    )
+    .map_err(|errno| match errno {
+        rustix::io::Errno::EXIST => DecisionError::AlreadyDecided(file.call_id.clone()),
+        other => DecisionError::Io(other.into()),
+    })?;
+    let mut bytes =
+        serde_json::to_vec_pretty(file).map_err(|e| DecisionError::Invalid(e.to_string()))?;
+    bytes.push(b'\n');
+    std::io::Write::write_all(&mut std::fs::File::from(fd), &bytes)?;
+    Ok(())
+}
+
+/// The decision on `call_id`, if one was written. Bounded, beneath the run
+/// directory, never through a link; a file for another call is refused.
+pub fn read_decision(
+    run_root: &Path,
+    call_id: &str,
+) -> Result<Option<DecisionFile>, DecisionError> {
+    let root = open_root(run_root)?;
+    let fd = match toolhost_core::beneath::open_beneath(
+        root.as_fd(),
+        &stem_path(call_id),
+        toolhost_core::beneath::READ_FLAGS,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(errno) => return Err(DecisionError::Io(errno.into())),
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(MAX_DECISION_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_DECISION_BYTES {
+        return Err(DecisionError::Invalid(
+            "the decision file is too large".into(),
+        ));
+    }
+    let file: DecisionFile = serde_json::from_slice(&bytes)
+        .map_err(|error| DecisionError::Invalid(error.to_string()))?;
+    if file.kind != DECISION_KIND || file.schema_version != 1 || file.call_id != call_id {
+        return Err(DecisionError::Invalid(format!(
+            "not a decision on call `{call_id}`"
+        )));
+    }
+    Ok(Some(file))
+}

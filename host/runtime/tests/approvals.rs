@@ -1,0 +1,354 @@
+//! A person's approval of a call (docs/policy.md, "Approvals"): the
+//! journal's order, the three decisions, a timeout, decision files, and a
+//! decision that holds for the rest of the run.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Fixture, REPLY, commit, config, finish, parts, profile, script, write};
+use toolhost_core::policy::{Policies, ToolPolicy};
+use toolhost_journal::Durability;
+use toolhost_model::SameModel;
+use toolhost_runtime::approval::{
+    Answer, ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, DecisionFile,
+    DecisionFiles, Verdict, write_decision,
+};
+use toolhost_runtime::{AgentDirectory, LoopSummary, Run, RunBindings, RunStatus, run_agent_loop};
+
+/// The user's policy asks for approval of every commit.
+fn commits_need_approval() -> Arc<Policies> {
+    let policy = ToolPolicy::from_json(
+        &json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
+                "requireApproval": ["workspace.commit"]})
+        .to_string(),
+        "test",
+    )
+    .expect("policy");
+    Arc::new(Policies {
+        user: Some(policy),
+        platform: None,
+    })
+}
+
+async fn run(
+    fixture: &Fixture,
+    replies: Value,
+    approver: Option<Arc<dyn Approver>>,
+) -> LoopSummary {
+    let bindings = RunBindings {
+        chat: Some(fixture.chat.clone()),
+        ..RunBindings::default()
+    };
+    let run = Run::create_with(
+        &fixture.run_dir,
+        &profile(6, "foreground"),
+        Durability::Batched,
+        &bindings,
+    )
+    .expect("run");
+    if let Some(approver) = approver {
+        run.set_approver(approver);
+    }
+    let mut parts = parts(
+        &run,
+        Arc::new(SameModel(Arc::new(script(replies)))),
+        AgentDirectory::default(),
+    );
+    parts.policies = Some(commits_need_approval());
+    run_agent_loop(&run, parts, &config()).await
+}
+
+/// The events of one call, by type, in journal order.
+fn call_events(fixture: &Fixture, call_id: &str) -> Vec<(String, Value)> {
+    fixture
+        .events()
+        .into_iter()
+        .filter(|event| event.payload["callId"] == call_id)
+        .map(|event| (event.r#type, event.payload))
+        .collect()
+}
+
+fn types(events: &[(String, Value)]) -> Vec<&str> {
+    events.iter().map(|(kind, _)| kind.as_str()).collect()
+}
+
+/// Counts the decisions it is asked for.
+#[derive(Debug)]
+struct Counting {
+    verdict: Verdict,
+    asked: AtomicUsize,
+}
+
+impl Approver for Counting {
+    fn decide<'a>(&'a self, _: &'a Run, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(request.tool_id.as_str(), "builtin:workspace.commit");
+        assert!(
+            request.reason.contains("user's policy asks"),
+            "{}",
+            request.reason
+        );
+        Box::pin(async move {
+            ApprovalDecision {
+                verdict: self.verdict,
+                by: "test".into(),
+                note: None,
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_approved_call_runs_after_its_approval_in_journal_order() {
+    let fixture = Fixture::new();
+    let approver = Arc::new(Counting {
+        verdict: Verdict::Approved,
+        asked: AtomicUsize::new(0),
+    });
+    let summary = run(
+        &fixture,
+        json!([{"toolCalls": [write("w", REPLY), commit("c")]}, {"toolCalls": [finish("f")]}]),
+        Some(approver.clone()),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    let events = call_events(&fixture, "c");
+    assert_eq!(
+        types(&events),
+        [
+            "tool_call_requested",
+            "tool_call_approval_requested",
+            "tool_call_approval_decided",
+            "tool_call_started",
+            "chat_commit_requested",
+            "chat_commit_completed",
+            "tool_result_stored",
+            "tool_call_completed"
+        ]
+    );
+    let requested = &events[1].1;
+    assert_eq!(requested["toolId"], "builtin:workspace.commit");
+    assert_eq!(requested["source"], "builtin");
+    assert_eq!(requested["argumentsSummary"], "{}");
+    assert!(
+        requested["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("user's policy"))
+    );
+    assert_eq!(events[2].1["decision"], "approved");
+    assert_eq!(events[2].1["by"], "test");
+    // A call that needs no approval is not asked about.
+    assert!(!types(&call_events(&fixture, "w")).contains(&"tool_call_approval_requested"));
+    assert_eq!(
+        fixture.chat().messages().last().expect("reply").text(),
+        REPLY
+    );
+}
+
+#[tokio::test]
+async fn a_denied_call_never_starts_and_the_model_reads_the_note() {
+    let fixture = Fixture::new();
+    let denying: Arc<dyn Approver> = Arc::new(Answer {
+        verdict: Verdict::Denied,
+        by: "the tester".into(),
+        note: Some("not this text".into()),
+    });
+    let summary = run(
+        &fixture,
+        json!([{"toolCalls": [write("w", REPLY), commit("c")]}, {"toolCalls": [finish("f")]}]),
+        Some(denying),
+    )
+    .await;
+    // Nothing reached the chat: not the denied commit, and not the
+    // auto-publish of the written reply either (a commit needs approval).
+    assert!(summary.commits.is_empty(), "{summary:?}");
+    let events = call_events(&fixture, "c");
+    assert!(!types(&events).contains(&"tool_call_started"), "{events:?}");
+    assert_eq!(events[2].1["decision"], "denied");
+    let completed = &events.last().expect("completed").1;
+    assert_eq!(completed["errorCode"], "agent.tool_denied_by_user");
+    let result = fixture.tool_result("c");
+    assert_eq!(result["isError"], true);
+    let text = result["content"].as_str().expect("content");
+    assert!(
+        text.contains("workspace_commit") && text.contains("not this text"),
+        "{text}"
+    );
+    assert_eq!(fixture.chat().messages().len(), fixture_messages(&fixture));
+}
+
+fn fixture_messages(fixture: &Fixture) -> usize {
+    toolhost_chat::ChatFile::parse("fixture", fixture.original.clone())
+        .expect("fixture")
+        .messages()
+        .len()
+}
+
+/// With no approver set, no one is asked and the call is denied.
+#[tokio::test]
+async fn without_an_approver_a_call_needing_approval_is_denied() {
+    let fixture = Fixture::new();
+    run(
+        &fixture,
+        json!([{"toolCalls": [write("w", REPLY), commit("c")]}]),
+        None,
+    )
+    .await;
+    let events = call_events(&fixture, "c");
+    assert_eq!(events[2].1["decision"], "denied");
+    assert_eq!(events[2].1["by"], "no approver");
+    assert!(!types(&events).contains(&"tool_call_started"));
+}
+
+#[tokio::test]
+async fn approved_for_the_run_is_asked_once() {
+    let fixture = Fixture::new();
+    let approver = Arc::new(Counting {
+        verdict: Verdict::ApprovedForRun,
+        asked: AtomicUsize::new(0),
+    });
+    let summary = run(
+        &fixture,
+        json!([
+            {"toolCalls": [write("w", REPLY), commit("c1")]},
+            {"toolCalls": [commit("c2")]},
+            {"toolCalls": [finish("f")]}
+        ]),
+        Some(approver.clone()),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(summary.commits.len(), 2);
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 1, "asked once");
+    let second = call_events(&fixture, "c2");
+    assert_eq!(second[2].1["decision"], "approved");
+    assert_eq!(second[2].1["by"], "approved for the rest of the run");
+    assert!(types(&second).contains(&"tool_call_started"));
+}
+
+#[tokio::test]
+async fn no_decision_in_time_denies_the_call() {
+    let fixture = Fixture::new();
+    let waiting: Arc<dyn Approver> = Arc::new(DecisionFiles {
+        poll: Duration::from_millis(10),
+        timeout: Duration::from_millis(150),
+    });
+    run(
+        &fixture,
+        json!([{"toolCalls": [write("w", REPLY), commit("c")]}]),
+        Some(waiting),
+    )
+    .await;
+    let events = call_events(&fixture, "c");
+    assert_eq!(events[2].1["decision"], "timed_out");
+    assert_eq!(
+        events.last().expect("completed").1["errorCode"],
+        "agent.tool_denied_by_user"
+    );
+    assert!(!types(&events).contains(&"tool_call_started"));
+}
+
+/// A person decides by a file in the run directory (what `toolhost
+/// approvals approve` and the HTTP API write): the waiting call goes on;
+/// a second decision on the same call is refused.
+#[tokio::test]
+async fn a_decision_file_lets_a_waiting_call_go_on() {
+    let fixture = Fixture::new();
+    let run_dir = fixture.run_dir.clone();
+    let decider = tokio::spawn(async move {
+        let journal = run_dir.join("events.jsonl");
+        while !std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .contains("tool_call_approval_requested")
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let file = DecisionFile::new("c", Verdict::Approved, "a person", Some("fine"));
+        write_decision(&run_dir, &file).expect("decided");
+        let again = write_decision(&run_dir, &file).expect_err("decided once");
+        assert!(
+            again.to_string().contains("approval.already_decided"),
+            "{again}"
+        );
+    });
+    let summary = run(
+        &fixture,
+        json!([{"toolCalls": [write("w", REPLY), commit("c")]}, {"toolCalls": [finish("f")]}]),
+        Some(Arc::new(DecisionFiles {
+            poll: Duration::from_millis(10),
+            timeout: Duration::from_secs(30),
+        })),
+    )
+    .await;
+    decider.await.expect("decider");
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let events = call_events(&fixture, "c");
+    assert_eq!(events[2].1["decision"], "approved");
+    assert_eq!(events[2].1["by"], "a person");
+    assert_eq!(events[2].1["note"], "fine");
+}
+
+/// A run interrupted while a call waits for its approval asks again when
+/// it resumes: the request is journalled once, the decision made after the
+/// resume lets the call go on.
+#[tokio::test]
+async fn a_pending_approval_is_pending_again_after_an_interruption() {
+    let fixture = Fixture::new();
+    let waiting = || -> Arc<dyn Approver> {
+        Arc::new(DecisionFiles {
+            poll: Duration::from_millis(10),
+            timeout: Duration::from_secs(60),
+        })
+    };
+    let journal = fixture.run_dir.join("events.jsonl");
+    tokio::select! {
+        summary = run(
+            &fixture,
+            json!([{"toolCalls": [write("w", REPLY), commit("c")]}]),
+            Some(waiting()),
+        ) => panic!("the run ended while its call waited: {summary:?}"),
+        () = async {
+            while !std::fs::read_to_string(&journal)
+                .unwrap_or_default()
+                .contains("tool_call_approval_requested")
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        } => {}
+    }
+
+    let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
+    run.set_approver(waiting());
+    write_decision(
+        &fixture.run_dir,
+        &DecisionFile::new("c", Verdict::Approved, "a person", None),
+    )
+    .expect("decided");
+    let mut parts = parts(
+        &run,
+        // Replies go by round: the first was stored before the
+        // interruption and is not asked for again.
+        Arc::new(SameModel(Arc::new(script(
+            json!([{"toolCalls": [write("w", REPLY), commit("c")]}, {"toolCalls": [finish("f")]}]),
+        )))),
+        record.agents().expect("agents"),
+    );
+    parts.policies = Some(commits_need_approval());
+    let summary = run_agent_loop(&run, parts, &record.config()).await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let events = call_events(&fixture, "c");
+    let count = |kind: &str| types(&events).iter().filter(|k| **k == kind).count();
+    assert_eq!(count("tool_call_approval_requested"), 1, "{events:?}");
+    assert_eq!(count("tool_call_approval_decided"), 1);
+    assert_eq!(count("tool_call_started"), 1);
+    assert_eq!(
+        fixture.chat().messages().last().expect("reply").text(),
+        REPLY
+    );
+}
