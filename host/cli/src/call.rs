@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use toolhost_core::{Classified, ExitPolicy, Profile, ToolId, builtin, snapshot::OmitReason};
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
+use toolhost_runtime::approval::Answer;
 use toolhost_runtime::{DirectCaller, InvocationSession, Run, RunBindings, RunFailure, ToolHost};
 use toolhost_sandbox::CallEntropy;
 
@@ -27,6 +28,8 @@ pub struct CallArgs {
     pub durability: Durability,
     /// What a new run is bound to (a chat, world info, skills).
     pub bindings: RunBindings,
+    /// `--approve`: a call needing approval is approved.
+    pub approve: bool,
 }
 
 pub async fn call(host: &ToolHost, args: CallArgs) -> Result<ExitCode> {
@@ -37,6 +40,9 @@ pub async fn call(host: &ToolHost, args: CallArgs) -> Result<ExitCode> {
     };
     let (run, mut session) = open_session(host, &args, profile.as_ref())?;
     eprintln!("run: {}", run.root().display());
+    if args.approve {
+        run.set_approver(Arc::new(Answer::allow("toolhost call --approve")));
+    }
 
     if !session.snapshot().contains(&tool) {
         let reason = not_offered(&session, profile.as_ref(), &tool);

@@ -5,6 +5,7 @@
 //! error (the `## Tool error` text is printed, as the model would see it);
 //! 2 on a system failure, a policy denial or bad usage.
 
+mod approvals;
 mod call;
 mod catalog_watch;
 mod ext;
@@ -169,6 +170,10 @@ enum Command {
         /// Replay: what the tool's wall clock reads, in ms since the Unix epoch.
         #[arg(long, requires = "seed")]
         clock_ms: Option<u64>,
+        /// Approve the call if its tool needs a person's approval
+        /// (docs/policy.md); without it such a call is denied.
+        #[arg(long)]
+        approve: bool,
     },
     /// Run an agent: the model's requests and tool calls, round after round,
     /// until it commits its reply into the chat and finishes (or fails).
@@ -229,6 +234,13 @@ enum Command {
         /// recorded in input/loop.json].
         #[arg(long, value_name = "N")]
         seed: Option<u64>,
+        /// Who decides a call that needs a person's approval
+        /// (docs/policy.md) [default: ask on the terminal, else deny].
+        #[arg(long, value_enum)]
+        approvals: Option<approvals::ApprovalsArg>,
+        /// Seconds a call waits for a decision before it is denied.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+        approval_timeout: u64,
         #[arg(
             long,
             value_name = "DIR",
@@ -291,6 +303,12 @@ enum Command {
         /// The raw events as a JSON array.
         #[arg(long)]
         json: bool,
+    },
+    /// Calls of a run waiting for a person's approval: list them, approve
+    /// or deny one (docs/policy.md).
+    Approvals {
+        #[command(subcommand)]
+        command: approvals::ApprovalsCommand,
     },
 }
 
@@ -422,6 +440,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         inspect::print_journal(run_dir, *json, invocation.as_deref())?;
         return Ok(ExitCode::SUCCESS);
     }
+    // Neither does deciding an approval.
+    if let Command::Approvals { command } = cli.command {
+        return approvals::run(command);
+    }
     let cache_dir = load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache);
     // Managing extensions loads only the one being installed.
     if let Command::Ext { command } = cli.command {
@@ -438,6 +460,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             run_dir,
             runs_dir,
             chat,
+            approve_all,
         } = command
         else {
             return mcp::run(&dir, command).await;
@@ -451,6 +474,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 chat,
                 ..RunBindings::default()
             },
+            approve_all,
         };
         return serve::serve(std::sync::Arc::new(host), args).await;
     }
@@ -509,6 +533,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             json,
             seed,
             clock_ms,
+            approve,
         } => {
             let entropy = match seed {
                 None => CallEntropy::fresh(),
@@ -527,6 +552,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 runs_dir,
                 durability: durability.into(),
                 bindings: inputs.bindings()?,
+                approve,
             };
             return call::call(&host, args).await;
         }
@@ -546,6 +572,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             run_dir,
             resume,
             seed,
+            approvals,
+            approval_timeout,
             runs_dir,
             durability,
             json,
@@ -570,6 +598,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 durability: durability.into(),
                 json,
                 verbose: cli.verbose > 0,
+                approver: approvals::for_run(
+                    approvals,
+                    std::time::Duration::from_secs(approval_timeout),
+                ),
             };
             return run::run(std::sync::Arc::new(host), args).await;
         }
@@ -626,7 +658,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             };
             return service::serve(host, args).await;
         }
-        Command::Journal { .. } | Command::Mcp { .. } | Command::Ext { .. } => {
+        Command::Journal { .. }
+        | Command::Approvals { .. }
+        | Command::Mcp { .. }
+        | Command::Ext { .. } => {
             unreachable!("handled above")
         }
     }

@@ -76,6 +76,11 @@ pub enum McpCommand {
         /// Bind the run to a SillyTavern chat for the chat tools.
         #[arg(long, value_name = "FILE")]
         chat: Option<PathBuf>,
+        /// Serve the tools whose calls need a person's approval too, every
+        /// call approved (journalled as approved by this flag); without it
+        /// they are left out, as an MCP client has no one to ask.
+        #[arg(long)]
+        approve_all: bool,
     },
     /// Set what runs may do with one of a server's tools.
     Grant {
@@ -193,7 +198,7 @@ pub async fn run(dir: &Path, command: McpCommand) -> Result<ExitCode> {
                 PermissionArg::Allow => Permission::Allow,
                 PermissionArg::Ask => {
                     println!(
-                        "note: ask marks the tool as needing approval in every snapshot; until the approval flow lands, its calls run as allow's would"
+                        "note: ask: every call of the tool waits for a person's approval (docs/policy.md); MCP clients of toolhost get it only with mcp serve --approve-all"
                     );
                     Permission::Ask
                 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use toolhost_core::profile::Presentation;
 use toolhost_journal::{Durability, Level, Observer};
 use toolhost_model::{HttpOptions, ModelSource, ModelSpec};
+use toolhost_runtime::approval::Approver;
 use toolhost_runtime::{
     AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunBindings, RunCancel, RunStatus,
     SillyTavernChatHost, ToolHost, run_agent_loop,
@@ -43,6 +44,8 @@ pub struct RunArgs {
     pub json: bool,
     /// Also print debug-level events.
     pub verbose: bool,
+    /// Where calls needing approval are decided.
+    pub approver: Arc<dyn Approver>,
 }
 
 const DEFAULT_TASK: &str = "Write the next reply of this chat.";
@@ -88,6 +91,7 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
         agents.len()
     );
     run.observe(Some(progress_printer(args.verbose)));
+    run.set_approver(Arc::clone(&args.approver));
 
     let cancel = RunCancel::new();
     config.cancel = cancel.clone();

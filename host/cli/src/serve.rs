@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 use toolhost_journal::Durability;
 use toolhost_runtime::{RunBindings, ToolHost};
-use toolhost_serve::mcp::{McpTools, RunPlace};
+use toolhost_serve::mcp::{McpTools, NeedingApproval, RunPlace};
 
 use crate::load;
 
@@ -29,6 +29,7 @@ pub struct ServeArgs {
     pub run_dir: Option<PathBuf>,
     pub runs_dir: PathBuf,
     pub bindings: RunBindings,
+    pub approve_all: bool,
 }
 
 /// Exit status when the run failed.
@@ -40,6 +41,11 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
         Some(dir) => RunPlace::At(dir.clone()),
         None => RunPlace::Under(args.runs_dir.clone()),
     };
+    let needing_approval = if args.approve_all {
+        NeedingApproval::ApprovedByFlag
+    } else {
+        NeedingApproval::LeftOut
+    };
     let tools = McpTools::new(
         host,
         None,
@@ -47,6 +53,7 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
         place,
         args.bindings,
         Durability::Batched,
+        needing_approval,
     )?;
     // Made now, so a bad run directory is said before serving.
     let run = tools.open_run().await?;

@@ -756,7 +756,7 @@ fn mcp_commands_register_refresh_grant_pause_and_remove_a_real_server() {
     assert!(stdout(&refreshed).contains("everything: 13 tool(s) cached"));
 
     let ask = mcp(&["grant", "everything", "get-env", "ask"]);
-    assert!(stdout(&ask).contains("needing approval"));
+    assert!(stdout(&ask).contains("waits for a person's approval"));
     mcp(&["grant", "everything", "get-env", "deny"]);
     let listed = mcp(&["list", "--json"]);
     let value: Value = serde_json::from_slice(&listed.stdout).expect("json");
@@ -974,4 +974,113 @@ fn the_users_and_the_platforms_policies_decide_the_snapshot() {
         ],
     );
     assert_eq!(output.status.code(), Some(2));
+}
+
+/// Calls needing approval from the CLI: `call` denies them unless
+/// `--approve`; `run --approvals wait` waits until `toolhost approvals
+/// approve` decides, and a call is decided once.
+#[test]
+fn approvals_from_the_command_line() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let dir = cache.path();
+    write_policy(
+        &dir.join("config/toolhost/policy.json"),
+        &[],
+        &["dice.roll", "workspace.commit"],
+    );
+    let denied = toolhost(dir, &["call", "dice.roll", r#"{"formula":"d6"}"#]);
+    assert_eq!(denied.status.code(), Some(1), "{}", stderr(&denied));
+    assert!(
+        stdout(&denied).contains("agent.tool_denied_by_user"),
+        "{}",
+        stdout(&denied)
+    );
+    let approved = toolhost(
+        dir,
+        &["call", "dice.roll", r#"{"formula":"d6"}"#, "--approve"],
+    );
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    let run = run_dir(dir, &approved);
+    let decided: Vec<Value> = toolhost_journal::read_events(run.join("events.jsonl"))
+        .expect("journal")
+        .into_iter()
+        .filter(|event| event.r#type == "tool_call_approval_decided")
+        .map(|event| event.payload)
+        .collect();
+    assert_eq!(decided.len(), 1);
+    assert_eq!(decided[0]["by"], "toolhost call --approve");
+
+    std::fs::copy(
+        repo("tests/fixtures/chats/long_character_chat.jsonl"),
+        dir.join("chat.jsonl"),
+    )
+    .expect("chat");
+    let script = serde_json::json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
+        {"toolCalls": [
+            {"id": "w", "name": "workspace_write_file", "arguments": {"path": "output/main.md", "content": "Waited for."}},
+            {"id": "c", "name": "workspace_commit", "arguments": {}}
+        ]},
+        {"toolCalls": [{"id": "f", "name": "workspace_finish", "arguments": {"reason": "done"}}]}
+    ]});
+    std::fs::write(dir.join("script.json"), script.to_string()).expect("script");
+    let waiting = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir)
+        .arg("--cache-dir")
+        .arg(dir)
+        .args([
+            "run",
+            "--model",
+            "script:script.json",
+            "--chat",
+            "chat.jsonl",
+        ])
+        .args(["--run-dir", "waiting-run", "--approvals", "wait", "--json"])
+        .env("TOOLHOST_EXT_DIR", dir.join("extensions"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("TOOLHOST_POLICY")
+        .env_remove("TOOLHOST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("toolhost run");
+    let started = std::time::Instant::now();
+    let pending = loop {
+        let listed = toolhost(dir, &["approvals", "list", "waiting-run", "--json"]);
+        if listed.status.success()
+            && let Ok(Value::Array(pending)) = serde_json::from_slice::<Value>(&listed.stdout)
+            && !pending.is_empty()
+        {
+            break pending;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the run never asked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(pending[0]["request"]["callId"], "c");
+    assert_eq!(pending[0]["request"]["toolId"], "builtin:workspace.commit");
+    let listed = toolhost(dir, &["approvals", "list", "waiting-run"]);
+    assert!(
+        stdout(&listed).contains("builtin:workspace.commit"),
+        "{}",
+        stdout(&listed)
+    );
+    let approve = toolhost(
+        dir,
+        &["approvals", "approve", "waiting-run", "c", "--note", "ok"],
+    );
+    assert_eq!(approve.status.code(), Some(0), "{}", stderr(&approve));
+    let output = waiting.wait_with_output().expect("run ends");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary: Value = serde_json::from_slice(&output.stdout).expect("summary");
+    assert_eq!(summary["status"], "completed");
+    let again = toolhost(dir, &["approvals", "deny", "waiting-run", "c"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("approval.not_pending"),
+        "{}",
+        stderr(&again)
+    );
 }

@@ -173,3 +173,83 @@ fn a_call_that_fails_the_run_ends_the_server() {
         "{types:?}"
     );
 }
+
+/// A tool whose calls need a person's approval is not served over MCP (an
+/// MCP client has no one to ask) unless `--approve-all`, which approves
+/// every call and says so in the journal.
+#[test]
+fn tools_needing_approval_are_served_only_with_approve_all() {
+    for approve_all in [false, true] {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let dir = temp.path();
+        let profile = dir.join("served.json");
+        std::fs::write(
+            &profile,
+            r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"served",
+                "tools":{"allow":["dice.roll","workspace.read_file"]}}"#,
+        )
+        .expect("profile");
+        std::fs::create_dir_all(dir.join("config/toolhost")).expect("config");
+        std::fs::write(
+            dir.join("config/toolhost/policy.json"),
+            r#"{"schemaVersion":1,"kind":"toolhost.toolPolicy","requireApproval":["dice.roll"]}"#,
+        )
+        .expect("policy");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        command
+            .current_dir(dir)
+            .arg("--cache-dir")
+            .arg(dir)
+            .args(["--mcp-dir", "mcp", "mcp", "serve", "--profile"])
+            .arg(&profile)
+            .args(["--run-dir", "served-run"])
+            .env("TOOLHOST_EXT_DIR", dir.join("extensions"))
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env_remove("TOOLHOST_POLICY")
+            .env_remove("TOOLHOST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if approve_all {
+            command.arg("--approve-all");
+        }
+        let mut child = command.spawn().expect("start toolhost mcp serve");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut answer = |messages: &[Value]| -> Value {
+            send(&mut stdin, messages);
+            let mut line = String::new();
+            stdout.read_line(&mut line).expect("answer");
+            serde_json::from_str(&line).expect("json")
+        };
+        answer(&[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "1"}}}),
+        ]);
+        let listed = answer(&[
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        ]);
+        let names: Vec<&str> = listed["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|tool| tool["name"].as_str())
+            .collect();
+        assert!(names.contains(&"workspace_read_file"), "{names:?}");
+        assert_eq!(names.contains(&"dice_roll"), approve_all, "{names:?}");
+        if approve_all {
+            let called = answer(&[call(3, "dice_roll", json!({"formula": "d6"}))]);
+            assert_eq!(called["result"]["isError"], false, "{called}");
+            let journal =
+                std::fs::read_to_string(dir.join("served-run/events.jsonl")).expect("journal");
+            assert!(
+                journal.contains(r#""by":"mcp serve --approve-all""#),
+                "{journal}"
+            );
+        }
+        drop(stdin);
+        assert_eq!(exit_code(&mut child, Duration::from_secs(60)), Some(0));
+    }
+}

@@ -338,3 +338,53 @@ pub fn read_decision(
     }
     Ok(Some(file))
 }
+
+/// A call waiting for a decision, as the journal shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    pub seq: u64,
+    /// When it was asked for.
+    pub timestamp: String,
+    /// The `tool_call_approval_requested` payload: call, tool, arguments
+    /// summary, annotations, source, reason.
+    pub request: Value,
+    /// A decision file is written and the run has not read it yet.
+    pub decided: bool,
+}
+
+/// The calls of the run at `run_root` asking for approval and not decided
+/// in its journal, oldest first.
+pub fn pending(run_root: &Path) -> Result<Vec<PendingApproval>, DecisionError> {
+    let journal = toolhost_journal::RunLayout::new(run_root)
+        .journal()
+        .absolute;
+    let events = toolhost_journal::read_events(&journal)
+        .map_err(|error| DecisionError::Invalid(format!("the journal does not read: {error}")))?;
+    let key = |payload: &Value| {
+        (
+            payload["invocationId"].as_str().unwrap_or("").to_owned(),
+            payload["callId"].as_str().unwrap_or("").to_owned(),
+        )
+    };
+    let decided: std::collections::HashSet<(String, String)> = events
+        .iter()
+        .filter(|event| event.r#type == "tool_call_approval_decided")
+        .map(|event| key(&event.payload))
+        .collect();
+    let mut waiting = Vec::new();
+    for event in &events {
+        if event.r#type != "tool_call_approval_requested" || decided.contains(&key(&event.payload))
+        {
+            continue;
+        }
+        let call_id = event.payload["callId"].as_str().unwrap_or("");
+        waiting.push(PendingApproval {
+            seq: event.seq,
+            timestamp: event.timestamp.clone(),
+            request: event.payload.clone(),
+            decided: matches!(read_decision(run_root, call_id), Ok(Some(_))),
+        });
+    }
+    Ok(waiting)
+}

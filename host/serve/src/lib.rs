@@ -248,6 +248,8 @@ impl ServeState {
         runs::resume,
         runs::call,
         runs::file,
+        runs::approvals,
+        runs::decide,
     ),
     components(schemas(
         ApiError,
@@ -261,6 +263,11 @@ impl ServeState {
         runs::Cancelled,
         runs::CallRequest,
         runs::CallResponse,
+        runs::PendingCalls,
+        runs::PendingCall,
+        runs::DecisionRequest,
+        runs::DecisionChoice,
+        runs::Decided,
     )),
     modifiers(&BearerAuth)
 )]
@@ -300,6 +307,8 @@ pub fn router(state: Arc<ServeState>) -> Router {
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
         .route("/v1/runs/{id}/resume", post(runs::resume))
         .route("/v1/runs/{id}/calls", post(runs::call))
+        .route("/v1/runs/{id}/approvals", get(runs::approvals))
+        .route("/v1/runs/{id}/approvals/{call_id}", post(runs::decide))
         .route("/v1/runs/{id}/files/{*path}", get(runs::file))
         .route("/mcp/{profile}", any(mcp_http::endpoint))
         .fallback(|| async { ApiError::not_found("such route") })

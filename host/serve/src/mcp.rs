@@ -35,6 +35,7 @@ use toolhost_core::{
     Classified, ExitPolicy, Profile, SnapshotSources, ToolBinding, builtin, snapshot,
 };
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
+use toolhost_runtime::approval::Answer;
 use toolhost_runtime::{
     DirectCallError, DirectCaller, InvocationSession, Run, RunBindings, RunFailure, ToolHost,
 };
@@ -65,6 +66,17 @@ impl RunEnded {
     }
 }
 
+/// What an MCP server does with a tool whose calls need a person's
+/// approval: an MCP client has no one to ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeedingApproval {
+    /// Not served: left out of `tools/list`, a call of it is unknown.
+    LeftOut,
+    /// Served, every call approved (`mcp serve --approve-all`), journalled
+    /// as approved by that flag.
+    ApprovedByFlag,
+}
+
 /// The served profile; cheap to clone (rmcp clones handlers).
 #[derive(Clone)]
 pub struct McpTools {
@@ -73,6 +85,7 @@ pub struct McpTools {
 
 struct Inner {
     host: Arc<ToolHost>,
+    needing_approval: NeedingApproval,
     /// The policies the snapshot is compiled under, when not the host's
     /// (a tenant's).
     policies: Option<Arc<Policies>>,
@@ -107,6 +120,7 @@ impl McpTools {
         place: RunPlace,
         bindings: RunBindings,
         durability: Durability,
+        needing_approval: NeedingApproval,
     ) -> Result<Self, RunFailure> {
         let compiled = snapshot::compile(
             &profile,
@@ -120,11 +134,15 @@ impl McpTools {
             .iter()
             // Their effects only an agent loop applies.
             .filter(|binding| !builtin::of(&binding.descriptor.id).is_some_and(|b| b.control))
+            .filter(|binding| {
+                binding.approval.is_none() || needing_approval == NeedingApproval::ApprovedByFlag
+            })
             .cloned()
             .collect();
         Ok(Self {
             inner: Arc::new(Inner {
                 host,
+                needing_approval,
                 policies,
                 profile,
                 place,
@@ -199,6 +217,9 @@ impl Inner {
                 Run::create_under(dir, &self.profile, self.durability, &self.bindings)?
             }
         };
+        if self.needing_approval == NeedingApproval::ApprovedByFlag {
+            run.set_approver(Arc::new(Answer::allow("mcp serve --approve-all")));
+        }
         let session = run.start_invocation(
             &self.profile,
             sources(&self.host, self.policies.as_deref()),

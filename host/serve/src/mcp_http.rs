@@ -21,7 +21,7 @@ use tower_service::Service as _;
 
 use crate::ServeState;
 use crate::error::ApiError;
-use crate::mcp::{McpTools, RunPlace};
+use crate::mcp::{McpTools, NeedingApproval, RunPlace};
 use crate::runs::named_profile;
 use crate::tokens::Tenant;
 
@@ -95,6 +95,9 @@ pub(crate) async fn endpoint(
                             RunPlace::Under(runs_dir.clone()),
                             RunBindings::default(),
                             durability,
+                            // No one to ask over MCP: such tools are not
+                            // served here (the runs API and the UI decide).
+                            NeedingApproval::LeftOut,
                         )
                         .map_err(std::io::Error::other)
                     },

@@ -652,6 +652,8 @@ async fn the_openapi_document_describes_the_runs_api() {
         ("/v1/runs/{id}/resume", "post"),
         ("/v1/runs/{id}/calls", "post"),
         ("/v1/runs/{id}/files/{path}", "get"),
+        ("/v1/runs/{id}/approvals", "get"),
+        ("/v1/runs/{id}/approvals/{callId}", "post"),
     ] {
         assert!(
             document["paths"][path][method].is_object(),
@@ -899,4 +901,77 @@ async fn a_tenants_policy_decides_its_runs_snapshots_and_no_one_elses() {
         client().post(server.url(&format!("/v1/runs/{globex_run}/cancel"))),
     ))
     .await;
+}
+
+/// A run's call that needs approval waits for a person's decision through
+/// the API: it is listed to its tenant only, decided once, and the run
+/// goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waits_for_approval_through_the_api() {
+    let setup = Setup::start().await;
+    let policy = json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
+                        "requireApproval": ["workspace.commit"]});
+    std::fs::write(
+        TenantDirs::new(&setup.data(), "acme").policy(),
+        policy.to_string(),
+    )
+    .expect("policy");
+    let server = setup.serve(Limits::default()).await;
+    let id = start_run(
+        &server,
+        json!({"profile": "writer", "model": "demo", "chat": "chat"}),
+    )
+    .await;
+    let approvals = server.url(&format!("/v1/runs/{id}/approvals"));
+    let mut waiting = Value::Null;
+    for _ in 0..400 {
+        let (status, listed) = send(acme(client().get(&approvals))).await;
+        assert_eq!(status, 200, "{listed}");
+        if let Some(first) = listed["approvals"].as_array().and_then(|all| all.first()) {
+            waiting = first.clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(waiting["callId"], "c2", "{waiting}");
+    assert_eq!(waiting["toolId"], "builtin:workspace.commit");
+    assert_eq!(waiting["decided"], false);
+    assert_eq!(status(&server, &id).await["status"], "running");
+
+    // Another tenant sees no such run.
+    let (status_code, _) = send(globex(client().get(&approvals))).await;
+    assert_eq!(status_code, 404);
+    let decide = |call: &str| server.url(&format!("/v1/runs/{id}/approvals/{call}"));
+    let (status_code, _) =
+        send(globex(client().post(decide("c2"))).json(&json!({"decision": "approve"}))).await;
+    assert_eq!(status_code, 404);
+    let (status_code, refused) =
+        send(acme(client().post(decide("c2"))).json(&json!({"decision": "approve", "by": "me"})))
+            .await;
+    assert_eq!(status_code, 400, "{refused}");
+    let (status_code, _) =
+        send(acme(client().post(decide("nope"))).json(&json!({"decision": "approve"}))).await;
+    assert_eq!(status_code, 404);
+
+    let (status_code, decided) =
+        send(acme(client().post(decide("c2"))).json(&json!({"decision": "approve", "note": "go"})))
+            .await;
+    assert_eq!(status_code, 200, "{decided}");
+    assert_eq!(decided["decision"], "approve");
+    let ended = wait_for_status(&server, &id, "completed").await;
+    assert_eq!(
+        ended["summary"]["commits"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let (status_code, _) =
+        send(acme(client().post(decide("c2"))).json(&json!({"decision": "deny"}))).await;
+    assert_eq!(status_code, 404, "decided and read: nothing waits");
+    let journal = std::fs::read_to_string(
+        TenantDirs::new(&setup.data(), "acme")
+            .runs()
+            .join(&id)
+            .join("events.jsonl"),
+    )
+    .expect("journal");
+    assert!(journal.contains(r#""by":"tenant acme""#), "{journal}");
 }

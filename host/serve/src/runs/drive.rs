@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use toolhost_core::policy::Policies;
 use toolhost_journal::Observer;
 use toolhost_model::ModelSource;
+use toolhost_runtime::approval::DecisionFiles;
 use toolhost_runtime::{
     AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunCancel, SillyTavernChatHost,
     run_agent_loop,
@@ -56,6 +57,9 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         progress: watch::Sender::new(Progress::default()),
     });
     config.cancel = live.cancel.clone();
+    // A person decides through the API (or `toolhost approvals`): the call
+    // waits for the decision file, up to the default 10 minutes.
+    run.set_approver(Arc::new(DecisionFiles::default()));
     state.runs.enter(&mut slot, Arc::clone(&live));
     let parts = LoopParts {
         host: state.host(),

@@ -3,6 +3,7 @@
 //! requesting tenant's own runs directory, so another tenant's run is
 //! `404`, exactly like one that does not exist.
 
+mod approvals;
 mod calls;
 mod drive;
 mod events;
@@ -23,6 +24,8 @@ use serde_json::Value;
 use toolhost_journal::RunManifest;
 use toolhost_runtime::Run;
 
+pub(crate) use approvals::{__path_approvals, __path_decide, approvals, decide};
+pub use approvals::{Decided, DecisionChoice, DecisionRequest, PendingCall, PendingCalls};
 pub(crate) use calls::{__path_call, call};
 pub use calls::{CallRequest, CallResponse};
 pub(crate) use events::{__path_events, events};

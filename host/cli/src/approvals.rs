@@ -1,0 +1,212 @@
+//! Where a person decides a call that needs approval, from the CLI: a
+//! terminal that asks (`toolhost run` on one), a fixed answer
+//! (`--approvals deny|allow`, `call --approve`), decision files another
+//! process writes (`--approvals wait` and `toolhost approvals approve|deny`);
+//! see docs/policy.md, "Approvals".
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Subcommand, ValueEnum};
+use toolhost_runtime::Run;
+use toolhost_runtime::approval::{
+    self, Answer, ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, DecisionFile,
+    DecisionFiles, Verdict,
+};
+
+use crate::table;
+use crate::terminal;
+
+/// `toolhost run --approvals`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalsArg {
+    /// Deny every call that needs approval (the default off a terminal).
+    Deny,
+    /// Approve every call that needs approval.
+    Allow,
+    /// Wait for `toolhost approvals approve|deny RUN_DIR CALL_ID` (up to
+    /// --approval-timeout).
+    Wait,
+}
+
+/// The approver of a `toolhost run`: the flag's, else a terminal that asks
+/// when stdin and stderr are one, else deny.
+pub fn for_run(flag: Option<ApprovalsArg>, timeout: Duration) -> Arc<dyn Approver> {
+    match flag {
+        Some(ApprovalsArg::Deny) => Arc::new(Answer::deny("--approvals deny")),
+        Some(ApprovalsArg::Allow) => Arc::new(Answer::allow("--approvals allow")),
+        Some(ApprovalsArg::Wait) => Arc::new(DecisionFiles {
+            timeout,
+            ..DecisionFiles::default()
+        }),
+        None if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() => {
+            Arc::new(Terminal { timeout })
+        }
+        None => Arc::new(Answer::deny("no terminal to ask (--approvals deny)")),
+    }
+}
+
+/// Asks on the terminal: y (this call), a (this tool for the rest of the
+/// run), n or anything else (deny), with the arguments summary.
+#[derive(Debug)]
+struct Terminal {
+    timeout: Duration,
+}
+
+impl Approver for Terminal {
+    fn decide<'a>(&'a self, _: &'a Run, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        Box::pin(async move {
+            eprintln!(
+                "\napproval needed: {} ({}), call {}\n  arguments: {}\n  why: {}",
+                request.tool_id,
+                terminal::line(request.title.as_deref().unwrap_or("")),
+                terminal::line(&request.call_id),
+                terminal::line(&request.arguments_summary),
+                terminal::line(&request.reason),
+            );
+            eprint!("approve? [y]es / [n]o / [a]lways for this run: ");
+            let _ = std::io::stderr().flush();
+            let answer = tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                std::io::stdin().lock().read_line(&mut line).map(|_| line)
+            });
+            let by = "terminal".to_owned();
+            match tokio::time::timeout(self.timeout, answer).await {
+                Ok(Ok(Ok(line))) => match line.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => ApprovalDecision {
+                        verdict: Verdict::Approved,
+                        by,
+                        note: None,
+                    },
+                    "a" | "always" => ApprovalDecision {
+                        verdict: Verdict::ApprovedForRun,
+                        by,
+                        note: None,
+                    },
+                    _ => ApprovalDecision {
+                        verdict: Verdict::Denied,
+                        by,
+                        note: Some("the person at the terminal said no".into()),
+                    },
+                },
+                Ok(_) => ApprovalDecision {
+                    verdict: Verdict::Denied,
+                    by,
+                    note: Some("the terminal closed".into()),
+                },
+                Err(_) => ApprovalDecision {
+                    verdict: Verdict::TimedOut,
+                    by: "timeout".into(),
+                    note: Some(format!("no answer within {} s", self.timeout.as_secs())),
+                },
+            }
+        })
+    }
+}
+
+/// `toolhost approvals`.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The calls of a run waiting for a decision: call id, tool, arguments,
+    /// why.
+    List {
+        run_dir: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a waiting call (`--for-run`: and every later call of the
+    /// same tool in this run).
+    Approve {
+        run_dir: std::path::PathBuf,
+        call_id: String,
+        #[arg(long)]
+        for_run: bool,
+        /// What to tell the run.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Deny a waiting call; the model reads the note.
+    Deny {
+        run_dir: std::path::PathBuf,
+        call_id: String,
+        #[arg(long)]
+        note: Option<String>,
+    },
+}
+
+pub fn run(command: ApprovalsCommand) -> Result<ExitCode> {
+    match command {
+        ApprovalsCommand::List { run_dir, json } => list(&run_dir, json),
+        ApprovalsCommand::Approve {
+            run_dir,
+            call_id,
+            for_run,
+            note,
+        } => {
+            let verdict = if for_run {
+                Verdict::ApprovedForRun
+            } else {
+                Verdict::Approved
+            };
+            decide(&run_dir, &call_id, verdict, note.as_deref())
+        }
+        ApprovalsCommand::Deny {
+            run_dir,
+            call_id,
+            note,
+        } => decide(&run_dir, &call_id, Verdict::Denied, note.as_deref()),
+    }
+}
+
+fn list(run_dir: &Path, json: bool) -> Result<ExitCode> {
+    let pending = approval::pending(run_dir)
+        .with_context(|| format!("reading the run {}", run_dir.display()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&pending)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let text = |value: &serde_json::Value, key: &str| {
+        terminal::line(value[key].as_str().unwrap_or_default()).into_owned()
+    };
+    let rows: Vec<[String; 5]> = pending
+        .iter()
+        .map(|waiting| {
+            [
+                text(&waiting.request, "callId"),
+                text(&waiting.request, "toolId"),
+                text(&waiting.request, "argumentsSummary"),
+                text(&waiting.request, "reason"),
+                if waiting.decided {
+                    "decided"
+                } else {
+                    "waiting"
+                }
+                .into(),
+            ]
+        })
+        .collect();
+    table::print(["CALL", "TOOL", "ARGUMENTS", "WHY", "STATE"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn decide(run_dir: &Path, call_id: &str, verdict: Verdict, note: Option<&str>) -> Result<ExitCode> {
+    let pending = approval::pending(run_dir)
+        .with_context(|| format!("reading the run {}", run_dir.display()))?;
+    if !pending
+        .iter()
+        .any(|waiting| waiting.request["callId"] == call_id)
+    {
+        bail!(
+            "approval.not_pending: no call `{call_id}` of {} waits for a decision (`toolhost approvals list` shows those that do)",
+            run_dir.display()
+        );
+    }
+    let by = std::env::var("USER").unwrap_or_else(|_| "toolhost approvals".into());
+    approval::write_decision(run_dir, &DecisionFile::new(call_id, verdict, &by, note))?;
+    eprintln!("{}: {}", call_id, verdict.as_str());
+    Ok(ExitCode::SUCCESS)
+}
