@@ -113,12 +113,7 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
 pub fn warm(host: &Arc<ToolHost>) {
     let host = Arc::clone(host);
     tokio::spawn(async move {
-        let ids: Vec<_> = host
-            .catalog()
-            .iter()
-            .filter(|descriptor| descriptor.id.is_builtin())
-            .map(|descriptor| descriptor.id.clone())
-            .collect();
+        let ids = host.builtin_ids();
         for (id, outcome) in host.preload(&ids, &|_| {}).await {
             if let Err(error) = outcome {
                 tracing::warn!(tool = %id, "builtin does not load: {error}");

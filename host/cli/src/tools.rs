@@ -14,12 +14,7 @@ use crate::table;
 /// Load every builtin at once and print where each came from; `false` when
 /// one failed (its error is printed).
 pub async fn load(host: &ToolHost) -> Result<bool> {
-    let ids: Vec<_> = host
-        .catalog()
-        .iter()
-        .filter(|descriptor| descriptor.id.is_builtin())
-        .map(|descriptor| descriptor.id.clone())
-        .collect();
+    let ids = host.builtin_ids();
     let progress = Progress::new();
     let observe = |event: LoadEvent<'_>| progress.observe(event);
     let started = Instant::now();

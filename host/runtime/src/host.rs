@@ -464,6 +464,16 @@ impl ToolHost {
         }
     }
 
+    /// Every builtin of the catalog, in catalog order (what `preload`
+    /// takes to load them all).
+    pub fn builtin_ids(&self) -> Vec<ToolId> {
+        self.catalog
+            .iter()
+            .filter(|descriptor| descriptor.id.is_builtin())
+            .map(|descriptor| descriptor.id.clone())
+            .collect()
+    }
+
     /// Whether a builtin's component is loaded already (MCP tools and
     /// extensions, loaded with the host, count as loaded).
     pub fn is_loaded(&self, id: &ToolId) -> bool {
