@@ -104,6 +104,10 @@ enum Command {
         /// Direct calls (POST /v1/runs/{id}/calls) in flight at once.
         #[arg(long, default_value_t = toolhost_serve::Limits::default().calls_in_flight)]
         max_calls: usize,
+        /// Seconds a served run's call waits for a person's approval
+        /// (POST /v1/runs/{id}/approvals/{callId}) before it is denied.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+        approval_timeout: u64,
         /// When journal events and audit files reach the disk.
         #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
         durability: DurabilityArg,
@@ -624,6 +628,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             max_runs,
             max_runs_per_tenant,
             max_calls,
+            approval_timeout,
             durability,
             no_resume,
             tls_cert,
@@ -647,6 +652,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     runs_total: max_runs,
                     runs_per_tenant: max_runs_per_tenant,
                     calls_in_flight: max_calls,
+                    approval_timeout: std::time::Duration::from_secs(approval_timeout),
                     ..toolhost_serve::Limits::default()
                 },
                 durability: durability.into(),

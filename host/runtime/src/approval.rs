@@ -354,36 +354,56 @@ pub struct PendingApproval {
 }
 
 /// The calls of the run at `run_root` asking for approval and not decided
-/// in its journal, oldest first.
+/// in its journal, oldest first. The journal may be growing: only whole
+/// lines are read, and only the approval events are kept in memory.
 pub fn pending(run_root: &Path) -> Result<Vec<PendingApproval>, DecisionError> {
+    use std::io::BufRead as _;
+
     let journal = toolhost_journal::RunLayout::new(run_root)
         .journal()
         .absolute;
-    let events = toolhost_journal::read_events(&journal)
-        .map_err(|error| DecisionError::Invalid(format!("the journal does not read: {error}")))?;
+    let mut reader = std::io::BufReader::new(std::fs::File::open(&journal)?);
     let key = |payload: &Value| {
         (
             payload["invocationId"].as_str().unwrap_or("").to_owned(),
             payload["callId"].as_str().unwrap_or("").to_owned(),
         )
     };
-    let decided: std::collections::HashSet<(String, String)> = events
-        .iter()
-        .filter(|event| event.r#type == "tool_call_approval_decided")
-        .map(|event| key(&event.payload))
-        .collect();
-    let mut waiting = Vec::new();
-    for event in &events {
-        if event.r#type != "tool_call_approval_requested" || decided.contains(&key(&event.payload))
-        {
+    let mut requested = Vec::new();
+    let mut decided = std::collections::HashSet::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 || line.last() != Some(&b'\n') {
+            // The end, or a line still being written.
+            break;
+        }
+        if memchr::memmem::find(&line, b"\"tool_call_approval_").is_none() {
             continue;
         }
-        let call_id = event.payload["callId"].as_str().unwrap_or("");
+        let Ok(event) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        match event["type"].as_str() {
+            Some("tool_call_approval_requested") => requested.push(event),
+            Some("tool_call_approval_decided") => {
+                decided.insert(key(&event["payload"]));
+            }
+            _ => {}
+        }
+    }
+    let mut waiting = Vec::new();
+    for event in requested {
+        let payload = &event["payload"];
+        if decided.contains(&key(payload)) {
+            continue;
+        }
+        let call_id = payload["callId"].as_str().unwrap_or("");
         waiting.push(PendingApproval {
-            seq: event.seq,
-            timestamp: event.timestamp.clone(),
-            request: event.payload.clone(),
+            seq: event["seq"].as_u64().unwrap_or(0),
+            timestamp: event["timestamp"].as_str().unwrap_or("").to_owned(),
             decided: matches!(read_decision(run_root, call_id), Ok(Some(_))),
+            request: payload.clone(),
         });
     }
     Ok(waiting)

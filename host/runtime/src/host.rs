@@ -118,6 +118,14 @@ pub trait ToolExecutor {
         entropy: CallEntropy,
         inputs: InvocationInputs,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send;
+
+    /// Why `tool`'s source asks for a person's approval now although the
+    /// snapshot did not (an MCP registration switched to `ask` since it
+    /// was compiled). The call-time recheck can only tighten a frozen
+    /// decision, never loosen it.
+    fn approval_required_now(&self, _tool: &ToolId) -> Option<String> {
+        None
+    }
 }
 
 /// Where a catalog entry's code comes from.
@@ -791,6 +799,27 @@ impl ToolHost {
 }
 
 impl ToolExecutor for ToolHost {
+    fn approval_required_now(&self, tool: &ToolId) -> Option<String> {
+        let Some(Entry::Mcp {
+            dir, registration, ..
+        }) = self.entries.get(tool)
+        else {
+            return None;
+        };
+        // A registry that does not read now is refused by the call itself.
+        let registry = McpRegistry::load(dir).ok()?;
+        let current = registry
+            .registrations()
+            .iter()
+            .find(|r| r.id == *registration)?;
+        (current.permission(tool.native_name()) == Permission::Ask).then(|| {
+            format!(
+                "the MCP registration `{}` asks now (permission Ask)",
+                current.display_name
+            )
+        })
+    }
+
     fn execute(
         &self,
         invocation: &ToolInvocation,

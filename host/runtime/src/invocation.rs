@@ -312,7 +312,12 @@ impl InvocationSession {
                 let binding = snapshot
                     .binding(&tool_id)
                     .ok_or_else(|| RunFailure::State(format!("`{tool_id}` lost its binding")))?;
-                if let Some(reason) = &binding.approval
+                // The frozen decision, tightened by the source as it is now.
+                let approval = binding
+                    .approval
+                    .clone()
+                    .or_else(|| executor.approval_required_now(&tool_id));
+                if let Some(reason) = &approval
                     && let Some(denied) = self
                         .seek_approval(&invocation, binding, reason, round)
                         .await?

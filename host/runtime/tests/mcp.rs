@@ -381,3 +381,116 @@ async fn a_cache_listing_a_tool_twice_leaves_that_tool_out_not_the_host() {
             .any(|o| o.code == "mcp.catalog_conflict")
     );
 }
+
+/// An MCP tool whose registration says `ask` needs a person's approval:
+/// frozen into the snapshot when it said so then, and required at the call
+/// when it was switched to `ask` afterwards (the call-time recheck only
+/// tightens). With no approver the call is denied and never sent.
+#[tokio::test]
+async fn an_ask_tool_waits_for_approval_even_when_switched_after_the_snapshot() {
+    let Some(server) = server_script() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(dir.path(), &server).await;
+    let id = registry.registrations()[0].id;
+    let replies = json!([
+        {"toolCalls": [call("m1", "mcp__everything__echo", json!({"message": "may I"}))]},
+        {"toolCalls": [write("w", REPLY), commit("c"), finish("f")]}
+    ]);
+    let run_under = |host: ToolHost, fixture: &Fixture| {
+        let bindings = RunBindings {
+            chat: Some(fixture.chat.clone()),
+            ..RunBindings::default()
+        };
+        let run = Run::create_with(
+            &fixture.run_dir,
+            &mcp_profile(id),
+            Durability::Batched,
+            &bindings,
+        )
+        .expect("run");
+        let parts = LoopParts {
+            host: Arc::new(host),
+            models: Arc::new(SameModel(Arc::new(script(replies.clone())))),
+            chat: Arc::new(SillyTavernChatHost::new(Arc::clone(
+                run.chat().expect("chat"),
+            ))),
+            agents: AgentDirectory::default(),
+            policies: None,
+        };
+        async move { run_agent_loop(&run, parts, &config()).await }
+    };
+    let decided = |fixture: &Fixture| -> Value {
+        fixture
+            .events()
+            .into_iter()
+            .find(|event| {
+                event.r#type == "tool_call_approval_decided" && event.payload["callId"] == "m1"
+            })
+            .map(|event| event.payload)
+            .expect("a decision on m1")
+    };
+
+    // Allowed when the snapshot was compiled, `ask` by the time of the call.
+    let switched = Fixture::new();
+    let host = ToolHost::with_builtins(ToolHostConfig::default())
+        .expect("builtins")
+        .with_mcp(&registry)
+        .expect("mcp tools");
+    McpRegistry::load(dir.path())
+        .expect("registry")
+        .grant("everything", "echo", toolhost_mcp::Permission::Ask)
+        .expect("ask");
+    run_under(host, &switched).await;
+    let requested = switched
+        .events()
+        .into_iter()
+        .find(|event| event.r#type == "tool_call_approval_requested")
+        .expect("asked")
+        .payload;
+    assert!(
+        requested["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("asks now")),
+        "{requested}"
+    );
+    assert_eq!(decided(&switched)["decision"], "denied");
+    assert_eq!(
+        switched.tool_result("m1")["errorCode"],
+        "agent.tool_denied_by_user"
+    );
+
+    // `ask` already when the snapshot was compiled: frozen into it.
+    let frozen = Fixture::new();
+    let registry = McpRegistry::load(dir.path()).expect("registry");
+    let host = ToolHost::with_builtins(ToolHostConfig::default())
+        .expect("builtins")
+        .with_mcp(&registry)
+        .expect("mcp tools");
+    run_under(host, &frozen).await;
+    let snapshot: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            frozen
+                .run_dir
+                .join("input/invocations/inv_root/tool_snapshot.json"),
+        )
+        .expect("snapshot"),
+    )
+    .expect("json");
+    let echo = snapshot["decisions"]
+        .as_array()
+        .and_then(|all| {
+            all.iter()
+                .find(|d| d["toolId"].as_str().is_some_and(|id| id.ends_with(":echo")))
+        })
+        .cloned()
+        .expect("echo decided");
+    assert_eq!(echo["approvalRequired"], true, "{echo}");
+    assert!(
+        echo["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("permission Ask"))
+    );
+    assert_eq!(decided(&frozen)["decision"], "denied");
+}

@@ -58,8 +58,11 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
     });
     config.cancel = live.cancel.clone();
     // A person decides through the API (or `toolhost approvals`): the call
-    // waits for the decision file, up to the default 10 minutes.
-    run.set_approver(Arc::new(DecisionFiles::default()));
+    // waits for the decision file, up to `--approval-timeout`.
+    run.set_approver(Arc::new(DecisionFiles {
+        timeout: state.runs.limits.approval_timeout,
+        ..DecisionFiles::default()
+    }));
     state.runs.enter(&mut slot, Arc::clone(&live));
     let parts = LoopParts {
         host: state.host(),

@@ -24,6 +24,9 @@ pub struct Limits {
     pub calls_in_flight: usize,
     /// What `Retry-After` says, in seconds.
     pub retry_after_secs: u64,
+    /// How long a served run's call waits for a person's approval before
+    /// it is denied.
+    pub approval_timeout: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -33,6 +36,7 @@ impl Default for Limits {
             runs_per_tenant: 128,
             calls_in_flight: 64,
             retry_after_secs: 2,
+            approval_timeout: toolhost_runtime::approval::DEFAULT_TIMEOUT,
         }
     }
 }
@@ -206,6 +210,7 @@ mod tests {
             runs_per_tenant: 1,
             calls_in_flight: 1,
             retry_after_secs: 3,
+            ..Limits::default()
         });
         let chat = Path::new("/c/chat.jsonl");
         let first = registry.reserve("acme", Some(chat)).expect("first");
