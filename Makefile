@@ -10,8 +10,9 @@ GUEST_TARGET := wasm32-wasip2
 ## Install what the build needs: the wasm target the guest tools compile to,
 ## the third-party MCP peers the tests talk to: server-everything from npm
 ## (when node is installed) and the official Python client from PyPI (when
-## python3 is), and componentize-py for the Python example extension, all
-## pinned, into git-ignored folders.
+## python3 is), componentize-py for the Python example extension and
+## Selenium for the browser test, all pinned, into git-ignored folders; and
+## Debian's chromium and chromium-driver with apt (as root, where apt is).
 setup:
 	@$(RUSTUP) target list --installed | grep -qx $(GUEST_TARGET) \
 		|| $(RUSTUP) target add $(GUEST_TARGET)
@@ -23,9 +24,19 @@ setup:
 	@if command -v python3 >/dev/null 2>&1; then \
 		test -x .venv/bin/python || python3 -m venv .venv; \
 		.venv/bin/pip install --quiet --disable-pip-version-check -r tests/peers/python/requirements.txt \
-			-r examples/extensions/word-count-py/requirements.txt; \
+			-r examples/extensions/word-count-py/requirements.txt -r tests/ui/requirements.txt; \
 	else \
 		echo "note: python3 not found; the MCP client test of toolhost mcp serve and the Python extension test will be skipped"; \
+	fi
+
+	@if test -x /usr/bin/chromium && test -x /usr/bin/chromedriver; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+			|| { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; } \
+			|| echo "note: chromium could not be installed; the browser test of the web UI will be skipped"; \
+	else \
+		echo "note: chromium and chromium-driver are not installed (apt-get install chromium chromium-driver); the browser test of the web UI will be skipped"; \
 	fi
 
 ## Build the host, the CLI and (through build scripts) every guest component.

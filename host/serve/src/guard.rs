@@ -32,7 +32,35 @@ pub(crate) async fn guard(
     }
 }
 
+/// The web UI's files: this server's `Host` and `Origin`, no token (the
+/// pages hold no data; the script sends the token with each API request).
+pub(crate) async fn site_guard(
+    State(state): State<Arc<ServeState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match own_site(&state, &request) {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
+    }
+}
+
 fn admit(state: &ServeState, request: &Request) -> Result<Tenant, ApiError> {
+    own_site(state, request)?;
+    let headers = request.headers();
+    match &*state.access() {
+        TenantAccess::Local => Ok(Tenant(LOCAL_TENANT.to_owned())),
+        TenantAccess::Tokens(tokens) => headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .and_then(|token| tokens.tenant_of(token.trim()))
+            .ok_or_else(ApiError::unauthorized),
+    }
+}
+
+/// `Host` names this server, and an `Origin`, when sent, is its own.
+fn own_site(state: &ServeState, request: &Request) -> Result<(), ApiError> {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)
@@ -63,13 +91,5 @@ fn admit(state: &ServeState, request: &Request) -> Result<Tenant, ApiError> {
             ));
         }
     }
-    match &*state.access() {
-        TenantAccess::Local => Ok(Tenant(LOCAL_TENANT.to_owned())),
-        TenantAccess::Tokens(tokens) => headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .and_then(|token| tokens.tenant_of(token.trim()))
-            .ok_or_else(ApiError::unauthorized),
-    }
+    Ok(())
 }

@@ -22,6 +22,7 @@ pub mod tenant;
 pub mod tls;
 pub mod tokens;
 mod tools;
+mod ui;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -296,9 +297,18 @@ async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
     axum::Json(ApiDoc::openapi())
 }
 
-/// The API: every route behind the guard, unknown ones answered as JSON.
+/// The API: every route behind the guard, unknown ones answered as JSON;
+/// and the web UI's three files behind the site guard (no token).
 pub fn router(state: Arc<ServeState>) -> Router {
-    Router::new()
+    let site = Router::new()
+        .route("/", get(ui::index))
+        .route("/ui/app.js", get(ui::script))
+        .route("/ui/app.css", get(ui::style))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            guard::site_guard,
+        ));
+    let api = Router::new()
         .route("/v1/tools", get(tools::list))
         .route("/v1/openapi.json", get(openapi_json))
         .route("/v1/runs", post(runs::start).get(runs::list))
@@ -323,8 +333,8 @@ pub fn router(state: Arc<ServeState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             guard::guard,
-        ))
-        .with_state(state)
+        ));
+    site.merge(api).with_state(state)
 }
 
 /// Serve `router` on `listener` (over TLS when configured) until

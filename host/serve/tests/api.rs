@@ -317,3 +317,65 @@ async fn https_with_the_given_certificate_and_its_own_origins_only() {
         .await;
     assert!(plain.is_err(), "{plain:?}");
 }
+
+/// The web UI's files: served without a token (they hold no data) but only
+/// to this server's own `Host` and `Origin`, each with a strict
+/// Content-Security-Policy; the API behind them still wants the token.
+#[tokio::test]
+async fn the_web_ui_is_served_with_its_policy_and_without_a_token() {
+    let (server, _dir) = start(true).await;
+    for (path, kind) in [
+        ("/", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/app.css", "text/css"),
+    ] {
+        let response = client()
+            .get(format!("http://{}{path}", server.address))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(header("content-type").starts_with(kind), "{path}");
+        assert!(
+            header("content-security-policy").starts_with("default-src 'self'"),
+            "{path}"
+        );
+        assert_eq!(header("x-content-type-options"), "nosniff");
+        assert!(header("set-cookie").is_empty(), "no cookies");
+        let body = response.text().await.expect("body");
+        if path == "/" {
+            // No inline script: the CSP would refuse it anyway.
+            assert!(body.contains(r#"<script src="/ui/app.js" defer></script>"#));
+            assert_eq!(body.matches("<script").count(), 1);
+        }
+        if path == "/ui/app.js" {
+            // Data goes into the page as text only.
+            assert!(!body.contains("innerHTML") && !body.contains("insertAdjacentHTML"));
+        }
+    }
+    let page = format!("http://{}/", server.address);
+    assert_eq!(
+        refusal(client().get(&page).header("origin", "https://evil.example")).await,
+        (403, "serve.origin_refused".to_owned())
+    );
+    let port = server.address.port();
+    assert_eq!(
+        refusal(
+            client()
+                .get(&page)
+                .header("host", format!("evil.example:{port}"))
+        )
+        .await,
+        (421, "serve.host_refused".to_owned())
+    );
+    let (status, _) = send(client().get(format!("http://{}/v1/runs", server.address))).await;
+    assert_eq!(status, 401, "the API still wants the token");
+}

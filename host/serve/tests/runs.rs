@@ -498,6 +498,7 @@ async fn limits_answer_429_a_busy_chat_409_and_a_run_in_its_loop_takes_no_call()
         runs_per_tenant: 2,
         calls_in_flight: 4,
         retry_after_secs: 7,
+        ..Limits::default()
     };
     let server = setup.serve(limits).await;
     let body = |chat: &str| json!({"profile": "writer", "model": "silent", "chat": chat});

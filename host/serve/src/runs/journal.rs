@@ -91,6 +91,12 @@ pub struct JournalState {
     pub ended_by: Option<String>,
     /// `chat_commit_completed` events.
     pub commits: usize,
+    /// Model requests, over all invocations.
+    pub rounds: usize,
+    /// Tool calls with a journalled end (`tool_call_completed` or `_failed`).
+    pub tool_calls: usize,
+    /// Calls asking for approval minus those decided.
+    pub pending_approvals: usize,
 }
 
 /// Read the whole journal for its state.
@@ -106,8 +112,17 @@ pub fn state(path: &Path) -> std::io::Result<JournalState> {
             state.last_seq = line.seq;
             if TERMINAL_EVENTS.contains(&line.event_type.as_str()) {
                 state.ended_by = Some(line.event_type.clone());
-            } else if line.event_type == "chat_commit_completed" {
-                state.commits += 1;
+            } else {
+                match line.event_type.as_str() {
+                    "chat_commit_completed" => state.commits += 1,
+                    "model_request_created" => state.rounds += 1,
+                    "tool_call_completed" | "tool_call_failed" => state.tool_calls += 1,
+                    "tool_call_approval_requested" => state.pending_approvals += 1,
+                    "tool_call_approval_decided" => {
+                        state.pending_approvals = state.pending_approvals.saturating_sub(1)
+                    }
+                    _ => {}
+                }
             }
         }
         offset = read.offset;

@@ -57,6 +57,12 @@ pub struct RunView {
     pub last_seq: u64,
     /// Commits that reached the chat.
     pub commits: usize,
+    /// Model requests so far, over all the run's invocations.
+    pub rounds: usize,
+    /// Tool calls ended so far.
+    pub tool_calls: usize,
+    /// Calls waiting for a person's approval (`GET …/approvals`).
+    pub pending_approvals: usize,
     /// How the loop ended (`LoopSummary`): once it ended on this server.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
@@ -143,6 +149,9 @@ fn view(state: &ServeState, tenant: &str, id: &str, root: &Path) -> std::io::Res
         created_at: manifest.created_at,
         last_seq: journal.last_seq,
         commits: journal.commits,
+        rounds: journal.rounds,
+        tool_calls: journal.tool_calls,
+        pending_approvals: journal.pending_approvals,
         summary,
     })
 }

@@ -1,0 +1,149 @@
+//! The web UI of `toolhost serve` in a real browser: a real server (no
+//! tokens, loopback) and `tests/ui/timeline.py`, which drives Debian's
+//! chromium through chromium-driver with Selenium (installed by `make
+//! setup`; nothing is downloaded at run time). Skipped, loudly, only where
+//! the browser or Selenium is not installed.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const DRIVER: &str = "/usr/bin/chromedriver";
+
+/// What the test needs, or why it is skipped.
+fn browser() -> Option<PathBuf> {
+    let python = repo(".venv/bin/python");
+    let selenium = python.exists()
+        && Command::new(&python)
+            .args(["-c", "import selenium"])
+            .status()
+            .is_ok_and(|status| status.success());
+    for (present, what) in [
+        (Path::new(CHROMIUM).exists(), CHROMIUM),
+        (Path::new(DRIVER).exists(), DRIVER),
+        (selenium, "selenium in .venv"),
+    ] {
+        if !present {
+            eprintln!(
+                "SKIPPED: {what} is not installed (`make setup` installs it where apt is available)"
+            );
+            return None;
+        }
+    }
+    Some(python)
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"id": id, "name": name, "arguments": arguments})
+}
+
+#[test]
+fn the_timeline_and_approvals_in_a_real_browser() {
+    let Some(python) = browser() else {
+        return;
+    };
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
+    let tenant = dir.join("data/tenants/local");
+    for sub in ["chats", "profiles"] {
+        std::fs::create_dir_all(tenant.join(sub)).expect("dirs");
+    }
+    for chat in ["chat-1", "chat-2"] {
+        std::fs::copy(
+            repo("tests/fixtures/chats/long_character_chat.jsonl"),
+            tenant.join(format!("chats/{chat}.jsonl")),
+        )
+        .expect("chat");
+    }
+    std::fs::write(
+        tenant.join("profiles/writer.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
+               "tools": {"allow": ["workspace.write_file", "workspace.read_file",
+                                   "workspace.commit", "workspace.finish"], "maxRounds": 6}})
+        .to_string(),
+    )
+    .expect("profile");
+    std::fs::write(
+        tenant.join("policy.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
+               "requireApproval": ["workspace.commit"]})
+        .to_string(),
+    )
+    .expect("policy");
+    let hostile = "Before <script>window.pwned=1;document.title='pwned'</script>\
+                   <img src=x onerror=\"window.pwned=2\"> after.";
+    std::fs::write(
+        dir.join("script.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
+            {"toolCalls": [call("w", "workspace_write_file",
+                                json!({"path": "output/main.md", "content": hostile}))]},
+            {"toolCalls": [call("r", "workspace_read_file", json!({"path": "output/main.md"})),
+                           call("c", "workspace_commit", json!({}))]},
+            {"toolCalls": [call("f", "workspace_finish", json!({"reason": "done"}))]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    std::fs::write(
+        dir.join("models.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.models",
+               "models": {"script": {"kind": "script", "path": "script.json"}}})
+        .to_string(),
+    )
+    .expect("models");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("free port")
+        .port();
+    let _server = Server(
+        Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(dir)
+            .arg("--cache-dir")
+            .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-cache"))
+            .args(["--mcp-dir", "mcp", "--ext-dir", "extensions"])
+            .arg("serve")
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--models", "models.json", "--data-dir", "data"])
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env_remove("TOOLHOST_POLICY")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("toolhost serve"),
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    let output = Command::new(python)
+        .arg(repo("tests/ui/timeline.py"))
+        .args(["--base", &base, "--chromium", CHROMIUM, "--driver", DRIVER])
+        .arg("--screenshots")
+        .arg(&screenshots)
+        .output()
+        .expect("run the browser test");
+    assert!(
+        output.status.success(),
+        "the browser test failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for shot in ["runs.png", "timeline.png"] {
+        assert!(screenshots.join(shot).is_file(), "{shot}");
+    }
+}

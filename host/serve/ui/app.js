@@ -1,0 +1,321 @@
+// toolhost's run timeline and approvals. Everything a run, a model or a
+// tool wrote is shown as text (textContent), never parsed as HTML; the
+// bearer token travels in a header on every request, never in a URL, and
+// nothing is kept in a cookie.
+"use strict";
+
+const state = { token: "", run: null, stream: null, timers: [], lanes: new Map(), results: new Map() };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else if (key === "onclick") node.addEventListener("click", value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  return node;
+}
+
+function say(text) {
+  document.getElementById("status").textContent = text;
+}
+
+function headers(extra) {
+  const all = Object.assign({ Accept: "application/json" }, extra || {});
+  if (state.token) all.Authorization = "Bearer " + state.token;
+  return all;
+}
+
+async function api(path, options) {
+  const response = await fetch(path, Object.assign({}, options, { headers: headers(options && options.headers) }));
+  const text = await response.text();
+  let body = null;
+  try { body = text ? JSON.parse(text) : null; } catch (_) { body = text; }
+  if (!response.ok) {
+    const message = body && body.message ? body.code + ": " + body.message : response.status + " " + response.statusText;
+    throw new Error(message);
+  }
+  return body;
+}
+
+function age(iso) {
+  const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  if (seconds < 120) return seconds + " s";
+  if (seconds < 7200) return Math.round(seconds / 60) + " min";
+  return Math.round(seconds / 3600) + " h";
+}
+
+function stopTimers() {
+  state.timers.forEach(clearInterval);
+  state.timers = [];
+  if (state.stream) state.stream.abort();
+  state.stream = null;
+}
+
+// ---- The runs ----
+
+async function loadRuns() {
+  try {
+    const list = await api("/v1/runs");
+    const body = document.querySelector("#runs tbody");
+    // Drawn again every 2 s: a keyboard user's focus stays on its run.
+    const focused = document.activeElement && document.activeElement.closest("#runs tr");
+    const focusedRun = focused ? focused.dataset.run : null;
+    body.replaceChildren(...list.runs.map((run) => {
+      return el("tr", { "data-run": run.id },
+        el("td", {}, el("button", { type: "button", class: "open-run", onclick: () => openRun(run.id) }, run.id)),
+        el("td", { class: "status-" + run.status }, run.status),
+        el("td", {}, run.profile),
+        el("td", {}, age(run.createdAt)),
+        el("td", {}, String(run.rounds)),
+        el("td", {}, String(run.toolCalls)),
+        el("td", {}, String(run.commits)),
+        el("td", {}, run.pendingApprovals ? String(run.pendingApprovals) : ""));
+    }));
+    if (focusedRun) {
+      const again = [...body.querySelectorAll("tr")].find((row) => row.dataset.run === focusedRun);
+      if (again) again.querySelector("button").focus();
+    }
+    say(list.runs.length + " run(s)");
+  } catch (error) {
+    say("runs: " + error.message);
+  }
+}
+
+function showRuns() {
+  stopTimers();
+  state.run = null;
+  document.getElementById("run-view").hidden = true;
+  document.getElementById("runs-view").hidden = false;
+  loadRuns();
+  state.timers.push(setInterval(loadRuns, 2000));
+}
+
+// ---- One run ----
+
+function lane(invocation) {
+  let entry = state.lanes.get(invocation);
+  if (!entry) {
+    const list = el("div", { class: "entries" });
+    const box = el("section", { class: "lane", id: "lane-" + invocation, tabindex: "-1", "aria-label": "invocation " + invocation },
+      el("h4", {}, invocation), list);
+    document.getElementById("lanes").append(box);
+    entry = { box, list };
+    state.lanes.set(invocation, entry);
+  }
+  return entry;
+}
+
+function showDetail(title, text) {
+  document.getElementById("detail-title").textContent = title;
+  document.getElementById("detail").textContent = text;
+  const box = document.getElementById("detail-box");
+  box.hidden = false;
+  document.getElementById("detail-close").focus();
+}
+
+async function showFile(title, path, pick) {
+  try {
+    const response = await fetch("/v1/runs/" + encodeURIComponent(state.run) + "/files/" + path.split("/").map(encodeURIComponent).join("/"), { headers: headers() });
+    const text = await response.text();
+    if (!response.ok) throw new Error(response.status + " " + text);
+    showDetail(title, pick ? pick(text) : text);
+  } catch (error) {
+    say(title + ": " + error.message);
+  }
+}
+
+function modelRead(text) {
+  // What the model read: the stored result's content.
+  try { return JSON.parse(text).result.content; } catch (_) { return text; }
+}
+
+function entry(invocation, className, ...parts) {
+  const item = el("div", { class: "entry " + className }, ...parts);
+  lane(invocation).list.append(item);
+  return item;
+}
+
+function render(event) {
+  const p = event.payload || {};
+  const invocation = (p.eventScope && p.eventScope.invocationId) || p.invocationId || "run";
+  switch (event.type) {
+    case "run_started":
+      entry(invocation, "", "Run started, profile " + (p.profileId || ""));
+      break;
+    case "model_request_created":
+      entry(invocation, "round", "Round " + p.round);
+      break;
+    case "model_completed":
+      entry(invocation, "", "Model replied: " + p.toolCallCount + " tool call(s)" + (p.hasAssistantText ? ", " + p.assistantTextChars + " characters of text" : "") + " ",
+        el("button", { type: "button", onclick: () => showFile("Model reply, round " + p.round, p.modelResponsePath) }, "Reply"));
+      break;
+    case "tool_call_requested":
+      entry(invocation, "", "→ " + p.name + " (" + p.callId + ") ",
+        el("button", { type: "button", onclick: () => showFile("Arguments of " + p.callId, p.argumentsRef) }, "Arguments"));
+      break;
+    case "tool_call_approval_requested":
+      entry(invocation, "approval", "Waits for approval: " + p.name + ", " + p.reason);
+      break;
+    case "tool_call_approval_decided":
+      entry(invocation, p.decision.startsWith("approved") ? "approval" : "approval error", "Approval " + p.decision + " by " + p.by + (p.note ? ": " + p.note : ""));
+      break;
+    case "tool_result_stored":
+      state.results.set(p.callId, p.path);
+      break;
+    case "tool_call_completed":
+    case "tool_call_failed": {
+      // A tool's error the model reads is `tool_call_failed` at warn
+      // level; at error level the call ended the run.
+      const endsRun = event.type === "tool_call_failed" && event.level === "error";
+      const failed = event.type === "tool_call_failed" || p.isError;
+      const path = state.results.get(p.callId);
+      const buttons = path ? [
+        el("button", { type: "button", onclick: () => showFile("What the model read from " + p.callId, path, modelRead) }, "Result text"),
+        " ",
+        el("button", { type: "button", onclick: () => showFile("Audit record of " + p.callId, path) }, "Audit JSON"),
+      ] : [];
+      const code = p.code || p.errorCode || "";
+      const head = endsRun ? "✗ " + p.name + " failed the run: " + code + " " + (p.message || "")
+        : failed ? "✗ " + p.name + ": " + code + " " + (p.message || "")
+        : "✓ " + p.name;
+      entry(invocation, failed ? "error" : "", head + " ", ...buttons);
+      break;
+    }
+    case "agent_delegate_started": {
+      const child = p.childInvocationId;
+      lane(child);
+      entry(invocation, "", "Delegated task " + p.taskId + " to " + p.targetProfileId + " ",
+        el("button", { type: "button", onclick: () => lane(child).box.focus() }, "Go to " + child));
+      break;
+    }
+    case "agent_await_completed":
+      entry(invocation, "", "Awaited delegated tasks");
+      break;
+    case "agent_handoff_accepted":
+      entry(invocation, "", "Handed the run off to " + (p.targetProfileId || p.toInvocationId || ""));
+      break;
+    case "chat_commit_completed":
+      entry(invocation, "commit", "Committed " + p.path + " to the chat (message " + p.messageIndex + ")");
+      break;
+    case "run_completed":
+    case "run_failed":
+    case "run_partial_success":
+    case "run_cancelled":
+      entry(invocation, event.type === "run_completed" ? "commit" : "error",
+        event.type.replace("run_", "Run ").replace("_", " ") + (p.code ? ": " + p.code + " " + (p.message || "") : ""));
+      document.getElementById("run-status").textContent = event.type;
+      break;
+    default:
+      if (event.level === "error") entry(invocation, "error", event.type + ": " + (p.message || p.code || ""));
+  }
+}
+
+async function follow(id) {
+  const controller = new AbortController();
+  state.stream = controller;
+  try {
+    const response = await fetch("/v1/runs/" + encodeURIComponent(id) + "/events", { headers: headers({ Accept: "text/event-stream" }), signal: controller.signal });
+    if (!response.ok) throw new Error(response.status + " " + (await response.text()));
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = frame.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trimStart()).join("\n");
+        if (!data) continue;
+        try { render(JSON.parse(data)); } catch (error) { say("an event does not read: " + error.message); }
+      }
+    }
+  } catch (error) {
+    if (error.name !== "AbortError") say("events: " + error.message);
+  }
+}
+
+async function loadApprovals() {
+  if (!state.run) return;
+  const id = state.run;
+  try {
+    const list = await api("/v1/runs/" + encodeURIComponent(id) + "/approvals");
+    const cards = document.getElementById("approval-cards");
+    const waiting = list.approvals.filter((call) => !call.decided);
+    const shown = new Set([...cards.children].map((card) => card.dataset.call));
+    // Keep cards a person may be typing a note into; add the new ones.
+    for (const card of [...cards.children]) {
+      if (!waiting.some((call) => call.callId === card.dataset.call)) card.remove();
+    }
+    for (const call of waiting) {
+      if (shown.has(call.callId)) continue;
+      const note = el("input", { type: "text", "aria-label": "note for " + call.callId, placeholder: "note (the model reads it when denied)" });
+      const decide = (decision) => async () => {
+        try {
+          await api("/v1/runs/" + encodeURIComponent(id) + "/approvals/" + encodeURIComponent(call.callId), {
+            method: "POST",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify(note.value ? { decision, note: note.value } : { decision }),
+          });
+          say(call.callId + ": " + decision);
+          loadApprovals();
+        } catch (error) {
+          say(call.callId + ": " + error.message);
+        }
+      };
+      cards.append(el("div", { class: "card", "data-call": call.callId, role: "group", "aria-label": "approval of " + call.callId },
+        el("strong", {}, (call.title || call.toolId) + " "), el("span", {}, "(" + call.toolId + ", " + call.source + ")"),
+        el("div", { class: "text" }, "Arguments: " + call.argumentsSummary),
+        el("div", {}, "Why: " + call.reason),
+        el("div", { class: "actions" },
+          note,
+          el("button", { type: "button", class: "approve", onclick: decide("approve") }, "Approve"),
+          el("button", { type: "button", class: "approve-run", onclick: decide("approve_for_run") }, "Approve for this run"),
+          el("button", { type: "button", class: "deny", onclick: decide("deny") }, "Deny"))));
+    }
+    document.getElementById("approvals").hidden = cards.children.length === 0;
+  } catch (error) {
+    say("approvals: " + error.message);
+  }
+}
+
+function openRun(id) {
+  stopTimers();
+  state.run = id;
+  state.lanes = new Map();
+  state.results = new Map();
+  document.getElementById("lanes").replaceChildren();
+  document.getElementById("approval-cards").replaceChildren();
+  document.getElementById("approvals").hidden = true;
+  document.getElementById("detail-box").hidden = true;
+  document.getElementById("run-title").textContent = id;
+  document.getElementById("run-status").textContent = "";
+  document.getElementById("runs-view").hidden = true;
+  document.getElementById("run-view").hidden = false;
+  document.getElementById("back").focus();
+  follow(id);
+  loadApprovals();
+  state.timers.push(setInterval(loadApprovals, 1000));
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.token = document.getElementById("token").value.trim();
+    say(state.token ? "token set" : "no token");
+    if (state.run) openRun(state.run); else showRuns();
+  });
+  document.getElementById("refresh").addEventListener("click", loadRuns);
+  document.getElementById("back").addEventListener("click", showRuns);
+  document.getElementById("detail-close").addEventListener("click", () => {
+    document.getElementById("detail-box").hidden = true;
+  });
+  showRuns();
+});

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""The web UI of `toolhost serve` in a real browser (Debian's chromium,
+driven through chromium-driver by Selenium; nothing is downloaded).
+
+Run by `host/cli/tests/ui.rs` against a real server whose tenant `local`
+has a profile `writer`, a chat per run, a policy asking approval for every
+`workspace.commit`, and a scripted model `script` that writes a reply full
+of markup, reads it back, commits, and finishes. Checks, in order: a run
+started through the API appears in the list by itself; its timeline fills
+live; a tool result holding `<script>` is shown as text and never runs; a
+pending commit is approved from its card and the run completes; another
+run's commit is denied with a note, which the model reads; every control is
+reachable with Tab and shows its focus; at 640 px nothing scrolls
+sideways. Screenshots of the run list and a timeline go to --screenshots.
+
+    python3 tests/ui/timeline.py --base http://127.0.0.1:PORT --screenshots DIR
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.request
+
+os.environ.setdefault("SE_OFFLINE", "true")
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+TIMEOUT = 60
+
+
+def api(base, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method="POST" if data else "GET")
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def wait(what, check):
+    deadline = time.time() + TIMEOUT
+    while time.time() < deadline:
+        try:
+            found = check()
+        except Exception:  # the page is changing under us: look again
+            found = None
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def start_run(base, chat):
+    return api(base, "/v1/runs", {"profile": "writer", "model": "script", "chat": chat})["id"]
+
+
+def open_run(driver, run_id):
+    def click():
+        # The list is drawn again every 2 s: find and click in one go.
+        for button in driver.find_elements(By.CSS_SELECTOR, "button.open-run"):
+            if button.text == run_id:
+                button.click()
+                return True
+        return False
+
+    wait(f"run {run_id} in the list", click)
+    wait("the timeline", lambda: driver.find_element(By.ID, "run-title").text == run_id)
+
+
+def card(driver):
+    return wait("an approval card", lambda: driver.find_elements(By.CSS_SELECTOR, "#approval-cards .card"))[0]
+
+
+def timeline_text(driver):
+    return driver.find_element(By.ID, "lanes").text
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base", required=True)
+    parser.add_argument("--screenshots", required=True)
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--driver", default="/usr/bin/chromedriver")
+    args = parser.parse_args()
+    os.makedirs(args.screenshots, exist_ok=True)
+    wait("the server", lambda: api(args.base, "/v1/tools"))
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = args.chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1200,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=args.driver), options=options)
+    try:
+        driver.get(args.base + "/")
+        title = driver.title
+        wait("the run list", lambda: "run(s)" in driver.find_element(By.ID, "status").text)
+
+        # 1. A run started elsewhere appears by itself; its timeline is live.
+        first = start_run(args.base, "chat-1")
+        open_run(driver, first)
+        wait("the first round", lambda: "Round 1" in timeline_text(driver))
+        pending = card(driver)
+        assert "workspace.commit" in pending.text, pending.text
+        driver.save_screenshot(os.path.join(args.screenshots, "timeline.png"))
+
+        # 2. Markup in a tool result is text: shown, never run.
+        read = wait("the read's result button", lambda: [
+            b for b in driver.find_elements(By.CSS_SELECTOR, ".entry button") if b.text == "Result text"])
+        read[-1].click()
+        shown = wait("the result text", lambda: driver.find_element(By.ID, "detail").text)
+        assert "<script>" in shown and "<img" in shown, shown
+        assert driver.execute_script("return window.pwned === undefined"), "a result's script ran"
+        assert driver.title == title, "a result's script changed the title"
+        assert not driver.find_elements(By.CSS_SELECTOR, "#lanes script, #detail img, #lanes img")
+
+        # 3. Approve from the card: the commit runs and the run completes.
+        card(driver).find_element(By.CSS_SELECTOR, "button.approve").click()
+        wait("the run's end", lambda: "Run completed" in timeline_text(driver))
+        assert "Committed output/main.md" in timeline_text(driver)
+        assert api(args.base, f"/v1/runs/{first}")["status"] == "completed"
+
+        # 4. Deny with a note: the model reads it in the call's result.
+        driver.find_element(By.ID, "back").click()
+        second = start_run(args.base, "chat-2")
+        open_run(driver, second)
+        denial = card(driver)
+        denial.find_element(By.CSS_SELECTOR, "input").send_keys("not in this chat")
+        denial.find_element(By.CSS_SELECTOR, "button.deny").click()
+        wait("the denied commit", lambda: "agent.tool_denied_by_user" in timeline_text(driver))
+        denied = [e for e in driver.find_elements(By.CSS_SELECTOR, ".entry.error")
+                  if "agent.tool_denied_by_user" in e.text and e.find_elements(By.TAG_NAME, "button")]
+        assert denied, driver.find_element(By.ID, "lanes").get_attribute("outerHTML")
+        [b for b in denied[0].find_elements(By.TAG_NAME, "button") if b.text == "Result text"][0].click()
+        read_by_model = wait("what the model read", lambda: driver.find_element(By.ID, "detail").text)
+        assert "not in this chat" in read_by_model, read_by_model
+        wait("the next round", lambda: "Round 3" in timeline_text(driver))
+
+        # 5. The run list, for the docs.
+        driver.find_element(By.ID, "back").click()
+        wait("both runs listed", lambda: len(driver.find_elements(By.CSS_SELECTOR, "button.open-run")) >= 2)
+        driver.save_screenshot(os.path.join(args.screenshots, "runs.png"))
+
+        # 6. Keyboard: Tab reaches every control, each showing its focus.
+        driver.execute_script("document.activeElement && document.activeElement.blur()")
+        seen = set()
+        for _ in range(12):
+            ActionChains(driver).send_keys(Keys.TAB).perform()
+            focused = driver.switch_to.active_element
+            if focused.tag_name in ("body", "html"):
+                continue  # Tab went past the last control, out of the page
+            label = focused.get_attribute("id") or focused.text or focused.tag_name
+            seen.add(label)
+            outline = driver.execute_script(
+                "const s = getComputedStyle(document.activeElement); return s.outlineStyle + ' ' + s.outlineWidth;")
+            assert not outline.startswith("none"), f"{label} shows no focus ({outline})"
+        for wanted in ("token", "refresh", first, second):
+            assert wanted in seen, f"Tab never reached {wanted}: {seen}"
+
+        # 7. At 640 px nothing scrolls sideways, in the list and a timeline.
+        driver.set_window_size(640, 900)
+        for view in ("list", "timeline"):
+            if view == "timeline":
+                open_run(driver, first)
+                wait("the timeline again", lambda: "Run completed" in timeline_text(driver))
+            overflow = driver.execute_script(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
+            assert overflow <= 0, f"the {view} scrolls sideways by {overflow} px at 640 px"
+        print("ui: ok")
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as error:
+        import traceback
+        traceback.print_exc()
+        print(f"ui: FAILED: {error}", file=sys.stderr)
+        sys.exit(1)
