@@ -1152,6 +1152,85 @@ mod outbound_http {
         }
     }
 
+    /// The seed's network case: a policy can make every call of an
+    /// extension granted outbound HTTP wait for a person. The decision is
+    /// frozen into the snapshot; with no one to ask the call is denied and
+    /// never reaches the network, approved it fetches.
+    #[tokio::test]
+    async fn a_policy_makes_an_http_extensions_calls_wait_for_approval() {
+        use toolhost_core::policy::{Policies, ToolPolicy};
+        use toolhost_runtime::approval::Answer;
+        use toolhost_runtime::{DirectCaller, Run};
+
+        let server = Server::start();
+        let (_world, host) = granted(&["http://127.0.0.1:*"], None).await;
+        let platform = ToolPolicy::from_json(
+            r#"{"schemaVersion":1,"kind":"toolhost.toolPolicy","requireApproval":["ext/acme-fetch:*"]}"#,
+            "platform",
+        )
+        .expect("policy");
+        let host = host.with_policies(Policies {
+            user: None,
+            platform: Some(platform),
+        });
+        let profile = profile("fetcher", &[TOOL]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut fetches = Vec::new();
+        for (name, approve) in [("nobody", false), ("approved", true)] {
+            let run = Run::create(
+                &dir.path().join(name),
+                &profile,
+                toolhost_journal::Durability::Batched,
+            )
+            .expect("run");
+            if approve {
+                run.set_approver(Arc::new(Answer::allow("the test")));
+            }
+            let mut session = run
+                .start_invocation(
+                    &profile,
+                    host.snapshot_sources(),
+                    "inv_root",
+                    ExitPolicy::RunFinishAllowed,
+                )
+                .expect("session");
+            let binding = session.snapshot().binding(&id(TOOL)).expect("offered");
+            assert!(
+                binding
+                    .approval
+                    .as_deref()
+                    .is_some_and(|why| why.contains("platform policy asks")),
+                "{binding:?}"
+            );
+            let outcome = session
+                .call_directly(
+                    &host,
+                    DirectCaller {
+                        requester: "test",
+                        call_id_prefix: "test",
+                    },
+                    &id(TOOL),
+                    Some(json!({"url": server.url("/hello")})),
+                    CallEntropy::seeded(1),
+                )
+                .await
+                .expect("a call");
+            let journal = std::fs::read_to_string(dir.path().join(name).join("events.jsonl"))
+                .expect("journal");
+            fetches.push((
+                outcome.result.error_code.clone(),
+                journal.contains("tool_call_started"),
+            ));
+        }
+        assert_eq!(
+            fetches,
+            [
+                (Some("agent.tool_denied_by_user".to_owned()), false),
+                (None, true)
+            ]
+        );
+    }
+
     #[tokio::test]
     async fn a_granted_host_answers_and_every_other_way_out_is_a_clear_error() {
         let server = Server::start();

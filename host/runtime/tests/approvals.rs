@@ -352,3 +352,44 @@ async fn a_pending_approval_is_pending_again_after_an_interruption() {
         REPLY
     );
 }
+
+/// A call's budget is reserved when it is requested, before anyone is
+/// asked: a denied call still counts, and the next one is over budget
+/// without asking again.
+#[tokio::test]
+async fn a_denied_call_still_counts_against_its_budget() {
+    let fixture = Fixture::new();
+    let profile = toolhost_core::Profile::from_json(
+        &json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
+                "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"],
+                          "maxRounds": 4, "maxCallsPerTool": {"workspace.commit": 1}}})
+        .to_string(),
+    )
+    .expect("profile");
+    let bindings = RunBindings {
+        chat: Some(fixture.chat.clone()),
+        ..RunBindings::default()
+    };
+    let run =
+        Run::create_with(&fixture.run_dir, &profile, Durability::Batched, &bindings).expect("run");
+    let mut parts = parts(
+        &run,
+        Arc::new(SameModel(Arc::new(script(json!([
+            {"toolCalls": [write("w", REPLY), commit("c1")]},
+            {"toolCalls": [commit("c2")]}
+        ]))))),
+        AgentDirectory::default(),
+    );
+    parts.policies = Some(commits_need_approval());
+    run_agent_loop(&run, parts, &config()).await;
+    assert_eq!(call_events(&fixture, "c1")[2].1["decision"], "denied");
+    let second = call_events(&fixture, "c2");
+    assert!(
+        !types(&second).contains(&"tool_call_approval_requested"),
+        "{second:?}"
+    );
+    assert_eq!(
+        fixture.tool_result("c2")["errorCode"],
+        "agent.tool_budget_exhausted"
+    );
+}

@@ -960,3 +960,105 @@ async fn a_dropped_loop_stops_its_children_and_leaves_the_run_resumable() {
         assert!(!types.iter().any(|kind| kind == end), "{types:?}");
     }
 }
+
+/// Waits, like a person would, until the root has finished its call `p2`,
+/// then approves: only possible if the root goes on while the child waits.
+#[derive(Debug)]
+struct ApprovesOnceTheRootMovedOn;
+
+impl toolhost_runtime::approval::Approver for ApprovesOnceTheRootMovedOn {
+    fn decide<'a>(
+        &'a self,
+        run: &'a toolhost_runtime::Run,
+        request: &'a toolhost_runtime::approval::ApprovalRequest,
+    ) -> toolhost_runtime::approval::ApprovalFuture<'a> {
+        Box::pin(async move {
+            assert_ne!(request.invocation_id, "inv_root", "only the child asks");
+            let journal = run.root().join("events.jsonl");
+            loop {
+                let text = std::fs::read_to_string(&journal).unwrap_or_default();
+                if text.lines().any(|line| {
+                    line.contains(r#""type":"tool_call_completed""#)
+                        && line.contains(r#""callId":"p2""#)
+                }) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            toolhost_runtime::approval::ApprovalDecision {
+                verdict: toolhost_runtime::approval::Verdict::Approved,
+                by: "the test, after the root moved on".into(),
+                note: None,
+            }
+        })
+    }
+}
+
+/// A delegated child waiting for a person's approval holds up only itself:
+/// the root goes on with its own calls meanwhile, and awaits the child once
+/// the approval let it finish.
+#[tokio::test]
+async fn a_child_waiting_for_approval_does_not_hold_up_the_root() {
+    let fixture = Fixture::new();
+    let models = book(
+        json!([
+            {"toolCalls": [delegate("p1", "researcher")]},
+            {"toolCalls": [call("p2", "workspace_write_file",
+                json!({"path": "scratch/meanwhile.md", "content": "The root went on."}))]},
+            {"toolCalls": [call("p3", "agent_await", json!({"mode": "allCompleted", "timeoutMs": 30000}))]},
+            finish_reply("p4")
+        ]),
+        json!({"researcher": [
+            {"toolCalls": [call("r_read", "workspace_read_file", json!({"path": "scratch/meanwhile.md"}))]},
+            {"toolCalls": [call("r_return", "task_return", json!({"summary": "Read it.", "confidence": "high"}))]}
+        ]}),
+    );
+    let policy = toolhost_core::policy::ToolPolicy::from_json(
+        r#"{"schemaVersion":1,"kind":"toolhost.toolPolicy","requireApproval":["workspace.read_file"]}"#,
+        "test",
+    )
+    .expect("policy");
+    let bindings = toolhost_runtime::RunBindings {
+        chat: Some(fixture.chat.clone()),
+        ..toolhost_runtime::RunBindings::default()
+    };
+    let run = toolhost_runtime::Run::create_with(
+        &fixture.run_dir,
+        &writer(json!({})),
+        toolhost_journal::Durability::Batched,
+        &bindings,
+    )
+    .expect("run");
+    run.set_approver(Arc::new(ApprovesOnceTheRootMovedOn));
+    let mut parts = parts(&run, models, directory(vec![researcher(json!({}))]));
+    parts.policies = Some(Arc::new(toolhost_core::policy::Policies {
+        user: Some(policy),
+        platform: None,
+    }));
+    let summary = tokio::time::timeout(
+        Duration::from_secs(60),
+        toolhost_runtime::run_agent_loop(&run, parts, &config()),
+    )
+    .await
+    .expect("neither waits for the other forever");
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(summary.tasks[0].status, "completed");
+    let events = fixture.events();
+    let seq = |kind: &str, call: &str| {
+        events
+            .iter()
+            .find(|event| event.r#type == kind && event.payload["callId"] == call)
+            .map(|event| event.seq)
+            .unwrap_or_else(|| panic!("no {kind} of {call}"))
+    };
+    // The child asked before the root's call, and was answered after it.
+    assert!(seq("tool_call_approval_requested", "r_read") < seq("tool_call_completed", "p2"));
+    assert!(seq("tool_call_approval_decided", "r_read") > seq("tool_call_completed", "p2"));
+    let read = fixture.tool_result("r_read");
+    assert!(
+        read["content"]
+            .as_str()
+            .is_some_and(|text| text.contains("The root went on.")),
+        "{read}"
+    );
+}
