@@ -1084,3 +1084,81 @@ fn approvals_from_the_command_line() {
         stderr(&again)
     );
 }
+
+/// On a terminal `toolhost run` asks, showing the call, and takes y, n or
+/// always. The terminal is util-linux `script`'s pseudo-terminal, whose
+/// input is the answer (skipped, loudly, without `script`).
+#[test]
+fn run_asks_on_a_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: util-linux `script` is not installed, so no terminal to ask on");
+        return;
+    }
+    let cache = tempfile::tempdir().expect("tempdir");
+    let dir = cache.path();
+    write_policy(
+        &dir.join("config/toolhost/policy.json"),
+        &[],
+        &["workspace.commit"],
+    );
+    let script = serde_json::json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
+        {"toolCalls": [
+            {"id": "w", "name": "workspace_write_file", "arguments": {"path": "output/main.md", "content": "Asked."}},
+            {"id": "c", "name": "workspace_commit", "arguments": {}}
+        ]},
+        {"toolCalls": [{"id": "f", "name": "workspace_finish", "arguments": {"reason": "done"}}]}
+    ]});
+    std::fs::write(dir.join("script.json"), script.to_string()).expect("script");
+    for (answer, decision) in [
+        ("y", "approved"),
+        ("n", "denied"),
+        ("always", "approved_for_run"),
+    ] {
+        let chat = format!("chat-{answer}.jsonl");
+        std::fs::copy(
+            repo("tests/fixtures/chats/long_character_chat.jsonl"),
+            dir.join(&chat),
+        )
+        .expect("chat");
+        let command = format!(
+            "{} --cache-dir {} run --model script:script.json --chat {chat} --run-dir run-{answer}",
+            env!("CARGO_BIN_EXE_toolhost"),
+            dir.display()
+        );
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(dir)
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("TOOLHOST_EXT_DIR", dir.join("extensions"))
+            .env_remove("TOOLHOST_POLICY")
+            .env_remove("TOOLHOST_LOG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("script");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(format!("{answer}\n").as_bytes())
+            .expect("answer");
+        let output = child.wait_with_output().expect("ends");
+        let shown = stdout(&output);
+        assert!(
+            shown.contains("approval needed: builtin:workspace.commit"),
+            "{shown}"
+        );
+        let decided: Vec<Value> =
+            toolhost_journal::read_events(dir.join(format!("run-{answer}/events.jsonl")))
+                .expect("journal")
+                .into_iter()
+                .filter(|event| event.r#type == "tool_call_approval_decided")
+                .map(|event| event.payload)
+                .collect();
+        assert_eq!(decided.len(), 1, "{answer}");
+        assert_eq!(decided[0]["decision"], decision, "{answer}");
+        assert_eq!(decided[0]["by"], "terminal");
+    }
+}
