@@ -44,22 +44,60 @@ pub fn for_run(flag: Option<ApprovalsArg>, timeout: Duration) -> Arc<dyn Approve
             ..DecisionFiles::default()
         }),
         None if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() => {
-            Arc::new(Terminal { timeout })
+            Arc::new(Terminal::new(timeout))
         }
         None => Arc::new(Answer::deny("no terminal to ask (--approvals deny)")),
     }
 }
 
 /// Asks on the terminal: y (this call), a (this tool for the rest of the
-/// run), n or anything else (deny), with the arguments summary.
+/// run), n or anything else (deny), with the arguments summary. One prompt
+/// at a time (a delegated child asks after the root's question is
+/// answered), and one reader of stdin for the whole run, so an answer is
+/// never taken by another call's prompt. An answer that comes after its
+/// prompt timed out is dropped rather than given to the next call.
 #[derive(Debug)]
 struct Terminal {
     timeout: Duration,
+    answers: tokio::sync::Mutex<Answers>,
+}
+
+#[derive(Debug)]
+struct Answers {
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+    /// The last prompt timed out: what is queued answered it, too late.
+    stale: bool,
+}
+
+impl Terminal {
+    fn new(timeout: Duration) -> Self {
+        let (send, lines) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            timeout,
+            answers: tokio::sync::Mutex::new(Answers {
+                lines,
+                stale: false,
+            }),
+        }
+    }
 }
 
 impl Approver for Terminal {
     fn decide<'a>(&'a self, _: &'a Run, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
         Box::pin(async move {
+            let mut answers = self.answers.lock().await;
+            if answers.stale {
+                while answers.lines.try_recv().is_ok() {}
+                answers.stale = false;
+            }
             eprintln!(
                 "\napproval needed: {} ({}), call {}\n  arguments: {}\n  why: {}",
                 request.tool_id,
@@ -70,13 +108,9 @@ impl Approver for Terminal {
             );
             eprint!("approve? [y]es / [n]o / [a]lways for this run: ");
             let _ = std::io::stderr().flush();
-            let answer = tokio::task::spawn_blocking(|| {
-                let mut line = String::new();
-                std::io::stdin().lock().read_line(&mut line).map(|_| line)
-            });
             let by = "terminal".to_owned();
-            match tokio::time::timeout(self.timeout, answer).await {
-                Ok(Ok(Ok(line))) => match line.trim().to_ascii_lowercase().as_str() {
+            match tokio::time::timeout(self.timeout, answers.lines.recv()).await {
+                Ok(Some(line)) => match line.trim().to_ascii_lowercase().as_str() {
                     "y" | "yes" => ApprovalDecision {
                         verdict: Verdict::Approved,
                         by,
@@ -93,16 +127,19 @@ impl Approver for Terminal {
                         note: Some("the person at the terminal said no".into()),
                     },
                 },
-                Ok(_) => ApprovalDecision {
+                Ok(None) => ApprovalDecision {
                     verdict: Verdict::Denied,
                     by,
                     note: Some("the terminal closed".into()),
                 },
-                Err(_) => ApprovalDecision {
-                    verdict: Verdict::TimedOut,
-                    by: "timeout".into(),
-                    note: Some(format!("no answer within {} s", self.timeout.as_secs())),
-                },
+                Err(_) => {
+                    answers.stale = true;
+                    ApprovalDecision {
+                        verdict: Verdict::TimedOut,
+                        by: "timeout".into(),
+                        note: Some(format!("no answer within {} s", self.timeout.as_secs())),
+                    }
+                }
             }
         })
     }

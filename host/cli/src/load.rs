@@ -180,14 +180,26 @@ impl PolicyFiles {
     }
 
     pub fn load(&self) -> Result<Policies> {
+        let parse = |path: &Path, text: String| -> Result<ToolPolicy> {
+            Ok(ToolPolicy::from_json(&text, &path.display().to_string())?)
+        };
         let read = |path: &Path| -> Result<ToolPolicy> {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading the policy {}", path.display()))?;
-            Ok(ToolPolicy::from_json(&text, &path.display().to_string())?)
+            parse(path, text)
         };
         let user = match &self.user {
-            Some((path, false)) if !path.exists() => None,
-            Some((path, _)) => Some(read(path)?),
+            // Only a default file that is not there is "no policy"; one
+            // that cannot be read is an error, never an allow.
+            Some((path, false)) => match std::fs::read_to_string(path) {
+                Ok(text) => Some(parse(path, text)?),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+                Err(error) => {
+                    return Err(error)
+                        .with_context(|| format!("reading the policy {}", path.display()));
+                }
+            },
+            Some((path, true)) => Some(read(path)?),
             None => None,
         };
         let platform = self.platform.as_deref().map(read).transpose()?;

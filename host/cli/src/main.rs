@@ -494,6 +494,15 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let loaded_fingerprint = matches!(cli.command, Command::Serve { .. })
         .then(|| sources.fingerprint())
         .unwrap_or_default();
+    // Under `serve` each tenant is a user with its own policy.json; a user
+    // policy named for the server would silently apply to no one.
+    if matches!(cli.command, Command::Serve { .. })
+        && matches!(sources.policy.user, Some((_, true)))
+    {
+        anyhow::bail!(
+            "--policy (or TOOLHOST_POLICY) names a user's policy, which toolhost serve does not use: each tenant's is <data-dir>/tenants/<tenant>/policy.json, and the operator's is --platform-policy (docs/policy.md)"
+        );
+    }
     let host = sources.load().await?;
     match cli.command {
         Command::Tools {

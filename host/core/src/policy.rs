@@ -61,9 +61,14 @@ impl TryFrom<String> for ToolPattern {
         }
         if let Some(prefix) = text.strip_suffix('*') {
             let kind_only = matches!(prefix, "mcp/" | "ext/" | "builtin:");
+            // One source: its provider must be one a tool id can have, in
+            // the form ids are written in (a lowercase, hyphenated uuid; a
+            // valid extension id), or the pattern would match nothing.
             let one_source = (prefix.starts_with("mcp/") || prefix.starts_with("ext/"))
-                && prefix.ends_with(':')
-                && prefix.len() > "mcp/:".len();
+                && prefix.strip_suffix(':').is_some_and(|provider| {
+                    crate::ToolProvider::parse(provider)
+                        .is_ok_and(|parsed| parsed.to_string() == provider)
+                });
             if kind_only || one_source {
                 return Ok(Self::Prefix(prefix.to_owned()));
             }

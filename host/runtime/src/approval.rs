@@ -278,29 +278,59 @@ fn open_root(run_root: &Path) -> std::io::Result<OwnedFd> {
 
 /// Record a person's decision on `call_id` for the run at `run_root`:
 /// create-only (a call is decided once), beneath the run directory, never
-/// through a symbolic link.
+/// through a symbolic link, and whole: written under a temporary name and
+/// only then given its own, without replacing one already there, so a
+/// failed write leaves no half decision to block the call.
 pub fn write_decision(run_root: &Path, file: &DecisionFile) -> Result<(), DecisionError> {
-    let root = open_root(run_root)?;
-    match rustix::fs::mkdirat(root.as_fd(), APPROVALS_DIR, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-        Err(errno) => return Err(std::io::Error::from(errno).into()),
-    }
-    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC;
-    let fd = toolhost_core::beneath::open_beneath(
-        root.as_fd(),
-        &stem_path(&file.call_id),
-        flags,
-        Mode::from_raw_mode(0o600),
-    )
-    .map_err(|errno| match errno {
-        rustix::io::Errno::EXIST => DecisionError::AlreadyDecided(file.call_id.clone()),
-        other => DecisionError::Io(other.into()),
-    })?;
+    use rustix::fs::{AtFlags, RenameFlags};
+    use rustix::io::Errno;
+
     let mut bytes =
         serde_json::to_vec_pretty(file).map_err(|e| DecisionError::Invalid(e.to_string()))?;
     bytes.push(b'\n');
-    std::io::Write::write_all(&mut std::fs::File::from(fd), &bytes)?;
-    Ok(())
+    let root = open_root(run_root)?;
+    match rustix::fs::mkdirat(root.as_fd(), APPROVALS_DIR, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(errno) => return Err(std::io::Error::from(errno).into()),
+    }
+    let dir = toolhost_core::beneath::open_beneath(
+        root.as_fd(),
+        APPROVALS_DIR,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|errno| DecisionError::Io(errno.into()))?;
+    let stem = audit_stem(&file.call_id);
+    let name = format!("{stem}.json");
+    let temp = format!(".{stem}.{}.tmp", uuid::Uuid::new_v4().simple());
+    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let fd = rustix::fs::openat(dir.as_fd(), &temp, flags, Mode::from_raw_mode(0o600))
+        .map_err(|errno| DecisionError::Io(errno.into()))?;
+    let written = std::io::Write::write_all(&mut std::fs::File::from(fd), &bytes);
+    let placed = written.map_err(DecisionError::Io).and_then(|()| {
+        let renamed = rustix::fs::renameat_with(
+            dir.as_fd(),
+            &temp,
+            dir.as_fd(),
+            &name,
+            RenameFlags::NOREPLACE,
+        );
+        let result = match renamed {
+            // No RENAME_NOREPLACE on this file system: a hard link never
+            // replaces either.
+            Err(Errno::INVAL | Errno::NOSYS) => {
+                rustix::fs::linkat(dir.as_fd(), &temp, dir.as_fd(), &name, AtFlags::empty())
+            }
+            other => other,
+        };
+        result.map_err(|errno| match errno {
+            Errno::EXIST => DecisionError::AlreadyDecided(file.call_id.clone()),
+            other => DecisionError::Io(other.into()),
+        })
+    });
+    // Gone after a rename; left after a link or a failure.
+    let _ = rustix::fs::unlinkat(dir.as_fd(), &temp, AtFlags::empty());
+    placed
 }
 
 /// The decision on `call_id`, if one was written. Bounded, beneath the run
@@ -320,6 +350,17 @@ pub fn read_decision(
         Err(rustix::io::Errno::NOENT) => return Ok(None),
         Err(errno) => return Err(DecisionError::Io(errno.into())),
     };
+    // Opened without blocking: only a regular file is read.
+    let kind = rustix::fs::FileType::from_raw_mode(
+        rustix::fs::fstat(&fd)
+            .map_err(|errno| DecisionError::Io(errno.into()))?
+            .st_mode,
+    );
+    if kind != rustix::fs::FileType::RegularFile {
+        return Err(DecisionError::Invalid(format!(
+            "the decision on call `{call_id}` is not a regular file"
+        )));
+    }
     let mut bytes = Vec::new();
     std::fs::File::from(fd)
         .take(MAX_DECISION_BYTES + 1)

@@ -429,7 +429,10 @@ impl InvocationSession {
             .run
             .resume_log()
             .and_then(|log| log.peek(&self.invocation_id))
-            .filter(|next| next.kind == ToolCallApprovalDecided::TYPE);
+            .filter(|next| {
+                next.kind == ToolCallApprovalDecided::TYPE
+                    && next.payload["callId"] == request.call_id.as_str()
+            });
         let decision = if let Some(recorded) = recorded {
             // Decided before the run was interrupted: not asked again.
             let text = |key: &str| recorded.payload[key].as_str().map(str::to_owned);

@@ -39,6 +39,15 @@ async fn run(
     replies: Value,
     approver: Option<Arc<dyn Approver>>,
 ) -> LoopSummary {
+    run_under(fixture, replies, approver, commits_need_approval()).await
+}
+
+async fn run_under(
+    fixture: &Fixture,
+    replies: Value,
+    approver: Option<Arc<dyn Approver>>,
+    policies: Arc<Policies>,
+) -> LoopSummary {
     let bindings = RunBindings {
         chat: Some(fixture.chat.clone()),
         ..RunBindings::default()
@@ -58,7 +67,7 @@ async fn run(
         Arc::new(SameModel(Arc::new(script(replies)))),
         AgentDirectory::default(),
     );
-    parts.policies = Some(commits_need_approval());
+    parts.policies = Some(policies);
     run_agent_loop(&run, parts, &config()).await
 }
 
@@ -392,4 +401,28 @@ async fn a_denied_call_still_counts_against_its_budget() {
         fixture.tool_result("c2")["errorCode"],
         "agent.tool_budget_exhausted"
     );
+}
+
+/// A policy that denies `workspace.commit` keeps the reply out of the
+/// chat: the written reply is not auto-published either.
+#[tokio::test]
+async fn a_denied_commit_is_not_worked_around_by_auto_publish() {
+    let fixture = Fixture::new();
+    let policy = ToolPolicy::from_json(
+        r#"{"schemaVersion":1,"kind":"toolhost.toolPolicy","deny":["workspace.commit"]}"#,
+        "test",
+    )
+    .expect("policy");
+    let summary = run_under(
+        &fixture,
+        json!([{"toolCalls": [write("w", REPLY)]}, {"toolCalls": [finish("f")]}]),
+        None,
+        Arc::new(Policies {
+            user: None,
+            platform: Some(policy),
+        }),
+    )
+    .await;
+    assert!(summary.commits.is_empty(), "{summary:?}");
+    assert_eq!(fixture.chat().messages().len(), fixture_messages(&fixture));
 }

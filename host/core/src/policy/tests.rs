@@ -177,7 +177,16 @@ fn patterns_name_one_tool_a_source_a_kind_or_all() {
     assert!(pattern("ext/acme:*").matches(&ext));
     assert!(!pattern("ext/acme:*").matches(&id("ext/acme-two:fetch")));
     assert!(pattern("mcp/0b0e4c3e-6a55-4a8e-9a43-3f0b36c0d7a1:*").matches(&mcp));
-    for bad in ["dice.*", "ext/*:fetch", "mcp/:*", "no.such_tool", "ext/:x"] {
+    for bad in [
+        "dice.*",
+        "ext/*:fetch",
+        "mcp/:*",
+        "no.such_tool",
+        "ext/:x",
+        "mcp/0B0E4C3E-6A55-4A8E-9A43-3F0B36C0D7A1:*",
+        "mcp/not-a-uuid:*",
+        "ext/Bad Id:*",
+    ] {
         let error = ToolPattern::try_from(bad.to_owned()).expect_err(bad);
         assert!(error.starts_with("policy.pattern_"), "{bad}: {error}");
     }

@@ -240,23 +240,24 @@ impl InvocationLoop<'_> {
     }
 
     /// The round's last write of the message body reaches the chat before
-    /// the first explicit commit (foreground, once per run) — unless a
-    /// commit needs a person's approval here: then only an approved
-    /// `workspace.commit` reaches the chat.
+    /// the first explicit commit (foreground, once per run) — unless the
+    /// policy holds commits back: when `workspace.commit` needs a person's
+    /// approval, only an approved commit reaches the chat, and when a
+    /// policy layer denied it, nothing does.
     pub(super) fn auto_publish(
         &self,
         last_write: Option<&str>,
         round: u32,
     ) -> Result<(), RunFailure> {
-        let commit_needs_approval = self.session.snapshot().bindings().iter().any(|binding| {
-            binding.approval.is_some()
-                && binding.tool_id().is_builtin()
-                && binding.tool_id().native_name() == "workspace.commit"
+        let commit_held_back = self.session.snapshot().decisions().iter().any(|decision| {
+            decision.tool_id.is_builtin()
+                && decision.tool_id.native_name() == "workspace.commit"
+                && (decision.approval_required || !decision.visible)
         });
         if !self.foreground()
             || self.spec.profile.run.presentation != Presentation::Foreground
             || last_write != Some(MESSAGE_BODY_PATH)
-            || commit_needs_approval
+            || commit_held_back
         {
             return Ok(());
         }
