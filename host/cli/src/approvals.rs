@@ -14,8 +14,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
 use toolhost_runtime::Run;
 use toolhost_runtime::approval::{
-    self, Answer, ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, DecisionFile,
-    DecisionFiles, Verdict,
+    self, Answer, ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, DecisionError,
+    DecisionFile, DecisionFiles, Verdict,
 };
 
 use crate::table;
@@ -231,19 +231,15 @@ fn list(run_dir: &Path, json: bool) -> Result<ExitCode> {
 }
 
 fn decide(run_dir: &Path, call_id: &str, verdict: Verdict, note: Option<&str>) -> Result<ExitCode> {
-    let pending = approval::pending(run_dir)
-        .with_context(|| format!("reading the run {}", run_dir.display()))?;
-    if !pending
-        .iter()
-        .any(|waiting| waiting.request["callId"] == call_id)
-    {
-        bail!(
-            "approval.not_pending: no call `{call_id}` of {} waits for a decision (`toolhost approvals list` shows those that do)",
-            run_dir.display()
-        );
-    }
     let by = std::env::var("USER").unwrap_or_else(|_| "toolhost approvals".into());
-    approval::write_decision(run_dir, &DecisionFile::new(call_id, verdict, &by, note))?;
+    let file = DecisionFile::new(call_id, verdict, &by, note);
+    match approval::decide_waiting(run_dir, &file) {
+        Err(error @ DecisionError::NotPending(_)) => bail!(
+            "{error} ({}; `toolhost approvals list` shows those that do)",
+            run_dir.display()
+        ),
+        other => other.with_context(|| format!("deciding in the run {}", run_dir.display()))?,
+    }
     eprintln!("{}: {}", call_id, verdict.as_str());
     Ok(ExitCode::SUCCESS)
 }

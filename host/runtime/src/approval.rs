@@ -260,6 +260,8 @@ impl DecisionFile {
 pub enum DecisionError {
     #[error("approval.already_decided: call `{0}` has a decision already")]
     AlreadyDecided(String),
+    #[error("approval.not_pending: no call `{0}` of this run waits for a decision")]
+    NotPending(String),
     #[error("approval.invalid: {0}")]
     Invalid(String),
     #[error("approval.io_error: {0}")]
@@ -331,6 +333,18 @@ pub fn write_decision(run_root: &Path, file: &DecisionFile) -> Result<(), Decisi
     // Gone after a rename; left after a link or a failure.
     let _ = rustix::fs::unlinkat(dir.as_fd(), &temp, AtFlags::empty());
     placed
+}
+
+/// Decide `call_id`, a call of the run at `run_root` that waits for a
+/// decision ([`pending`]): what `toolhost approvals` and the HTTP API do.
+pub fn decide_waiting(run_root: &Path, file: &DecisionFile) -> Result<(), DecisionError> {
+    let waiting = pending(run_root)?
+        .iter()
+        .any(|call| call.request["callId"] == file.call_id.as_str());
+    if !waiting {
+        return Err(DecisionError::NotPending(file.call_id.clone()));
+    }
+    write_decision(run_root, file)
 }
 
 /// The decision on `call_id`, if one was written. Bounded, beneath the run

@@ -447,6 +447,19 @@ impl ToolHost {
         }
     }
 
+    /// [`snapshot_sources`](Self::snapshot_sources) under other user and
+    /// platform policies when given (a tenant's, under `toolhost serve`).
+    pub fn snapshot_sources_under<'a>(
+        &'a self,
+        policies: Option<&'a Policies>,
+    ) -> SnapshotSources<'a> {
+        let sources = self.snapshot_sources();
+        match policies {
+            Some(policies) => sources.with_policies(policies),
+            None => sources,
+        }
+    }
+
     /// The user's and the platform's tool policies, over every profile's
     /// snapshot from now on (docs/policy.md).
     pub fn with_policies(mut self, policies: Policies) -> Self {
@@ -710,8 +723,8 @@ impl ToolHost {
             })
         };
         // The registration as it is now, not as it was when the run began.
-        let registry = match McpRegistry::load(dir) {
-            Ok(registry) => registry,
+        let current = match registration_now(dir, registration) {
+            Ok(current) => current,
             Err(error) => {
                 return refused(
                     error.code(),
@@ -719,11 +732,6 @@ impl ToolHost {
                 );
             }
         };
-        let current = registry
-            .registrations()
-            .iter()
-            .find(|r| r.id == registration)
-            .cloned();
         let Some(current) = current else {
             return refused(
                 "mcp.server_unavailable",
@@ -807,11 +815,7 @@ impl ToolExecutor for ToolHost {
             return None;
         };
         // A registry that does not read now is refused by the call itself.
-        let registry = McpRegistry::load(dir).ok()?;
-        let current = registry
-            .registrations()
-            .iter()
-            .find(|r| r.id == *registration)?;
+        let current = registration_now(dir, *registration).ok()??;
         (current.permission(tool.native_name()) == Permission::Ask).then(|| {
             format!(
                 "the MCP registration `{}` asks now (permission Ask)",
@@ -829,6 +833,20 @@ impl ToolExecutor for ToolHost {
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send {
         self.run(invocation, binding.limits.as_ref(), entropy, inputs)
     }
+}
+
+/// An MCP registration as the registry on disk says it is now (rechecked
+/// before each call: a pause, a deny or an `ask` takes effect at once).
+fn registration_now(
+    dir: &std::path::Path,
+    registration: Uuid,
+) -> Result<Option<toolhost_mcp::Registration>, toolhost_mcp::McpError> {
+    let registry = McpRegistry::load(dir)?;
+    Ok(registry
+        .registrations()
+        .iter()
+        .find(|r| r.id == registration)
+        .cloned())
 }
 
 /// Parse a person's argument text the way a provider's would be: text that is

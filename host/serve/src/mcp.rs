@@ -31,9 +31,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::Mutex;
 use toolhost_core::policy::Policies;
-use toolhost_core::{
-    Classified, ExitPolicy, Profile, SnapshotSources, ToolBinding, builtin, snapshot,
-};
+use toolhost_core::{Classified, ExitPolicy, Profile, ToolBinding, builtin, snapshot};
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
 use toolhost_runtime::approval::Answer;
 use toolhost_runtime::{
@@ -124,7 +122,7 @@ impl McpTools {
     ) -> Result<Self, RunFailure> {
         let compiled = snapshot::compile(
             &profile,
-            sources(&host, policies.as_deref()),
+            host.snapshot_sources_under(policies.as_deref()),
             ROOT_INVOCATION_ID,
             ExitPolicy::RunFinishAllowed,
         )?;
@@ -222,7 +220,7 @@ impl Inner {
         }
         let session = run.start_invocation(
             &self.profile,
-            sources(&self.host, self.policies.as_deref()),
+            self.host.snapshot_sources_under(self.policies.as_deref()),
             ROOT_INVOCATION_ID,
             ExitPolicy::RunFinishAllowed,
         );
@@ -376,14 +374,5 @@ impl ServerHandler for McpTools {
             CallToolResult::success(vec![text])
         }
         .into())
-    }
-}
-
-/// The host's snapshot sources, under other policies when given.
-fn sources<'a>(host: &'a ToolHost, policies: Option<&'a Policies>) -> SnapshotSources<'a> {
-    let sources = host.snapshot_sources();
-    match policies {
-        Some(policies) => sources.with_policies(policies),
-        None => sources,
     }
 }

@@ -90,7 +90,7 @@ impl TenantDirs {
     pub fn policies(&self, host: &ToolHost) -> Result<(Arc<Policies>, String), ApiError> {
         let path = self.policy();
         let mut digest = Sha256::new();
-        let user = match read_bounded(&path) {
+        let user = match crate::runs::read_bounded(&path, MAX_POLICY_BYTES) {
             Ok(bytes) => {
                 digest.update(&bytes);
                 let text = String::from_utf8_lossy(&bytes);
@@ -134,21 +134,6 @@ impl TenantDirs {
 
 /// Largest tenant policy file read.
 const MAX_POLICY_BYTES: u64 = 1024 * 1024;
-
-fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_POLICY_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_POLICY_BYTES {
-        return Err(std::io::Error::other(format!(
-            "{} is larger than {MAX_POLICY_BYTES} bytes",
-            path.display()
-        )));
-    }
-    Ok(bytes)
-}
 
 #[cfg(test)]
 mod tests {

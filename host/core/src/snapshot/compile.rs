@@ -79,30 +79,20 @@ pub struct SnapshotDiagnostic {
 }
 
 impl SnapshotDiagnostic {
-    fn new(tool_id: &ToolId, reason: OmitReason) -> Self {
-        let message = match (reason, tool_id.provider()) {
-            (OmitReason::DeniedByUser, _) => "denied by the user's policy".to_owned(),
-            (OmitReason::DeniedByPlatform, _) => "denied by the platform policy".to_owned(),
-            (OmitReason::Denied, _) => "denied by tools.deny".to_owned(),
-            (OmitReason::NotAllowed, _) => "not in tools.allow".to_owned(),
-            (OmitReason::ExcludedForChild, _) => {
-                "a return-mode child reports with task.return instead".to_owned()
-            }
-            (OmitReason::Unavailable, ToolProvider::Builtin) => {
-                "this build ships no component for this builtin".to_owned()
-            }
-            (OmitReason::Unavailable, ToolProvider::Mcp(_)) => {
+    /// A tool no source offers, when the sources say nothing more. Every
+    /// other reason's words are the policy decision's (`policy::decide`).
+    fn unavailable(tool_id: &ToolId) -> Self {
+        let message = match tool_id.provider() {
+            ToolProvider::Builtin => "this build ships no component for this builtin",
+            ToolProvider::Mcp(_) => {
                 "no cached catalog entry for this MCP tool (refresh the server's catalog)"
-                    .to_owned()
             }
-            (OmitReason::Unavailable, ToolProvider::Extension(_)) => {
-                "the extension is not installed or not granted".to_owned()
-            }
+            ToolProvider::Extension(_) => "the extension is not installed or not granted",
         };
         Self {
             tool_id: tool_id.clone(),
-            reason,
-            message,
+            reason: OmitReason::Unavailable,
+            message: message.to_owned(),
         }
     }
 }
@@ -151,9 +141,7 @@ pub fn compile(
                     .get(tool.as_str())
                     .or_else(|| sources.unavailable.get(&tool.provider().to_string()))
                     .cloned()
-                    .unwrap_or_else(|| {
-                        SnapshotDiagnostic::new(tool, OmitReason::Unavailable).message
-                    }),
+                    .unwrap_or_else(|| SnapshotDiagnostic::unavailable(tool).message),
             ),
             Some(_) => {
                 let provider = tool.provider().to_string();
@@ -239,10 +227,7 @@ pub fn compile(
                     approval: None,
                 });
             }
-            None => diagnostics.push(SnapshotDiagnostic::new(
-                &task_return,
-                OmitReason::Unavailable,
-            )),
+            None => diagnostics.push(SnapshotDiagnostic::unavailable(&task_return)),
         }
     }
     // Builtins' text names other builtins by `{tool:NAME}`: written out as

@@ -141,16 +141,9 @@ pub(crate) async fn decide(
     let by = format!("tenant {tenant}");
     let wanted = call_id.clone();
     tokio::task::spawn_blocking(move || {
-        let pending = approval::pending(&root)
-            .map_err(|error| ApiError::internal("reading the approvals", error))?;
-        if !pending
-            .iter()
-            .any(|waiting| waiting.request["callId"] == wanted.as_str())
-        {
-            return Err(ApiError::not_found("such waiting call"));
-        }
         let file = DecisionFile::new(&wanted, verdict, &by, request.note.as_deref());
-        approval::write_decision(&root, &file).map_err(|error| match error {
+        approval::decide_waiting(&root, &file).map_err(|error| match error {
+            DecisionError::NotPending(_) => ApiError::not_found("such waiting call"),
             DecisionError::AlreadyDecided(_) => {
                 ApiError::conflict("approval.already_decided", error.to_string())
             }

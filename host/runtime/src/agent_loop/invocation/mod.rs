@@ -72,11 +72,10 @@ pub(super) async fn run_invocation(
         InvocationRole::Foreground => ExitPolicy::RunFinishAllowed,
         InvocationRole::Child { .. } => ExitPolicy::TaskReturnRequired,
     };
-    let sources = shared.parts.host.snapshot_sources();
-    let sources = match &shared.parts.policies {
-        Some(policies) => sources.with_policies(policies),
-        None => sources,
-    };
+    let sources = shared
+        .parts
+        .host
+        .snapshot_sources_under(shared.parts.policies.as_deref());
     let mut session =
         shared
             .run
