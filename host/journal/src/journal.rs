@@ -186,6 +186,14 @@ pub enum JournalError {
     },
     #[error("event `{event_type}` payload is not a JSON object")]
     PayloadNotObject { event_type: String },
+    /// The replica did not take the events from `seq` on: nothing was
+    /// written here, and the journal is poisoned (no journal, no run).
+    #[error("journal {}: the replica did not take event {seq}: {reason}", path.display())]
+    Replica {
+        path: PathBuf,
+        seq: u64,
+        reason: String,
+    },
 }
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> JournalError + '_ {
@@ -228,6 +236,8 @@ pub struct Journal {
     held: Vec<u8>,
     /// What the observer is told of each held line, once it is written.
     held_events: Vec<HeldEvent>,
+    /// Takes every line before it is written here (the cluster).
+    replica: Option<Box<dyn Replica>>,
     /// Their payloads, for the observer (`HeldEvent::payload` indexes it).
     held_payloads: Vec<u8>,
 }
@@ -245,6 +255,17 @@ struct HeldEvent {
 /// JSON)`. It runs inside the append, so it must be quick and must not
 /// journal.
 pub type Observer = std::sync::Arc<dyn Fn(u64, Level, &str, &str, &[u8]) + Send + Sync>;
+
+/// A copy of the journal kept elsewhere (the cluster's run log) that must
+/// take every line before this journal writes it, so the file here is
+/// always a prefix of the replica: a line the replica refused was never
+/// acted on here either.
+pub trait Replica: Send {
+    /// Take `lines` — whole journal lines, each ending in `\n`, the first
+    /// numbered `first_seq` and the rest in order after it — or say why
+    /// not. A refusal poisons the journal.
+    fn replicate(&mut self, first_seq: u64, lines: &[u8]) -> Result<(), String>;
+}
 
 impl fmt::Debug for Journal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -373,6 +394,7 @@ impl Journal {
             held: Vec::new(),
             held_events: Vec::new(),
             held_payloads: Vec::new(),
+            replica: None,
         }
     }
 
@@ -493,14 +515,21 @@ impl Journal {
         }
         // One write of the held lines and this one: a crash tears at most
         // the last line of it, and every line before it is whole.
+        let first_seq = self.held_events.first().map_or(seq, |held| held.seq);
         let written = if self.held.is_empty() {
-            self.file.write_all(&line)
+            self.replicate(first_seq, &line)
+                .and_then(|()| self.write_local(&line))
         } else {
             self.held.extend_from_slice(&line);
-            self.file.write_all(&self.held)
+            let held = std::mem::take(&mut self.held);
+            let written = self
+                .replicate(first_seq, &held)
+                .and_then(|()| self.write_local(&held));
+            self.held = held;
+            written
         };
         self.line = line;
-        self.poison_on_error(written)?;
+        written?;
         self.last_seq = seq;
         self.unsynced = true;
         self.tell_held();
@@ -540,11 +569,46 @@ impl Journal {
         if self.poisoned {
             return Err(self.poisoned_error());
         }
-        let written = self.file.write_all(&self.held);
-        self.poison_on_error(written)?;
+        let first_seq = self.held_events.first().map_or(0, |held| held.seq);
+        let held = std::mem::take(&mut self.held);
+        let written = self
+            .replicate(first_seq, &held)
+            .and_then(|()| self.write_local(&held));
+        self.held = held;
+        written?;
         self.unsynced = true;
         self.tell_held();
         Ok(())
+    }
+
+    /// Hand `lines` to the replica, if there is one; a refusal poisons.
+    fn replicate(&mut self, first_seq: u64, lines: &[u8]) -> Result<(), JournalError> {
+        let Some(replica) = self.replica.as_mut() else {
+            return Ok(());
+        };
+        replica.replicate(first_seq, lines).map_err(|reason| {
+            self.poisoned = true;
+            JournalError::Replica {
+                path: self.path.clone(),
+                seq: first_seq,
+                reason,
+            }
+        })
+    }
+
+    /// Write `lines` to the file; a failure poisons.
+    fn write_local(&mut self, lines: &[u8]) -> Result<(), JournalError> {
+        let written = self.file.write_all(lines);
+        self.poison_on_error(written)
+    }
+
+    /// Keep a replica that takes every line before it is written here
+    /// (replaces an earlier one), starting with the lines held now. Lines
+    /// written before are the caller's to have copied (the cluster copies
+    /// nothing: it rebuilds this file from the replica).
+    pub fn set_replica(&mut self, replica: Option<Box<dyn Replica>>) -> Result<(), JournalError> {
+        self.replica = replica;
+        self.flush()
     }
 
     /// A failed write or fsync poisons the journal: the kernel may have
@@ -1475,5 +1539,98 @@ mod tests {
         assert_eq!(recovery, Recovery::default());
         assert_eq!(journal.append(info("x", 1)).expect("append").seq, 1);
         assert!(read_events(dir.path().join("missing.jsonl")).is_err());
+    }
+
+    /// What a replica took: each call's first seq and lines.
+    type Taken = std::sync::Arc<std::sync::Mutex<Vec<(u64, Vec<u8>)>>>;
+
+    /// Records what it is given, and refuses from the call numbered
+    /// `refuse_from` on (0: never).
+    struct Recorded {
+        taken: Taken,
+        calls: u64,
+        refuse_from: u64,
+    }
+
+    impl Replica for Recorded {
+        fn replicate(&mut self, first_seq: u64, lines: &[u8]) -> Result<(), String> {
+            self.calls += 1;
+            if self.refuse_from != 0 && self.calls >= self.refuse_from {
+                return Err("fenced".into());
+            }
+            self.taken
+                .lock()
+                .expect("lock")
+                .push((first_seq, lines.to_vec()));
+            Ok(())
+        }
+    }
+
+    fn recorded(refuse_from: u64) -> (Recorded, Taken) {
+        let taken = std::sync::Arc::default();
+        let replica = Recorded {
+            taken: std::sync::Arc::clone(&taken),
+            calls: 0,
+            refuse_from,
+        };
+        (replica, taken)
+    }
+
+    #[test]
+    fn a_replica_takes_every_line_first_and_the_file_is_its_copy() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        let (replica, taken) = recorded(0);
+        journal.set_replica(Some(Box::new(replica))).expect("set");
+        journal.append(info("run_started", 1)).expect("append");
+        // Held events go to the replica with the write that carries them.
+        assert_eq!(hold(&mut journal, "tool_call_requested", 2), 2);
+        journal
+            .append(info("tool_call_started", 3))
+            .expect("append");
+        hold(&mut journal, "tool_result_stored", 4);
+        journal.flush().expect("flush");
+        let taken = taken.lock().expect("lock").clone();
+        let firsts: Vec<u64> = taken.iter().map(|(first, _)| *first).collect();
+        assert_eq!(firsts, vec![1, 2, 4]);
+        let replicated: Vec<u8> = taken.into_iter().flat_map(|(_, lines)| lines).collect();
+        assert_eq!(replicated, fs::read(&path).expect("read"));
+        let seqs: Vec<u64> = lines(&path)
+            .iter()
+            .map(|line| line["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_line_the_replica_refused_is_never_written_and_the_journal_is_poisoned() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut journal = Journal::create(&path, RUN, Durability::Batched).expect("create");
+        let (replica, taken) = recorded(2);
+        journal.set_replica(Some(Box::new(replica))).expect("set");
+        journal.append(info("run_started", 1)).expect("append");
+        hold(&mut journal, "tool_call_requested", 2);
+        let err = journal
+            .append(info("tool_call_started", 3))
+            .expect_err("refused");
+        assert!(
+            matches!(&err, JournalError::Replica { seq: 2, reason, .. } if reason == "fenced"),
+            "{err}"
+        );
+        assert!(journal.is_poisoned());
+        assert!(matches!(
+            journal.append(info("run_failed", 4)),
+            Err(JournalError::Poisoned { .. })
+        ));
+        drop(journal);
+        // Only what the replica took is here.
+        let seqs: Vec<u64> = lines(&path)
+            .iter()
+            .map(|line| line["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, vec![1]);
+        assert_eq!(taken.lock().expect("lock").len(), 1);
     }
 }

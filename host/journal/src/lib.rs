@@ -33,7 +33,7 @@ pub use events::{
 };
 pub use journal::{
     Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent, Observer,
-    ROOT_INVOCATION_ID, Recovery, read_events,
+    ROOT_INVOCATION_ID, Recovery, Replica, read_events,
 };
 pub use layout::{LayoutError, RunLayout, RunPath, audit_stem, new_run_id};
 pub use manifest::{
