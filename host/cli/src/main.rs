@@ -8,6 +8,7 @@
 mod approvals;
 mod call;
 mod catalog_watch;
+mod cluster;
 mod ext;
 mod inspect;
 mod load;
@@ -314,6 +315,12 @@ enum Command {
         #[command(subcommand)]
         command: approvals::ApprovalsCommand,
     },
+    /// A cluster of `toolhost serve` nodes on NATS JetStream: its nodes,
+    /// their runs and leases, the queue (docs/cluster.md).
+    Cluster {
+        #[command(subcommand)]
+        command: cluster::ClusterCommand,
+    },
 }
 
 /// What a new run is bound to.
@@ -447,6 +454,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     // Neither does deciding an approval.
     if let Command::Approvals { command } = cli.command {
         return approvals::run(command);
+    }
+    // Nor looking at a cluster.
+    if let Command::Cluster { command } = cli.command {
+        return cluster::run(command).await;
     }
     let cache_dir = load::cache_dir(cli.cache_dir.as_deref(), cli.no_cache);
     // Managing extensions loads only the one being installed.
@@ -675,6 +686,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Journal { .. }
         | Command::Approvals { .. }
+        | Command::Cluster { .. }
         | Command::Mcp { .. }
         | Command::Ext { .. } => {
             unreachable!("handled above")

@@ -106,6 +106,29 @@ impl RunFiles {
         Ok(Some(Bytes::from(bytes)))
     }
 
+    /// The names stored under `prefix.` (one level: `checkpoints` lists
+    /// `checkpoints.<seq>.<token>`), unordered.
+    pub async fn names_under(&self, prefix: &str) -> Result<Vec<String>, ClusterError> {
+        use futures_util::TryStreamExt as _;
+        check_name(prefix)?;
+        let subjects = format!("{}{}.{prefix}.>", self.claims.prefix, self.run.path());
+        let listing = |error: String| ClusterError::nats(format!("listing {prefix}"), error);
+        let found: Vec<(String, usize)> = self
+            .claims
+            .stream
+            .info_with_subjects(&subjects)
+            .await
+            .map_err(|error| listing(error.to_string()))?
+            .try_collect()
+            .await
+            .map_err(|error| listing(error.to_string()))?;
+        let key_prefix = format!("{}{}.", self.claims.prefix, self.run.path());
+        Ok(found
+            .into_iter()
+            .filter_map(|(subject, _)| subject.strip_prefix(&key_prefix).map(str::to_owned))
+            .collect())
+    }
+
     async fn claim(&self, name: &str) -> Result<Option<Claim>, ClusterError> {
         let value = self
             .claims

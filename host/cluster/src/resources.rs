@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, kv, object_store, stream};
 
-use crate::{ClusterError, Leases, NodeName, RunFiles, RunKey, RunQueue};
+use crate::{ClusterError, Leases, NodeName, Nodes, RunFiles, RunKey, RunQueue};
 
 /// The journal stream: one subject per run, `toolhost.journal.<tenant>.<run>`.
 pub(crate) const JOURNAL_STREAM: &str = "TOOLHOST_JOURNAL";
@@ -20,6 +20,8 @@ pub(crate) const QUEUE_SUBJECT: &str = "toolhost.runs.queued";
 pub(crate) const QUEUE_CONSUMER: &str = "nodes";
 /// Run owners: a key per run, gone when its owner stops renewing it.
 pub(crate) const LEASE_BUCKET: &str = "toolhost_leases";
+/// The nodes: each one's record, gone when it stops announcing itself.
+pub(crate) const NODE_BUCKET: &str = "toolhost_nodes";
 /// Create-only names: a file's name is claimed here before it is stored.
 pub(crate) const CLAIM_BUCKET: &str = "toolhost_claims";
 /// Audit files, model replies and workspace checkpoints.
@@ -69,8 +71,16 @@ pub struct Cluster {
     journal: stream::Stream,
     queue: stream::Stream,
     leases: kv::Store,
+    nodes: kv::Store,
     claims: kv::Store,
     files: object_store::ObjectStore,
+}
+
+/// Whether connecting makes what is missing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    Make,
+    Refuse,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -90,6 +100,21 @@ impl Cluster {
         node: NodeName,
         settings: ClusterSettings,
     ) -> Result<Self, ClusterError> {
+        Self::open(url, node, settings, Missing::Make).await
+    }
+
+    /// Connect to a cluster some node has set up, making nothing: for
+    /// tools that only look (`toolhost cluster status`).
+    pub async fn attach(url: &str, node: NodeName) -> Result<Self, ClusterError> {
+        Self::open(url, node, ClusterSettings::default(), Missing::Refuse).await
+    }
+
+    async fn open(
+        url: &str,
+        node: NodeName,
+        settings: ClusterSettings,
+        missing: Missing,
+    ) -> Result<Self, ClusterError> {
         let client = async_nats::ConnectOptions::new()
             .name(format!("toolhost {node}"))
             .connection_timeout(settings.request_timeout)
@@ -105,6 +130,7 @@ impl Cluster {
             .build(client.clone());
         let journal = ensure_stream(
             &jetstream,
+            missing,
             stream::Config {
                 name: JOURNAL_STREAM.to_owned(),
                 subjects: vec![format!("{JOURNAL_SUBJECTS}.>")],
@@ -121,6 +147,7 @@ impl Cluster {
         .await?;
         let queue = ensure_stream(
             &jetstream,
+            missing,
             stream::Config {
                 name: QUEUE_STREAM.to_owned(),
                 subjects: vec![QUEUE_SUBJECT.to_owned()],
@@ -133,19 +160,18 @@ impl Cluster {
             },
         )
         .await?;
-        let leases = ensure_bucket(
-            &jetstream,
-            kv::Config {
-                bucket: LEASE_BUCKET.to_owned(),
-                history: 1,
-                max_age: settings.lease,
-                num_replicas: settings.replicas,
-                ..Default::default()
-            },
-        )
-        .await?;
+        let expiring = |bucket: &str| kv::Config {
+            bucket: bucket.to_owned(),
+            history: 1,
+            max_age: settings.lease,
+            num_replicas: settings.replicas,
+            ..Default::default()
+        };
+        let leases = ensure_bucket(&jetstream, missing, expiring(LEASE_BUCKET)).await?;
+        let nodes = ensure_bucket(&jetstream, missing, expiring(NODE_BUCKET)).await?;
         let claims = ensure_bucket(
             &jetstream,
+            missing,
             kv::Config {
                 bucket: CLAIM_BUCKET.to_owned(),
                 history: 1,
@@ -156,6 +182,7 @@ impl Cluster {
         .await?;
         let files = match jetstream.get_object_store(FILE_BUCKET).await {
             Ok(files) => files,
+            Err(error) if missing == Missing::Refuse => return Err(not_set_up(FILE_BUCKET, error)),
             Err(_) => {
                 let made = jetstream
                     .create_object_store(object_store::Config {
@@ -183,6 +210,7 @@ impl Cluster {
             journal,
             queue,
             leases,
+            nodes,
             claims,
             files,
         })
@@ -223,6 +251,11 @@ impl Cluster {
         ))
     }
 
+    /// The nodes' records.
+    pub fn nodes(&self) -> Nodes {
+        Nodes::new(self.nodes.clone())
+    }
+
     /// The create-only files of `run`.
     pub fn files(&self, run: &RunKey) -> RunFiles {
         RunFiles::new(self.claims.clone(), self.files.clone(), run.clone())
@@ -249,12 +282,25 @@ fn setup(resource: &str, error: impl std::fmt::Display) -> ClusterError {
     }
 }
 
+fn not_set_up(resource: &str, error: impl std::fmt::Display) -> ClusterError {
+    ClusterError::NotFound {
+        what: format!("the cluster's {resource} ({error}): no node has set this NATS up yet"),
+    }
+}
+
 /// The stream named in `config` as it exists, or made from `config`.
 async fn ensure_stream(
     jetstream: &jetstream::Context,
+    missing: Missing,
     config: stream::Config,
 ) -> Result<stream::Stream, ClusterError> {
     let name = config.name.clone();
+    if missing == Missing::Refuse {
+        return jetstream
+            .get_stream(&name)
+            .await
+            .map_err(|error| not_set_up(&name, error));
+    }
     jetstream
         .get_or_create_stream(config)
         .await
@@ -264,11 +310,14 @@ async fn ensure_stream(
 /// The bucket named in `config` as it exists, or made from `config`.
 async fn ensure_bucket(
     jetstream: &jetstream::Context,
+    missing: Missing,
     config: kv::Config,
 ) -> Result<kv::Store, ClusterError> {
     let name = config.bucket.clone();
-    if let Ok(store) = jetstream.get_key_value(&name).await {
-        return Ok(store);
+    match jetstream.get_key_value(&name).await {
+        Ok(store) => return Ok(store),
+        Err(error) if missing == Missing::Refuse => return Err(not_set_up(&name, error)),
+        Err(_) => {}
     }
     match jetstream.create_key_value(config).await {
         Ok(store) => Ok(store),

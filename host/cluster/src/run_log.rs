@@ -131,13 +131,25 @@ impl RunLog {
     /// Every line of `run`'s journal, in order: what a node rebuilds the
     /// run's directory from.
     pub async fn read(cluster: &Cluster, run: &RunKey) -> Result<Vec<Bytes>, ClusterError> {
+        Ok(Self::read_entries(cluster, run)
+            .await?
+            .into_iter()
+            .map(|entry| entry.line)
+            .collect())
+    }
+
+    /// Every line of `run`'s journal with the lease token of its writer.
+    pub async fn read_entries(
+        cluster: &Cluster,
+        run: &RunKey,
+    ) -> Result<Vec<LogEntry>, ClusterError> {
         let stream = cluster.journal_stream();
         let subject = subject(run);
         let last = last_sequence(stream, &subject).await?;
-        let mut lines = Vec::new();
+        let mut entries = Vec::new();
         let mut next = 1;
         while next <= last {
-            if lines.len() >= MAX_ENTRIES {
+            if entries.len() >= MAX_ENTRIES {
                 return Err(ClusterError::nats(
                     format!("reading the journal of {run}"),
                     format!("more than {MAX_ENTRIES} lines"),
@@ -153,10 +165,37 @@ impl RunLog {
                     ClusterError::nats(format!("reading the journal of {run}"), error)
                 })?;
             next = message.sequence + 1;
-            lines.push(message.payload);
+            let (token, seq) = message
+                .headers
+                .get(async_nats::header::NATS_MESSAGE_ID)
+                .and_then(|id| parse_id(id.as_str()))
+                .unwrap_or((0, 0));
+            entries.push(LogEntry {
+                line: message.payload,
+                token,
+                seq,
+            });
         }
-        Ok(lines)
+        Ok(entries)
     }
+}
+
+/// One line of a run's journal as the cluster holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    pub line: Bytes,
+    /// The lease token of the node that appended it.
+    pub token: u64,
+    /// The journal sequence its writer gave it.
+    pub seq: u64,
+}
+
+/// `(token, seq)` from an append's message id `<run path>:<token>:<seq>`.
+fn parse_id(id: &str) -> Option<(u64, u64)> {
+    let mut parts = id.rsplitn(3, ':');
+    let seq = parts.next()?.parse().ok()?;
+    let token = parts.next()?.parse().ok()?;
+    Some((token, seq))
 }
 
 /// The stream sequence of `subject`'s last message, 0 when it has none.

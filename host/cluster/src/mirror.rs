@@ -1,0 +1,303 @@
+//! A run directory kept in the cluster, so that any node can rebuild it: a
+//! checkpoint before every journal append that follows a change. Each
+//! file's bytes are a blob named by their sha256 (`blobs/<sha256>`: the same
+//! name always holds the same bytes, so create-only costs nothing and a
+//! file unchanged since the last checkpoint is not sent again); a
+//! checkpoint (`checkpoints.<seq>.<token>`, create-only) maps every file of
+//! the directory to its blob, as the directory was just before the owner
+//! holding lease `token` appended the journal line `seq`. The journal
+//! itself is the run log, not a file here.
+//!
+//! Rebuilding takes the latest checkpoint whose line was appended by the
+//! same owner — a stale owner may have pushed a checkpoint whose line was
+//! then refused — and the log: every file a line names was written before
+//! the line, so it is in the checkpoint pushed before that line; what was
+//! written after the last line is lost like a crash before the write, and
+//! the resume redoes it (docs/runs.md).
+//!
+//! Workspace files change in place (`output/main.md` written twice): they
+//! are checkpointed by content, which is why checkpoints map paths to blobs
+//! rather than storing files under their own names.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use crate::files::MAX_FILE_BYTES;
+use crate::run_log::LogEntry;
+use crate::{Cluster, ClusterError, RunFiles, RunKey, RunLog};
+
+/// Most files a run directory may hold to be mirrored.
+pub const MAX_FILES: usize = 100_000;
+/// Left out: the journal is the run log; `.tmp/` holds half-written files.
+const SKIPPED: [&str; 2] = [
+    toolhost_journal::layout::JOURNAL_FILE,
+    toolhost_journal::layout::TMP_DIR,
+];
+
+/// What a checkpoint holds: run-relative path (`/`-separated) → sha256.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Checkpoint {
+    /// The journal line this checkpoint comes before.
+    pub seq: u64,
+    pub files: BTreeMap<String, String>,
+}
+
+/// What this node knows of a file it pushed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    len: u64,
+    modified: Option<SystemTime>,
+    sha256: String,
+}
+
+/// A run directory's pushes to the cluster, by its owner.
+pub struct RunMirror {
+    files: RunFiles,
+    root: PathBuf,
+    /// The owner's lease token.
+    token: u64,
+    seen: BTreeMap<String, Seen>,
+    /// The directory as the last checkpoint describes it.
+    last: Option<Checkpoint>,
+}
+
+impl RunMirror {
+    pub fn new(files: RunFiles, root: impl Into<PathBuf>, token: u64) -> Self {
+        Self {
+            files,
+            root: root.into(),
+            token,
+            seen: BTreeMap::new(),
+            last: None,
+        }
+    }
+
+    /// If the directory changed since the last checkpoint, send the changed
+    /// files and a checkpoint for the journal line `seq`; `true` if one was
+    /// sent.
+    pub async fn push(&mut self, seq: u64) -> Result<bool, ClusterError> {
+        let root = self.root.clone();
+        let listed = tokio::task::block_in_place(|| list_files(&root))?;
+        let mut checkpoint = Checkpoint {
+            seq,
+            files: BTreeMap::new(),
+        };
+        for (name, len, modified) in listed {
+            let unchanged = self
+                .seen
+                .get(&name)
+                .filter(|seen| seen.len == len && seen.modified == modified && modified.is_some());
+            let sha256 = match unchanged {
+                Some(seen) => seen.sha256.clone(),
+                None => {
+                    let path = root.join(&name);
+                    let bytes = tokio::task::block_in_place(|| read_bounded(&path))?;
+                    let sha256 = hex::encode(Sha256::digest(&bytes));
+                    self.files
+                        .create(&format!("blobs/{sha256}"), Bytes::from(bytes))
+                        .await?;
+                    self.seen.insert(
+                        name.clone(),
+                        Seen {
+                            len,
+                            modified,
+                            sha256: sha256.clone(),
+                        },
+                    );
+                    sha256
+                }
+            };
+            checkpoint.files.insert(name, sha256);
+        }
+        self.seen
+            .retain(|name, _| checkpoint.files.contains_key(name));
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|last| last.files == checkpoint.files)
+        {
+            return Ok(false);
+        }
+        let body = serde_json::to_vec(&checkpoint)
+            .map_err(|error| ClusterError::nats("encoding a checkpoint", error))?;
+        self.files
+            .create(&checkpoint_name(seq, self.token), Bytes::from(body))
+            .await?;
+        self.last = Some(checkpoint);
+        Ok(true)
+    }
+
+    /// Rebuild `run`'s directory at `dir` (which must not exist) from its
+    /// latest checkpoint and its journal. `None` when the cluster holds no
+    /// journal of it.
+    pub async fn rebuild(
+        cluster: &Cluster,
+        run: &RunKey,
+        dir: &Path,
+    ) -> Result<Option<Checkpoint>, ClusterError> {
+        let entries = RunLog::read_entries(cluster, run).await?;
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let files = cluster.files(run);
+        let checkpoint = latest_checkpoint(&files, &entries)
+            .await?
+            .unwrap_or_default();
+        let io = |what: &str, error: std::io::Error| {
+            ClusterError::nats(format!("rebuilding {run}: {what}"), error)
+        };
+        std::fs::create_dir(dir).map_err(|error| io("the run directory", error))?;
+        for (name, sha256) in &checkpoint.files {
+            let relative = safe_relative(name)?;
+            let bytes = files
+                .get(&format!("blobs/{sha256}"))
+                .await?
+                .ok_or_else(|| ClusterError::NotFound {
+                    what: format!("the blob of {name} in {run}"),
+                })?;
+            let path = dir.join(relative);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|error| io(name, error))?;
+            }
+            write_new(&path, &bytes).map_err(|error| io(name, error))?;
+        }
+        let journal: Vec<u8> = entries
+            .iter()
+            .flat_map(|entry| entry.line.iter().copied())
+            .collect();
+        write_new(&dir.join(toolhost_journal::layout::JOURNAL_FILE), &journal)
+            .map_err(|error| io("the journal", error))?;
+        Ok(Some(checkpoint))
+    }
+}
+
+fn checkpoint_name(seq: u64, token: u64) -> String {
+    format!("checkpoints.{seq:012}.{token}")
+}
+
+/// The checkpoint with the largest seq whose line was appended by the
+/// owner that pushed it, if any.
+async fn latest_checkpoint(
+    files: &RunFiles,
+    entries: &[LogEntry],
+) -> Result<Option<Checkpoint>, ClusterError> {
+    let appended = |seq: u64, token: u64| {
+        entries
+            .iter()
+            .any(|entry| entry.seq == seq && entry.token == token)
+    };
+    let names = files.names_under("checkpoints").await?;
+    let latest = names
+        .iter()
+        .filter_map(|name| {
+            let (seq, token) = name.strip_prefix("checkpoints.")?.split_once('.')?;
+            let (seq, token) = (seq.parse().ok()?, token.parse().ok()?);
+            appended(seq, token).then_some((seq, name))
+        })
+        .max();
+    let Some((_, latest)) = latest else {
+        return Ok(None);
+    };
+    let bytes = files
+        .get(latest)
+        .await?
+        .ok_or_else(|| ClusterError::NotFound {
+            what: format!("checkpoint {latest}"),
+        })?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|error| ClusterError::nats(format!("checkpoint {latest}"), error))
+}
+
+/// A run-relative name from a checkpoint as a path that stays beneath the
+/// directory.
+fn safe_relative(name: &str) -> Result<PathBuf, ClusterError> {
+    let path = Path::new(name);
+    let plain = !name.is_empty()
+        && path
+            .components()
+            .all(|component| matches!(component, Component::Normal(_)));
+    if plain {
+        Ok(path.to_owned())
+    } else {
+        Err(ClusterError::InvalidName {
+            what: "checkpointed path",
+            value: name.chars().take(256).collect(),
+        })
+    }
+}
+
+/// Every regular file beneath `root` but the skipped ones, with its length
+/// and modification time, never following a symlink.
+fn list_files(root: &Path) -> Result<Vec<(String, u64, Option<SystemTime>)>, ClusterError> {
+    let mut found = Vec::new();
+    let mut pending = vec![(root.to_owned(), String::new())];
+    while let Some((dir, prefix)) = pending.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|error| ClusterError::nats(format!("listing {}", dir.display()), error))?;
+        for entry in entries {
+            let entry = entry
+                .map_err(|error| ClusterError::nats(format!("listing {}", dir.display()), error))?;
+            let Some(file_name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let name = if prefix.is_empty() {
+                file_name.clone()
+            } else {
+                format!("{prefix}/{file_name}")
+            };
+            if SKIPPED.contains(&name.as_str()) {
+                continue;
+            }
+            let kind = entry
+                .file_type()
+                .map_err(|error| ClusterError::nats(format!("reading {name}"), error))?;
+            if kind.is_dir() {
+                pending.push((entry.path(), name));
+            } else if kind.is_file() {
+                let meta = entry
+                    .metadata()
+                    .map_err(|error| ClusterError::nats(format!("reading {name}"), error))?;
+                found.push((name, meta.len(), meta.modified().ok()));
+                if found.len() > MAX_FILES {
+                    return Err(ClusterError::nats(
+                        "mirroring a run",
+                        format!("more than {MAX_FILES} files"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn read_bounded(path: &Path) -> Result<Vec<u8>, ClusterError> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|error| ClusterError::nats(format!("reading {}", path.display()), error))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ClusterError::nats(
+            format!("reading {}", path.display()),
+            format!("larger than {MAX_FILE_BYTES} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}

@@ -1,0 +1,215 @@
+//! A run directory checkpointed into the cluster and rebuilt on another
+//! node, and what `toolhost cluster status` reads, against a real
+//! nats-server.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
+use toolhost_cluster::{
+    Cluster, ClusterSettings, NodeName, NodeRecord, RunKey, RunLog, RunMirror, RunTicket,
+};
+
+async fn node(server: &NatsServer, name: &str) -> Cluster {
+    let settings = ClusterSettings {
+        lease: Duration::from_secs(3),
+        request_timeout: Duration::from_secs(1),
+        ..ClusterSettings::default()
+    };
+    Cluster::connect(&server.url(), NodeName::new(name).unwrap(), settings)
+        .await
+        .expect("connect")
+}
+
+/// Every regular file beneath `dir`, by relative path.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut found = BTreeMap::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                let name = entry
+                    .path()
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                found.insert(name, std::fs::read(entry.path()).unwrap());
+            }
+        }
+    }
+    found
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn line(seq: u64) -> Bytes {
+    Bytes::from(format!("{{\"seq\":{seq}}}\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_directory_is_rebuilt_on_another_node_from_checkpoints_and_the_journal() {
+    let Some(binary) = nats_server_or_skip() else {
+        return;
+    };
+    let server = NatsServer::start(&binary).expect("nats-server");
+    let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
+    let key = RunKey::new("local", "run_mirror_1").unwrap();
+    let lease = a
+        .leases()
+        .await
+        .unwrap()
+        .acquire(&key)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut log = RunLog::open(&a, &lease).await.unwrap();
+
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("run");
+    write(&dir, "run.json", "{\"runId\":\"run_mirror_1\"}");
+    write(&dir, "input/resolved_profile.json", "{}");
+    write(&dir, "tool-results/call_01.json", "{\"ok\":true}");
+    write(&dir, "output/notes of mine.md", "first draft\n");
+    write(&dir, ".tmp/half-written", "junk");
+    write(&dir, "events.jsonl", "not the journal: the log is\n");
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("output/link")).unwrap();
+
+    let mut mirror = RunMirror::new(a.files(&key), &dir, lease.token());
+    assert!(mirror.push(1).await.unwrap(), "first checkpoint");
+    log.append(1, line(1)).await.unwrap();
+    assert!(!mirror.push(2).await.unwrap(), "nothing changed");
+    log.append(2, line(2)).await.unwrap();
+    // A workspace file changes in place; a new audit file appears.
+    write(&dir, "output/notes of mine.md", "second draft\n");
+    write(&dir, "tool-results/call_02.json", "{\"ok\":false}");
+    assert!(mirror.push(3).await.unwrap());
+    log.append(3, line(3)).await.unwrap();
+    let expected = tree(&dir);
+
+    // A stale owner's checkpoint whose line never made it is ignored.
+    write(&dir, "output/stale.md", "never journaled\n");
+    let mut stale = RunMirror::new(a.files(&key), &dir, lease.token() + 1000);
+    assert!(stale.push(4).await.unwrap());
+
+    let rebuilt = temp.path().join("rebuilt");
+    let checkpoint = RunMirror::rebuild(&b, &key, &rebuilt)
+        .await
+        .unwrap()
+        .expect("a journal");
+    assert_eq!(checkpoint.seq, 3);
+    let mut got = tree(&rebuilt);
+    let journal = got.remove("events.jsonl").expect("journal");
+    assert_eq!(journal, b"{\"seq\":1}\n{\"seq\":2}\n{\"seq\":3}\n");
+    let mut want = expected;
+    want.remove("events.jsonl");
+    want.remove(".tmp/half-written");
+    assert_eq!(got, want);
+    assert!(!rebuilt.join("output/link").exists(), "no symlink");
+
+    // A rebuild never writes over a directory that exists.
+    assert!(RunMirror::rebuild(&b, &key, &rebuilt).await.is_err());
+    // No journal, nothing to rebuild.
+    let none = RunKey::new("local", "never_ran").unwrap();
+    assert!(
+        RunMirror::rebuild(&b, &none, &temp.path().join("none"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_lists_nodes_their_leases_orphaned_runs_and_the_queue() {
+    let Some(binary) = nats_server_or_skip() else {
+        return;
+    };
+    let server = NatsServer::start(&binary).expect("nats-server");
+    // Nothing set up yet: a look makes nothing.
+    let err = Cluster::attach(&server.url(), NodeName::new("viewer").unwrap())
+        .await
+        .expect_err("no cluster yet");
+    assert_eq!(err.code(), "cluster.not_found");
+
+    let a = node(&server, "node-a").await;
+    let gone = node(&server, "node-gone").await;
+    a.nodes()
+        .announce(&NodeRecord {
+            node: "node-a".into(),
+            listen: "127.0.0.1:7701".into(),
+            capacity: 8,
+            running: 1,
+        })
+        .await
+        .unwrap();
+    let held = RunKey::new("local", "run_held").unwrap();
+    let orphan = RunKey::new("other", "run_orphan").unwrap();
+    let lease = a
+        .leases()
+        .await
+        .unwrap()
+        .acquire(&held)
+        .await
+        .unwrap()
+        .unwrap();
+    gone.leases()
+        .await
+        .unwrap()
+        .acquire(&orphan)
+        .await
+        .unwrap()
+        .unwrap();
+    a.queue()
+        .submit(&RunTicket {
+            tenant: "local".into(),
+            run: "run_waiting".into(),
+            reason: "start".into(),
+        })
+        .await
+        .unwrap();
+
+    let viewer = Cluster::attach(&server.url(), NodeName::new("viewer").unwrap())
+        .await
+        .unwrap();
+    let status = viewer.status().await.unwrap();
+    assert_eq!(status.nodes.len(), 1);
+    let node_a = &status.nodes[0];
+    assert_eq!(
+        (node_a.node.as_str(), node_a.capacity, node_a.running),
+        ("node-a", 8, 1)
+    );
+    assert_eq!(node_a.runs.len(), 1);
+    assert_eq!(
+        (node_a.runs[0].run.as_str(), node_a.runs[0].token),
+        ("run_held", lease.token())
+    );
+    assert_eq!(status.orphaned.len(), 1);
+    assert_eq!(
+        (
+            status.orphaned[0].tenant.as_str(),
+            status.orphaned[0].node.as_str()
+        ),
+        ("other", "node-gone")
+    );
+    assert_eq!(status.queued, 1);
+    assert_eq!(status.lease_ms, 3000);
+
+    // A node that leaves drops out at once.
+    a.nodes()
+        .leave(&NodeName::new("node-a").unwrap())
+        .await
+        .unwrap();
+    let status = viewer.status().await.unwrap();
+    assert!(status.nodes.is_empty());
+    assert_eq!(status.orphaned.len(), 2);
+}
