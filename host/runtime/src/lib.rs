@@ -34,4 +34,4 @@ pub use inputs::RunBindings;
 pub use invocation::{CallOutcome, ExecutedCall, InvocationSession};
 pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};
 pub use resume::{ResumeFound, TERMINAL_EVENTS};
-pub use run::Run;
+pub use run::{ReplicaFactory, Run};

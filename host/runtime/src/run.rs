@@ -11,6 +11,7 @@ use toolhost_core::{
     Classified, ExitPolicy, InvocationToolSnapshot, Profile, SnapshotSources, ToolChoice, ToolId,
     ToolRequestGate, ToolTurnContract, profile::WORKSPACE_ROOTS, snapshot,
 };
+use toolhost_journal::Replica;
 use toolhost_journal::{
     ContextAssembled, Durability, Event, Observer, PreservedCommit, Recovery, RootSpec,
     RunCompleted, RunDirectory, RunFailed, RunLayout, RunManifest, RunPartialSuccess, RunResumed,
@@ -28,6 +29,11 @@ use crate::failure::RunFailure;
 use crate::inputs::{self, Loaded, RunBindings};
 use crate::invocation::InvocationSession;
 use crate::resume::{ResumeLog, TERMINAL_EVENTS};
+
+/// Makes the journal replica of the run directory at the given root, before
+/// the run's first event (the cluster's: `toolhost-cluster`). An error
+/// stops the run from being created or resumed.
+pub type ReplicaFactory = Box<dyn FnOnce(&Path) -> Result<Box<dyn Replica>, String> + Send>;
 
 /// An open run. Shared by its invocations (`Arc<Run>`); the directory is
 /// behind a mutex because the journal has one writer.
@@ -78,6 +84,19 @@ impl Run {
         )
     }
 
+    /// [`Run::create_with`] with the id `run_id`, its journal replicated
+    /// by what `replica` makes, from `run_started` on.
+    pub fn create_replicated(
+        root: &Path,
+        run_id: &str,
+        profile: &Profile,
+        durability: Durability,
+        bindings: &RunBindings,
+        replica: ReplicaFactory,
+    ) -> Result<Arc<Self>, RunFailure> {
+        Self::create_full(root, run_id, profile, durability, bindings, Some(replica))
+    }
+
     /// Create a run in a new directory `<runs_dir>/<run-id>`.
     pub fn create_under(
         runs_dir: &Path,
@@ -102,12 +121,26 @@ impl Run {
         durability: Durability,
         bindings: &RunBindings,
     ) -> Result<Arc<Self>, RunFailure> {
+        Self::create_full(root, run_id, profile, durability, bindings, None)
+    }
+
+    fn create_full(
+        root: &Path,
+        run_id: &str,
+        profile: &Profile,
+        durability: Durability,
+        bindings: &RunBindings,
+        replica: Option<ReplicaFactory>,
+    ) -> Result<Arc<Self>, RunFailure> {
         let prepared = inputs::prepare(bindings)?;
         let resolved = profile.to_resolved_json();
         let mut manifest =
             RunManifest::new(run_id, &profile.id, resolved.as_bytes(), roots(profile));
         manifest.inputs = prepared.record;
         let mut dir = RunDirectory::create(root, manifest, resolved.as_bytes(), durability)?;
+        if let Some(replica) = replica {
+            attach_replica(&mut dir, root, replica)?;
+        }
         if let Some(snapshot) = &prepared.snapshot {
             Activation::store_prompt_snapshot(root, snapshot)?;
         }
@@ -120,6 +153,23 @@ impl Run {
     /// Reopen a run, cutting a torn journal tail, and journal `run_resumed`.
     /// Its chat must still have the frozen prefix it was bound to.
     pub fn open(root: &Path) -> Result<(Arc<Self>, Recovery), RunFailure> {
+        Self::open_full(root, None)
+    }
+
+    /// [`Run::open`], its journal replicated by what `replica` makes from
+    /// `run_resumed` on: a cluster node going on with a run whose loop
+    /// never started (no `input/loop.json`), as a new loop.
+    pub fn open_replicated(
+        root: &Path,
+        replica: ReplicaFactory,
+    ) -> Result<(Arc<Self>, Recovery), RunFailure> {
+        Self::open_full(root, Some(replica))
+    }
+
+    fn open_full(
+        root: &Path,
+        replica: Option<ReplicaFactory>,
+    ) -> Result<(Arc<Self>, Recovery), RunFailure> {
         let (mut dir, recovery) = RunDirectory::open(root)?;
         let loaded = inputs::rebind(&dir.manifest().inputs, root)?;
         let profile = Self::load_profile(&dir)?;
@@ -129,6 +179,9 @@ impl Run {
             torn_bytes: recovery.torn_bytes,
             resume: None,
         };
+        if let Some(replica) = replica {
+            attach_replica(&mut dir, root, replica)?;
+        }
         dir.journal_mut().record(&resumed)?;
         Ok((Arc::new(Self::wrap(dir, loaded, profile)?), recovery))
     }
@@ -140,6 +193,22 @@ impl Run {
     /// `input/loop.json` (not an agent run, or one made before runs were
     /// resumable).
     pub fn resume(root: &Path) -> Result<(Arc<Self>, LoopRecord), RunFailure> {
+        Self::resume_full(root, None)
+    }
+
+    /// [`Run::resume`], its journal replicated by what `replica` makes from
+    /// `run_resumed` on (which, in a cluster, fences the run's last owner).
+    pub fn resume_replicated(
+        root: &Path,
+        replica: ReplicaFactory,
+    ) -> Result<(Arc<Self>, LoopRecord), RunFailure> {
+        Self::resume_full(root, Some(replica))
+    }
+
+    fn resume_full(
+        root: &Path,
+        replica: Option<ReplicaFactory>,
+    ) -> Result<(Arc<Self>, LoopRecord), RunFailure> {
         let (mut dir, recovery) = RunDirectory::open(root)?;
         let events = read_events(dir.layout().journal().absolute)?;
         if let Some(end) = events
@@ -177,6 +246,9 @@ impl Run {
             torn_bytes: recovery.torn_bytes,
             resume: serde_json::to_value(&log.found).ok(),
         };
+        if let Some(replica) = replica {
+            attach_replica(&mut dir, root, replica)?;
+        }
         dir.journal_mut().record(&resumed)?;
         let mut run = Self::wrap(dir, loaded, profile)?;
         run.resume_log = Some(Arc::new(log));
@@ -634,6 +706,18 @@ impl Run {
 
 /// The manifest's roots: the whole universe in its fixed order, each shown
 /// and made writable as the profile says, then the runtime's `tool-results/`.
+/// Give `dir`'s journal the replica `replica` makes for `root`.
+fn attach_replica(
+    dir: &mut RunDirectory,
+    root: &Path,
+    replica: ReplicaFactory,
+) -> Result<(), RunFailure> {
+    let made = replica(root)
+        .map_err(|error| RunFailure::State(format!("the journal's replica: {error}")))?;
+    dir.journal_mut().set_replica(Some(made))?;
+    Ok(())
+}
+
 fn roots(profile: &Profile) -> Vec<RootSpec> {
     let mut roots = RootSpec::default_universe();
     for root in &mut roots {
