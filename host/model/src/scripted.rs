@@ -35,6 +35,10 @@
 //! a string that is not JSON reaches the tool as is and gets a recoverable
 //! `tool.invalid_arguments`. Replies without `id` test the missing-call-id
 //! path. A request past the last reply is `model.script_exhausted`.
+//!
+//! `"delayMs": N` on a reply makes the model take that long to answer (at
+//! most a minute): the latency of a real model, for tests and benchmarks of
+//! runs that overlap.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -72,7 +76,13 @@ struct ScriptedReply {
     text: Option<String>,
     #[serde(default)]
     tool_calls: Vec<ScriptedCall>,
+    /// How long the answer takes, in milliseconds.
+    #[serde(default)]
+    delay_ms: u64,
 }
+
+/// The longest a scripted answer may take.
+const MAX_DELAY_MS: u64 = 60_000;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -185,6 +195,11 @@ impl ScriptedModel {
             let reply: ScriptedReply = serde_path_to_error::deserialize(&raw).map_err(|error| {
                 format!("at `{place}[{index}].{}`: {}", error.path(), error.inner())
             })?;
+            if reply.delay_ms > MAX_DELAY_MS {
+                return Err(format!(
+                    "at `{place}[{index}].delayMs`: at most {MAX_DELAY_MS}"
+                ));
+            }
             replies.push((reply, raw));
         }
         Ok(Self {
@@ -200,13 +215,22 @@ impl ScriptedModel {
         self.replies.len().saturating_sub(next)
     }
 
-    fn answer(&self, request: &AgentModelRequest) -> Result<ModelReply, ModelError> {
+    /// The next reply, and how long it takes.
+    fn answer(&self, request: &AgentModelRequest) -> (Result<ModelReply, ModelError>, u64) {
         let index = {
             let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
             let index = *next;
             *next += 1;
             index
         };
+        let delay = self
+            .replies
+            .get(index)
+            .map_or(0, |(reply, _)| reply.delay_ms);
+        (self.reply(index, request), delay)
+    }
+
+    fn reply(&self, index: usize, request: &AgentModelRequest) -> Result<ModelReply, ModelError> {
         let Some((reply, raw)) = self.replies.get(index) else {
             return Err(ModelError::ScriptExhausted {
                 replies: self.replies.len(),
@@ -266,6 +290,12 @@ impl AgentModel for ScriptedModel {
     }
 
     fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
-        Box::pin(async move { self.answer(request) })
+        Box::pin(async move {
+            let (answer, delay_ms) = self.answer(request);
+            if delay_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+            }
+            answer
+        })
     }
 }

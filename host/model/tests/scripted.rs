@@ -101,12 +101,22 @@ fn malformed_scripts_are_refused_at_load_naming_the_place() {
             r#"{"schemaVersion":1,"kind":"toolhost.modelScript","replies":[{"toolCalls":[{"id":"a","nam":"x"}]}]}"#,
             "toolCalls[0]",
         ),
+        (
+            r#"{"schemaVersion":1,"kind":"toolhost.modelScript","replies":[{"text":"x","delayMs":60001}]}"#,
+            "replies[0].delayMs`: at most 60000",
+        ),
     ];
     for (text, needle) in cases {
         let error = ScriptedModel::parse(text, "inline").expect_err(text);
         assert_eq!(error.code(), "model.script_invalid", "{text}");
         assert!(error.to_string().contains(needle), "{text}: {error}");
     }
+    // Within the bound, a delay is a plain reply.
+    ScriptedModel::parse(
+        r#"{"schemaVersion":1,"kind":"toolhost.modelScript","replies":[{"text":"x","delayMs":60000}]}"#,
+        "inline",
+    )
+    .expect("a minute is allowed");
     let missing =
         ScriptedModel::load(std::path::Path::new("/nonexistent/script.json")).expect_err("missing");
     assert_eq!(missing.code(), "model.script_invalid");
