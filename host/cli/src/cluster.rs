@@ -1,15 +1,70 @@
 //! `toolhost cluster status`: a cluster's nodes, the runs each holds a
 //! lease on, runs still leased to a node that stopped, and the queue
 //! (docs/cluster.md). It reads the cluster and changes nothing: a NATS
-//! server no node has set up yet is an error, not a new cluster.
+//! server no node has set up yet is an error, not a new cluster. And the
+//! flags of `toolhost serve --cluster`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use toolhost_cluster::{Cluster, ClusterStatus, LeasedRun, NodeName};
+use toolhost_cluster::{Cluster, ClusterSettings, ClusterStatus, LeasedRun, NodeName};
 
 use crate::table;
+
+/// `toolhost serve` as a node of a cluster (docs/cluster.md).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// Be a node of the cluster on this NATS JetStream server: new runs go
+    /// to its queue, and this node takes runs from it while it has room.
+    #[arg(long, value_name = "URL", env = "TOOLHOST_CLUSTER")]
+    pub cluster: Option<String>,
+    /// This node's name in the cluster [default: node-<pid>].
+    #[arg(long, value_name = "NAME", requires = "cluster")]
+    pub node: Option<String>,
+    /// Where this node keeps its copies of the runs it drives [default:
+    /// <data-dir>/nodes/<name>].
+    #[arg(long, value_name = "DIR", requires = "cluster")]
+    pub node_dir: Option<PathBuf>,
+    /// Lease length in milliseconds, when this node is the first (the
+    /// cluster's own otherwise): a dead node's runs move after about this.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 10_000,
+        requires = "cluster"
+    )]
+    pub lease_ms: u64,
+    /// Runs not yet ended the cluster holds (queued and running), when this
+    /// node is the first; past it a new run is refused with 429.
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "cluster")]
+    pub queue_limit: i64,
+    /// Copies of every stream and bucket, when this node is the first: 1
+    /// for one NATS server, 3 for a cluster of three.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "cluster")]
+    pub replicas: usize,
+}
+
+impl ClusterArgs {
+    /// The node's name and the settings it would set the cluster up with.
+    pub fn settings(&self) -> Result<(NodeName, ClusterSettings)> {
+        let name = match &self.node {
+            Some(name) => name.clone(),
+            None => format!("node-{}", std::process::id()),
+        };
+        let lease = Duration::from_millis(self.lease_ms.max(1000));
+        let settings = ClusterSettings {
+            replicas: self.replicas.max(1),
+            lease,
+            queue_limit: self.queue_limit.max(1),
+            claim_wait: lease,
+            ..ClusterSettings::default()
+        };
+        Ok((NodeName::new(name)?, settings))
+    }
+}
 
 #[derive(Subcommand)]
 pub enum ClusterCommand {

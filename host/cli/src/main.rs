@@ -129,6 +129,8 @@ enum Command {
         /// do blocking file I/O on them.
         #[arg(long, default_value_t = default_worker_threads())]
         worker_threads: usize,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
     },
     /// Inspect the tool catalog.
     Tools {
@@ -655,6 +657,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             tls_key,
             host_names,
             worker_threads: _,
+            cluster,
         } => {
             let data_dir = load::user_dir(
                 data_dir.as_deref(),
@@ -681,6 +684,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 host_names,
                 sources,
                 loaded_fingerprint,
+                cluster,
             };
             return service::serve(host, args).await;
         }

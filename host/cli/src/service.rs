@@ -38,6 +38,8 @@ pub struct ServiceArgs {
     pub sources: crate::catalog_watch::Sources,
     /// `sources.fingerprint()` taken just before the tools were loaded.
     pub loaded_fingerprint: String,
+    /// Be a node of a cluster (`--cluster`).
+    pub cluster: crate::cluster::ClusterArgs,
 }
 
 pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
@@ -65,7 +67,23 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
     };
     let host = Arc::new(host);
     warm(&host);
-    let state = Arc::new(ServeState::new(host, access, args.listen, options)?);
+    let mut state = ServeState::new(host, access, args.listen, options)?;
+    if let Some(url) = &args.cluster.cluster {
+        let (name, settings) = args.cluster.settings()?;
+        let node_dir = match &args.cluster.node_dir {
+            Some(dir) => dir.clone(),
+            None => args.data_dir.join("nodes").join(name.as_str()),
+        };
+        std::fs::create_dir_all(&node_dir)
+            .with_context(|| format!("creating {}", node_dir.display()))?;
+        let cluster = toolhost_cluster::Cluster::connect(url, name.clone(), settings).await?;
+        let node =
+            toolhost_serve::node::ClusterNode::join(cluster, node_dir, args.listen.to_string())
+                .await?;
+        eprintln!("toolhost serve: node {name} of the cluster at {url}");
+        state = state.with_node(Arc::new(node));
+    }
+    let state = Arc::new(state);
     tokio::spawn(reload_on_hangup(Arc::clone(&state), args.sources.clone()));
     tokio::spawn(crate::catalog_watch::watch(
         Arc::clone(&state),
@@ -82,7 +100,13 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         args.data_dir.display(),
         state.models.len()
     );
-    pick_up_interrupted(&state, args.resume).await;
+    if state.node.is_some() {
+        // The cluster holds the runs: interrupted ones come back through
+        // its queue, to this node or another.
+        tokio::spawn(toolhost_serve::node::work(Arc::clone(&state)));
+    } else {
+        pick_up_interrupted(&state, args.resume).await;
+    }
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(toolhost_serve::serve(listener, Arc::clone(&state), async {
         let _ = stopped_rx.await;

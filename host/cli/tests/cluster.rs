@@ -74,6 +74,7 @@ async fn cluster_status_shows_nodes_leases_and_the_queue() {
             tenant: "local".into(),
             run: "run_c".into(),
             reason: "start".into(),
+            request: None,
         })
         .await
         .unwrap();

@@ -83,7 +83,8 @@ impl RunMirror {
     /// sent.
     pub async fn push(&mut self, seq: u64) -> Result<bool, ClusterError> {
         let root = self.root.clone();
-        let listed = tokio::task::block_in_place(|| list_files(&root))?;
+        // Blocking reads, like the journal write this push comes before.
+        let listed = list_files(&root)?;
         let mut checkpoint = Checkpoint {
             seq,
             files: BTreeMap::new(),
@@ -97,7 +98,7 @@ impl RunMirror {
                 Some(seen) => seen.sha256.clone(),
                 None => {
                     let path = root.join(&name);
-                    let bytes = tokio::task::block_in_place(|| read_bounded(&path))?;
+                    let bytes = read_bounded(&path)?;
                     let sha256 = hex::encode(Sha256::digest(&bytes));
                     self.files
                         .create(&format!("blobs/{sha256}"), Bytes::from(bytes))

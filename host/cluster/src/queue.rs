@@ -2,9 +2,14 @@
 //! consumer, gone once acknowledged) with a limit on what it holds and
 //! discard-new, so a full queue refuses a new run — the service's `429` —
 //! instead of dropping an old one. Nodes pull as they have room; no
-//! coordinator decides who runs what. A node acknowledges a run once it
-//! holds its lease; one that dies before that leaves it to be handed out
-//! again after the claim wait.
+//! coordinator decides who runs what.
+//!
+//! A run stays in the queue, unacknowledged, until it ends: its owner says
+//! "in progress" at every lease renewal and acknowledges it when the run
+//! ended. So the queue is also the list of runs not yet ended: when a node
+//! dies, its runs are handed out again after the claim wait, and the node
+//! that gets one takes its lease once it ran out, rebuilds it and resumes
+//! it. The limit counts runs waiting and running.
 
 use std::time::Duration;
 
@@ -29,8 +34,12 @@ const STORE_FAILED: u64 = 10077;
 pub struct RunTicket {
     pub tenant: String,
     pub run: String,
-    /// `start` for a new run, `resume` for one whose owner went away.
+    /// `start` for a new run, `resume` for one an operator asked to go on.
     pub reason: String,
+    /// What the run is started with (the service's request), for the node
+    /// that takes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<serde_json::Value>,
 }
 
 impl RunTicket {
@@ -107,6 +116,8 @@ impl RunQueue {
                     durable_name: Some(QUEUE_CONSUMER.to_owned()),
                     ack_policy: consumer::AckPolicy::Explicit,
                     ack_wait: self.settings.claim_wait,
+                    // Every run not yet ended is one pending acknowledgement.
+                    max_ack_pending: self.settings.queue_limit,
                     ..Default::default()
                 },
             )
@@ -158,28 +169,45 @@ impl RunPuller {
     }
 }
 
-/// A run pulled from the queue, not yet taken.
+/// A run pulled from the queue, held by this node until it ends.
 pub struct QueuedRun {
     message: jetstream::Message,
     pub ticket: RunTicket,
 }
 
 impl QueuedRun {
-    /// This node holds the run's lease now: the queue forgets it.
-    pub async fn taken(self) -> Result<(), ClusterError> {
+    /// The run is still going here: hand it to no one else for another
+    /// claim wait (at every lease renewal).
+    pub async fn in_progress(&self) -> Result<(), ClusterError> {
+        self.message
+            .ack_with(AckKind::Progress)
+            .await
+            .map_err(|error| ClusterError::nats("keeping a run", error))
+    }
+
+    /// The run ended (or was ended already): the queue forgets it.
+    pub async fn done(self) -> Result<(), ClusterError> {
         self.message
             .double_ack()
             .await
             .map_err(|error| ClusterError::nats("acknowledging a run", error))
     }
 
-    /// This node cannot take it (no room, or another node holds its lease
-    /// and runs it): remove it from the queue without running it.
+    /// It can never run: remove it from the queue.
     pub async fn dropped(self) -> Result<(), ClusterError> {
         self.message
             .ack_with(AckKind::Term)
             .await
             .map_err(|error| ClusterError::nats("dropping a run", error))
+    }
+
+    /// Not now (no room here, or its lease is still another node's): hand
+    /// it out again after `delay`.
+    pub async fn later(self, delay: Duration) -> Result<(), ClusterError> {
+        self.message
+            .ack_with(AckKind::Nak(Some(delay)))
+            .await
+            .map_err(|error| ClusterError::nats("handing a run back", error))
     }
 
     /// Hand it back at once for another node.

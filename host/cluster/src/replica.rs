@@ -1,7 +1,9 @@
 //! The journal's replica in the cluster: each line the run's journal writes
 //! is first appended to the run's log (`RunLog`), fenced by the lease, so
 //! the run directory's `events.jsonl` is always a prefix of the cluster's
-//! journal. The journal is synchronous and the log is not: an append blocks
+//! journal; with a mirror, the run directory is checkpointed before the
+//! lines that follow a change (`RunMirror`), so every file a line names is
+//! in the cluster before the line. The journal is synchronous and the log is not: an append blocks
 //! the calling worker thread (like the file write beside it) while the NATS
 //! client's tasks go on on the other workers, so it needs tokio's
 //! multi-threaded runtime; on any other it refuses (which poisons the
@@ -11,11 +13,12 @@ use bytes::Bytes;
 use tokio::runtime::{Handle, RuntimeFlavor};
 use toolhost_journal::Replica;
 
-use crate::RunLog;
+use crate::{RunLog, RunMirror};
 
 /// A run's log as its journal's replica.
 pub struct JournalReplica {
     log: RunLog,
+    mirror: Option<RunMirror>,
     handle: Handle,
 }
 
@@ -29,14 +32,28 @@ impl JournalReplica {
                 "the cluster's journal replica needs tokio's multi-threaded runtime".into(),
             );
         }
-        Ok(Self { log, handle })
+        Ok(Self {
+            log,
+            mirror: None,
+            handle,
+        })
+    }
+
+    /// Checkpoint the run directory with `mirror` before each write.
+    pub fn with_mirror(mut self, mirror: RunMirror) -> Self {
+        self.mirror = Some(mirror);
+        self
     }
 }
 
 impl Replica for JournalReplica {
     fn replicate(&mut self, first_seq: u64, lines: &[u8]) -> Result<(), String> {
         let log = &mut self.log;
+        let mirror = self.mirror.as_mut();
         let append = async move {
+            if let Some(mirror) = mirror {
+                mirror.push(first_seq).await?;
+            }
             for (offset, line) in (0u64..).zip(lines.split_inclusive(|byte| *byte == b'\n')) {
                 log.append(first_seq + offset, Bytes::copy_from_slice(line))
                     .await?;

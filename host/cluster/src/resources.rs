@@ -42,8 +42,9 @@ pub struct ClusterSettings {
     pub append_window: Duration,
     /// How long one request to NATS may take before it is tried again.
     pub request_timeout: Duration,
-    /// How long a pulled run may stay unacknowledged before it is handed to
-    /// another node (the puller died before it took the lease).
+    /// How long a pulled run may go without its owner saying it is in
+    /// progress before it is handed to another node (the owner died). At
+    /// least the lease: an owner says so at every renewal.
     pub claim_wait: Duration,
 }
 
@@ -55,7 +56,7 @@ impl Default for ClusterSettings {
             queue_limit: 1000,
             append_window: Duration::from_secs(30),
             request_timeout: Duration::from_secs(2),
-            claim_wait: Duration::from_secs(30),
+            claim_wait: Duration::from_secs(10),
         }
     }
 }

@@ -185,6 +185,7 @@ async fn the_run_queue_hands_each_run_to_one_node_and_refuses_past_its_limit() {
         tenant: "tenant-a".into(),
         run: id.into(),
         reason: "start".into(),
+        request: None,
     };
     for id in ["q1", "q2", "q3"] {
         queue.submit(&ticket(id)).await.unwrap();
@@ -212,7 +213,7 @@ async fn the_run_queue_hands_each_run_to_one_node_and_refuses_past_its_limit() {
     let second = pull_b.next(wait).await.unwrap().expect("a run");
     assert_ne!(first.ticket, second.ticket);
     assert_eq!(first.ticket.run, "q1", "oldest first");
-    first.taken().await.unwrap();
+    first.done().await.unwrap();
     // Handed back, it is handed out again.
     let returned = second.ticket.clone();
     second.put_back().await.unwrap();

@@ -174,6 +174,7 @@ async fn the_status_lists_nodes_their_leases_orphaned_runs_and_the_queue() {
             tenant: "local".into(),
             run: "run_waiting".into(),
             reason: "start".into(),
+            request: None,
         })
         .await
         .unwrap();

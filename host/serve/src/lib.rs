@@ -17,6 +17,7 @@ mod guard;
 pub mod mcp;
 mod mcp_http;
 pub mod models;
+pub mod node;
 pub mod runs;
 pub mod tenant;
 pub mod tls;
@@ -97,6 +98,8 @@ pub struct ServeState {
     /// `https` with TLS, else `http`: the scheme of its own origins.
     pub scheme: &'static str,
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// This server as a node of a cluster (`serve --cluster`).
+    pub node: Option<Arc<node::ClusterNode>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +161,15 @@ impl ServeState {
             hosts,
             scheme,
             tls: options.tls,
+            node: None,
         })
+    }
+
+    /// This server as a node of `node`'s cluster: new runs go to the
+    /// cluster's queue, and its runs live in the node's own directory.
+    pub fn with_node(mut self, node: Arc<node::ClusterNode>) -> Self {
+        self.node = Some(node);
+        self
     }
 
     /// The tools new runs and calls are given now.
@@ -188,7 +199,10 @@ impl ServeState {
 
     /// One tenant's directories.
     pub fn tenant_dirs(&self, tenant: &str) -> TenantDirs {
-        TenantDirs::new(&self.data_dir, tenant)
+        match &self.node {
+            Some(node) => TenantDirs::on_node(&self.data_dir, node.dir(), tenant),
+            None => TenantDirs::new(&self.data_dir, tenant),
+        }
     }
 
     /// Resolves to `true` once the server stops.

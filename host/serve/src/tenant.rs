@@ -40,12 +40,26 @@ pub fn is_plain_name(name: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct TenantDirs {
     root: PathBuf,
+    /// Where its `runs/` and `summaries/` are: `root`, or on a cluster node
+    /// the node's own directory (a cache of the cluster's runs).
+    runs_root: PathBuf,
 }
 
 impl TenantDirs {
     pub fn new(data_dir: &Path, tenant: &str) -> Self {
+        let root = data_dir.join("tenants").join(tenant);
+        Self {
+            runs_root: root.clone(),
+            root,
+        }
+    }
+
+    /// A tenant's directories on a cluster node: its chats, profiles and
+    /// skills in the shared data directory, its runs in the node's own.
+    pub fn on_node(data_dir: &Path, node_dir: &Path, tenant: &str) -> Self {
         Self {
             root: data_dir.join("tenants").join(tenant),
+            runs_root: node_dir.join("tenants").join(tenant),
         }
     }
 
@@ -54,11 +68,11 @@ impl TenantDirs {
     }
 
     pub fn runs(&self) -> PathBuf {
-        self.root.join("runs")
+        self.runs_root.join("runs")
     }
 
     pub fn summaries(&self) -> PathBuf {
-        self.root.join("summaries")
+        self.runs_root.join("summaries")
     }
 
     pub fn chats(&self) -> PathBuf {

@@ -55,6 +55,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         id: run.run_id().to_owned(),
         cancel: RunCancel::new(),
         progress: watch::Sender::new(Progress::default()),
+        interrupted: watch::Sender::new(false),
     });
     config.cancel = live.cancel.clone();
     // A person decides through the API (or `toolhost approvals`): the call
@@ -73,6 +74,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
     };
     let summaries = state.tenant_dirs(&tenant).summaries();
     let mut stopping = state.stopping();
+    let mut interrupted = live.interrupted.subscribe();
     tokio::spawn(async move {
         let watcher = Arc::clone(&live);
         let observer: Observer = Arc::new(move |seq, _, _, _, _| {
@@ -86,6 +88,8 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
             // The server stops: the loop is dropped where it waits, with no
             // terminal event; the run is interrupted and resumes later.
             _ = stopping.wait_for(|stop| *stop) => None,
+            // A cluster node lost the run: another node goes on with it.
+            _ = interrupted.wait_for(|interrupted| *interrupted) => None,
         };
         run.observe(None);
         let root = run.root().to_owned();

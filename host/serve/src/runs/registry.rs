@@ -57,6 +57,16 @@ pub struct LiveRun {
     pub id: String,
     pub cancel: RunCancel,
     pub progress: watch::Sender<Progress>,
+    /// Set to drop the loop where it waits, with no terminal event (this
+    /// cluster node lost the run's lease).
+    pub interrupted: watch::Sender<bool>,
+}
+
+impl LiveRun {
+    /// Drop the run's loop where it waits: the run is left interrupted.
+    pub fn interrupt(&self) {
+        self.interrupted.send_replace(true);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -95,6 +105,12 @@ impl Registry {
 
     fn lock(&self) -> MutexGuard<'_, Active> {
         lock(&self.active)
+    }
+
+    /// Whether a run could take a place now (a cluster node pulls a run
+    /// only then).
+    pub fn has_room(&self) -> bool {
+        self.lock().total < self.limits.runs_total
     }
 
     /// A place for a new or resumed run of `tenant` writing `chat`.

@@ -12,8 +12,11 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolhost_core::policy::Policies;
 use toolhost_core::{Classified, Profile};
-use toolhost_runtime::{AgentDirectory, LoopConfig, Run, RunBindings, RunFailure};
+use toolhost_journal::Durability;
+use toolhost_model::ModelSource;
+use toolhost_runtime::{AgentDirectory, LoopConfig, ReplicaFactory, Run, RunBindings, RunFailure};
 use toolhost_skills::{Scope, SkillSource};
 
 use super::drive::{Launch, launch};
@@ -30,7 +33,7 @@ const DEFAULT_TASK: &str = "Write the next reply of this chat.";
 const MAX_PROFILE_BYTES: u64 = 1024 * 1024;
 
 /// A profile: the name of one of the tenant's profiles, or one inline.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum ProfileChoice {
     /// `profiles/<name>.json` of the tenant.
@@ -41,7 +44,7 @@ pub enum ProfileChoice {
 }
 
 /// What a run is started with.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StartRun {
     /// Default: the built-in writer profile.
@@ -107,17 +110,94 @@ pub(crate) async fn start(
     Extension(Tenant(tenant)): Extension<Tenant>,
     Body(request): Body<StartRun>,
 ) -> Result<Response, ApiError> {
-    let dirs = state.tenant_dirs(&tenant);
+    let prepared = prepare(&state, &tenant, &request)?;
+    // A cluster node queues the run for whichever node has room.
+    if let Some(node) = &state.node {
+        let id = toolhost_journal::new_run_id();
+        node.submit(&tenant, &id, &request).await?;
+        return Ok(created_response(id));
+    }
+    let runs_dir = state.tenant_dirs(&tenant).runs();
+    let id = create_and_launch(
+        &state,
+        &tenant,
+        request,
+        prepared,
+        move |profile, durability, bindings| {
+            Run::create_under(&runs_dir, profile, durability, bindings)
+        },
+    )
+    .await?;
+    Ok(created_response(id))
+}
+
+/// Start the run `id` of `tenant`, taken from the cluster's queue, with its
+/// journal replicated by `replica`.
+pub async fn start_taken(
+    state: &Arc<ServeState>,
+    tenant: &str,
+    id: &str,
+    request: StartRun,
+    replica: ReplicaFactory,
+) -> Result<(), ApiError> {
+    let prepared = prepare(state, tenant, &request)?;
+    let root = state.tenant_dirs(tenant).runs().join(id);
+    let id = id.to_owned();
+    create_and_launch(
+        state,
+        tenant,
+        request,
+        prepared,
+        move |profile, durability, bindings| {
+            Run::create_replicated(&root, &id, profile, durability, bindings, replica)
+        },
+    )
+    .await
+    .map(drop)
+}
+
+/// Start a new loop in the run `id` a cluster node took and rebuilt whose
+/// loop never started (its last owner stopped between making it and the
+/// loop's first step: nothing was asked or done yet), from `request`.
+pub async fn restart_taken(
+    state: &Arc<ServeState>,
+    tenant: &str,
+    id: &str,
+    request: StartRun,
+    replica: ReplicaFactory,
+) -> Result<(), ApiError> {
+    let prepared = prepare(state, tenant, &request)?;
+    let root = run_root(state, tenant, id)?;
+    create_and_launch(state, tenant, request, prepared, move |_, _, _| {
+        Run::open_replicated(&root, replica).map(|(run, _)| run)
+    })
+    .await
+    .map(drop)
+}
+
+/// What a start request names, found and checked before anything is made.
+struct Prepared {
+    policies: Arc<Policies>,
+    models: Arc<dyn ModelSource>,
+    config: LoopConfig,
+    profile: Profile,
+    agents: AgentDirectory,
+    chat: PathBuf,
+    bindings: RunBindings,
+}
+
+fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepared, ApiError> {
+    let dirs = state.tenant_dirs(tenant);
     dirs.ensure()
         .map_err(|error| ApiError::internal("creating the tenant's directories", error))?;
     let (policies, _) = dirs.policies(&state.host())?;
-    let model = state.models.get(&tenant, &request.model).ok_or_else(|| {
+    let model = state.models.get(tenant, &request.model).ok_or_else(|| {
         invalid(
             "serve.unknown_model",
             format!(
                 "no model `{}` here; name one of: {}",
                 request.model.chars().take(64).collect::<String>(),
-                state.models.names_for(&tenant).join(", ")
+                state.models.names_for(tenant).join(", ")
             ),
         )
     })?;
@@ -157,24 +237,11 @@ pub(crate) async fn start(
             })?;
         bindings.skills.push(SkillSource { scope: *scope, dir });
     }
-    let slot = state.runs.reserve(&tenant, Some(&chat))?;
-    let world_info = match &request.world_info {
-        None => None,
-        Some(value) => Some(staged(&dirs.tmp(), value)?),
-    };
-    bindings.prompt_snapshot = world_info.as_ref().map(|file| file.path().to_owned());
-    let runs_dir = dirs.runs();
-    let durability = state.durability;
-    let created = tokio::task::spawn_blocking(move || {
-        Run::create_under(&runs_dir, &profile, durability, &bindings)
-    })
-    .await
-    .map_err(|error| ApiError::internal("creating the run", error))?;
-    drop(world_info);
-    let run = created.map_err(creation_refused)?;
-    let id = run.run_id().to_owned();
     let config = LoopConfig {
-        task: request.task.unwrap_or_else(|| DEFAULT_TASK.to_owned()),
+        task: request
+            .task
+            .clone()
+            .unwrap_or_else(|| DEFAULT_TASK.to_owned()),
         model_name: model.model_name.clone(),
         max_output_tokens: model.max_output_tokens,
         max_rounds: request.max_rounds,
@@ -182,11 +249,55 @@ pub(crate) async fn start(
         model: model.record(),
         ..LoopConfig::default()
     };
+    Ok(Prepared {
+        policies,
+        models,
+        config,
+        profile,
+        agents,
+        chat,
+        bindings,
+    })
+}
+
+/// Take a place, make the run with `create` and start its loop; its id.
+async fn create_and_launch(
+    state: &Arc<ServeState>,
+    tenant: &str,
+    request: StartRun,
+    prepared: Prepared,
+    create: impl FnOnce(&Profile, Durability, &RunBindings) -> Result<Arc<Run>, RunFailure>
+    + Send
+    + 'static,
+) -> Result<String, ApiError> {
+    let Prepared {
+        policies,
+        models,
+        config,
+        profile,
+        agents,
+        chat,
+        mut bindings,
+    } = prepared;
+    let dirs = state.tenant_dirs(tenant);
+    let slot = state.runs.reserve(tenant, Some(&chat))?;
+    let world_info = match &request.world_info {
+        None => None,
+        Some(value) => Some(staged(&dirs.tmp(), value)?),
+    };
+    bindings.prompt_snapshot = world_info.as_ref().map(|file| file.path().to_owned());
+    let durability = state.durability;
+    let created = tokio::task::spawn_blocking(move || create(&profile, durability, &bindings))
+        .await
+        .map_err(|error| ApiError::internal("creating the run", error))?;
+    drop(world_info);
+    let run = created.map_err(creation_refused)?;
+    let id = run.run_id().to_owned();
     launch(
-        &state,
+        state,
         run,
         Launch {
-            tenant,
+            tenant: tenant.to_owned(),
             slot,
             models,
             agents,
@@ -194,7 +305,7 @@ pub(crate) async fn start(
             policies,
         },
     )?;
-    Ok(created_response(id))
+    Ok(id)
 }
 
 /// Resume an interrupted run.
@@ -221,6 +332,26 @@ pub(crate) async fn resume(
 
 /// Go on with the interrupted run `id` of `tenant`, in a task of its own.
 pub async fn resume_run(state: &Arc<ServeState>, tenant: &str, id: &str) -> Result<(), ApiError> {
+    resume_with(state, tenant, id, None).await
+}
+
+/// Go on with the run `id` of `tenant` a cluster node took and rebuilt, its
+/// journal replicated by `replica` from `run_resumed` on.
+pub async fn resume_taken(
+    state: &Arc<ServeState>,
+    tenant: &str,
+    id: &str,
+    replica: ReplicaFactory,
+) -> Result<(), ApiError> {
+    resume_with(state, tenant, id, Some(replica)).await
+}
+
+async fn resume_with(
+    state: &Arc<ServeState>,
+    tenant: &str,
+    id: &str,
+    replica: Option<ReplicaFactory>,
+) -> Result<(), ApiError> {
     let root = run_root(state, tenant, id)?;
     let (policies, _) = state.tenant_dirs(tenant).policies(&state.host())?;
     if state.runs.live(tenant, id).is_some() {
@@ -229,10 +360,13 @@ pub async fn resume_run(state: &Arc<ServeState>, tenant: &str, id: &str) -> Resu
     let slot = state
         .runs
         .reserve(tenant, recorded_chat(&root).as_deref())?;
-    let (run, record) = tokio::task::spawn_blocking(move || Run::resume(&root))
-        .await
-        .map_err(|error| ApiError::internal("resuming the run", error))?
-        .map_err(resume_refused)?;
+    let (run, record) = tokio::task::spawn_blocking(move || match replica {
+        Some(replica) => Run::resume_replicated(&root, replica),
+        None => Run::resume(&root),
+    })
+    .await
+    .map_err(|error| ApiError::internal("resuming the run", error))?
+    .map_err(resume_refused)?;
     let name = record
         .model
         .get("served")

@@ -1,0 +1,385 @@
+//! This server as a node of a cluster (`toolhost serve --cluster`,
+//! docs/cluster.md). A new run goes to the cluster's queue instead of
+//! starting here; the node pulls runs while it has room, takes each one's
+//! lease, and drives it like any served run, with its journal replicated
+//! to the cluster (fenced by the lease) and its directory checkpointed
+//! before each journal line that follows a change. Its run directories are
+//! a cache: a run taken again is rebuilt from the cluster first.
+//!
+//! A run stays in the queue until it ends, its owner saying "in progress"
+//! at every lease renewal; a node that dies stops saying so, the run is
+//! handed out again, and the node that gets it takes the lease once it ran
+//! out, rebuilds the run and resumes it — `run_resumed`, its first append,
+//! fences the old owner out.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolhost_cluster::{
+    Cluster, ClusterError, JournalReplica, Lease, Leases, NodeRecord, QueuedRun, RunKey, RunLog,
+    RunMirror, RunTicket,
+};
+use toolhost_journal::Replica;
+use toolhost_runtime::{LOOP_RECORD_PATH, ReplicaFactory, TERMINAL_EVENTS};
+
+use crate::ServeState;
+use crate::error::ApiError;
+use crate::runs::{StartRun, restart_taken, resume_taken, start_taken};
+
+/// How long the puller waits for a run before it looks at its room again.
+const PULL_WAIT: Duration = Duration::from_secs(1);
+
+/// A node's place in its cluster.
+pub struct ClusterNode {
+    cluster: Cluster,
+    leases: Leases,
+    dir: PathBuf,
+    listen: String,
+}
+
+impl ClusterNode {
+    /// Join `cluster` with the run directories kept under `dir`.
+    pub async fn join(
+        cluster: Cluster,
+        dir: PathBuf,
+        listen: String,
+    ) -> Result<Self, ClusterError> {
+        let leases = cluster.leases().await?;
+        Ok(Self {
+            cluster,
+            leases,
+            dir,
+            listen,
+        })
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Where this node keeps its copies of the runs it drives.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Queue the run `id` of `tenant`: `429` when the queue is full.
+    pub(crate) async fn submit(
+        &self,
+        tenant: &str,
+        id: &str,
+        request: &StartRun,
+    ) -> Result<(), ApiError> {
+        let request = serde_json::to_value(request)
+            .map_err(|error| ApiError::internal("queueing the run", error))?;
+        let ticket = RunTicket {
+            tenant: tenant.to_owned(),
+            run: id.to_owned(),
+            reason: "start".to_owned(),
+            request: Some(request),
+        };
+        self.cluster
+            .queue()
+            .submit(&ticket)
+            .await
+            .map_err(|error| match error {
+                ClusterError::QueueFull { .. } => ApiError::too_many(
+                    error.code(),
+                    error.to_string(),
+                    self.leases.renew_every().as_secs().max(1),
+                ),
+                other => ApiError::internal("queueing the run", other),
+            })
+    }
+
+    /// Say who this node is and how busy, until the server stops.
+    async fn announce(self: Arc<Self>, state: Arc<ServeState>) {
+        let mut stopping = state.stopping();
+        loop {
+            let record = NodeRecord {
+                node: self.cluster.node().to_string(),
+                listen: self.listen.clone(),
+                capacity: state.runs.limits.runs_total as u64,
+                running: state.runs.all_live().len() as u64,
+            };
+            if let Err(error) = self.cluster.nodes().announce(&record).await {
+                tracing::warn!(%error, "the node's record was not put");
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.leases.renew_every()) => {}
+                _ = stopping.wait_for(|stop| *stop) => break,
+            }
+        }
+        let _ = self.cluster.nodes().leave(self.cluster.node()).await;
+    }
+}
+
+/// Take runs from the cluster's queue while the server runs.
+pub async fn work(state: Arc<ServeState>) {
+    let Some(node) = state.node.clone() else {
+        return;
+    };
+    tokio::spawn(Arc::clone(&node).announce(Arc::clone(&state)));
+    let mut stopping = state.stopping();
+    let puller = loop {
+        match node.cluster.queue().puller().await {
+            Ok(puller) => break puller,
+            Err(error) => {
+                tracing::warn!(%error, "cannot join the run queue yet");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = stopping.wait_for(|stop| *stop) => return,
+                }
+            }
+        }
+    };
+    loop {
+        if *stopping.borrow() {
+            return;
+        }
+        if !state.runs.has_room() {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = stopping.wait_for(|stop| *stop) => return,
+            }
+            continue;
+        }
+        let pulled = tokio::select! {
+            pulled = puller.next(PULL_WAIT) => pulled,
+            _ = stopping.wait_for(|stop| *stop) => return,
+        };
+        match pulled {
+            Ok(Some(queued)) => take(&state, &node, queued).await,
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%error, "pulling from the run queue failed");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
+/// What became of a pulled run.
+enum Begun {
+    /// Its loop goes on here.
+    Running,
+    /// It had ended already (its owner died before saying so).
+    Ended,
+}
+
+/// Why a pulled run is not going on here.
+enum Refused {
+    /// Not now: another node may, or this one later.
+    Later(String),
+    /// Never: it can never start (its request no longer makes sense).
+    Never(String),
+}
+
+async fn take(state: &Arc<ServeState>, node: &Arc<ClusterNode>, queued: QueuedRun) {
+    let Ok(key) = queued.ticket.key() else {
+        let _ = queued.dropped().await;
+        return;
+    };
+    let lease = match node.leases.acquire(&key).await {
+        Ok(Some(lease)) => lease,
+        // Its owner still holds it: look again once the lease could have
+        // run out.
+        Ok(None) => {
+            let _ = queued.later(node.leases.renew_every()).await;
+            return;
+        }
+        Err(error) => {
+            tracing::warn!(run = %key, %error, "cannot take the run's lease");
+            let _ = queued.later(Duration::from_secs(1)).await;
+            return;
+        }
+    };
+    let ticket = queued.ticket.clone();
+    match begin(state, node, &key, &ticket, &lease).await {
+        Ok(Begun::Running) => {
+            tracing::info!(run = %key, token = lease.token(), "took the run");
+            tokio::spawn(keep(
+                Arc::clone(state),
+                Arc::clone(node),
+                queued,
+                lease,
+                key,
+            ));
+        }
+        Ok(Begun::Ended) => {
+            let _ = queued.done().await;
+            let _ = node.leases.release(lease).await;
+        }
+        Err(Refused::Later(reason)) => {
+            tracing::info!(run = %key, %reason, "not taking the run now");
+            let _ = node.leases.release(lease).await;
+            let _ = queued.later(Duration::from_secs(1)).await;
+        }
+        Err(Refused::Never(reason)) => {
+            tracing::warn!(run = %key, %reason, "the run can never start; dropped from the queue");
+            let _ = node.leases.release(lease).await;
+            let _ = queued.dropped().await;
+        }
+    }
+}
+
+/// Start, restart or resume `key` here, holding `lease`.
+async fn begin(
+    state: &Arc<ServeState>,
+    node: &ClusterNode,
+    key: &RunKey,
+    ticket: &RunTicket,
+    lease: &Lease,
+) -> Result<Begun, Refused> {
+    let (tenant, id) = (key.tenant(), key.run());
+    let dirs = state.tenant_dirs(tenant);
+    let root = dirs.runs().join(id);
+    let prepared = {
+        let root = root.clone();
+        tokio::task::spawn_blocking(move || {
+            dirs.ensure()?;
+            // The cluster is the truth: a copy left from an earlier turn
+            // here is dropped and made again from it.
+            match std::fs::remove_dir_all(&root) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+                _ => Ok(()),
+            }
+        })
+        .await
+    };
+    match prepared {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => return Err(Refused::Later(format!("preparing its directory: {error}"))),
+        Err(error) => return Err(Refused::Later(error.to_string())),
+    }
+    let later = |error: ClusterError| Refused::Later(error.to_string());
+    let request = || -> Result<StartRun, Refused> {
+        let value = ticket
+            .request
+            .clone()
+            .ok_or_else(|| Refused::Never("the ticket holds no request".into()))?;
+        serde_json::from_value(value).map_err(|error| Refused::Never(error.to_string()))
+    };
+    let log = RunLog::open(&node.cluster, lease).await.map_err(later)?;
+    if log.last_sequence() == 0 {
+        let replica = replica_factory(node, lease, log);
+        start_taken(state, tenant, id, request()?, replica)
+            .await
+            .map_err(refused)?;
+        return Ok(Begun::Running);
+    }
+    RunMirror::rebuild(&node.cluster, key, &root)
+        .await
+        .map_err(later)?;
+    // Read what was rebuilt: ended already, or never looped?
+    let journal = root.join(toolhost_journal::layout::JOURNAL_FILE);
+    let (ended, looped) = {
+        let root = root.clone();
+        tokio::task::spawn_blocking(move || {
+            let events = toolhost_journal::read_events(&journal)?;
+            let ended = events
+                .iter()
+                .any(|event| TERMINAL_EVENTS.contains(&event.r#type.as_str()));
+            Ok::<_, toolhost_journal::JournalError>((ended, root.join(LOOP_RECORD_PATH).exists()))
+        })
+        .await
+        .map_err(|error| Refused::Later(error.to_string()))?
+        .map_err(|error| Refused::Later(error.to_string()))?
+    };
+    if ended {
+        return Ok(Begun::Ended);
+    }
+    let replica = replica_factory(node, lease, log);
+    if looped {
+        resume_taken(state, tenant, id, replica)
+            .await
+            .map_err(refused)?;
+    } else {
+        restart_taken(state, tenant, id, request()?, replica)
+            .await
+            .map_err(refused)?;
+    }
+    Ok(Begun::Running)
+}
+
+/// A refusal of the service as a refusal of the queued run: a limit or a
+/// busy chat is for later, a request that no longer makes sense never runs.
+fn refused(error: ApiError) -> Refused {
+    let reason = format!("{}: {}", error.code, error.message);
+    match error.status {
+        400 | 404 => Refused::Never(reason),
+        _ => Refused::Later(reason),
+    }
+}
+
+/// The journal replica of a run this node holds `lease` on: its log, and
+/// its directory checkpointed before each line that follows a change.
+fn replica_factory(node: &ClusterNode, lease: &Lease, log: RunLog) -> ReplicaFactory {
+    let files = node.cluster.files(lease.key());
+    let token = lease.token();
+    Box::new(move |root: &Path| {
+        let mirror = RunMirror::new(files, root, token);
+        JournalReplica::new(log)
+            .map(|replica| Box::new(replica.with_mirror(mirror)) as Box<dyn Replica>)
+    })
+}
+
+/// Renew the run's lease and keep it in the queue while its loop goes on;
+/// then say it ended, or hand it back.
+async fn keep(
+    state: Arc<ServeState>,
+    node: Arc<ClusterNode>,
+    queued: QueuedRun,
+    mut lease: Lease,
+    key: RunKey,
+) {
+    let (tenant, id) = (key.tenant().to_owned(), key.run().to_owned());
+    if let Some(live) = state.runs.live(&tenant, &id) {
+        let mut progress = live.progress.subscribe();
+        loop {
+            tokio::select! {
+                _ = progress.wait_for(|progress| progress.ended) => break,
+                _ = tokio::time::sleep(node.leases.renew_every()) => {}
+            }
+            match node.leases.renew(&mut lease).await {
+                Ok(()) => {
+                    if let Err(error) = queued.in_progress().await {
+                        tracing::warn!(run = %key, %error, "the queue was not told the run goes on");
+                    }
+                }
+                Err(ClusterError::LeaseLost { .. }) => {
+                    // Another node has it: stop driving it, say nothing.
+                    tracing::warn!(run = %key, "lost the run's lease; leaving it");
+                    live.interrupt();
+                    return;
+                }
+                // NATS away: the journal's append window decides.
+                Err(error) => tracing::warn!(run = %key, %error, "the lease was not renewed"),
+            }
+        }
+    }
+    let journal = state
+        .tenant_dirs(&tenant)
+        .runs()
+        .join(&id)
+        .join(toolhost_journal::layout::JOURNAL_FILE);
+    let ended = tokio::task::spawn_blocking(move || {
+        toolhost_journal::read_events(&journal).is_ok_and(|events| {
+            events
+                .iter()
+                .any(|event| TERMINAL_EVENTS.contains(&event.r#type.as_str()))
+        })
+    })
+    .await
+    .unwrap_or(false);
+    let _ = node.leases.release(lease).await;
+    if ended {
+        if let Err(error) = queued.done().await {
+            tracing::warn!(run = %key, %error, "the queue was not told the run ended");
+        }
+    } else {
+        // Interrupted (the server stops, or the journal was refused):
+        // another node goes on with it at once.
+        let _ = queued.put_back().await;
+    }
+}
