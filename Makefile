@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUSTUP ?= rustup
 GUEST_TARGET := wasm32-wasip2
 
-.PHONY: setup build test conformance demo serve bench fuzz crash-test lint clean
+.PHONY: setup build test conformance demo serve bench fuzz crash-test cluster-test lint clean
 
 ## Install what the build needs: the wasm target the guest tools compile to,
 ## the third-party MCP peers the tests talk to: server-everything from npm
@@ -107,6 +107,14 @@ serve: setup
 	@rm -rf $(SERVE_DATA)/skills/global $(SERVE_DATA)/skills/character
 	@cp -R tests/fixtures/skills/global tests/fixtures/skills/character $(SERVE_DATA)/skills/
 	$(TOOLHOST) serve --models examples/serve/models.json --data-dir runs/serve-data
+
+## The cluster's multi-process test at size: 200 scripted runs over three
+## `toolhost serve --cluster` nodes on a real nats-server, a node killed
+## three times (each comes back before the next); every run completes once
+## (docs/cluster.md).
+cluster-test: setup
+	TOOLHOST_CLUSTER_RUNS=200 TOOLHOST_CLUSTER_KILLS=3 \
+		$(CARGO) test --locked -p toolhost-cli --test cluster_runs -- --nocapture spread_over
 
 ## Per-call latency, start-up, kill latency, control-plane overhead, the
 ## service under load, a cold start, and `mcp serve` beside the reference MCP server

@@ -1,0 +1,270 @@
+//! The cluster's multi-process harness, shared by the tests
+//! (`tests/cluster_runs.rs`) and the benchmark (`benches/cluster.rs`):
+//! `toolhost serve --cluster` nodes as processes on one nats-server, a data
+//! directory with a chat per run and a scripted model with latency, runs
+//! submitted over HTTP, journals read from the cluster.
+
+#![allow(dead_code)] // each user takes what it needs
+
+use std::collections::BTreeSet;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolhost_cluster::{Cluster, RunKey, RunLog};
+
+/// The node holding `id`'s lease now, if any.
+pub async fn owner(cluster: &Cluster, id: &str) -> Option<String> {
+    let key = RunKey::new("local", id).expect("key");
+    let leases = cluster.leases().await.expect("leases");
+    leases
+        .holder(&key)
+        .await
+        .expect("holder")
+        .map(|holder| holder.node)
+}
+
+/// Wait until `check` holds, or fail saying `what`.
+pub async fn until<F, Fut>(what: &str, seconds: u64, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub const REPLY: &str = "The lighthouse keeper counts the ships.";
+
+pub fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+/// The component cache every node shares.
+pub fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-cache")
+}
+
+pub struct Node {
+    pub name: String,
+    pub base: String,
+    child: Option<Child>,
+}
+
+impl Node {
+    /// A node with a 3 s lease and room for 4 runs.
+    pub fn start(dir: &Path, nats: &str, name: &str) -> Self {
+        Self::launch(dir, nats, name, 3000, 4)
+    }
+
+    pub fn launch(dir: &Path, nats: &str, name: &str, lease_ms: u64, max_runs: usize) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("free port")
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("--cache-dir")
+            .arg(cache_dir())
+            .args(["--mcp-dir", "mcp", "--ext-dir", "extensions"])
+            .arg("serve")
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--models", "models.json", "--data-dir", "data"])
+            .args(["--max-runs", &max_runs.to_string()])
+            .args(["--cluster", nats, "--node", name])
+            .args(["--lease-ms", &lease_ms.to_string()])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("toolhost serve");
+        Self {
+            name: name.to_owned(),
+            base: format!("http://127.0.0.1:{port}"),
+            child: Some(child),
+        }
+    }
+
+    /// Send `signal` (`STOP`, `CONT`) to the process.
+    pub fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("running");
+        let sent = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    toolhost_net::install_crypto_provider();
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+}
+
+pub async fn ready(base: &str) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while Instant::now() < deadline {
+        if let Ok(response) = client().get(format!("{base}/v1/tools")).send().await
+            && response.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("toolhost serve did not answer at {base}");
+}
+
+/// A data directory: `runs` chats, a `writer` profile, and a scripted
+/// model whose two replies take `delay_ms` each.
+pub fn setup(dir: &Path, runs: usize, delay_ms: u64) {
+    let tenant = dir.join("data/tenants/local");
+    for sub in ["chats", "profiles"] {
+        std::fs::create_dir_all(tenant.join(sub)).expect("dirs");
+    }
+    for n in 0..runs {
+        std::fs::copy(
+            repo("tests/fixtures/chats/long_character_chat.jsonl"),
+            tenant.join(format!("chats/chat-{n:02}.jsonl")),
+        )
+        .expect("chat");
+    }
+    std::fs::write(
+        tenant.join("profiles/writer.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
+               "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"],
+                         "maxRounds": 4}})
+        .to_string(),
+    )
+    .expect("profile");
+    let call = |id: &str, name: &str, arguments: Value| json!({"id": id, "name": name, "arguments": arguments});
+    std::fs::write(
+        dir.join("script.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
+            {"delayMs": delay_ms, "toolCalls": [
+                call("c1", "workspace_write_file", json!({"path": "output/main.md", "content": REPLY})),
+                call("c2", "workspace_commit", json!({}))]},
+            {"delayMs": delay_ms, "toolCalls": [call("c3", "workspace_finish", json!({"reason": "done"}))]}
+        ]})
+        .to_string(),
+    )
+    .expect("script");
+    std::fs::write(
+        dir.join("models.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.models", "models": {
+            "demo": {"kind": "script", "path": "script.json"}}})
+        .to_string(),
+    )
+    .expect("models");
+}
+
+/// The events of a run's journal in the cluster.
+pub async fn journal(cluster: &Cluster, id: &str) -> Vec<Value> {
+    let key = RunKey::new("local", id).expect("key");
+    RunLog::read(cluster, &key)
+        .await
+        .expect("read")
+        .iter()
+        .map(|line| serde_json::from_slice(line).expect("a journal line is JSON"))
+        .collect()
+}
+
+/// Wait until every run of `ids` ended, then check each completed exactly
+/// once: a whole journal (seq 1..n) with one terminal event,
+/// `run_completed`, and its reply in its chat once. The runs resumed on the
+/// way.
+pub async fn all_completed_once(viewer: &Cluster, dir: &Path, ids: &[String]) -> BTreeSet<String> {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut pending: BTreeSet<String> = ids.iter().cloned().collect();
+    while !pending.is_empty() {
+        let mut still = BTreeSet::new();
+        for id in &pending {
+            let events = journal(viewer, id).await;
+            let ended = events
+                .iter()
+                .any(|event| TERMINAL.contains(&event["type"].as_str().unwrap_or("")));
+            if !ended {
+                still.insert(id.clone());
+            }
+        }
+        pending = still;
+        assert!(Instant::now() < deadline, "runs never ended: {pending:?}");
+        if !pending.is_empty() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let mut resumed = BTreeSet::new();
+    for (n, id) in ids.iter().enumerate() {
+        let events = journal(viewer, id).await;
+        for (index, event) in events.iter().enumerate() {
+            assert_eq!(
+                event["seq"],
+                json!(index + 1),
+                "run {id}: a gap or a duplicate"
+            );
+            assert_eq!(event["runId"], json!(id));
+        }
+        let terminal: Vec<&str> = events
+            .iter()
+            .filter_map(|event| event["type"].as_str())
+            .filter(|kind| TERMINAL.contains(kind))
+            .collect();
+        assert_eq!(terminal, vec!["run_completed"], "run {id}");
+        if events.iter().any(|event| event["type"] == "run_resumed") {
+            resumed.insert(id.clone());
+        }
+        let chat = std::fs::read_to_string(
+            dir.join(format!("data/tenants/local/chats/chat-{n:02}.jsonl")),
+        )
+        .expect("chat");
+        assert_eq!(chat.matches(REPLY).count(), 1, "chat of run {id}");
+    }
+    resumed
+}
+
+/// Start `count` runs through `nodes` in turn; their ids.
+pub async fn submit(nodes: &[Node], count: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for n in 0..count {
+        let node = &nodes[n % nodes.len()];
+        let response = client()
+            .post(format!("{}/v1/runs", node.base))
+            .json(&json!({"model": "demo", "profile": "writer", "chat": format!("chat-{n:02}")}))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(response.status().as_u16(), 201, "run {n} via {}", node.name);
+        let body: Value = response.json().await.expect("json");
+        ids.push(body["id"].as_str().expect("id").to_owned());
+    }
+    ids
+}
+
+pub const TERMINAL: [&str; 4] = [
+    "run_completed",
+    "run_failed",
+    "run_partial_success",
+    "run_cancelled",
+];
