@@ -128,6 +128,7 @@ bench: setup
 	$(CARGO) bench --locked -p toolhost-workspace --bench patch
 	$(CARGO) bench --locked -p toolhost-cli --bench serve_load
 	$(CARGO) bench --locked -p toolhost-cli --bench cold_start
+	$(CARGO) bench --locked -p toolhost-cli --bench cluster
 	$(CARGO) build --locked --release -p toolhost-cli
 	python3 bench/mcp_side_by_side.py --toolhost target/release/toolhost \
 		--everything tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js \

@@ -1,0 +1,155 @@
+//! `make bench` (cluster): runs per minute with 1, 2 and 3 `toolhost serve
+//! --cluster` nodes on one nats-server, for a model that answers at once
+//! (the machine's CPU is the limit) and one whose replies take 250 ms (the
+//! nodes' room is), in interleaved rounds; and the time from a node's
+//! SIGKILL to its run's `run_resumed` on another node, against the lease.
+//! Every run is checked to complete exactly once. Output is Markdown, ready
+//! for docs/benchmarks.md.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use toolhost_cluster::testing::{NatsServer, nats_server_binary};
+use toolhost_cluster::{Cluster, NodeName};
+
+#[path = "../tests/common/cluster.rs"]
+mod harness;
+
+use harness::{Node, all_completed_once, journal, owner, ready, setup, submit, until};
+
+const ROUNDS: usize = 3;
+const RUNS: usize = 24;
+/// Each node's room (`--max-runs`).
+const ROOM: usize = 4;
+/// The nodes' lease in the failover rounds (the harness's).
+const LEASE_MS: u64 = 3000;
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Runs per minute: `RUNS` runs through `count` nodes, from the first
+/// submit to the last run's end.
+async fn throughput(binary: &std::path::Path, count: usize, delay_ms: u64) -> f64 {
+    let nats = NatsServer::start(binary).expect("nats-server");
+    let temp = tempfile::tempdir().expect("tempdir");
+    setup(temp.path(), RUNS, delay_ms);
+    let nodes: Vec<Node> = (1..=count)
+        .map(|n| {
+            Node::launch(
+                temp.path(),
+                &nats.url(),
+                &format!("node-{n}"),
+                LEASE_MS,
+                ROOM,
+            )
+        })
+        .collect();
+    for node in &nodes {
+        ready(&node.base).await;
+    }
+    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
+        .await
+        .expect("attach");
+    let started = Instant::now();
+    let ids = submit(&nodes, RUNS).await;
+    all_completed_once(&viewer, temp.path(), &ids).await;
+    RUNS as f64 / started.elapsed().as_secs_f64() * 60.0
+}
+
+/// Seconds from the SIGKILL of a run's owner to `run_resumed` on the other
+/// node.
+async fn failover(binary: &std::path::Path) -> f64 {
+    let nats = NatsServer::start(binary).expect("nats-server");
+    let temp = tempfile::tempdir().expect("tempdir");
+    setup(temp.path(), 1, 1500);
+    let mut nodes: Vec<Node> = ["node-1", "node-2"]
+        .iter()
+        .map(|name| Node::launch(temp.path(), &nats.url(), name, LEASE_MS, ROOM))
+        .collect();
+    for node in &nodes {
+        ready(&node.base).await;
+    }
+    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
+        .await
+        .expect("attach");
+    let ids = submit(&nodes, 1).await;
+    let id = &ids[0];
+    until("the run never started", 60, || async {
+        journal(&viewer, id)
+            .await
+            .iter()
+            .any(|event| event["type"] == "model_request_created")
+    })
+    .await;
+    let holder = owner(&viewer, id).await.expect("an owner");
+    let victim = nodes
+        .iter()
+        .position(|node| node.name == holder)
+        .expect("a node");
+    nodes[victim].kill();
+    let killed = Instant::now();
+    until("the run never resumed", 60, || async {
+        journal(&viewer, id)
+            .await
+            .iter()
+            .any(|event| event["type"] == "run_resumed")
+    })
+    .await;
+    let elapsed = killed.elapsed().as_secs_f64();
+    all_completed_once(&viewer, temp.path(), &ids).await;
+    elapsed
+}
+
+fn main() {
+    let Some(binary) = nats_server_binary() else {
+        eprintln!("SKIPPED: nats-server is not installed (`make setup` installs it into .venv)");
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        println!(
+            "## Cluster: runs per minute ({RUNS} scripted runs of two replies, {ROOM} per node, medians of {ROUNDS} interleaved rounds)\n"
+        );
+        println!("| model reply | 1 node | 2 nodes | 3 nodes | 3 nodes / 1 node |");
+        println!("|---|---|---|---|---|");
+        for delay_ms in [0, 250] {
+            let mut per_count: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+            for _ in 0..ROUNDS {
+                for count in 1..=3 {
+                    let rate = throughput(&binary, count, delay_ms).await;
+                    eprintln!("  {count} node(s), {delay_ms} ms replies: {rate:.0} runs/min");
+                    per_count.entry(count).or_default().push(rate);
+                }
+            }
+            let medians: Vec<f64> = (1..=3)
+                .map(|count| median(per_count.get_mut(&count).expect("measured")))
+                .collect();
+            println!(
+                "| {delay_ms} ms | {:.0} | {:.0} | {:.0} | {:.2}× |",
+                medians[0],
+                medians[1],
+                medians[2],
+                medians[2] / medians[0]
+            );
+        }
+        let mut times: Vec<f64> = Vec::new();
+        for _ in 0..ROUNDS {
+            let seconds = failover(&binary).await;
+            eprintln!("  failover: {seconds:.2} s");
+            times.push(seconds);
+        }
+        let lease = Duration::from_millis(LEASE_MS).as_secs_f64();
+        println!(
+            "\n## Cluster: from a node's SIGKILL to its run resumed elsewhere\n\n| lease | median | max | target (lease + 2 s) |\n|---|---|---|---|\n| {lease:.1} s | {:.2} s | {:.2} s | {:.1} s |",
+            median(&mut times.clone()),
+            times.iter().copied().fold(0.0, f64::max),
+            lease + 2.0
+        );
+    });
+}
