@@ -123,9 +123,13 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         }
     }
     // The loops drop where they wait; give their tasks a moment to let go
-    // of their run directories.
+    // of their run directories (and, on a cluster node, to hand the runs
+    // back to the queue for another node).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    while !state.runs.all_live().is_empty() && tokio::time::Instant::now() < deadline {
+    let keeping = |state: &ServeState| state.node.as_ref().map_or(0, |node| node.keeping());
+    while (!state.runs.all_live().is_empty() || keeping(&state) > 0)
+        && tokio::time::Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(ExitCode::SUCCESS)

@@ -277,3 +277,112 @@ async fn runs_pause_while_nats_restarts_and_finish_with_no_gap_or_duplicate() {
         resumed.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_node_answers_reads_of_a_run_another_node_drives() {
+    let Some(binary) = nats_server_or_skip() else {
+        return;
+    };
+    let nats = NatsServer::start(&binary).expect("nats-server");
+    let temp = tempfile::tempdir().expect("tempdir");
+    setup(temp.path(), 1, 1500);
+    let nodes: Vec<Node> = ["node-1", "node-2"]
+        .iter()
+        .map(|name| Node::start(temp.path(), &nats.url(), name))
+        .collect();
+    for node in &nodes {
+        ready(&node.base).await;
+    }
+    let ids = submit(&nodes, 1).await;
+    let id = &ids[0];
+    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
+        .await
+        .expect("attach");
+    until("the run's loop never started", 60, || async {
+        journal(&viewer, id)
+            .await
+            .iter()
+            .any(|event| event["type"] == "model_request_created")
+    })
+    .await;
+    let driver = owner(&viewer, id).await.expect("a driver");
+    let reader = nodes
+        .iter()
+        .find(|node| node.name != driver)
+        .expect("the other node");
+    let get = |base: String, path: String| async move {
+        let response = client()
+            .get(format!("{base}{path}"))
+            .send()
+            .await
+            .expect("get");
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    };
+
+    // While another node drives it, this one answers from the cluster.
+    let (status, body) = get(reader.base.clone(), format!("/v1/runs/{id}")).await;
+    assert_eq!(status, 200, "{body}");
+    let run: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(run["status"], "running", "{run}");
+    assert_eq!(run["profile"], "writer");
+    let (status, _) = get(
+        reader.base.clone(),
+        "/v1/runs/run_20990101T000000Z_00000000".into(),
+    )
+    .await;
+    assert_eq!(status, 404);
+    // Changes go to the driving node.
+    let refused = client()
+        .post(format!("{}/v1/runs/{id}/cancel", reader.base))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(refused.status().as_u16(), 409);
+    let refused: Value = refused.json().await.expect("json");
+    assert_eq!(refused["code"], "cluster.elsewhere");
+    assert!(
+        refused["message"].as_str().unwrap_or("").contains(&driver),
+        "{refused}"
+    );
+
+    // Its events, followed live from this node until the run ends.
+    let (status, stream) = tokio::time::timeout(
+        Duration::from_secs(90),
+        get(reader.base.clone(), format!("/v1/runs/{id}/events")),
+    )
+    .await
+    .expect("the event stream ends with the run");
+    assert_eq!(status, 200);
+    let seqs: Vec<u64> = stream
+        .lines()
+        .filter_map(|line| line.strip_prefix("id: ")?.trim().parse().ok())
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "{stream}"
+    );
+    let kinds: Vec<&str> = stream
+        .lines()
+        .filter_map(|line| line.strip_prefix("event: "))
+        .collect();
+    assert_eq!(kinds.last(), Some(&"run_completed"), "{stream}");
+
+    // Ended, both nodes say the same, and serve its files.
+    for node in &nodes {
+        let (status, body) = get(node.base.clone(), format!("/v1/runs/{id}")).await;
+        assert_eq!(status, 200);
+        let run: Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(run["status"], "completed", "{} says {run}", node.name);
+        assert_eq!(run["lastSeq"], json!(seqs.len()), "{}", node.name);
+        let (status, file) = get(
+            node.base.clone(),
+            format!("/v1/runs/{id}/files/output/main.md"),
+        )
+        .await;
+        assert_eq!((status, file.as_str()), (200, REPLY), "{}", node.name);
+        let (_, list) = get(node.base.clone(), "/v1/runs".into()).await;
+        assert!(list.contains(id.as_str()), "{} lists {list}", node.name);
+    }
+}

@@ -25,7 +25,7 @@ pub mod testing;
 pub use error::ClusterError;
 pub use files::RunFiles;
 pub use lease::{Lease, LeaseHolder, Leases};
-pub use mirror::{Checkpoint, RunMirror};
+pub use mirror::{Checkpoint, ReadCopy, RunMirror};
 pub use names::{NodeName, RunKey};
 pub use nodes::{NodeRecord, Nodes, SeenNode};
 pub use queue::{QueuedRun, RunPuller, RunQueue, RunTicket};

@@ -19,7 +19,7 @@
 //! are checkpointed by content, which is why checkpoints map paths to blobs
 //! rather than storing files under their own names.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
@@ -178,42 +178,177 @@ impl RunMirror {
     }
 }
 
+/// What a node's read copy of a run holds ([`RunMirror::sync_into`]).
+#[derive(Debug, Default)]
+pub struct ReadCopy {
+    /// The stream sequence of the last journal line copied (0: none yet).
+    head: u64,
+    /// `(seq, token)` of every line copied.
+    appended: BTreeSet<(u64, u64)>,
+    /// The checkpoint its files come from.
+    checkpoint: Option<String>,
+    files: BTreeMap<String, String>,
+}
+
+impl ReadCopy {
+    /// Nothing copied yet.
+    pub fn is_empty(&self) -> bool {
+        self.head == 0
+    }
+}
+
+impl RunMirror {
+    /// Bring the read copy of `run` at `dir` up to the cluster's state: the
+    /// files of the latest checkpoint written where they changed (each
+    /// replaced whole, by a rename), files gone from it removed, then the
+    /// journal lines stored since appended to its `events.jsonl` — so a
+    /// reader following that file sees it only grow, and every file a line
+    /// names is there before the line. `false` when the cluster has no
+    /// journal of `run`. `copy` is what earlier syncs of `dir` did; with a
+    /// new one, whatever is at `dir` (an earlier process's copy, or one
+    /// forgotten) is removed first.
+    pub async fn sync_into(
+        cluster: &Cluster,
+        run: &RunKey,
+        dir: &Path,
+        copy: &mut ReadCopy,
+    ) -> Result<bool, ClusterError> {
+        let io = |what: &str, error: std::io::Error| {
+            ClusterError::nats(format!("copying {run}: {what}"), error)
+        };
+        if copy.is_empty() {
+            match std::fs::remove_dir_all(dir) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io("clearing an old copy", error));
+                }
+                _ => {}
+            }
+        }
+        let entries = RunLog::read_entries_after(cluster, run, copy.head).await?;
+        if entries.is_empty() {
+            return Ok(!copy.is_empty());
+        }
+        std::fs::create_dir_all(dir).map_err(|error| io("its directory", error))?;
+        copy.appended
+            .extend(entries.iter().map(|entry| (entry.seq, entry.token)));
+        let files = cluster.files(run);
+        let latest = latest_checkpoint_name(&files, &copy.appended).await?;
+        if latest.is_some() && latest != copy.checkpoint {
+            let name = latest.clone().unwrap_or_default();
+            let checkpoint = read_checkpoint(&files, &name).await?;
+            for (path, sha256) in &checkpoint.files {
+                if copy.files.get(path) == Some(sha256) {
+                    continue;
+                }
+                let relative = safe_relative(path)?;
+                let bytes = files
+                    .get(&format!("blobs/{sha256}"))
+                    .await?
+                    .ok_or_else(|| ClusterError::NotFound {
+                        what: format!("the blob of {path} in {run}"),
+                    })?;
+                replace(&dir.join(relative), &bytes).map_err(|error| io(path, error))?;
+            }
+            for gone in copy
+                .files
+                .keys()
+                .filter(|path| !checkpoint.files.contains_key(*path))
+            {
+                let relative = safe_relative(gone)?;
+                match std::fs::remove_file(dir.join(relative)) {
+                    Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(io(gone, error));
+                    }
+                    _ => {}
+                }
+            }
+            copy.files = checkpoint.files;
+            copy.checkpoint = latest;
+        }
+        let journal: Vec<u8> = entries
+            .iter()
+            .flat_map(|entry| entry.line.iter().copied())
+            .collect();
+        append(&dir.join(toolhost_journal::layout::JOURNAL_FILE), &journal)
+            .map_err(|error| io("the journal", error))?;
+        copy.head = entries.last().map_or(copy.head, |entry| entry.stream_seq);
+        Ok(true)
+    }
+}
+
+/// Write `bytes` as `path`, replacing it whole: a temp file beside it,
+/// renamed over it.
+fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let parent = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("a file with no directory"))?;
+    std::fs::create_dir_all(parent)?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".copy.")
+        .tempfile_in(parent)?;
+    temp.write_all(bytes)?;
+    temp.persist(path).map_err(|error| error.error)?;
+    Ok(())
+}
+
+/// Add `bytes` at the end of `path` (made if missing).
+fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?
+        .write_all(bytes)
+}
+
 fn checkpoint_name(seq: u64, token: u64) -> String {
     format!("checkpoints.{seq:012}.{token}")
 }
 
-/// The checkpoint with the largest seq whose line was appended by the
-/// owner that pushed it, if any.
+/// The name of the checkpoint with the largest seq whose line was appended
+/// by the owner that pushed it — `appended` holds each line's `(seq,
+/// token)` — if any.
+async fn latest_checkpoint_name(
+    files: &RunFiles,
+    appended: &BTreeSet<(u64, u64)>,
+) -> Result<Option<String>, ClusterError> {
+    let names = files.names_under("checkpoints").await?;
+    Ok(names
+        .into_iter()
+        .filter_map(|name| {
+            let (seq, token) = name.strip_prefix("checkpoints.")?.split_once('.')?;
+            let (seq, token): (u64, u64) = (seq.parse().ok()?, token.parse().ok()?);
+            appended.contains(&(seq, token)).then_some((seq, name))
+        })
+        .max()
+        .map(|(_, name)| name))
+}
+
+async fn read_checkpoint(files: &RunFiles, name: &str) -> Result<Checkpoint, ClusterError> {
+    let bytes = files
+        .get(name)
+        .await?
+        .ok_or_else(|| ClusterError::NotFound {
+            what: format!("checkpoint {name}"),
+        })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| ClusterError::nats(format!("checkpoint {name}"), error))
+}
+
+/// The latest valid checkpoint (see [`latest_checkpoint_name`]).
 async fn latest_checkpoint(
     files: &RunFiles,
     entries: &[LogEntry],
 ) -> Result<Option<Checkpoint>, ClusterError> {
-    let appended = |seq: u64, token: u64| {
-        entries
-            .iter()
-            .any(|entry| entry.seq == seq && entry.token == token)
-    };
-    let names = files.names_under("checkpoints").await?;
-    let latest = names
+    let appended: BTreeSet<(u64, u64)> = entries
         .iter()
-        .filter_map(|name| {
-            let (seq, token) = name.strip_prefix("checkpoints.")?.split_once('.')?;
-            let (seq, token) = (seq.parse().ok()?, token.parse().ok()?);
-            appended(seq, token).then_some((seq, name))
-        })
-        .max();
-    let Some((_, latest)) = latest else {
-        return Ok(None);
-    };
-    let bytes = files
-        .get(latest)
-        .await?
-        .ok_or_else(|| ClusterError::NotFound {
-            what: format!("checkpoint {latest}"),
-        })?;
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|error| ClusterError::nats(format!("checkpoint {latest}"), error))
+        .map(|entry| (entry.seq, entry.token))
+        .collect();
+    match latest_checkpoint_name(files, &appended).await? {
+        Some(name) => read_checkpoint(files, &name).await.map(Some),
+        None => Ok(None),
+    }
 }
 
 /// A run-relative name from a checkpoint as a path that stays beneath the

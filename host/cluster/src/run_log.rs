@@ -143,11 +143,21 @@ impl RunLog {
         cluster: &Cluster,
         run: &RunKey,
     ) -> Result<Vec<LogEntry>, ClusterError> {
+        Self::read_entries_after(cluster, run, 0).await
+    }
+
+    /// The lines of `run`'s journal stored after the stream sequence
+    /// `after` (a [`LogEntry::stream_seq`]; 0: all of them).
+    pub async fn read_entries_after(
+        cluster: &Cluster,
+        run: &RunKey,
+        after: u64,
+    ) -> Result<Vec<LogEntry>, ClusterError> {
         let stream = cluster.journal_stream();
         let subject = subject(run);
         let last = last_sequence(stream, &subject).await?;
         let mut entries = Vec::new();
-        let mut next = 1;
+        let mut next = after + 1;
         while next <= last {
             if entries.len() >= MAX_ENTRIES {
                 return Err(ClusterError::nats(
@@ -174,9 +184,39 @@ impl RunLog {
                 line: message.payload,
                 token,
                 seq,
+                stream_seq: message.sequence,
             });
         }
         Ok(entries)
+    }
+
+    /// The stream sequence of `run`'s last line; 0 when it has none (no
+    /// such run in the cluster).
+    pub async fn head(cluster: &Cluster, run: &RunKey) -> Result<u64, ClusterError> {
+        last_sequence(cluster.journal_stream(), &subject(run)).await
+    }
+
+    /// The ids of `tenant`'s runs that have a journal in the cluster,
+    /// unordered.
+    pub async fn runs_of(cluster: &Cluster, tenant: &str) -> Result<Vec<String>, ClusterError> {
+        use futures_util::TryStreamExt as _;
+        // Checked like a key's tenant: one subject token.
+        let probe = RunKey::new(tenant, "probe")?;
+        let prefix = format!("{JOURNAL_SUBJECTS}.{}.", probe.tenant());
+        let listing =
+            |error: String| ClusterError::nats(format!("listing the runs of {tenant}"), error);
+        let subjects: Vec<(String, usize)> = cluster
+            .journal_stream()
+            .info_with_subjects(format!("{prefix}*"))
+            .await
+            .map_err(|error| listing(error.to_string()))?
+            .try_collect()
+            .await
+            .map_err(|error| listing(error.to_string()))?;
+        Ok(subjects
+            .into_iter()
+            .filter_map(|(subject, _)| subject.strip_prefix(&prefix).map(str::to_owned))
+            .collect())
     }
 }
 
@@ -188,6 +228,8 @@ pub struct LogEntry {
     pub token: u64,
     /// The journal sequence its writer gave it.
     pub seq: u64,
+    /// Where it is in the journal stream (for reading on after it).
+    pub stream_seq: u64,
 }
 
 /// `(token, seq)` from an append's message id `<run path>:<token>:<seq>`.

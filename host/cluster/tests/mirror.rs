@@ -214,3 +214,82 @@ async fn the_status_lists_nodes_their_leases_orphaned_runs_and_the_queue() {
     assert!(status.nodes.is_empty());
     assert_eq!(status.orphaned.len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_copy_follows_the_run_its_journal_only_growing() {
+    let Some(binary) = nats_server_or_skip() else {
+        return;
+    };
+    let server = NatsServer::start(&binary).expect("nats-server");
+    let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
+    let key = RunKey::new("local", "run_copy_1").unwrap();
+    let lease = a
+        .leases()
+        .await
+        .unwrap()
+        .acquire(&key)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut log = RunLog::open(&a, &lease).await.unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("run");
+    write(&dir, "run.json", "{}");
+    write(&dir, "output/draft.md", "one\n");
+    write(&dir, "output/gone.md", "soon gone\n");
+    let mut mirror = RunMirror::new(a.files(&key), &dir, lease.token());
+    mirror.push(1).await.unwrap();
+    log.append(1, line(1)).await.unwrap();
+
+    let copy_dir = temp.path().join("copy");
+    std::fs::create_dir_all(copy_dir.join("stale")).unwrap();
+    let mut copy = toolhost_cluster::ReadCopy::default();
+    assert!(
+        RunMirror::sync_into(&b, &key, &copy_dir, &mut copy)
+            .await
+            .unwrap()
+    );
+    assert!(!copy_dir.join("stale").exists(), "an old copy is cleared");
+    assert_eq!(
+        std::fs::read_to_string(copy_dir.join("output/gone.md")).unwrap(),
+        "soon gone\n"
+    );
+    assert_eq!(
+        std::fs::read(copy_dir.join("events.jsonl")).unwrap(),
+        line(1)
+    );
+
+    write(&dir, "output/draft.md", "two\n");
+    std::fs::remove_file(dir.join("output/gone.md")).unwrap();
+    mirror.push(2).await.unwrap();
+    log.append(2, line(2)).await.unwrap();
+    assert!(
+        RunMirror::sync_into(&b, &key, &copy_dir, &mut copy)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(copy_dir.join("output/draft.md")).unwrap(),
+        "two\n"
+    );
+    assert!(!copy_dir.join("output/gone.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(copy_dir.join("events.jsonl")).unwrap(),
+        "{\"seq\":1}\n{\"seq\":2}\n"
+    );
+    // Nothing new: nothing changes.
+    assert!(
+        RunMirror::sync_into(&b, &key, &copy_dir, &mut copy)
+            .await
+            .unwrap()
+    );
+    assert_eq!(tree(&copy_dir).len(), 3);
+    // No such run: nothing.
+    let none = RunKey::new("local", "never_ran").unwrap();
+    let mut empty = toolhost_cluster::ReadCopy::default();
+    assert!(
+        !RunMirror::sync_into(&b, &none, &temp.path().join("none"), &mut empty)
+            .await
+            .unwrap()
+    );
+}

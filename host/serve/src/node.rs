@@ -12,13 +12,14 @@
 //! out, rebuilds the run and resumes it — `run_resumed`, its first append,
 //! fences the old owner out.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use toolhost_cluster::{
-    Cluster, ClusterError, JournalReplica, Lease, Leases, NodeRecord, QueuedRun, RunKey, RunLog,
-    RunMirror, RunTicket,
+    Cluster, ClusterError, JournalReplica, Lease, Leases, NodeRecord, QueuedRun, ReadCopy, RunKey,
+    RunLog, RunMirror, RunTicket,
 };
 use toolhost_journal::Replica;
 use toolhost_runtime::{LOOP_RECORD_PATH, ReplicaFactory, TERMINAL_EVENTS};
@@ -30,12 +31,19 @@ use crate::runs::{StartRun, restart_taken, resume_taken, start_taken};
 /// How long the puller waits for a run before it looks at its room again.
 const PULL_WAIT: Duration = Duration::from_secs(1);
 
+/// Most read copies a node keeps track of; past it they are all made again.
+const MAX_READ_COPIES: usize = 10_000;
+
 /// A node's place in its cluster.
 pub struct ClusterNode {
     cluster: Cluster,
     leases: Leases,
     dir: PathBuf,
     listen: String,
+    /// Copies of runs this node reads but does not drive, by tenant and id.
+    copies: tokio::sync::Mutex<HashMap<(String, String), ReadCopy>>,
+    /// Runs whose lease this node keeps now (taken, not yet let go).
+    keeping: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ClusterNode {
@@ -51,7 +59,70 @@ impl ClusterNode {
             leases,
             dir,
             listen,
+            copies: tokio::sync::Mutex::default(),
+            keeping: Arc::default(),
         })
+    }
+
+    /// Runs whose lease this node still keeps; the server waits for them to
+    /// be handed back when it stops.
+    pub fn keeping(&self) -> usize {
+        self.keeping.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// This node's copy of `tenant`'s run `id` as the cluster has it now
+    /// (under `views/`), for reading a run it does not drive; `None` when
+    /// the cluster has no such run.
+    pub async fn read_copy(&self, tenant: &str, id: &str) -> Result<Option<PathBuf>, ClusterError> {
+        let key = RunKey::new(tenant, id)?;
+        let dir = self
+            .dir
+            .join("views/tenants")
+            .join(tenant)
+            .join("runs")
+            .join(id);
+        let mut copies = self.copies.lock().await;
+        let at = (tenant.to_owned(), id.to_owned());
+        if copies.len() >= MAX_READ_COPIES && !copies.contains_key(&at) {
+            copies.clear();
+        }
+        let copy = copies.entry(at).or_default();
+        let found = RunMirror::sync_into(&self.cluster, &key, &dir, copy).await?;
+        Ok(found.then_some(dir))
+    }
+
+    /// Whether some node holds the lease of `tenant`'s run `id` now.
+    pub async fn is_driven(&self, tenant: &str, id: &str) -> bool {
+        let Ok(key) = RunKey::new(tenant, id) else {
+            return false;
+        };
+        self.leases
+            .holder(&key)
+            .await
+            .is_ok_and(|holder| holder.is_some())
+    }
+
+    /// The node driving `tenant`'s run `id` now, and where it listens (as
+    /// its record says), if any node holds its lease.
+    pub async fn driver(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<(String, String)>, ClusterError> {
+        let key = RunKey::new(tenant, id)?;
+        let Some(holder) = self.leases.holder(&key).await? else {
+            return Ok(None);
+        };
+        let listen = self
+            .cluster
+            .nodes()
+            .all()
+            .await?
+            .into_iter()
+            .find(|seen| seen.record.node == holder.node)
+            .map(|seen| seen.record.listen)
+            .unwrap_or_default();
+        Ok(Some((holder.node, listen)))
     }
 
     pub fn cluster(&self) -> &Cluster {
@@ -198,6 +269,8 @@ async fn take(state: &Arc<ServeState>, node: &Arc<ClusterNode>, queued: QueuedRu
     match begin(state, node, &key, &ticket, &lease).await {
         Ok(Begun::Running) => {
             tracing::info!(run = %key, token = lease.token(), "took the run");
+            node.keeping
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             tokio::spawn(keep(
                 Arc::clone(state),
                 Arc::clone(node),
@@ -333,6 +406,14 @@ async fn keep(
     mut lease: Lease,
     key: RunKey,
 ) {
+    /// Counts the run out of `keeping` however this ends.
+    struct Kept(Arc<std::sync::atomic::AtomicUsize>);
+    impl Drop for Kept {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let _kept = Kept(Arc::clone(&node.keeping));
     let (tenant, id) = (key.tenant().to_owned(), key.run().to_owned());
     if let Some(live) = state.runs.live(&tenant, &id) {
         let mut progress = live.progress.subscribe();

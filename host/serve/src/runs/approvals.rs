@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_runtime::approval::{self, DecisionError, DecisionFile, Verdict};
 
-use super::run_root;
+use super::{change_here, read_root, run_root};
 use crate::ServeState;
 use crate::body::Body;
 use crate::error::ApiError;
@@ -85,7 +85,7 @@ pub(crate) async fn approvals(
     Extension(Tenant(tenant)): Extension<Tenant>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Json<PendingCalls>, ApiError> {
-    let root = run_root(&state, &tenant, &id)?;
+    let root = read_root(&state, &tenant, &id).await?.root;
     let pending = tokio::task::spawn_blocking(move || approval::pending(&root))
         .await
         .map_err(|error| ApiError::internal("reading the approvals", error))?
@@ -132,6 +132,7 @@ pub(crate) async fn decide(
     UrlPath((id, call_id)): UrlPath<(String, String)>,
     Body(request): Body<DecisionRequest>,
 ) -> Result<Json<Decided>, ApiError> {
+    change_here(&state, &tenant, &id).await?;
     let root = run_root(&state, &tenant, &id)?;
     let verdict = match request.decision {
         DecisionChoice::Approve => Verdict::Approved,

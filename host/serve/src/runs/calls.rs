@@ -77,6 +77,7 @@ pub(crate) async fn call(
     UrlPath(id): UrlPath<String>,
     Body(request): Body<CallRequest>,
 ) -> Result<Json<CallResponse>, ApiError> {
+    super::change_here(&state, &tenant, &id).await?;
     let root = run_root(&state, &tenant, &id)?;
     if state.runs.live(&tenant, &id).is_some() {
         return Err(ApiError::conflict(

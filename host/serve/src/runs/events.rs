@@ -20,10 +20,11 @@ use futures_util::Stream;
 use tokio::sync::watch;
 
 use super::journal::{Line, read_from};
+use super::read_root;
 use super::registry::Progress;
-use super::run_root;
 use crate::ServeState;
 use crate::error::ApiError;
+use crate::node::ClusterNode;
 use crate::tokens::Tenant;
 
 /// How long a follower sleeps at most before looking at the file again.
@@ -49,7 +50,8 @@ pub(crate) async fn events(
     UrlPath(id): UrlPath<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>>, ApiError> {
-    let root = run_root(&state, &tenant, &id)?;
+    let at = read_root(&state, &tenant, &id).await?;
+    let root = at.root.clone();
     let after = match headers.get("last-event-id") {
         None => 0,
         Some(value) => value
@@ -73,6 +75,15 @@ pub(crate) async fn events(
             .live(&tenant, &id)
             .map(|run| run.progress.subscribe()),
         done: false,
+        copy: match (&state.node, at.copy) {
+            (Some(node), true) => Some(CopyOf {
+                node: Arc::clone(node),
+                tenant: tenant.clone(),
+                id: id.clone(),
+            }),
+            _ => None,
+        },
+        ended: false,
     };
     let stream = futures_util::stream::unfold(follower, |mut follower| async move {
         let event = follower.next().await?;
@@ -90,13 +101,28 @@ struct Follower {
     /// The run's progress while it is live here.
     live: Option<watch::Receiver<Progress>>,
     done: bool,
+    /// On a cluster node: the run read from the cluster's copy, followed by
+    /// bringing the copy up to date while another node drives it.
+    copy: Option<CopyOf>,
+    /// A terminal event was read.
+    ended: bool,
 }
+
+struct CopyOf {
+    node: Arc<ClusterNode>,
+    tenant: String,
+    id: String,
+}
+
+/// How often a copy of a run another node drives is brought up to date.
+const COPY_POLL: Duration = Duration::from_millis(250);
 
 impl Follower {
     async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(line) = self.pending.next() {
                 self.after = line.seq;
+                self.ended |= toolhost_runtime::TERMINAL_EVENTS.contains(&line.event_type.as_str());
                 return Some(
                     Event::default()
                         .id(line.seq.to_string())
@@ -132,6 +158,17 @@ impl Follower {
             }
             if chunk.offset > offset {
                 // Only lines already sent: read on.
+                continue;
+            }
+            if let Some(copy) = &self.copy {
+                // A copy: follow it while another node drives the run.
+                let driven = !self.ended && copy.node.is_driven(&copy.tenant, &copy.id).await;
+                if !driven {
+                    self.done = true;
+                    continue;
+                }
+                tokio::time::sleep(COPY_POLL).await;
+                copy.node.read_copy(&copy.tenant, &copy.id).await.ok()?;
                 continue;
             }
             if ended {

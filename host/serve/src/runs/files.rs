@@ -22,7 +22,7 @@ use toolhost_journal::layout::{
     JOURNAL_FILE, MODEL_RESPONSES_DIR, TOOL_ARGS_DIR, TOOL_RESULTS_DIR,
 };
 
-use super::run_root;
+use super::read_root;
 use crate::ServeState;
 use crate::error::ApiError;
 use crate::tokens::Tenant;
@@ -82,7 +82,7 @@ pub(crate) async fn file(
     Extension(Tenant(tenant)): Extension<Tenant>,
     UrlPath((id, path)): UrlPath<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let root = run_root(&state, &tenant, &id)?;
+    let root = read_root(&state, &tenant, &id).await?.root;
     let path = path.trim_end_matches('/').to_owned();
     if !readable(&path) {
         return Err(ApiError::new(

@@ -97,6 +97,81 @@ pub(crate) fn run_root(state: &ServeState, tenant: &str, id: &str) -> Result<Pat
     if is_run { Ok(root) } else { Err(not_found()) }
 }
 
+/// Where a run is read from: its own directory, or on a cluster node that
+/// does not drive it, the node's copy of it as the cluster has it now.
+pub(crate) struct ReadAt {
+    pub root: PathBuf,
+    /// The copy of a run another node drives now (its name).
+    pub elsewhere: Option<String>,
+    /// Read from the cluster (a copy), not from a run driven here.
+    pub copy: bool,
+}
+
+/// The tenant's run `id` to read: on a cluster node, from the cluster
+/// unless the run is driven here (any node answers any read).
+pub(crate) async fn read_root(
+    state: &ServeState,
+    tenant: &str,
+    id: &str,
+) -> Result<ReadAt, ApiError> {
+    let Some(node) = &state.node else {
+        return Ok(ReadAt {
+            root: run_root(state, tenant, id)?,
+            elsewhere: None,
+            copy: false,
+        });
+    };
+    if state.runs.live(tenant, id).is_some() {
+        return Ok(ReadAt {
+            root: run_root(state, tenant, id)?,
+            elsewhere: None,
+            copy: false,
+        });
+    }
+    let not_found = || ApiError::not_found("such run");
+    toolhost_journal::layout::check_segment("run id", id).map_err(|_| not_found())?;
+    let root = node
+        .read_copy(tenant, id)
+        .await
+        .map_err(|error| ApiError::internal("reading the run from the cluster", error))?
+        .ok_or_else(not_found)?;
+    let elsewhere = node
+        .driver(tenant, id)
+        .await
+        .map_err(|error| ApiError::internal("reading the run's lease", error))?
+        .map(|(name, _)| name);
+    Ok(ReadAt {
+        root,
+        elsewhere,
+        copy: true,
+    })
+}
+
+/// Refuse a change to run `id` on a cluster node that does not drive it:
+/// the run's directory is the driving node's (`409 cluster.elsewhere`,
+/// saying which node that is); a run no node drives changes only through
+/// the queue.
+pub(crate) async fn change_here(
+    state: &ServeState,
+    tenant: &str,
+    id: &str,
+) -> Result<(), ApiError> {
+    let Some(node) = &state.node else {
+        return Ok(());
+    };
+    if state.runs.live(tenant, id).is_some() {
+        return Ok(());
+    }
+    let driver = node.driver(tenant, id).await.ok().flatten();
+    let message = match driver {
+        Some((name, listen)) => format!(
+            "node {name} ({listen}) drives this run: send this there"
+        ),
+        None => "no node of the cluster drives this run now: a run not in its loop changes only through the cluster's queue".to_owned(),
+    };
+    Err(ApiError::conflict("cluster.elsewhere", message))
+}
+
 /// A file read whole, refused past `limit` bytes.
 pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
@@ -125,13 +200,15 @@ pub(crate) fn manifest(root: &Path) -> std::io::Result<RunManifest> {
     RunManifest::from_json_bytes(&bytes).map_err(std::io::Error::other)
 }
 
-fn view(state: &ServeState, tenant: &str, id: &str, root: &Path) -> std::io::Result<RunView> {
+fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Result<RunView> {
+    let root = &at.root;
     let manifest = manifest(root)?;
     let journal = journal::state(&root.join("events.jsonl"))?;
     let live = state
         .runs
         .live(tenant, id)
-        .is_some_and(|run| !run.progress.borrow().ended);
+        .is_some_and(|run| !run.progress.borrow().ended)
+        || (at.elsewhere.is_some() && journal.ended_by.is_none());
     let (status, summary) = if live {
         ("running", None)
     } else {
@@ -172,6 +249,25 @@ pub(crate) async fn list(
     Query(query): Query<ListQuery>,
 ) -> Result<Json<RunList>, ApiError> {
     let limit = query.limit.unwrap_or(100).min(MAX_LISTED);
+    if let Some(node) = &state.node {
+        // The cluster's runs of the tenant, whichever node drives them.
+        let mut ids = toolhost_cluster::RunLog::runs_of(node.cluster(), &tenant)
+            .await
+            .map_err(|error| ApiError::internal("listing the runs", error))?;
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let mut runs = Vec::new();
+        for id in ids.into_iter().take(limit) {
+            let Ok(at) = read_root(&state, &tenant, &id).await else {
+                continue;
+            };
+            let (state, tenant) = (Arc::clone(&state), tenant.clone());
+            let seen = tokio::task::spawn_blocking(move || view(&state, &tenant, &id, &at).ok())
+                .await
+                .map_err(|error| ApiError::internal("listing the runs", error))?;
+            runs.extend(seen);
+        }
+        return Ok(Json(RunList { runs }));
+    }
     let runs_dir = state.tenant_dirs(&tenant).runs();
     let state = Arc::clone(&state);
     let runs = tokio::task::spawn_blocking(move || {
@@ -187,7 +283,12 @@ pub(crate) async fn list(
         ids.into_iter()
             .filter_map(|id| {
                 let root = run_root(&state, &tenant, &id).ok()?;
-                view(&state, &tenant, &id, &root).ok()
+                let at = ReadAt {
+                    root,
+                    elsewhere: None,
+                    copy: false,
+                };
+                view(&state, &tenant, &id, &at).ok()
             })
             .take(limit)
             .collect::<Vec<_>>()
@@ -238,9 +339,9 @@ pub(crate) async fn get(
     Extension(Tenant(tenant)): Extension<Tenant>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Json<RunView>, ApiError> {
-    let root = run_root(&state, &tenant, &id)?;
+    let at = read_root(&state, &tenant, &id).await?;
     let state = Arc::clone(&state);
-    tokio::task::spawn_blocking(move || view(&state, &tenant, &id, &root))
+    tokio::task::spawn_blocking(move || view(&state, &tenant, &id, &at))
         .await
         .map_err(|error| ApiError::internal("reading the run", error))?
         .map(Json)
@@ -274,6 +375,7 @@ pub(crate) async fn cancel(
     Extension(Tenant(tenant)): Extension<Tenant>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<(StatusCode, Json<Cancelled>), ApiError> {
+    change_here(&state, &tenant, &id).await?;
     let root = run_root(&state, &tenant, &id)?;
     if let Some(live) = state.runs.live(&tenant, &id) {
         live.cancel.cancel();

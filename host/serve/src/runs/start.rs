@@ -326,6 +326,12 @@ pub(crate) async fn resume(
     Extension(Tenant(tenant)): Extension<Tenant>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, ApiError> {
+    if state.node.is_some() {
+        return Err(ApiError::conflict(
+            "cluster.elsewhere",
+            "in a cluster an interrupted run goes on by itself: the cluster's queue hands it to a node",
+        ));
+    }
     resume_run(&state, &tenant, &id).await?;
     Ok(created_response(id))
 }
