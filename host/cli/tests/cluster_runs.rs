@@ -386,3 +386,114 @@ async fn any_node_answers_reads_of_a_run_another_node_drives() {
         assert!(list.contains(id.as_str()), "{} lists {list}", node.name);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_approval_moves_with_its_run() {
+    let Some(binary) = nats_server_or_skip() else {
+        return;
+    };
+    let nats = NatsServer::start(&binary).expect("nats-server");
+    let temp = tempfile::tempdir().expect("tempdir");
+    setup(temp.path(), 1, 0);
+    // The tenant's policy asks a person before every commit.
+    std::fs::write(
+        temp.path().join("data/tenants/local/policy.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
+               "requireApproval": ["workspace.commit"]})
+        .to_string(),
+    )
+    .expect("policy");
+    let mut nodes: Vec<Node> = ["node-1", "node-2"]
+        .iter()
+        .map(|name| Node::start(temp.path(), &nats.url(), name))
+        .collect();
+    for node in &nodes {
+        ready(&node.base).await;
+    }
+    let ids = submit(&nodes, 1).await;
+    let id = &ids[0];
+    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
+        .await
+        .expect("attach");
+    let pending = |base: String| {
+        let id = id.clone();
+        async move {
+            let response = client()
+                .get(format!("{base}/v1/runs/{id}/approvals"))
+                .send()
+                .await
+                .expect("get");
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            body["approvals"]
+                .as_array()
+                .map(|calls| {
+                    calls
+                        .iter()
+                        .filter(|call| call["decided"] == false)
+                        .filter_map(|call| call["callId"].as_str().map(str::to_owned))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        }
+    };
+    // The commit waits for a person; every node shows it.
+    until("the commit never asked for approval", 60, || async {
+        pending(nodes[0].base.clone()).await == vec!["c2".to_owned()]
+    })
+    .await;
+    assert_eq!(pending(nodes[1].base.clone()).await, vec!["c2".to_owned()]);
+    let first = owner(&viewer, id).await.expect("a driver");
+    let victim = nodes
+        .iter()
+        .position(|node| node.name == first)
+        .expect("node");
+    let survivor = 1 - victim;
+    nodes[victim].kill();
+
+    // The other node takes the run; the call waits there again.
+    until("the run never moved", 60, || async {
+        owner(&viewer, id).await.as_deref() == Some(nodes[survivor].name.as_str())
+    })
+    .await;
+    until("the approval is not pending after the move", 60, || async {
+        pending(nodes[survivor].base.clone()).await == vec!["c2".to_owned()]
+    })
+    .await;
+    // Decided on the node that drives it now (once it has taken it over).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let decided = client()
+            .post(format!(
+                "{}/v1/runs/{id}/approvals/c2",
+                nodes[survivor].base
+            ))
+            .json(&json!({"decision": "approve"}))
+            .send()
+            .await
+            .expect("post");
+        let status = decided.status().as_u16();
+        let body: Value = decided.json().await.unwrap_or(Value::Null);
+        if status == 409 && body["code"] == "cluster.taking_over" && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
+        assert_eq!(status, 200, "{body}");
+        break;
+    }
+    let resumed = all_completed_once(&viewer, temp.path(), &ids).await;
+    assert!(
+        resumed.contains(id),
+        "the run was resumed on the other node"
+    );
+    let events = journal(&viewer, id).await;
+    let decisions: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "tool_call_approval_decided")
+        .collect();
+    assert_eq!(decisions.len(), 1, "decided once");
+    assert_eq!(
+        decisions[0]["payload"]["decision"], "approved",
+        "{}",
+        decisions[0]
+    );
+}

@@ -164,9 +164,14 @@ pub(crate) async fn change_here(
     }
     let driver = node.driver(tenant, id).await.ok().flatten();
     let message = match driver {
-        Some((name, listen)) => format!(
-            "node {name} ({listen}) drives this run: send this there"
-        ),
+        // Its lease is this node's, its loop not started yet.
+        Some((name, _)) if name == node.cluster().node().as_str() => {
+            return Err(ApiError::conflict(
+                "cluster.taking_over",
+                "this node is taking the run over from the cluster; try again in a moment",
+            ));
+        }
+        Some((name, listen)) => format!("node {name} ({listen}) drives this run: send this there"),
         None => "no node of the cluster drives this run now: a run not in its loop changes only through the cluster's queue".to_owned(),
     };
     Err(ApiError::conflict("cluster.elsewhere", message))
