@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::{Cluster, ClusterSettings, NodeName};
+
 /// Where the server binary is: `$TOOLHOST_NATS_SERVER`, else the
 /// repository's `.venv/bin/nats-server`, else `None`.
 pub fn nats_server_binary() -> Option<PathBuf> {
@@ -92,6 +94,20 @@ impl NatsServer {
         }
         Ok(())
     }
+}
+
+/// A node named `name` connected to `server`, with a `lease` short enough
+/// for a test to wait one out and requests that give up after a second.
+pub async fn node(server: &NatsServer, name: &str, lease: Duration) -> Cluster {
+    let settings = ClusterSettings {
+        lease,
+        request_timeout: Duration::from_secs(1),
+        ..ClusterSettings::default()
+    };
+    let name = NodeName::new(name).expect("a plain node name");
+    Cluster::connect(&server.url(), name, settings)
+        .await
+        .expect("connect to the test's nats-server")
 }
 
 impl Drop for NatsServer {

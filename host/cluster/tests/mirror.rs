@@ -8,19 +8,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
-use toolhost_cluster::{
-    Cluster, ClusterSettings, NodeName, NodeRecord, RunKey, RunLog, RunMirror, RunTicket,
-};
+use toolhost_cluster::{Cluster, NodeName, NodeRecord, RunKey, RunLog, RunMirror, RunTicket};
 
 async fn node(server: &NatsServer, name: &str) -> Cluster {
-    let settings = ClusterSettings {
-        lease: Duration::from_secs(3),
-        request_timeout: Duration::from_secs(1),
-        ..ClusterSettings::default()
-    };
-    Cluster::connect(&server.url(), NodeName::new(name).unwrap(), settings)
-        .await
-        .expect("connect")
+    toolhost_cluster::testing::node(server, name, Duration::from_secs(3)).await
 }
 
 /// Every regular file beneath `dir`, by relative path.

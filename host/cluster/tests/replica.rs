@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
-use toolhost_cluster::{Cluster, ClusterSettings, JournalReplica, NodeName, RunKey, RunLog};
+use toolhost_cluster::{Cluster, JournalReplica, RunKey, RunLog};
 use toolhost_journal::{Durability, EventScope, Journal, JournalError, Level, NewEvent};
 
 fn event(event_type: &str, n: u64) -> NewEvent {
@@ -18,14 +18,7 @@ fn event(event_type: &str, n: u64) -> NewEvent {
 }
 
 async fn node(server: &NatsServer, name: &str) -> Cluster {
-    let settings = ClusterSettings {
-        lease: Duration::from_secs(2),
-        request_timeout: Duration::from_secs(1),
-        ..ClusterSettings::default()
-    };
-    Cluster::connect(&server.url(), NodeName::new(name).unwrap(), settings)
-        .await
-        .expect("connect")
+    toolhost_cluster::testing::node(server, name, Duration::from_secs(2)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
