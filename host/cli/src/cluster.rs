@@ -45,6 +45,15 @@ pub struct ClusterArgs {
     /// for one NATS server, 3 for a cluster of three.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "cluster")]
     pub replicas: usize,
+    /// How long a journal append waits for NATS before the run stops,
+    /// interrupted (it resumes when NATS is back).
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 30_000,
+        requires = "cluster"
+    )]
+    pub append_window_ms: u64,
 }
 
 impl ClusterArgs {
@@ -60,6 +69,7 @@ impl ClusterArgs {
             lease,
             queue_limit: self.queue_limit.max(1),
             claim_wait: lease,
+            append_window: Duration::from_millis(self.append_window_ms.max(100)),
             ..ClusterSettings::default()
         };
         Ok((NodeName::new(name)?, settings))

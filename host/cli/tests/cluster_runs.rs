@@ -497,3 +497,60 @@ async fn a_pending_approval_moves_with_its_run() {
         decisions[0]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_stopped_by_a_long_nats_outage_resume_when_it_is_back() {
+    let Some(binary) = nats_server_or_skip() else {
+        return;
+    };
+    let mut nats = NatsServer::start(&binary).expect("nats-server");
+    let temp = tempfile::tempdir().expect("tempdir");
+    setup(temp.path(), 3, 1000);
+    // Appends give up after 1 s without NATS; the queue holds 3 runs.
+    let flags = ["--append-window-ms", "1000", "--queue-limit", "3"];
+    let nodes: Vec<Node> = ["node-1", "node-2"]
+        .iter()
+        .map(|name| Node::launch_with(temp.path(), &nats.url(), name, 3000, 4, &flags))
+        .collect();
+    for node in &nodes {
+        ready(&node.base).await;
+    }
+    let ids = submit(&nodes, 3).await;
+    // A fourth run while three are not yet ended: the queue is full.
+    let refused = client()
+        .post(format!("{}/v1/runs", nodes[0].base))
+        .json(&json!({"model": "demo", "profile": "writer", "chat": "chat-00"}))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(refused.status().as_u16(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    let refused: Value = refused.json().await.expect("json");
+    assert_eq!(refused["code"], "cluster.queue_full");
+    {
+        let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
+            .await
+            .expect("attach");
+        until("no run's loop started", 60, || async {
+            journal(&viewer, &ids[0])
+                .await
+                .iter()
+                .any(|event| event["type"] == "model_request_created")
+        })
+        .await;
+    }
+    // Away for longer than the append window: the runs stop, interrupted.
+    nats.stop();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    nats.restart().expect("nats-server again");
+    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
+        .await
+        .expect("attach");
+    let resumed = all_completed_once(&viewer, temp.path(), &ids).await;
+    assert!(!resumed.is_empty(), "no run was stopped and resumed");
+    eprintln!(
+        "{} runs after a long NATS outage, {} resumed",
+        ids.len(),
+        resumed.len()
+    );
+}

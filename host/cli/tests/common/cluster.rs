@@ -65,6 +65,18 @@ impl Node {
     }
 
     pub fn launch(dir: &Path, nats: &str, name: &str, lease_ms: u64, max_runs: usize) -> Self {
+        Self::launch_with(dir, nats, name, lease_ms, max_runs, &[])
+    }
+
+    /// [`Node::launch`] with more `serve` flags.
+    pub fn launch_with(
+        dir: &Path,
+        nats: &str,
+        name: &str,
+        lease_ms: u64,
+        max_runs: usize,
+        flags: &[&str],
+    ) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .expect("free port")
@@ -79,6 +91,7 @@ impl Node {
             .args(["--max-runs", &max_runs.to_string()])
             .args(["--cluster", nats, "--node", name])
             .args(["--lease-ms", &lease_ms.to_string()])
+            .args(flags)
             .current_dir(dir)
             .stdin(Stdio::null())
             .stderr(Stdio::null())
