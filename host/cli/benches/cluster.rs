@@ -15,7 +15,8 @@ use toolhost_cluster::{Cluster, NodeName};
 #[path = "../tests/common/cluster.rs"]
 mod harness;
 
-use harness::{Node, all_completed_once, journal, owner, ready, setup, submit, until};
+use harness::{Node, all_completed_once, loop_started, ready, setup, start_nodes, submit};
+use harness::{journal, owner, until};
 
 const ROUNDS: usize = 3;
 const RUNS: usize = 24;
@@ -64,25 +65,21 @@ async fn failover(binary: &std::path::Path) -> f64 {
     let nats = NatsServer::start(binary).expect("nats-server");
     let temp = tempfile::tempdir().expect("tempdir");
     setup(temp.path(), 1, 1500);
-    let mut nodes: Vec<Node> = ["node-1", "node-2"]
-        .iter()
-        .map(|name| Node::launch(temp.path(), &nats.url(), name, LEASE_MS, ROOM))
-        .collect();
-    for node in &nodes {
-        ready(&node.base).await;
-    }
+    let mut nodes = start_nodes(
+        temp.path(),
+        &nats.url(),
+        &["node-1", "node-2"],
+        LEASE_MS,
+        ROOM,
+        &[],
+    )
+    .await;
     let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
         .await
         .expect("attach");
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
-    until("the run never started", 60, || async {
-        journal(&viewer, id)
-            .await
-            .iter()
-            .any(|event| event["type"] == "model_request_created")
-    })
-    .await;
+    loop_started(&viewer, id).await;
     let holder = owner(&viewer, id).await.expect("an owner");
     let victim = nodes
         .iter()

@@ -18,7 +18,8 @@ use toolhost_cluster::{Cluster, NodeName, RunKey, RunLog};
 mod harness;
 
 use harness::{
-    Node, REPLY, all_completed_once, client, journal, owner, ready, setup, submit, until,
+    Node, REPLY, all_completed_once, client, journal, loop_started, owner, ready, setup,
+    start_nodes, submit, until,
 };
 
 /// Runs in the test (`make cluster-test` sets more).
@@ -35,13 +36,7 @@ async fn runs_spread_over_three_nodes_and_survive_one_being_killed() {
     let temp = tempfile::tempdir().expect("tempdir");
     setup(temp.path(), runs, 700);
     let names = ["node-1", "node-2", "node-3"];
-    let mut nodes: Vec<Node> = names
-        .iter()
-        .map(|name| Node::start(temp.path(), &nats.url(), name))
-        .collect();
-    for node in &nodes {
-        ready(&node.base).await;
-    }
+    let mut nodes = start_nodes(temp.path(), &nats.url(), &names, 3000, 4, &[]).await;
 
     // Each run through another node.
     let ids = submit(&nodes, runs).await;
@@ -113,13 +108,15 @@ async fn a_node_paused_past_its_lease_cannot_append_or_commit_when_it_wakes() {
     let temp = tempfile::tempdir().expect("tempdir");
     // Each reply takes 2.5 s: the owner is paused before its first one.
     setup(temp.path(), 1, 2500);
-    let nodes: Vec<Node> = ["node-1", "node-2"]
-        .iter()
-        .map(|name| Node::launch(temp.path(), &nats.url(), name, 2000, 4))
-        .collect();
-    for node in &nodes {
-        ready(&node.base).await;
-    }
+    let nodes = start_nodes(
+        temp.path(),
+        &nats.url(),
+        &["node-1", "node-2"],
+        2000,
+        4,
+        &[],
+    )
+    .await;
     let response = client()
         .post(format!("{}/v1/runs", nodes[0].base))
         .json(&json!({"model": "demo", "profile": "writer", "chat": "chat-00"}))
@@ -137,13 +134,7 @@ async fn a_node_paused_past_its_lease_cannot_append_or_commit_when_it_wakes() {
 
     // Pause whichever node took it once its loop asked the model, before
     // the model answers.
-    until("the run's loop never started", 60, || async {
-        journal(&viewer, &id)
-            .await
-            .iter()
-            .any(|event| event["type"] == "model_request_created")
-    })
-    .await;
+    loop_started(&viewer, &id).await;
     let first = owner(&viewer, &id).await.expect("owner");
     let (stale, other) = if first == "node-1" {
         (&nodes[0], &nodes[1])
@@ -243,25 +234,21 @@ async fn runs_pause_while_nats_restarts_and_finish_with_no_gap_or_duplicate() {
     let mut nats = NatsServer::start(&binary).expect("nats-server");
     let temp = tempfile::tempdir().expect("tempdir");
     setup(temp.path(), 6, 1000);
-    let nodes: Vec<Node> = ["node-1", "node-2"]
-        .iter()
-        .map(|name| Node::start(temp.path(), &nats.url(), name))
-        .collect();
-    for node in &nodes {
-        ready(&node.base).await;
-    }
+    let nodes = start_nodes(
+        temp.path(),
+        &nats.url(),
+        &["node-1", "node-2"],
+        3000,
+        4,
+        &[],
+    )
+    .await;
     let ids = submit(&nodes, 6).await;
     {
         let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
             .await
             .expect("attach");
-        until("no run's loop started", 60, || async {
-            journal(&viewer, &ids[0])
-                .await
-                .iter()
-                .any(|event| event["type"] == "model_request_created")
-        })
-        .await;
+        loop_started(&viewer, &ids[0]).await;
     }
     // NATS goes away for two seconds, in the middle of the runs.
     nats.stop();
@@ -286,25 +273,21 @@ async fn any_node_answers_reads_of_a_run_another_node_drives() {
     let nats = NatsServer::start(&binary).expect("nats-server");
     let temp = tempfile::tempdir().expect("tempdir");
     setup(temp.path(), 1, 1500);
-    let nodes: Vec<Node> = ["node-1", "node-2"]
-        .iter()
-        .map(|name| Node::start(temp.path(), &nats.url(), name))
-        .collect();
-    for node in &nodes {
-        ready(&node.base).await;
-    }
+    let nodes = start_nodes(
+        temp.path(),
+        &nats.url(),
+        &["node-1", "node-2"],
+        3000,
+        4,
+        &[],
+    )
+    .await;
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
     let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
         .await
         .expect("attach");
-    until("the run's loop never started", 60, || async {
-        journal(&viewer, id)
-            .await
-            .iter()
-            .any(|event| event["type"] == "model_request_created")
-    })
-    .await;
+    loop_started(&viewer, id).await;
     let driver = owner(&viewer, id).await.expect("a driver");
     let reader = nodes
         .iter()
@@ -403,13 +386,15 @@ async fn a_pending_approval_moves_with_its_run() {
         .to_string(),
     )
     .expect("policy");
-    let mut nodes: Vec<Node> = ["node-1", "node-2"]
-        .iter()
-        .map(|name| Node::start(temp.path(), &nats.url(), name))
-        .collect();
-    for node in &nodes {
-        ready(&node.base).await;
-    }
+    let mut nodes = start_nodes(
+        temp.path(),
+        &nats.url(),
+        &["node-1", "node-2"],
+        3000,
+        4,
+        &[],
+    )
+    .await;
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
     let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
@@ -508,13 +493,15 @@ async fn runs_stopped_by_a_long_nats_outage_resume_when_it_is_back() {
     setup(temp.path(), 3, 1000);
     // Appends give up after 1 s without NATS; the queue holds 3 runs.
     let flags = ["--append-window-ms", "1000", "--queue-limit", "3"];
-    let nodes: Vec<Node> = ["node-1", "node-2"]
-        .iter()
-        .map(|name| Node::launch_with(temp.path(), &nats.url(), name, 3000, 4, &flags))
-        .collect();
-    for node in &nodes {
-        ready(&node.base).await;
-    }
+    let nodes = start_nodes(
+        temp.path(),
+        &nats.url(),
+        &["node-1", "node-2"],
+        3000,
+        4,
+        &flags,
+    )
+    .await;
     let ids = submit(&nodes, 3).await;
     // A fourth run while three are not yet ended: the queue is full.
     let refused = client()
@@ -531,13 +518,7 @@ async fn runs_stopped_by_a_long_nats_outage_resume_when_it_is_back() {
         let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
             .await
             .expect("attach");
-        until("no run's loop started", 60, || async {
-            journal(&viewer, &ids[0])
-                .await
-                .iter()
-                .any(|event| event["type"] == "model_request_created")
-        })
-        .await;
+        loop_started(&viewer, &ids[0]).await;
     }
     // Away for longer than the append window: the runs stop, interrupted.
     nats.stop();

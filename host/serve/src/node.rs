@@ -251,6 +251,13 @@ async fn take(state: &Arc<ServeState>, node: &Arc<ClusterNode>, queued: QueuedRu
         let _ = queued.dropped().await;
         return;
     };
+    // Handed out again while this node still drives it (its "in progress"
+    // did not reach NATS in time): it stays here; never rebuilt over a
+    // live run.
+    if state.runs.live(key.tenant(), key.run()).is_some() {
+        let _ = queued.later(node.leases.renew_every()).await;
+        return;
+    }
     let lease = match node.leases.acquire(&key).await {
         Ok(Some(lease)) => lease,
         // Its owner still holds it: look again once the lease could have

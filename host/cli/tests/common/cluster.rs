@@ -281,3 +281,34 @@ pub const TERMINAL: [&str; 4] = [
     "run_partial_success",
     "run_cancelled",
 ];
+
+/// Wait until `id`'s loop asked its model: the run is under way.
+pub async fn loop_started(viewer: &Cluster, id: &str) {
+    until("the run's loop never started", 60, || async {
+        journal(viewer, id)
+            .await
+            .iter()
+            .any(|event| event["type"] == "model_request_created")
+    })
+    .await;
+}
+
+/// A node per name in `names` (each with `lease_ms`, room for `max_runs`
+/// and `flags`), once each answers.
+pub async fn start_nodes(
+    dir: &Path,
+    nats: &str,
+    names: &[&str],
+    lease_ms: u64,
+    max_runs: usize,
+    flags: &[&str],
+) -> Vec<Node> {
+    let nodes: Vec<Node> = names
+        .iter()
+        .map(|name| Node::launch_with(dir, nats, name, lease_ms, max_runs, flags))
+        .collect();
+    for node in &nodes {
+        ready(&node.base).await;
+    }
+    nodes
+}
