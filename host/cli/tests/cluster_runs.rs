@@ -358,6 +358,11 @@ async fn any_node_answers_reads_of_a_run_another_node_drives() {
         assert_eq!(status, 200);
         let run: Value = serde_json::from_str(&body).expect("json");
         assert_eq!(run["status"], "completed", "{} says {run}", node.name);
+        assert_eq!(
+            run["summary"]["status"], "completed",
+            "{} says {run}",
+            node.name
+        );
         assert_eq!(run["lastSeq"], json!(seqs.len()), "{}", node.name);
         let (status, file) = get(
             node.base.clone(),

@@ -28,6 +28,9 @@ use crate::ServeState;
 use crate::error::ApiError;
 use crate::runs::{StartRun, restart_taken, resume_taken, start_taken};
 
+/// A run's summary in the cluster, kept by the node that drove it to its end.
+const SUMMARY_FILE: &str = "summary.json";
+
 /// How long the puller waits for a run before it looks at its room again.
 const PULL_WAIT: Duration = Duration::from_secs(1);
 
@@ -88,7 +91,38 @@ impl ClusterNode {
         }
         let copy = copies.entry(at).or_default();
         let found = RunMirror::sync_into(&self.cluster, &key, &dir, copy).await?;
+        if found {
+            self.copy_summary(&key).await;
+        }
         Ok(found.then_some(dir))
+    }
+
+    /// Where this node keeps the summary of a run it read from the cluster.
+    pub fn copy_summary_path(&self, tenant: &str, id: &str) -> PathBuf {
+        self.dir
+            .join("views/tenants")
+            .join(tenant)
+            .join("summaries")
+            .join(format!("{id}.json"))
+    }
+
+    /// Fetch `key`'s summary (kept in the cluster by the node that drove it
+    /// to its end) if this node has none of it yet.
+    async fn copy_summary(&self, key: &RunKey) {
+        let path = self.copy_summary_path(key.tenant(), key.run());
+        if path.exists() {
+            return;
+        }
+        let Ok(Some(bytes)) = self.cluster.files(key).get(SUMMARY_FILE).await else {
+            return;
+        };
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, &bytes));
+        if let Err(error) = written {
+            tracing::warn!(run = %key, %error, "the run's summary was not copied");
+        }
     }
 
     /// Whether some node holds the lease of `tenant`'s run `id` now.
@@ -460,6 +494,23 @@ async fn keep(
     })
     .await
     .unwrap_or(false);
+    if ended {
+        // Its summary, for every node's `GET /v1/runs/{id}`.
+        let summary = state
+            .tenant_dirs(&tenant)
+            .summaries()
+            .join(format!("{id}.json"));
+        if let Ok(bytes) = std::fs::read(&summary) {
+            let kept = node
+                .cluster
+                .files(&key)
+                .create(SUMMARY_FILE, bytes::Bytes::from(bytes))
+                .await;
+            if let Err(error) = kept {
+                tracing::warn!(run = %key, %error, "the run's summary was not kept in the cluster");
+            }
+        }
+    }
     let _ = node.leases.release(lease).await;
     if ended {
         if let Err(error) = queued.done().await {

@@ -105,6 +105,8 @@ pub(crate) struct ReadAt {
     pub elsewhere: Option<String>,
     /// Read from the cluster (a copy), not from a run driven here.
     pub copy: bool,
+    /// Where a copy's summary is, when the node that ended the run kept one.
+    pub copy_summary: Option<PathBuf>,
 }
 
 /// The tenant's run `id` to read: on a cluster node, from the cluster
@@ -119,6 +121,7 @@ pub(crate) async fn read_root(
             root: run_root(state, tenant, id)?,
             elsewhere: None,
             copy: false,
+            copy_summary: None,
         });
     };
     if state.runs.live(tenant, id).is_some() {
@@ -126,6 +129,7 @@ pub(crate) async fn read_root(
             root: run_root(state, tenant, id)?,
             elsewhere: None,
             copy: false,
+            copy_summary: None,
         });
     }
     let not_found = || ApiError::not_found("such run");
@@ -144,6 +148,7 @@ pub(crate) async fn read_root(
         root,
         elsewhere,
         copy: true,
+        copy_summary: Some(node.copy_summary_path(tenant, id)),
     })
 }
 
@@ -221,8 +226,14 @@ fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Res
             .tenant_dirs(tenant)
             .summaries()
             .join(format!("{id}.json"));
+        // Kept here if this node ended the run, else (a copy) the one the
+        // node that ended it kept in the cluster.
         let summary = read_bounded(&summary_path, MAX_RECORD_BYTES)
             .ok()
+            .or_else(|| {
+                let copied = at.copy_summary.as_ref()?;
+                read_bounded(copied, MAX_RECORD_BYTES).ok()
+            })
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
         (status_of(journal.ended_by.as_deref()), summary)
     };
@@ -292,6 +303,7 @@ pub(crate) async fn list(
                     root,
                     elsewhere: None,
                     copy: false,
+                    copy_summary: None,
                 };
                 view(&state, &tenant, &id, &at).ok()
             })
