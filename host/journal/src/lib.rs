@@ -19,6 +19,7 @@ pub mod journal;
 pub mod layout;
 pub mod manifest;
 pub mod run;
+pub mod tail;
 
 pub use audit::AuditError;
 pub use events::{

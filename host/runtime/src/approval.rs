@@ -412,12 +412,9 @@ pub struct PendingApproval {
 /// in its journal, oldest first. The journal may be growing: only whole
 /// lines are read, and only the approval events are kept in memory.
 pub fn pending(run_root: &Path) -> Result<Vec<PendingApproval>, DecisionError> {
-    use std::io::BufRead as _;
-
     let journal = toolhost_journal::RunLayout::new(run_root)
         .journal()
         .absolute;
-    let mut reader = std::io::BufReader::new(std::fs::File::open(&journal)?);
     let key = |payload: &Value| {
         (
             payload["invocationId"].as_str().unwrap_or("").to_owned(),
@@ -426,25 +423,30 @@ pub fn pending(run_root: &Path) -> Result<Vec<PendingApproval>, DecisionError> {
     };
     let mut requested = Vec::new();
     let mut decided = std::collections::HashSet::new();
-    let mut line = Vec::new();
+    // Whole lines, in bounded chunks, while the run may be writing.
+    let mut offset = 0;
     loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 || line.last() != Some(&b'\n') {
-            // The end, or a line still being written.
+        let chunk = toolhost_journal::tail::read_from(&journal, offset)?;
+        if chunk.lines.is_empty() {
             break;
         }
-        if memchr::memmem::find(&line, b"\"tool_call_approval_").is_none() {
-            continue;
-        }
-        let Ok(event) = serde_json::from_slice::<Value>(&line) else {
-            continue;
-        };
-        match event["type"].as_str() {
-            Some("tool_call_approval_requested") => requested.push(event),
-            Some("tool_call_approval_decided") => {
+        offset = chunk.offset;
+        for line in chunk.lines {
+            let wanted = matches!(
+                line.event_type.as_str(),
+                "tool_call_approval_requested" | "tool_call_approval_decided"
+            );
+            if !wanted {
+                continue;
+            }
+            let Ok(event) = serde_json::from_str::<Value>(&line.json) else {
+                continue;
+            };
+            if line.event_type == "tool_call_approval_requested" {
+                requested.push(event);
+            } else {
                 decided.insert(key(&event["payload"]));
             }
-            _ => {}
         }
     }
     let mut waiting = Vec::new();

@@ -19,13 +19,13 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use tokio::sync::watch;
 
-use super::journal::{Line, read_from};
 use super::read_root;
 use super::registry::Progress;
 use crate::ServeState;
 use crate::error::ApiError;
 use crate::node::ClusterNode;
 use crate::tokens::Tenant;
+use toolhost_journal::tail::{Line, read_from};
 
 /// How long a follower sleeps at most before looking at the file again.
 const POLL: Duration = Duration::from_secs(1);
