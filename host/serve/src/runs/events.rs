@@ -75,7 +75,7 @@ pub(crate) async fn events(
             .live(&tenant, &id)
             .map(|run| run.progress.subscribe()),
         done: false,
-        copy: match (&state.node, at.copy) {
+        copy: match (&state.node, at.is_copy()) {
             (Some(node), true) => Some(CopyOf {
                 node: Arc::clone(node),
                 tenant: tenant.clone(),
@@ -84,6 +84,7 @@ pub(crate) async fn events(
             _ => None,
         },
         ended: false,
+        last_pull: false,
     };
     let stream = futures_util::stream::unfold(follower, |mut follower| async move {
         let event = follower.next().await?;
@@ -106,6 +107,8 @@ struct Follower {
     copy: Option<CopyOf>,
     /// A terminal event was read.
     ended: bool,
+    /// The copy was pulled once after its run stopped being driven.
+    last_pull: bool,
 }
 
 struct CopyOf {
@@ -164,6 +167,14 @@ impl Follower {
                 // A copy: follow it while another node drives the run.
                 let driven = !self.ended && copy.node.is_driven(&copy.tenant, &copy.id).await;
                 if !driven {
+                    // The driver may have written its last events between
+                    // the last pull and letting go: pull once more, read
+                    // that, then stop.
+                    if !self.ended && !self.last_pull {
+                        self.last_pull = true;
+                        copy.node.read_copy(&copy.tenant, &copy.id).await.ok()?;
+                        continue;
+                    }
                     self.done = true;
                     continue;
                 }
