@@ -9,8 +9,8 @@
 use async_nats::jetstream::{kv, object_store};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
 use tokio::io::AsyncReadExt as _;
+use toolhost_journal::sha256_hex;
 
 use crate::{ClusterError, RunKey};
 
@@ -50,7 +50,7 @@ impl RunFiles {
             ));
         }
         let claim = Claim {
-            sha256: hex::encode(Sha256::digest(&bytes)),
+            sha256: sha256_hex(&bytes),
             bytes: bytes.len() as u64,
         };
         let value = serde_json::to_vec(&claim)
@@ -99,7 +99,7 @@ impl RunFiles {
             .read_to_end(&mut bytes)
             .await
             .map_err(|error| ClusterError::nats(format!("reading {name}"), error))?;
-        if hex::encode(Sha256::digest(&bytes)) != claim.sha256 {
+        if sha256_hex(&bytes) != claim.sha256 {
             // A put cut off half way, or damage: not the claimed file.
             return Ok(None);
         }

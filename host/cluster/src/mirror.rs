@@ -25,7 +25,7 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
+use toolhost_journal::sha256_hex;
 
 use crate::files::MAX_FILE_BYTES;
 use crate::run_log::LogEntry;
@@ -54,7 +54,14 @@ struct Seen {
     len: u64,
     modified: Option<SystemTime>,
     sha256: String,
+    /// Its modification time was older than the listing that read it by
+    /// more than a tick of the file system's clock, so a later write of
+    /// the same length cannot carry the same time (git's "racy" rule).
+    settled: bool,
 }
+
+/// More than the file system's timestamp granularity (a kernel tick).
+const TIMESTAMP_TICK: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A run directory's pushes to the cluster, by its owner.
 pub struct RunMirror {
@@ -83,6 +90,7 @@ impl RunMirror {
     /// sent.
     pub async fn push(&mut self, seq: u64) -> Result<bool, ClusterError> {
         let root = self.root.clone();
+        let listed_at = SystemTime::now();
         // Blocking reads, like the journal write this push comes before.
         let listed = list_files(&root)?;
         let mut checkpoint = Checkpoint {
@@ -93,13 +101,13 @@ impl RunMirror {
             let unchanged = self
                 .seen
                 .get(&name)
-                .filter(|seen| seen.len == len && seen.modified == modified && modified.is_some());
+                .filter(|seen| seen.settled && seen.len == len && seen.modified == modified);
             let sha256 = match unchanged {
                 Some(seen) => seen.sha256.clone(),
                 None => {
                     let path = root.join(&name);
                     let bytes = read_bounded(&path)?;
-                    let sha256 = hex::encode(Sha256::digest(&bytes));
+                    let sha256 = sha256_hex(&bytes);
                     self.files
                         .create(&format!("blobs/{sha256}"), Bytes::from(bytes))
                         .await?;
@@ -109,6 +117,8 @@ impl RunMirror {
                             len,
                             modified,
                             sha256: sha256.clone(),
+                            settled: modified
+                                .is_some_and(|modified| modified + TIMESTAMP_TICK < listed_at),
                         },
                     );
                     sha256
@@ -233,8 +243,7 @@ impl RunMirror {
             .extend(entries.iter().map(|entry| (entry.seq, entry.token)));
         let files = cluster.files(run);
         let latest = latest_checkpoint_name(&files, &copy.appended).await?;
-        if latest.is_some() && latest != copy.checkpoint {
-            let name = latest.clone().unwrap_or_default();
+        if let Some(name) = latest.filter(|name| copy.checkpoint.as_ref() != Some(name)) {
             let checkpoint = read_checkpoint(&files, &name).await?;
             for (path, sha256) in &checkpoint.files {
                 if copy.files.get(path) == Some(sha256) {
@@ -263,7 +272,7 @@ impl RunMirror {
                 }
             }
             copy.files = checkpoint.files;
-            copy.checkpoint = latest;
+            copy.checkpoint = Some(name);
         }
         let journal: Vec<u8> = entries
             .iter()

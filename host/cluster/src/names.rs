@@ -8,23 +8,16 @@ use std::fmt;
 use crate::ClusterError;
 
 /// Longest name accepted as one token.
-const MAX_TOKEN: usize = 128;
+const MAX_TOKEN: usize = toolhost_journal::layout::MAX_SEGMENT_BYTES;
 
-/// Check that `value` can be one subject token and one KV key part.
+/// Check that `value` can be one subject token and one KV key part: the
+/// run layout's segment rule (`[A-Za-z0-9_-]{1,128}`), which run ids and
+/// tenant names already keep.
 fn token(what: &'static str, value: &str) -> Result<(), ClusterError> {
-    let plain = !value.is_empty()
-        && value.len() <= MAX_TOKEN
-        && value
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_');
-    if plain {
-        Ok(())
-    } else {
-        Err(ClusterError::InvalidName {
-            what,
-            value: value.chars().take(MAX_TOKEN).collect(),
-        })
-    }
+    toolhost_journal::layout::check_segment(what, value).map_err(|_| ClusterError::InvalidName {
+        what,
+        value: value.chars().take(MAX_TOKEN).collect(),
+    })
 }
 
 /// One run of one tenant: what a lease, a journal subject and a file name

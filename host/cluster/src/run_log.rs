@@ -190,12 +190,6 @@ impl RunLog {
         Ok(entries)
     }
 
-    /// The stream sequence of `run`'s last line; 0 when it has none (no
-    /// such run in the cluster).
-    pub async fn head(cluster: &Cluster, run: &RunKey) -> Result<u64, ClusterError> {
-        last_sequence(cluster.journal_stream(), &subject(run)).await
-    }
-
     /// The ids of `tenant`'s runs that have a journal in the cluster,
     /// unordered.
     pub async fn runs_of(cluster: &Cluster, tenant: &str) -> Result<Vec<String>, ClusterError> {
