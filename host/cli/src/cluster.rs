@@ -126,13 +126,15 @@ fn print(status: &ClusterStatus) {
         })
         .collect();
     table::print(["NODE", "LISTEN", "RUNNING", "SEEN", "LEASES"], &nodes);
-    let runs: Vec<[String; 4]> = status
+    let held = status
         .nodes
         .iter()
         .flat_map(|node| &node.runs)
-        .chain(&status.orphaned)
-        .map(|run: &LeasedRun| {
-            let stopped = status.orphaned.iter().any(|orphan| orphan.run == run.run);
+        .map(|run| (run, false));
+    let orphaned = status.orphaned.iter().map(|run| (run, true));
+    let runs: Vec<[String; 4]> = held
+        .chain(orphaned)
+        .map(|(run, stopped): (&LeasedRun, bool)| {
             [
                 format!("{}/{}", run.tenant, run.run),
                 if stopped {

@@ -704,8 +704,6 @@ impl Run {
     }
 }
 
-/// The manifest's roots: the whole universe in its fixed order, each shown
-/// and made writable as the profile says, then the runtime's `tool-results/`.
 /// Give `dir`'s journal the replica `replica` makes for `root`.
 fn attach_replica(
     dir: &mut RunDirectory,
@@ -718,6 +716,8 @@ fn attach_replica(
     Ok(())
 }
 
+/// The manifest's roots: the whole universe in its fixed order, each shown
+/// and made writable as the profile says, then the runtime's `tool-results/`.
 fn roots(profile: &Profile) -> Vec<RootSpec> {
     let mut roots = RootSpec::default_universe();
     for root in &mut roots {

@@ -22,7 +22,7 @@ use toolhost_cluster::{
     RunLog, RunMirror, RunTicket,
 };
 use toolhost_journal::Replica;
-use toolhost_runtime::{LOOP_RECORD_PATH, ReplicaFactory, TERMINAL_EVENTS};
+use toolhost_runtime::{LOOP_RECORD_PATH, ReplicaFactory};
 
 use crate::ServeState;
 use crate::error::ApiError;
@@ -78,12 +78,7 @@ impl ClusterNode {
     /// the cluster has no such run.
     pub async fn read_copy(&self, tenant: &str, id: &str) -> Result<Option<PathBuf>, ClusterError> {
         let key = RunKey::new(tenant, id)?;
-        let dir = self
-            .dir
-            .join("views/tenants")
-            .join(tenant)
-            .join("runs")
-            .join(id);
+        let dir = self.views(tenant).runs().join(id);
         let mut copies = self.copies.lock().await;
         let at = (tenant.to_owned(), id.to_owned());
         if copies.len() >= MAX_READ_COPIES && !copies.contains_key(&at) {
@@ -99,11 +94,13 @@ impl ClusterNode {
 
     /// Where this node keeps the summary of a run it read from the cluster.
     pub fn copy_summary_path(&self, tenant: &str, id: &str) -> PathBuf {
-        self.dir
-            .join("views/tenants")
-            .join(tenant)
-            .join("summaries")
-            .join(format!("{id}.json"))
+        self.views(tenant).summaries().join(format!("{id}.json"))
+    }
+
+    /// The tenant's runs and summaries as this node copies them from the
+    /// cluster: the tenant layout, under `views/`.
+    fn views(&self, tenant: &str) -> crate::tenant::TenantDirs {
+        crate::tenant::TenantDirs::new(&self.dir.join("views"), tenant)
     }
 
     /// Fetch `key`'s summary (kept in the cluster by the node that drove it
@@ -127,24 +124,29 @@ impl ClusterNode {
 
     /// Whether some node holds the lease of `tenant`'s run `id` now.
     pub async fn is_driven(&self, tenant: &str, id: &str) -> bool {
-        let Ok(key) = RunKey::new(tenant, id) else {
-            return false;
-        };
-        self.leases
-            .holder(&key)
+        self.driver_name(tenant, id)
             .await
-            .is_ok_and(|holder| holder.is_some())
+            .is_ok_and(|driver| driver.is_some())
     }
 
-    /// The node driving `tenant`'s run `id` now, and where it listens (as
-    /// its record says), if any node holds its lease.
+    /// The node holding the lease of `tenant`'s run `id` now, if any.
+    pub async fn driver_name(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<String>, ClusterError> {
+        let key = RunKey::new(tenant, id)?;
+        Ok(self.leases.holder(&key).await?.map(|holder| holder.node))
+    }
+
+    /// [`driver_name`](Self::driver_name), and where that node listens (as
+    /// its record says): for a change refused here, to say where to send it.
     pub async fn driver(
         &self,
         tenant: &str,
         id: &str,
     ) -> Result<Option<(String, String)>, ClusterError> {
-        let key = RunKey::new(tenant, id)?;
-        let Some(holder) = self.leases.holder(&key).await? else {
+        let Some(name) = self.driver_name(tenant, id).await? else {
             return Ok(None);
         };
         let listen = self
@@ -153,10 +155,10 @@ impl ClusterNode {
             .all()
             .await?
             .into_iter()
-            .find(|seen| seen.record.node == holder.node)
+            .find(|seen| seen.record.node == name)
             .map(|seen| seen.record.listen)
             .unwrap_or_default();
-        Ok(Some((holder.node, listen)))
+        Ok(Some((name, listen)))
     }
 
     pub fn cluster(&self) -> &Cluster {
@@ -390,11 +392,8 @@ async fn begin(
     let (ended, looped) = {
         let root = root.clone();
         tokio::task::spawn_blocking(move || {
-            let events = toolhost_journal::read_events(&journal)?;
-            let ended = events
-                .iter()
-                .any(|event| TERMINAL_EVENTS.contains(&event.r#type.as_str()));
-            Ok::<_, toolhost_journal::JournalError>((ended, root.join(LOOP_RECORD_PATH).exists()))
+            let ended = has_ended(&journal)?;
+            Ok::<_, std::io::Error>((ended, root.join(LOOP_RECORD_PATH).exists()))
         })
         .await
         .map_err(|error| Refused::Later(error.to_string()))?
@@ -414,6 +413,11 @@ async fn begin(
             .map_err(refused)?;
     }
     Ok(Begun::Running)
+}
+
+/// Whether the journal at `path` has a terminal event.
+fn has_ended(path: &Path) -> std::io::Result<bool> {
+    Ok(crate::runs::journal::state(path)?.ended_by.is_some())
 }
 
 /// A refusal of the service as a refusal of the queued run: a limit or a
@@ -485,22 +489,20 @@ async fn keep(
         .runs()
         .join(&id)
         .join(toolhost_journal::layout::JOURNAL_FILE);
-    let ended = tokio::task::spawn_blocking(move || {
-        toolhost_journal::read_events(&journal).is_ok_and(|events| {
-            events
-                .iter()
-                .any(|event| TERMINAL_EVENTS.contains(&event.r#type.as_str()))
-        })
+    let summary = state
+        .tenant_dirs(&tenant)
+        .summaries()
+        .join(format!("{id}.json"));
+    // Ended for good (a terminal event), and its summary if it did.
+    let (ended, summary) = tokio::task::spawn_blocking(move || {
+        let ended = has_ended(&journal).unwrap_or(false);
+        (ended, ended.then(|| std::fs::read(&summary).ok()).flatten())
     })
     .await
-    .unwrap_or(false);
+    .unwrap_or((false, None));
     if ended {
         // Its summary, for every node's `GET /v1/runs/{id}`.
-        let summary = state
-            .tenant_dirs(&tenant)
-            .summaries()
-            .join(format!("{id}.json"));
-        if let Ok(bytes) = std::fs::read(&summary) {
+        if let Some(bytes) = summary {
             let kept = node
                 .cluster
                 .files(&key)

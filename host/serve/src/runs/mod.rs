@@ -103,10 +103,25 @@ pub(crate) struct ReadAt {
     pub root: PathBuf,
     /// The copy of a run another node drives now (its name).
     pub elsewhere: Option<String>,
-    /// Read from the cluster (a copy), not from a run driven here.
-    pub copy: bool,
-    /// Where a copy's summary is, when the node that ended the run kept one.
+    /// A copy read from the cluster (not a run driven here): where its
+    /// summary is, when the node that ended the run kept one.
     pub copy_summary: Option<PathBuf>,
+}
+
+impl ReadAt {
+    /// The run's own directory, on this server.
+    fn here(root: PathBuf) -> Self {
+        Self {
+            root,
+            elsewhere: None,
+            copy_summary: None,
+        }
+    }
+
+    /// Read from the cluster's copy, not from a run driven here.
+    pub fn is_copy(&self) -> bool {
+        self.copy_summary.is_some()
+    }
 }
 
 /// The tenant's run `id` to read: on a cluster node, from the cluster
@@ -117,20 +132,10 @@ pub(crate) async fn read_root(
     id: &str,
 ) -> Result<ReadAt, ApiError> {
     let Some(node) = &state.node else {
-        return Ok(ReadAt {
-            root: run_root(state, tenant, id)?,
-            elsewhere: None,
-            copy: false,
-            copy_summary: None,
-        });
+        return Ok(ReadAt::here(run_root(state, tenant, id)?));
     };
     if state.runs.live(tenant, id).is_some() {
-        return Ok(ReadAt {
-            root: run_root(state, tenant, id)?,
-            elsewhere: None,
-            copy: false,
-            copy_summary: None,
-        });
+        return Ok(ReadAt::here(run_root(state, tenant, id)?));
     }
     let not_found = || ApiError::not_found("such run");
     toolhost_journal::layout::check_segment("run id", id).map_err(|_| not_found())?;
@@ -140,14 +145,12 @@ pub(crate) async fn read_root(
         .map_err(|error| ApiError::internal("reading the run from the cluster", error))?
         .ok_or_else(not_found)?;
     let elsewhere = node
-        .driver(tenant, id)
+        .driver_name(tenant, id)
         .await
-        .map_err(|error| ApiError::internal("reading the run's lease", error))?
-        .map(|(name, _)| name);
+        .map_err(|error| ApiError::internal("reading the run's lease", error))?;
     Ok(ReadAt {
         root,
         elsewhere,
-        copy: true,
         copy_summary: Some(node.copy_summary_path(tenant, id)),
     })
 }
@@ -299,12 +302,7 @@ pub(crate) async fn list(
         ids.into_iter()
             .filter_map(|id| {
                 let root = run_root(&state, &tenant, &id).ok()?;
-                let at = ReadAt {
-                    root,
-                    elsewhere: None,
-                    copy: false,
-                    copy_summary: None,
-                };
+                let at = ReadAt::here(root);
                 view(&state, &tenant, &id, &at).ok()
             })
             .take(limit)
