@@ -1,7 +1,8 @@
 //! Create-only, atomic audit files: tool arguments, tool results, snapshots.
 //!
 //! On Linux each file is written unnamed in its own directory and then
-//! linked into place ([`create_linked`]: `O_TMPFILE` + `linkat`). Elsewhere,
+//! linked into place ([`create_linked`]: `O_TMPFILE` + `linkat`), relative
+//! to the directory when the run holds it open. Elsewhere,
 //! or where the file system has no `O_TMPFILE`, it is written to a temp file
 //! in `<run>/.tmp` (same file system) and moved into place with
 //! `persist_noclobber` (rename with NOREPLACE, or link + unlink). Either
@@ -11,14 +12,16 @@
 
 use std::fs;
 use std::io::{self, Write};
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 use tempfile::NamedTempFile;
 use toolhost_core::{AgentToolResult, ToolId};
 
-use crate::create::{Linked, create_linked};
+use crate::create::{Linked, create_linked, create_linked_in};
 use crate::fsync::{SyncCounter, parent_dir};
 use crate::journal::Durability;
 use crate::layout::{LayoutError, RunLayout, RunPath};
@@ -97,21 +100,9 @@ pub(crate) fn persist(
 ) -> Result<RunPath, AuditError> {
     let target = layout.resolve(relative)?;
     if existing == Existing::Refuse {
-        let sync = |file: &fs::File| sync_file.map_or(Ok(()), |syncs| syncs.file(file));
-        match create_linked(&target.absolute, bytes, sync) {
-            Ok(Linked::Created) => return Ok(target),
-            Ok(Linked::Unsupported) => {}
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(AuditError::AlreadyExists {
-                    path: target.absolute,
-                });
-            }
-            Err(source) => {
-                return Err(AuditError::Io {
-                    path: target.absolute,
-                    source,
-                });
-            }
+        let linked = create_linked(&target.absolute, bytes, sync_before_link(sync_file));
+        if linked_into_place(linked, &target)? {
+            return Ok(target);
         }
     }
     let tmp_dir = layout.tmp_dir();
@@ -141,6 +132,29 @@ pub(crate) fn persist(
 }
 
 /// `tool-args/call_<hex>.json`, as stored.
+/// Syncs a new file before it is named, when a counter is given.
+fn sync_before_link(sync_file: Option<&SyncCounter>) -> impl FnOnce(&fs::File) -> io::Result<()> {
+    move |file| sync_file.map_or(Ok(()), |syncs| syncs.file(file))
+}
+
+/// `true` if [`create_linked`] made the file, `false` if the caller must
+/// take the portable path.
+fn linked_into_place(linked: io::Result<Linked>, target: &RunPath) -> Result<bool, AuditError> {
+    match linked {
+        Ok(Linked::Created) => Ok(true),
+        Ok(Linked::Unsupported) => Ok(false),
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+            Err(AuditError::AlreadyExists {
+                path: target.absolute.clone(),
+            })
+        }
+        Err(source) => Err(AuditError::Io {
+            path: target.absolute.clone(),
+            source,
+        }),
+    }
+}
+
 fn args_bytes(
     call_id: &str,
     tool_id: &ToolId,
@@ -188,11 +202,20 @@ impl RunDirectory {
         existing: Existing,
     ) -> Result<RunPath, AuditError> {
         // Validate before creating any directory for it.
-        self.layout().resolve(relative)?;
+        let target = self.layout().resolve(relative)?;
         let syncs = self.journal().sync_counter();
         let fsync = (self.durability() == Durability::Fsync).then_some(syncs);
-        let mut changed_dirs = self.ensure_parents(relative)?;
-        let target = persist(self.layout(), relative, bytes, fsync, existing)?;
+        let (mut changed_dirs, held) = self.ensure_parents(relative)?;
+        let created_in_held = match (existing, held, relative.rsplit_once('/')) {
+            (Existing::Refuse, Some(dir), Some((_, name))) => {
+                let linked = create_linked_in(dir.as_fd(), name, bytes, sync_before_link(fsync));
+                linked_into_place(linked, &target)?
+            }
+            _ => false,
+        };
+        if !created_in_held {
+            persist(self.layout(), relative, bytes, fsync, existing)?;
+        }
         changed_dirs.push(parent_dir(&target.absolute).to_owned());
         if fsync.is_some() {
             for dir in &changed_dirs {
@@ -205,31 +228,34 @@ impl RunDirectory {
     }
 
     /// Create the missing directories above `relative`; returns the
-    /// directories whose entries changed.
-    fn ensure_parents(&self, relative: &str) -> Result<Vec<PathBuf>, AuditError> {
+    /// directories whose entries changed and, when it is held open, the
+    /// directory the file goes into.
+    fn ensure_parents(
+        &self,
+        relative: &str,
+    ) -> Result<(Vec<PathBuf>, Option<Arc<OwnedFd>>), AuditError> {
         let Some((parent, _)) = relative.rsplit_once('/') else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         };
-        let mut ensured = self
-            .ensured_dirs
+        let mut dirs = self
+            .audit_dirs
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if ensured.contains(parent) {
-            return Ok(Vec::new());
-        }
         let mut changed = Vec::new();
-        let mut dir = self.layout().root().to_path_buf();
-        for segment in parent.split('/') {
-            let next = dir.join(segment);
-            match fs::create_dir(&next) {
-                Ok(()) => changed.push(dir),
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(source) => return Err(AuditError::Io { path: next, source }),
+        if !dirs.is_known(parent) {
+            let mut dir = self.layout().root().to_path_buf();
+            for segment in parent.split('/') {
+                let next = dir.join(segment);
+                match fs::create_dir(&next) {
+                    Ok(()) => changed.push(dir),
+                    Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(source) => return Err(AuditError::Io { path: next, source }),
+                }
+                dir = next;
             }
-            dir = next;
+            dirs.mark_known(parent);
         }
-        ensured.insert(parent.to_owned());
-        Ok(changed)
+        Ok((changed, dirs.held(self.layout().root(), parent)))
     }
 
     /// Atomically replace `relative` (a hidden runtime state file, e.g. an
@@ -680,6 +706,11 @@ mod tests {
                 run.sync_calls(),
                 before,
                 "{calls} calls: no sync call per call"
+            );
+            let (files, dirs) = run.pending_sync();
+            assert!(
+                files + dirs <= PER_ENTRY_SYNCS_AT_MOST_FOR_TESTS,
+                "{calls} calls: what waits for the sync stays bounded ({files} + {dirs})"
             );
             run.sync().expect("sync");
             let at_sync_point = run.sync_calls() - before;

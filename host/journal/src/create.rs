@@ -4,7 +4,8 @@
 //! anything. A reader never sees a partial file, an existing file is never
 //! touched, a crash leaves nothing behind to clean up (an unnamed file dies
 //! with its descriptor), and one directory entry is made instead of a temp
-//! entry plus a rename.
+//! entry plus a rename. A caller writing many files into one directory
+//! holds it open and names files relative to it ([`create_linked_in`]).
 
 use std::fs::File;
 use std::io;
@@ -24,21 +25,64 @@ pub(crate) enum Linked {
 /// a file already there (`AlreadyExists`). `before_link` runs on the written
 /// file before it gets its name (an fsync, when asked). Mode 0600: audit
 /// files hold tool arguments and results.
-#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) fn create_linked(
     path: &Path,
     bytes: &[u8],
     before_link: impl FnOnce(&File) -> io::Result<()>,
 ) -> io::Result<Linked> {
-    use std::io::Write as _;
-    use std::os::fd::AsRawFd as _;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let dir = crate::fsync::parent_dir(path);
+        create_linked_at(rustix::fs::CWD, dir, path, bytes, before_link)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = (path, bytes, before_link);
+        Ok(Linked::Unsupported)
+    }
+}
 
-    use rustix::fs::{AtFlags, CWD, Mode, OFlags, linkat, open};
+/// [`create_linked`] for a file named `name` in a directory the caller holds
+/// open: no path is walked again, which is most of the cost of a small file
+/// on a busy run.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn create_linked_in(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &str,
+    bytes: &[u8],
+    before_link: impl FnOnce(&File) -> io::Result<()>,
+) -> io::Result<Linked> {
+    create_linked_at(dir, Path::new("."), Path::new(name), bytes, before_link)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn create_linked_in(
+    _dir: std::os::fd::BorrowedFd<'_>,
+    _name: &str,
+    _bytes: &[u8],
+    _before_link: impl FnOnce(&File) -> io::Result<()>,
+) -> io::Result<Linked> {
+    Ok(Linked::Unsupported)
+}
+
+/// The unnamed file is made in `unnamed_in` and linked as `name`, both
+/// looked up from `dir` (a held directory, or the working directory with
+/// absolute paths).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn create_linked_at(
+    dir: std::os::fd::BorrowedFd<'_>,
+    unnamed_in: &Path,
+    name: &Path,
+    bytes: &[u8],
+    before_link: impl FnOnce(&File) -> io::Result<()>,
+) -> io::Result<Linked> {
+    use std::io::Write as _;
+
+    use rustix::fs::{Mode, OFlags, openat};
     use rustix::io::Errno;
 
-    let dir = crate::fsync::parent_dir(path);
     let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
-    let unnamed = match open(dir, flags, Mode::from_raw_mode(0o600)) {
+    let unnamed = match openat(dir, unnamed_in, flags, Mode::from_raw_mode(0o600)) {
         Ok(fd) => fd,
         // No O_TMPFILE here: an old kernel, or a file system without it.
         Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOSYS) => {
@@ -49,24 +93,54 @@ pub(crate) fn create_linked(
     let mut file = File::from(unnamed);
     file.write_all(bytes)?;
     before_link(&file)?;
-    // Linking an unnamed file by descriptor goes through its /proc entry
-    // (`AT_EMPTY_PATH` would need CAP_DAC_READ_SEARCH).
+    link_unnamed(&file, dir, name)
+}
+
+/// Whether `linkat(AT_EMPTY_PATH)` works for this process: since Linux 6.10
+/// for a file the caller opened itself, before that only with
+/// CAP_DAC_READ_SEARCH. Learned at the first link.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+static EMPTY_PATH_LINKS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(UNKNOWN);
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const UNKNOWN: u8 = 0;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const WORKS: u8 = 1;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const REFUSED: u8 = 2;
+
+/// Give the unnamed `file` its name: by descriptor where the kernel allows
+/// it, else through the file's `/proc/self/fd` entry.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn link_unnamed(file: &File, dir: std::os::fd::BorrowedFd<'_>, name: &Path) -> io::Result<Linked> {
+    use std::os::fd::AsRawFd as _;
+    use std::sync::atomic::Ordering;
+
+    use rustix::fs::{AtFlags, CWD, linkat};
+    use rustix::io::Errno;
+
+    let known = EMPTY_PATH_LINKS.load(Ordering::Relaxed);
+    if known != REFUSED {
+        match linkat(file, "", dir, name, AtFlags::EMPTY_PATH) {
+            Ok(()) => {
+                EMPTY_PATH_LINKS.store(WORKS, Ordering::Relaxed);
+                return Ok(Linked::Created);
+            }
+            // Refused for lack of the capability: try /proc below, and
+            // remember the answer only if that works.
+            Err(Errno::NOENT | Errno::PERM) if known == UNKNOWN => {}
+            Err(errno) => return Err(errno.into()),
+        }
+    }
     let by_descriptor = format!("/proc/self/fd/{}", file.as_raw_fd());
-    match linkat(CWD, &by_descriptor, CWD, path, AtFlags::SYMLINK_FOLLOW) {
-        Ok(()) => Ok(Linked::Created),
+    match linkat(CWD, &by_descriptor, dir, name, AtFlags::SYMLINK_FOLLOW) {
+        Ok(()) => {
+            EMPTY_PATH_LINKS.store(REFUSED, Ordering::Relaxed);
+            Ok(Linked::Created)
+        }
         // No /proc in this sandbox: the unnamed file goes with `file`.
         Err(Errno::NOENT) if !Path::new("/proc/self/fd").is_dir() => Ok(Linked::Unsupported),
         Err(errno) => Err(errno.into()),
     }
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) fn create_linked(
-    _path: &Path,
-    _bytes: &[u8],
-    _before_link: impl FnOnce(&File) -> io::Result<()>,
-) -> io::Result<Linked> {
-    Ok(Linked::Unsupported)
 }
 
 #[cfg(test)]
@@ -106,6 +180,41 @@ mod tests {
             1,
             "no temp name left anywhere"
         );
+    }
+
+    #[test]
+    fn creates_in_a_held_directory_and_never_replaces_there() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let held = std::fs::File::open(dir.path()).expect("open dir");
+        let created =
+            create_linked_in(
+                std::os::fd::AsFd::as_fd(&held),
+                "b.json",
+                b"one",
+                |_| Ok(()),
+            )
+            .expect("create");
+        if created == Linked::Unsupported {
+            assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
+            return;
+        }
+        assert_eq!(
+            std::fs::read(dir.path().join("b.json")).expect("read"),
+            b"one"
+        );
+        let again = create_linked_in(
+            std::os::fd::AsFd::as_fd(&held),
+            "b.json",
+            b"two",
+            |_| Ok(()),
+        )
+        .expect_err("exists");
+        assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            std::fs::read(dir.path().join("b.json")).expect("read"),
+            b"one"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! - [`run`]: [`RunDirectory`], which ties them together.
 
 pub mod audit;
+mod audit_dirs;
 mod create;
 pub mod events;
 mod fsync;

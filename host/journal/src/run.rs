@@ -50,6 +50,10 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
 /// run's sync stays its own and does not wait for other writers' data.
 pub(crate) const PER_ENTRY_SYNCS_AT_MOST: usize = 8;
 
+/// Whether this platform has a whole-file-system sync (`syncfs`); elsewhere
+/// every deferred entry is kept and synced one by one.
+const WHOLE_FILE_SYSTEM_SYNCS: bool = cfg!(any(target_os = "linux", target_os = "android"));
+
 /// What [`RunDirectory::sync_pending`] flushed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flushed {
@@ -60,11 +64,28 @@ enum Flushed {
 }
 
 /// Audit files written under `Batched` whose fsync (file, then directory
-/// entries) waits for the next `sync()`.
+/// entries) waits for the next `sync()`. Past
+/// [`PER_ENTRY_SYNCS_AT_MOST`] entries the next sync is a whole-file-system
+/// one anyway, so where there is one the entries stop being recorded: a
+/// long-lived run (an MCP session) keeps no list that grows with its calls.
 #[derive(Debug, Default)]
 struct PendingSync {
     files: BTreeSet<PathBuf>,
     dirs: BTreeSet<PathBuf>,
+    /// More than the per-entry bound was written since the last sync.
+    whole_file_system: bool,
+}
+
+impl PendingSync {
+    fn is_empty(&self) -> bool {
+        !self.whole_file_system && self.files.is_empty() && self.dirs.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.files.clear();
+        self.dirs.clear();
+        self.whole_file_system = false;
+    }
 }
 
 #[derive(Debug)]
@@ -74,9 +95,9 @@ pub struct RunDirectory {
     journal: Journal,
     /// Behind a lock so audit writes can take `&self`.
     pending: Mutex<PendingSync>,
-    /// Run-relative directories known to exist, so an audit write does not
-    /// ask the file system again (a failing `mkdir` costs as much as a write).
-    pub(crate) ensured_dirs: Mutex<std::collections::HashSet<String>>,
+    /// The directories audit files go into: known to exist, the busy ones
+    /// held open.
+    pub(crate) audit_dirs: Mutex<crate::audit_dirs::AuditDirs>,
 }
 
 impl RunDirectory {
@@ -140,7 +161,7 @@ impl RunDirectory {
             manifest,
             journal,
             pending: Mutex::default(),
-            ensured_dirs: Mutex::default(),
+            audit_dirs: Mutex::default(),
         })
     }
 
@@ -165,7 +186,7 @@ impl RunDirectory {
             manifest,
             journal,
             pending: Mutex::default(),
-            ensured_dirs: Mutex::default(),
+            audit_dirs: Mutex::default(),
         };
         Ok((run, recovery))
     }
@@ -220,20 +241,22 @@ impl RunDirectory {
     /// number of calls however many tool calls came before it.
     fn sync_pending(&self) -> Result<Flushed, RunError> {
         let mut pending = self.lock_pending();
-        let deferred = pending.files.len() + pending.dirs.len();
-        if deferred == 0 {
+        if pending.is_empty() {
             return Ok(Flushed::Entries);
         }
         let syncs = self.journal.sync_counter();
-        if deferred > PER_ENTRY_SYNCS_AT_MOST {
+        let deferred = pending.files.len() + pending.dirs.len();
+        if pending.whole_file_system || deferred > PER_ENTRY_SYNCS_AT_MOST {
             let root = self.layout.root();
             match syncs.filesystem(root) {
                 Ok(()) => {
-                    pending.files.clear();
-                    pending.dirs.clear();
+                    pending.clear();
                     return Ok(Flushed::FileSystem);
                 }
-                Err(error) if error.kind() == io::ErrorKind::Unsupported => {}
+                // No `syncfs`: entry by entry, unless they were not kept.
+                Err(error)
+                    if error.kind() == io::ErrorKind::Unsupported && !pending.whole_file_system => {
+                }
                 Err(source) => {
                     return Err(RunError::Io {
                         path: root.to_owned(),
@@ -257,8 +280,18 @@ impl RunDirectory {
 
     pub(crate) fn defer_sync(&self, file: PathBuf, dirs: Vec<PathBuf>) {
         let mut pending = self.lock_pending();
+        if pending.whole_file_system {
+            return;
+        }
         pending.files.insert(file);
         pending.dirs.extend(dirs);
+        if WHOLE_FILE_SYSTEM_SYNCS
+            && pending.files.len() + pending.dirs.len() > PER_ENTRY_SYNCS_AT_MOST
+        {
+            pending.files.clear();
+            pending.dirs.clear();
+            pending.whole_file_system = true;
+        }
     }
 
     fn lock_pending(&self) -> MutexGuard<'_, PendingSync> {
