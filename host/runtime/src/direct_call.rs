@@ -55,7 +55,7 @@ impl InvocationSession {
         arguments: Option<Value>,
         entropy: CallEntropy,
     ) -> Result<CallOutcome, DirectCallError> {
-        let turn = self.begin_turn(ToolChoice::Specific(tool.clone()), caller.requester)?;
+        let turn = self.begin_direct_turn(ToolChoice::Specific(tool.clone()), caller.requester)?;
         let invocation = turn
             .decode_call(ProviderToolCall {
                 call_id: Some(format!(

@@ -244,15 +244,39 @@ impl InvocationSession {
         choice: ToolChoice,
         requester: &str,
     ) -> Result<ModelTurn, RunFailure> {
+        self.open_turn(choice, requester, Written::Now)
+    }
+
+    /// [`begin_turn`](Self::begin_turn) for a call made at once, with no
+    /// model in between: the request line is held and goes out in the same
+    /// write as the call's first events (or when the journal is flushed).
+    pub(crate) fn begin_direct_turn(
+        &mut self,
+        choice: ToolChoice,
+        requester: &str,
+    ) -> Result<ModelTurn, RunFailure> {
+        self.open_turn(choice, requester, Written::WithTheNext)
+    }
+
+    fn open_turn(
+        &mut self,
+        choice: ToolChoice,
+        requester: &str,
+        written: Written,
+    ) -> Result<ModelTurn, RunFailure> {
         let contract = ToolTurnContract::all(&self.snapshot, choice)?;
         let turn = ModelTurn::new(&self.snapshot, contract)?;
         self.round += 1;
-        self.run.record(&ModelRequestCreated {
+        let created = ModelRequestCreated {
             round: self.round,
             invocation_id: self.invocation_id.clone(),
             turn_contract: serde_json::to_value(turn.contract()).unwrap_or(Value::Null),
             request: Run::request_summary(requester, turn.tools().len()),
-        })?;
+        };
+        match written {
+            Written::Now => self.run.record(&created)?,
+            Written::WithTheNext => self.run.hold(&created)?,
+        };
         Ok(turn)
     }
 
@@ -868,4 +892,12 @@ fn sandbox_summary(report: &CallReport) -> Value {
         "peakMemoryBytes": report.peak_memory_bytes,
         "randomDraws": report.random_draws,
     })
+}
+
+/// When a journal line goes out.
+#[derive(Debug, Clone, Copy)]
+enum Written {
+    Now,
+    /// Held, and written with the next line recorded.
+    WithTheNext,
 }
