@@ -795,3 +795,40 @@ async fn a_component_built_against_host_0_1_0_still_loads_and_runs() {
     assert_eq!(first.logs.len(), 1, "its 0.1.0 log import reached the host");
     assert_still_serving(&sandbox).await;
 }
+
+/// A finished call's store is torn down after its answer on a current-thread
+/// runtime (`mcp serve`) and at once on a multi-threaded one; either way its
+/// slot comes back, so more calls than the pool has slots all finish, one
+/// after another or all at once.
+async fn calls_beyond_the_pool_all_finish() {
+    let sandbox = Sandbox::new(SandboxConfig {
+        max_concurrent_calls: 2,
+        epoch_tick: TICK,
+        cache_dir: Some(shared_cache()),
+        ..toolhost_capabilities::sandbox_config()
+    })
+    .expect("sandbox");
+    let dice = load(&sandbox, dice_spec()).await;
+    let within = Duration::from_secs(60);
+    for _ in 0..12 {
+        let report = tokio::time::timeout(within, call(&sandbox, &dice, json!({"formula": "2d6"})))
+            .await
+            .expect("a slot came back");
+        assert!(report.result.is_ok(), "{:?}", report.result);
+    }
+    let together = (0..12).map(|_| call(&sandbox, &dice, json!({"formula": "2d6"})));
+    let reports = tokio::time::timeout(within, futures_util::future::join_all(together))
+        .await
+        .expect("slots came back");
+    assert!(reports.iter().all(|report| report.result.is_ok()));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn calls_beyond_the_pool_finish_on_a_current_thread_runtime() {
+    calls_beyond_the_pool_all_finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_beyond_the_pool_finish_on_a_multi_threaded_runtime() {
+    calls_beyond_the_pool_all_finish().await;
+}

@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
+use tokio::runtime::RuntimeFlavor;
+use tokio::sync::OwnedSemaphorePermit;
 use toolhost_core::{ToolEffect, ToolFailure, ToolOutcome, ToolSuccess};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
@@ -206,7 +208,7 @@ impl Sandbox {
     ) -> Invocation {
         // Wait for a slot instead of failing when the pool is busy. The
         // semaphore is never closed, so acquiring cannot fail.
-        let _slot = self.call_slots.acquire().await.ok();
+        let slot = Arc::clone(&self.call_slots).acquire_owned().await.ok();
         let ticking = self.ticker.call_started();
         let started = Instant::now();
 
@@ -281,10 +283,32 @@ impl Sandbox {
                 .get_mut::<RequestedEffect>()
                 .and_then(|requested| requested.0.take()),
         };
-        // Dropping the store here, not on a helper thread, measured faster:
-        // cross-thread wake-ups cost more than the slot reset they would hide.
-        drop(store);
+        tear_down(store, slot);
         invocation
+    }
+}
+
+/// Drop a finished call's store, whose pooling slot reset is most of a
+/// small call's teardown. On a current-thread runtime (`mcp serve` over
+/// stdio) that waits until the runtime next polls for I/O, so the answer is
+/// written first; the call's slot permit goes with the store, so the pool
+/// never holds more stores than it has slots. On a multi-threaded runtime
+/// the store is dropped here: handing it to another worker means a
+/// cross-thread wake-up, which measured dearer than the reset it would hide.
+fn tear_down(store: Store<CallState>, slot: Option<OwnedSemaphorePermit>) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::CurrentThread => {
+            runtime.spawn(async move {
+                // Deferred until the I/O driver has been polled.
+                tokio::task::yield_now().await;
+                drop(store);
+                drop(slot);
+            });
+        }
+        _ => {
+            drop(store);
+            drop(slot);
+        }
     }
 }
 
