@@ -139,7 +139,7 @@ impl InvocationLoop<'_> {
                 .max_output_tokens
                 .or(profile.model.max_output_tokens),
         };
-        let system = system_prompt(&profile, &self.session, self.foreground());
+        let mut system = Some(system_prompt(&profile, &self.session, self.foreground()));
         let mut history = vec![AgentModelMessage::user_text(
             self.spec.first_message.clone(),
         )];
@@ -156,14 +156,25 @@ impl InvocationLoop<'_> {
             if self.foreground() {
                 self.shared.ledger().rounds += 1;
             }
+            // The prompt and the history are lent to the request and taken
+            // back: a round copies neither (a long chat made that a good
+            // part of a served round).
             let request = AgentModelRequest {
                 settings: settings.clone(),
-                system: Some(system.clone()),
-                messages: history.clone(),
+                system: system.take(),
+                messages: std::mem::take(&mut history),
                 turn,
             };
             let shared = self.shared;
-            let reply = unless_cancelled(shared, self.ask(&request, round)).await?;
+            let reply = unless_cancelled(shared, self.ask(&request, round)).await;
+            let AgentModelRequest {
+                system: lent_system,
+                messages: lent_history,
+                turn,
+                ..
+            } = request;
+            (system, history) = (lent_system, lent_history);
+            let reply = reply?;
             let response_path = self.store_reply(&reply, round)?;
             let message = reply.response.message;
             let calls: Vec<ToolInvocation> = message.tool_calls().cloned().collect();
@@ -208,12 +219,9 @@ impl InvocationLoop<'_> {
                     )?
                 } else {
                     let entropy = shared.record.entropy(self.id(), &call.call_id);
-                    let execution = self.session.execute(
-                        shared.parts.host.as_ref(),
-                        &request.turn,
-                        call,
-                        entropy,
-                    );
+                    let execution =
+                        self.session
+                            .execute(shared.parts.host.as_ref(), &turn, call, entropy);
                     let mut executed = unless_cancelled(shared, execution).await?;
                     // A replayed call the effect refused then changes nothing now.
                     let refused_then = executed
