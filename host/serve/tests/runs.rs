@@ -937,7 +937,44 @@ async fn a_call_waits_for_approval_through_the_api() {
     assert_eq!(waiting["callId"], "c2", "{waiting}");
     assert_eq!(waiting["toolId"], "builtin:workspace.commit");
     assert_eq!(waiting["decided"], false);
-    assert_eq!(status(&server, &id).await["status"], "running");
+    // The waiting run's status is counted live, as the journal says.
+    let running = status(&server, &id).await;
+    assert_eq!(running["status"], "running");
+    let journal_path = TenantDirs::new(&setup.data(), "acme")
+        .runs()
+        .join(&id)
+        .join("events.jsonl");
+    let written = std::fs::read_to_string(&journal_path).expect("journal");
+    let events: Vec<Value> = written
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("event"))
+        .collect();
+    let counted = |kind: &str| events.iter().filter(|event| event["type"] == kind).count();
+    assert_eq!(
+        running["lastSeq"],
+        events.last().expect("events")["seq"],
+        "{running}"
+    );
+    assert_eq!(running["pendingApprovals"], 1, "{running}");
+    assert_eq!(
+        running["rounds"],
+        counted("model_request_created"),
+        "{running}"
+    );
+    assert_eq!(running["rounds"], 1, "{running}");
+    assert_eq!(
+        running["toolCalls"],
+        counted("tool_call_completed"),
+        "{running}"
+    );
+    assert_eq!(running["toolCalls"], 1, "{running}");
+    // Counted, not read: with the journal's name moved aside (its writer
+    // keeps its descriptor) the status is the same.
+    let aside = journal_path.with_extension("aside");
+    std::fs::rename(&journal_path, &aside).expect("move aside");
+    let without_the_file = status(&server, &id).await;
+    std::fs::rename(&aside, &journal_path).expect("move back");
+    assert_eq!(without_the_file, running);
 
     // Another tenant sees no such run.
     let (status_code, _) = send(globex(client().get(&approvals))).await;

@@ -76,12 +76,26 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
     let mut stopping = state.stopping();
     let mut interrupted = live.interrupted.subscribe();
     tokio::spawn(async move {
+        // What the journal holds before the loop writes anything (nothing
+        // else writes this run meanwhile), then every event as it is
+        // written: a status read needs no pass over the journal.
+        let journal_path = run.root().join("events.jsonl");
+        let before = tokio::task::spawn_blocking(move || super::journal::state(&journal_path))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|state| state.counts);
         let watcher = Arc::clone(&live);
-        let observer: Observer = Arc::new(move |seq, _, _, _, _| {
-            watcher
-                .progress
-                .send_modify(|progress| progress.last_seq = seq);
+        let observer: Observer = Arc::new(move |seq, _, event_type, _, _| {
+            watcher.progress.send_modify(|progress| {
+                if let Some(counts) = &mut progress.counts {
+                    counts.record(seq, event_type);
+                }
+            });
         });
+        // Unreadable now: no live counts, and a status read reads the file.
+        live.progress
+            .send_modify(|progress| progress.counts = before);
         run.observe(Some(observer));
         let ended = tokio::select! {
             summary = run_agent_loop(&run, parts, &config) => Some(summary),

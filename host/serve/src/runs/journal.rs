@@ -6,12 +6,11 @@ use std::path::Path;
 use toolhost_journal::tail::read_from;
 use toolhost_runtime::TERMINAL_EVENTS;
 
-/// How a run's journal says it is now.
-#[derive(Debug, Clone, Default)]
-pub struct JournalState {
+/// What a run's journal counts so far: read from the file, or kept live by
+/// the server driving the run (told of every event it writes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JournalCounts {
     pub last_seq: u64,
-    /// The last terminal event's type (`run_completed`, …), if any.
-    pub ended_by: Option<String>,
     /// `chat_commit_completed` events.
     pub commits: usize,
     /// Model requests, over all invocations.
@@ -20,6 +19,31 @@ pub struct JournalState {
     pub tool_calls: usize,
     /// Calls asking for approval minus those decided.
     pub pending_approvals: usize,
+}
+
+impl JournalCounts {
+    /// Count event `seq` of type `event_type`.
+    pub fn record(&mut self, seq: u64, event_type: &str) {
+        self.last_seq = seq;
+        match event_type {
+            "chat_commit_completed" => self.commits += 1,
+            "model_request_created" => self.rounds += 1,
+            "tool_call_completed" | "tool_call_failed" => self.tool_calls += 1,
+            "tool_call_approval_requested" => self.pending_approvals += 1,
+            "tool_call_approval_decided" => {
+                self.pending_approvals = self.pending_approvals.saturating_sub(1)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// How a run's journal says it is now.
+#[derive(Debug, Clone, Default)]
+pub struct JournalState {
+    pub counts: JournalCounts,
+    /// The last terminal event's type (`run_completed`, …), if any.
+    pub ended_by: Option<String>,
 }
 
 /// Read the whole journal for its state.
@@ -32,21 +56,10 @@ pub fn state(path: &Path) -> std::io::Result<JournalState> {
             return Ok(state);
         }
         for line in &read.lines {
-            state.last_seq = line.seq;
             if TERMINAL_EVENTS.contains(&line.event_type.as_str()) {
                 state.ended_by = Some(line.event_type.clone());
-            } else {
-                match line.event_type.as_str() {
-                    "chat_commit_completed" => state.commits += 1,
-                    "model_request_created" => state.rounds += 1,
-                    "tool_call_completed" | "tool_call_failed" => state.tool_calls += 1,
-                    "tool_call_approval_requested" => state.pending_approvals += 1,
-                    "tool_call_approval_decided" => {
-                        state.pending_approvals = state.pending_approvals.saturating_sub(1)
-                    }
-                    _ => {}
-                }
             }
+            state.counts.record(line.seq, &line.event_type);
         }
         offset = read.offset;
     }
@@ -72,10 +85,11 @@ mod tests {
             writeln!(file, r#"{{"seq":{seq},"type":"{kind}","payload":{{}}}}"#).expect("write");
         }
         let state = state(&path).expect("state");
-        assert_eq!(state.last_seq, 5);
+        assert_eq!(state.counts.last_seq, 5);
         assert_eq!(state.ended_by.as_deref(), Some("run_completed"));
+        let counts = state.counts;
         assert_eq!(
-            (state.rounds, state.tool_calls, state.pending_approvals),
+            (counts.rounds, counts.tool_calls, counts.pending_approvals),
             (1, 1, 1)
         );
     }

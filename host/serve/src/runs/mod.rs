@@ -216,12 +216,28 @@ pub(crate) fn manifest(root: &Path) -> std::io::Result<RunManifest> {
 fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Result<RunView> {
     let root = &at.root;
     let manifest = manifest(root)?;
-    let journal = journal::state(&root.join("events.jsonl"))?;
-    let live = state
-        .runs
-        .live(tenant, id)
-        .is_some_and(|run| !run.progress.borrow().ended)
-        || (at.elsewhere.is_some() && journal.ended_by.is_none());
+    // A run this server drives is counted as it writes: no pass over its
+    // journal per status read.
+    let counted = state.runs.live(tenant, id).and_then(|run| {
+        let progress = run.progress.borrow();
+        if progress.ended {
+            None
+        } else {
+            progress.counts
+        }
+    });
+    let (counts, live, ended_by) = match counted {
+        Some(counts) => (counts, true, None),
+        None => {
+            let journal = journal::state(&root.join("events.jsonl"))?;
+            let live = at.elsewhere.is_some() && journal.ended_by.is_none()
+                || state
+                    .runs
+                    .live(tenant, id)
+                    .is_some_and(|run| !run.progress.borrow().ended);
+            (journal.counts, live, journal.ended_by)
+        }
+    };
     let (status, summary) = if live {
         ("running", None)
     } else {
@@ -238,18 +254,18 @@ fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Res
                 read_bounded(copied, MAX_RECORD_BYTES).ok()
             })
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-        (status_of(journal.ended_by.as_deref()), summary)
+        (status_of(ended_by.as_deref()), summary)
     };
     Ok(RunView {
         id: id.to_owned(),
         status,
         profile: manifest.profile.id,
         created_at: manifest.created_at,
-        last_seq: journal.last_seq,
-        commits: journal.commits,
-        rounds: journal.rounds,
-        tool_calls: journal.tool_calls,
-        pending_approvals: journal.pending_approvals,
+        last_seq: counts.last_seq,
+        commits: counts.commits,
+        rounds: counts.rounds,
+        tool_calls: counts.tool_calls,
+        pending_approvals: counts.pending_approvals,
         summary,
     })
 }
@@ -412,7 +428,7 @@ pub(crate) async fn cancel(
             ));
         }
         let (run, _) = Run::open(&root).map_err(calls::open_refused)?;
-        run.cancelled(journal.commits, Vec::new())
+        run.cancelled(journal.counts.commits, Vec::new())
             .map_err(|error| ApiError::internal("journalling the cancel", error))?;
         Ok(())
     })

@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use toolhost_runtime::RunCancel;
 
+use super::journal::JournalCounts;
+
 use crate::error::ApiError;
 
 /// The documented limits (docs/serve.md); `toolhost serve` flags set them.
@@ -41,12 +43,15 @@ impl Default for Limits {
     }
 }
 
-/// Where a live run is: its last journal sequence number, and whether its
-/// loop is over. Readers of its event stream wait on changes; the run never
-/// waits for them.
+/// Where a live run is: what its journal counts so far (the last sequence
+/// number among them), and whether its loop is over. Readers of its event
+/// stream wait on changes, and its status is answered from here without
+/// reading the journal again; the run never waits for either.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
-    pub last_seq: u64,
+    /// `None` until counted, or if the journal could not be read when the
+    /// loop began.
+    pub counts: Option<JournalCounts>,
     pub ended: bool,
 }
 
