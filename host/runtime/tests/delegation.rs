@@ -961,6 +961,9 @@ async fn a_dropped_loop_stops_its_children_and_leaves_the_run_resumable() {
     }
 }
 
+/// Made in the run directory when the child's call asks for approval.
+const CHILD_ASKED: &str = "child-asked";
+
 /// Waits, like a person would, until the root has finished its call `p2`,
 /// then approves: only possible if the root goes on while the child waits.
 #[derive(Debug)]
@@ -974,6 +977,7 @@ impl toolhost_runtime::approval::Approver for ApprovesOnceTheRootMovedOn {
     ) -> toolhost_runtime::approval::ApprovalFuture<'a> {
         Box::pin(async move {
             assert_ne!(request.invocation_id, "inv_root", "only the child asks");
+            std::fs::write(run.root().join(CHILD_ASKED), b"").expect("mark the ask");
             let journal = run.root().join("events.jsonl");
             loop {
                 let text = std::fs::read_to_string(&journal).unwrap_or_default();
@@ -1000,19 +1004,31 @@ impl toolhost_runtime::approval::Approver for ApprovesOnceTheRootMovedOn {
 #[tokio::test]
 async fn a_child_waiting_for_approval_does_not_hold_up_the_root() {
     let fixture = Fixture::new();
-    let models = book(
-        json!([
+    // The root's second round waits until the child has asked (on one
+    // thread the child runs only when the root waits for something; a
+    // builtin another test already loaded gives it nothing to wait for).
+    let root = Arc::new(Watching {
+        inner: script(json!([
             {"toolCalls": [delegate("p1", "researcher")]},
             {"toolCalls": [call("p2", "workspace_write_file",
                 json!({"path": "scratch/meanwhile.md", "content": "The root went on."}))]},
             {"toolCalls": [call("p3", "agent_await", json!({"mode": "allCompleted", "timeoutMs": 30000}))]},
             finish_reply("p4")
-        ]),
-        json!({"researcher": [
-            {"toolCalls": [call("r_read", "workspace_read_file", json!({"path": "scratch/meanwhile.md"}))]},
-            {"toolCalls": [call("r_return", "task_return", json!({"summary": "Read it.", "confidence": "high"}))]}
-        ]}),
-    );
+        ])),
+        requests: Mutex::new(Vec::new()),
+        hold_round: 2,
+        ready: fixture.run_dir.join(CHILD_ASKED),
+    });
+    let models = Arc::new(WriterAnd {
+        writer: root,
+        others: book(
+            json!([]),
+            json!({"researcher": [
+                {"toolCalls": [call("r_read", "workspace_read_file", json!({"path": "scratch/meanwhile.md"}))]},
+                {"toolCalls": [call("r_return", "task_return", json!({"summary": "Read it.", "confidence": "high"}))]}
+            ]}),
+        ),
+    });
     let policy = toolhost_core::policy::ToolPolicy::from_json(
         r#"{"schemaVersion":1,"kind":"toolhost.toolPolicy","requireApproval":["workspace.read_file"]}"#,
         "test",
