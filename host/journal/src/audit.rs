@@ -12,7 +12,7 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -87,22 +87,40 @@ pub(crate) enum Existing {
     Replace,
 }
 
-/// Write `bytes` to `relative` atomically: a new file linked into place, or
-/// a replacement through a temp file in `.tmp/`. Parents must exist. Syncs
-/// the file itself only when given a counter; the directory entry is the
-/// caller's to sync.
+/// Write `bytes` to `relative` atomically: a new file linked into place
+/// (relative to `held`, the file's directory when the caller holds it
+/// open), or a replacement through a temp file in `.tmp/`. Parents must
+/// exist. Syncs the file itself only when given a counter; the directory
+/// entry is the caller's to sync.
 pub(crate) fn persist(
     layout: &RunLayout,
     relative: &str,
     bytes: &[u8],
     sync_file: Option<&SyncCounter>,
     existing: Existing,
+    held: Option<BorrowedFd<'_>>,
 ) -> Result<RunPath, AuditError> {
     let target = layout.resolve(relative)?;
     if existing == Existing::Refuse {
-        let linked = create_linked(&target.absolute, bytes, sync_before_link(sync_file));
-        if linked_into_place(linked, &target)? {
-            return Ok(target);
+        let sync = |file: &fs::File| sync_file.map_or(Ok(()), |syncs| syncs.file(file));
+        let linked = match (held, relative.rsplit_once('/')) {
+            (Some(dir), Some((_, name))) => create_linked_in(dir, name, bytes, sync),
+            _ => create_linked(&target.absolute, bytes, sync),
+        };
+        match linked {
+            Ok(Linked::Created) => return Ok(target),
+            Ok(Linked::Unsupported) => {}
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(AuditError::AlreadyExists {
+                    path: target.absolute,
+                });
+            }
+            Err(source) => {
+                return Err(AuditError::Io {
+                    path: target.absolute,
+                    source,
+                });
+            }
         }
     }
     let tmp_dir = layout.tmp_dir();
@@ -132,29 +150,6 @@ pub(crate) fn persist(
 }
 
 /// `tool-args/call_<hex>.json`, as stored.
-/// Syncs a new file before it is named, when a counter is given.
-fn sync_before_link(sync_file: Option<&SyncCounter>) -> impl FnOnce(&fs::File) -> io::Result<()> {
-    move |file| sync_file.map_or(Ok(()), |syncs| syncs.file(file))
-}
-
-/// `true` if [`create_linked`] made the file, `false` if the caller must
-/// take the portable path.
-fn linked_into_place(linked: io::Result<Linked>, target: &RunPath) -> Result<bool, AuditError> {
-    match linked {
-        Ok(Linked::Created) => Ok(true),
-        Ok(Linked::Unsupported) => Ok(false),
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-            Err(AuditError::AlreadyExists {
-                path: target.absolute.clone(),
-            })
-        }
-        Err(source) => Err(AuditError::Io {
-            path: target.absolute.clone(),
-            source,
-        }),
-    }
-}
-
 fn args_bytes(
     call_id: &str,
     tool_id: &ToolId,
@@ -202,20 +197,12 @@ impl RunDirectory {
         existing: Existing,
     ) -> Result<RunPath, AuditError> {
         // Validate before creating any directory for it.
-        let target = self.layout().resolve(relative)?;
+        self.layout().resolve(relative)?;
         let syncs = self.journal().sync_counter();
         let fsync = (self.durability() == Durability::Fsync).then_some(syncs);
         let (mut changed_dirs, held) = self.ensure_parents(relative)?;
-        let created_in_held = match (existing, held, relative.rsplit_once('/')) {
-            (Existing::Refuse, Some(dir), Some((_, name))) => {
-                let linked = create_linked_in(dir.as_fd(), name, bytes, sync_before_link(fsync));
-                linked_into_place(linked, &target)?
-            }
-            _ => false,
-        };
-        if !created_in_held {
-            persist(self.layout(), relative, bytes, fsync, existing)?;
-        }
+        let held = held.as_ref().map(|dir| dir.as_fd());
+        let target = persist(self.layout(), relative, bytes, fsync, existing, held)?;
         changed_dirs.push(parent_dir(&target.absolute).to_owned());
         if fsync.is_some() {
             for dir in &changed_dirs {

@@ -136,6 +136,7 @@ impl RunDirectory {
             resolved_profile_json,
             Some(&syncs),
             Existing::Refuse,
+            None,
         )?;
         let manifest_path = layout.manifest();
         persist(
@@ -144,6 +145,7 @@ impl RunDirectory {
             &manifest.to_json_bytes(),
             Some(&syncs),
             Existing::Refuse,
+            None,
         )?;
         let journal = Journal::create_counted(
             layout.journal().absolute,
