@@ -38,6 +38,7 @@ pub use start::{
 use crate::ServeState;
 use crate::error::ApiError;
 use crate::tokens::Tenant;
+use registry::Progress;
 
 /// Largest `run.json` or summary read.
 const MAX_RECORD_BYTES: u64 = 1024 * 1024;
@@ -218,23 +219,19 @@ fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Res
     let manifest = manifest(root)?;
     // A run this server drives is counted as it writes: no pass over its
     // journal per status read.
-    let counted = state.runs.live(tenant, id).and_then(|run| {
-        let progress = run.progress.borrow();
-        if progress.ended {
-            None
-        } else {
-            progress.counts
-        }
-    });
-    let (counts, live, ended_by) = match counted {
-        Some(counts) => (counts, true, None),
-        None => {
+    let driven = state
+        .runs
+        .live(tenant, id)
+        .map(|run| *run.progress.borrow());
+    let (counts, live, ended_by) = match driven {
+        Some(Progress {
+            ended: false,
+            counts: Some(counts),
+        }) => (counts, true, None),
+        _ => {
             let journal = journal::state(&root.join("events.jsonl"))?;
-            let live = at.elsewhere.is_some() && journal.ended_by.is_none()
-                || state
-                    .runs
-                    .live(tenant, id)
-                    .is_some_and(|run| !run.progress.borrow().ended);
+            let live = driven.is_some_and(|progress| !progress.ended)
+                || (at.elsewhere.is_some() && journal.ended_by.is_none());
             (journal.counts, live, journal.ended_by)
         }
     };
