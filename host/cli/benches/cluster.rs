@@ -10,13 +10,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use toolhost_cluster::testing::{NatsServer, nats_server_binary};
-use toolhost_cluster::{Cluster, NodeName};
 
 #[path = "../tests/common/cluster.rs"]
 mod harness;
 
 use harness::{Node, all_completed_once, loop_started, ready, setup, start_nodes, submit};
-use harness::{journal, owner, until};
+use harness::{journal, owner, until, viewer};
 
 const ROUNDS: usize = 3;
 const RUNS: usize = 24;
@@ -50,9 +49,7 @@ async fn throughput(binary: &std::path::Path, count: usize, delay_ms: u64) -> f6
     for node in &nodes {
         ready(&node.base).await;
     }
-    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-        .await
-        .expect("attach");
+    let viewer = viewer(&nats.url()).await;
     let started = Instant::now();
     let ids = submit(&nodes, RUNS).await;
     all_completed_once(&viewer, temp.path(), &ids).await;
@@ -74,9 +71,7 @@ async fn failover(binary: &std::path::Path) -> f64 {
         &[],
     )
     .await;
-    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-        .await
-        .expect("attach");
+    let viewer = viewer(&nats.url()).await;
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
     loop_started(&viewer, id).await;

@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
-use toolhost_cluster::{Cluster, NodeName, RunKey, RunLog};
+use toolhost_cluster::{RunKey, RunLog};
 
 #[path = "common/cluster.rs"]
 mod harness;
 
 use harness::{
     Node, REPLY, all_completed_once, client, journal, loop_started, owner, ready, setup,
-    start_nodes, submit, until,
+    start_nodes, submit, until, viewer,
 };
 
 /// Runs in the test (`make cluster-test` sets more).
@@ -43,9 +43,7 @@ async fn runs_spread_over_three_nodes_and_survive_one_being_killed() {
 
     // Kill a node while it drives runs (node-1, then node-2, …); each one
     // killed comes back before the next kill.
-    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-        .await
-        .expect("attach");
+    let viewer = viewer(&nats.url()).await;
     let mut held = BTreeSet::new();
     for kill in 0..kills {
         let victim = kill % names.len();
@@ -128,9 +126,7 @@ async fn a_node_paused_past_its_lease_cannot_append_or_commit_when_it_wakes() {
         .as_str()
         .expect("id")
         .to_owned();
-    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-        .await
-        .expect("attach");
+    let viewer = viewer(&nats.url()).await;
 
     // Pause whichever node took it once its loop asked the model, before
     // the model answers.
@@ -245,18 +241,14 @@ async fn runs_pause_while_nats_restarts_and_finish_with_no_gap_or_duplicate() {
     .await;
     let ids = submit(&nodes, 6).await;
     {
-        let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-            .await
-            .expect("attach");
+        let viewer = viewer(&nats.url()).await;
         loop_started(&viewer, &ids[0]).await;
     }
     // NATS goes away for two seconds, in the middle of the runs.
     nats.stop();
     tokio::time::sleep(Duration::from_secs(2)).await;
     nats.restart().expect("nats-server again");
-    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-        .await
-        .expect("attach");
+    let viewer = viewer(&nats.url()).await;
     let resumed = all_completed_once(&viewer, temp.path(), &ids).await;
     eprintln!(
         "{} runs after a NATS restart, {} resumed",
@@ -284,9 +276,7 @@ async fn any_node_answers_reads_of_a_run_another_node_drives() {
     .await;
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
-    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-        .await
-        .expect("attach");
+    let viewer = viewer(&nats.url()).await;
     loop_started(&viewer, id).await;
     let driver = owner(&viewer, id).await.expect("a driver");
     let reader = nodes
@@ -402,9 +392,7 @@ async fn a_pending_approval_moves_with_its_run() {
     .await;
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
-    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-        .await
-        .expect("attach");
+    let viewer = viewer(&nats.url()).await;
     let pending = |base: String| {
         let id = id.clone();
         async move {
@@ -520,18 +508,14 @@ async fn runs_stopped_by_a_long_nats_outage_resume_when_it_is_back() {
     let refused: Value = refused.json().await.expect("json");
     assert_eq!(refused["code"], "cluster.queue_full");
     {
-        let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-            .await
-            .expect("attach");
+        let viewer = viewer(&nats.url()).await;
         loop_started(&viewer, &ids[0]).await;
     }
     // Away for longer than the append window: the runs stop, interrupted.
     nats.stop();
     tokio::time::sleep(Duration::from_secs(4)).await;
     nats.restart().expect("nats-server again");
-    let viewer = Cluster::attach(&nats.url(), NodeName::new("viewer").unwrap())
-        .await
-        .expect("attach");
+    let viewer = viewer(&nats.url()).await;
     let resumed = all_completed_once(&viewer, temp.path(), &ids).await;
     assert!(!resumed.is_empty(), "no run was stopped and resumed");
     eprintln!(

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_cluster::{Cluster, RunKey, RunLog};
+use toolhost_cluster::{Cluster, NodeName, RunKey, RunLog};
 
 /// The node holding `id`'s lease now, if any.
 pub async fn owner(cluster: &Cluster, id: &str) -> Option<String> {
@@ -191,6 +191,14 @@ pub fn setup(dir: &Path, runs: usize, delay_ms: u64) {
         .to_string(),
     )
     .expect("models");
+}
+
+/// The cluster at `nats` as an outside reader sees it (attaches only:
+/// makes nothing).
+pub async fn viewer(nats: &str) -> Cluster {
+    Cluster::attach(nats, NodeName::new("viewer").expect("a valid name"))
+        .await
+        .expect("attach")
 }
 
 /// The events of a run's journal in the cluster.
