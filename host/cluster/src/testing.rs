@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{Cluster, ClusterSettings, NodeName};
+use crate::{Cluster, ClusterSettings, Lease, NodeName, RunKey};
 
 /// Where the server binary is: `$TOOLHOST_NATS_SERVER`, else the
 /// repository's `.venv/bin/nats-server`, else `None`.
@@ -108,6 +108,17 @@ pub async fn node(server: &NatsServer, name: &str, lease: Duration) -> Cluster {
     Cluster::connect(&server.url(), name, settings)
         .await
         .expect("connect to the test's nats-server")
+}
+
+/// Take `key`'s lease for `node`; the test expects it free.
+pub async fn take_free_lease(node: &Cluster, key: &RunKey) -> Lease {
+    node.leases()
+        .await
+        .expect("the leases bucket")
+        .acquire(key)
+        .await
+        .expect("acquire")
+        .expect("the lease is free")
 }
 
 impl Drop for NatsServer {

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
+use toolhost_cluster::testing::{NatsServer, nats_server_or_skip, take_free_lease};
 use toolhost_cluster::{
     Cluster, ClusterError, ClusterSettings, NodeName, RunKey, RunLog, RunTicket,
 };
@@ -109,14 +109,7 @@ async fn a_node_that_lost_its_lease_cannot_append_to_the_journal() {
     let Some(server) = server() else { return };
     let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
     let key = run("fenced-1");
-    let lease_a = a
-        .leases()
-        .await
-        .unwrap()
-        .acquire(&key)
-        .await
-        .unwrap()
-        .unwrap();
+    let lease_a = take_free_lease(&a, &key).await;
     let mut log_a = RunLog::open(&a, &lease_a).await.unwrap();
     log_a.append(1, line(1, "a")).await.unwrap();
     log_a.append(2, line(2, "a")).await.unwrap();
@@ -151,14 +144,7 @@ async fn an_append_retried_after_a_lost_answer_is_stored_once() {
     let Some(server) = server() else { return };
     let a = node(&server, "node-a").await;
     let key = run("retried-1");
-    let lease = a
-        .leases()
-        .await
-        .unwrap()
-        .acquire(&key)
-        .await
-        .unwrap()
-        .unwrap();
+    let lease = take_free_lease(&a, &key).await;
     let mut log = RunLog::open(&a, &lease).await.unwrap();
     // A second handle that, like a writer whose answer was lost, still
     // believes the line was not stored.
@@ -275,14 +261,7 @@ async fn appends_wait_out_a_nats_restart_with_no_gap_or_duplicate() {
     let Some(mut server) = server() else { return };
     let a = node(&server, "node-a").await;
     let key = run("outage-1");
-    let lease = a
-        .leases()
-        .await
-        .unwrap()
-        .acquire(&key)
-        .await
-        .unwrap()
-        .unwrap();
+    let lease = take_free_lease(&a, &key).await;
     let mut log = RunLog::open(&a, &lease).await.unwrap();
     log.append(1, line(1, "a")).await.unwrap();
 
@@ -320,14 +299,7 @@ async fn an_append_gives_up_after_its_window_when_nats_stays_away() {
     .await
     .unwrap();
     let key = run("outage-2");
-    let lease = a
-        .leases()
-        .await
-        .unwrap()
-        .acquire(&key)
-        .await
-        .unwrap()
-        .unwrap();
+    let lease = take_free_lease(&a, &key).await;
     let mut log = RunLog::open(&a, &lease).await.unwrap();
     log.append(1, line(1, "a")).await.unwrap();
     server.stop();

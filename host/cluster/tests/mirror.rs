@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
+use toolhost_cluster::testing::{NatsServer, nats_server_or_skip, take_free_lease};
 use toolhost_cluster::{Cluster, NodeName, NodeRecord, RunKey, RunLog, RunMirror, RunTicket};
 
 async fn node(server: &NatsServer, name: &str) -> Cluster {
@@ -56,14 +56,7 @@ async fn a_run_directory_is_rebuilt_on_another_node_from_checkpoints_and_the_jou
     let server = NatsServer::start(&binary).expect("nats-server");
     let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
     let key = RunKey::new("local", "run_mirror_1").unwrap();
-    let lease = a
-        .leases()
-        .await
-        .unwrap()
-        .acquire(&key)
-        .await
-        .unwrap()
-        .unwrap();
+    let lease = take_free_lease(&a, &key).await;
     let mut log = RunLog::open(&a, &lease).await.unwrap();
 
     let temp = tempfile::tempdir().unwrap();
@@ -145,21 +138,8 @@ async fn the_status_lists_nodes_their_leases_orphaned_runs_and_the_queue() {
         .unwrap();
     let held = RunKey::new("local", "run_held").unwrap();
     let orphan = RunKey::new("other", "run_orphan").unwrap();
-    let lease = a
-        .leases()
-        .await
-        .unwrap()
-        .acquire(&held)
-        .await
-        .unwrap()
-        .unwrap();
-    gone.leases()
-        .await
-        .unwrap()
-        .acquire(&orphan)
-        .await
-        .unwrap()
-        .unwrap();
+    let lease = take_free_lease(&a, &held).await;
+    take_free_lease(&gone, &orphan).await;
     a.queue()
         .submit(&RunTicket {
             tenant: "local".into(),
@@ -214,14 +194,7 @@ async fn a_read_copy_follows_the_run_its_journal_only_growing() {
     let server = NatsServer::start(&binary).expect("nats-server");
     let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
     let key = RunKey::new("local", "run_copy_1").unwrap();
-    let lease = a
-        .leases()
-        .await
-        .unwrap()
-        .acquire(&key)
-        .await
-        .unwrap()
-        .unwrap();
+    let lease = take_free_lease(&a, &key).await;
     let mut log = RunLog::open(&a, &lease).await.unwrap();
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("run");

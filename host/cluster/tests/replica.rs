@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
+use toolhost_cluster::testing::{NatsServer, nats_server_or_skip, take_free_lease};
 use toolhost_cluster::{Cluster, JournalReplica, RunKey, RunLog};
 use toolhost_journal::{Durability, EventScope, Journal, JournalError, Level, NewEvent};
 
@@ -29,14 +29,7 @@ async fn the_journal_file_is_a_prefix_of_the_cluster_journal_and_a_stale_owner_i
     let server = NatsServer::start(&binary).expect("nats-server");
     let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
     let key = RunKey::new("local", "run_replica_1").unwrap();
-    let lease = a
-        .leases()
-        .await
-        .unwrap()
-        .acquire(&key)
-        .await
-        .unwrap()
-        .unwrap();
+    let lease = take_free_lease(&a, &key).await;
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("events.jsonl");
