@@ -27,16 +27,17 @@ const RUNS: usize = 30;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_spread_over_three_nodes_and_survive_one_being_killed() {
-    let Some(binary) = nats_server_or_skip() else {
-        return;
-    };
     let runs = sized("TOOLHOST_CLUSTER_RUNS", RUNS);
     let kills = sized("TOOLHOST_CLUSTER_KILLS", 1);
-    let nats = NatsServer::start(&binary).expect("nats-server");
-    let temp = tempfile::tempdir().expect("tempdir");
-    setup(temp.path(), runs, 700);
     let names = ["node-1", "node-2", "node-3"];
-    let mut nodes = start_nodes(temp.path(), &nats.url(), &names, 3000, 4, &[]).await;
+    let Some(Started {
+        nats,
+        temp,
+        mut nodes,
+    }) = start(runs, 700, &names, 3000, &[]).await
+    else {
+        return;
+    };
 
     // Each run through another node.
     let ids = submit(&nodes, runs).await;
@@ -90,6 +91,33 @@ async fn runs_spread_over_three_nodes_and_survive_one_being_killed() {
 }
 
 /// A size from the environment (`make cluster-test`), else `default`.
+/// What a test starts with: a nats-server, a data directory with `runs`
+/// chats whose model replies take `delay_ms`, and the nodes `names` serving
+/// it (lease `lease_ms`, room for 4 runs each, extra `flags`). Fields drop
+/// nodes first, then the directory, then the server.
+struct Started {
+    nodes: Vec<Node>,
+    temp: tempfile::TempDir,
+    nats: NatsServer,
+}
+
+/// [`Started`], or `None` where there is no nats-server (the test is
+/// skipped; `nats_server_or_skip` says when that is allowed).
+async fn start(
+    runs: usize,
+    delay_ms: u64,
+    names: &[&str],
+    lease_ms: u64,
+    flags: &[&str],
+) -> Option<Started> {
+    let binary = nats_server_or_skip()?;
+    let nats = NatsServer::start(&binary).expect("nats-server");
+    let temp = tempfile::tempdir().expect("tempdir");
+    setup(temp.path(), runs, delay_ms);
+    let nodes = start_nodes(temp.path(), &nats.url(), names, lease_ms, 4, flags).await;
+    Some(Started { nodes, temp, nats })
+}
+
 fn sized(variable: &str, default: usize) -> usize {
     std::env::var(variable)
         .ok()
@@ -99,22 +127,12 @@ fn sized(variable: &str, default: usize) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_paused_past_its_lease_cannot_append_or_commit_when_it_wakes() {
-    let Some(binary) = nats_server_or_skip() else {
+    // Each reply takes 2.5 s: the owner is paused before its first one.
+    let Some(Started { nats, temp, nodes }) =
+        start(1, 2500, &["node-1", "node-2"], 2000, &[]).await
+    else {
         return;
     };
-    let nats = NatsServer::start(&binary).expect("nats-server");
-    let temp = tempfile::tempdir().expect("tempdir");
-    // Each reply takes 2.5 s: the owner is paused before its first one.
-    setup(temp.path(), 1, 2500);
-    let nodes = start_nodes(
-        temp.path(),
-        &nats.url(),
-        &["node-1", "node-2"],
-        2000,
-        4,
-        &[],
-    )
-    .await;
     let response = client()
         .post(format!("{}/v1/runs", nodes[0].base))
         .json(&json!({"model": "demo", "profile": "writer", "chat": "chat-00"}))
@@ -224,21 +242,14 @@ async fn a_node_paused_past_its_lease_cannot_append_or_commit_when_it_wakes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_pause_while_nats_restarts_and_finish_with_no_gap_or_duplicate() {
-    let Some(binary) = nats_server_or_skip() else {
+    let Some(Started {
+        mut nats,
+        temp,
+        nodes,
+    }) = start(6, 1000, &["node-1", "node-2"], 3000, &[]).await
+    else {
         return;
     };
-    let mut nats = NatsServer::start(&binary).expect("nats-server");
-    let temp = tempfile::tempdir().expect("tempdir");
-    setup(temp.path(), 6, 1000);
-    let nodes = start_nodes(
-        temp.path(),
-        &nats.url(),
-        &["node-1", "node-2"],
-        3000,
-        4,
-        &[],
-    )
-    .await;
     let ids = submit(&nodes, 6).await;
     {
         let viewer = viewer(&nats.url()).await;
@@ -259,21 +270,14 @@ async fn runs_pause_while_nats_restarts_and_finish_with_no_gap_or_duplicate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_node_answers_reads_of_a_run_another_node_drives() {
-    let Some(binary) = nats_server_or_skip() else {
+    let Some(Started {
+        nats,
+        temp: _temp,
+        nodes,
+    }) = start(1, 1500, &["node-1", "node-2"], 3000, &[]).await
+    else {
         return;
     };
-    let nats = NatsServer::start(&binary).expect("nats-server");
-    let temp = tempfile::tempdir().expect("tempdir");
-    setup(temp.path(), 1, 1500);
-    let nodes = start_nodes(
-        temp.path(),
-        &nats.url(),
-        &["node-1", "node-2"],
-        3000,
-        4,
-        &[],
-    )
-    .await;
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
     let viewer = viewer(&nats.url()).await;
@@ -478,23 +482,16 @@ async fn a_pending_approval_moves_with_its_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_stopped_by_a_long_nats_outage_resume_when_it_is_back() {
-    let Some(binary) = nats_server_or_skip() else {
-        return;
-    };
-    let mut nats = NatsServer::start(&binary).expect("nats-server");
-    let temp = tempfile::tempdir().expect("tempdir");
-    setup(temp.path(), 3, 1000);
     // Appends give up after 1 s without NATS; the queue holds 3 runs.
     let flags = ["--append-window-ms", "1000", "--queue-limit", "3"];
-    let nodes = start_nodes(
-        temp.path(),
-        &nats.url(),
-        &["node-1", "node-2"],
-        3000,
-        4,
-        &flags,
-    )
-    .await;
+    let Some(Started {
+        mut nats,
+        temp,
+        nodes,
+    }) = start(3, 1000, &["node-1", "node-2"], 3000, &flags).await
+    else {
+        return;
+    };
     let ids = submit(&nodes, 3).await;
     // A fourth run while three are not yet ended: the queue is full.
     let refused = client()
