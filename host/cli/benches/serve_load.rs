@@ -9,7 +9,8 @@
 //! ways and their ratio; p50 / p99 of a tool call's control-plane path
 //! under that load (`elapsedUs` of `tool_call_completed`: arguments
 //! stored to result stored); and memory per in-flight run, (peak RSS of
-//! a fresh server during the load − its RSS idle) / runs. Measured twice:
+//! a fresh server during the load − its RSS idle, once `/v1/health` says
+//! it is ready) / runs. Measured twice:
 //! with the runs on disk (the target directory) and on tmpfs. Output is
 //! Markdown, ready for docs/benchmarks.md.
 
@@ -151,9 +152,13 @@ fn client() -> reqwest::Client {
         .expect("client")
 }
 
+/// Waits for `/v1/health` to say `ready`: the server answers at once, but
+/// loads its builtins in the background first; a round started before
+/// that would measure the loads' CPU as the runs' and their memory as
+/// the runs' memory.
 async fn ready(base: &str) {
     for _ in 0..3000 {
-        if let Ok(response) = client().get(format!("{base}/v1/tools")).send().await
+        if let Ok(response) = client().get(format!("{base}/v1/health")).send().await
             && response.status().is_success()
         {
             return;

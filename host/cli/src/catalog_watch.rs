@@ -138,7 +138,7 @@ pub async fn reload(state: &ServeState, sources: &Sources) {
         Ok(host) => {
             let count = host.catalog().iter().count();
             let host = Arc::new(host);
-            crate::service::warm(&host);
+            state.warm(&host);
             state.replace_host(host);
             eprintln!("toolhost serve: tools loaded again: {count} in the catalog for new runs");
         }

@@ -66,8 +66,8 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         host_names: args.host_names.clone(),
     };
     let host = Arc::new(host);
-    warm(&host);
-    let mut state = ServeState::new(host, access, args.listen, options)?;
+    let mut state = ServeState::new(Arc::clone(&host), access, args.listen, options)?;
+    state.warm(&host);
     if let Some(url) = &args.cluster.cluster {
         let (name, settings) = args.cluster.settings()?;
         let node_dir = match &args.cluster.node_dir {
@@ -133,21 +133,6 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Load every builtin in the background (from the cache, or compiled on
-/// every core the first time), so that no run's first call of a tool waits
-/// for it. A call that comes first waits for that load, not a second one.
-pub fn warm(host: &Arc<ToolHost>) {
-    let host = Arc::clone(host);
-    tokio::spawn(async move {
-        let ids = host.builtin_ids();
-        for (id, outcome) in host.preload(&ids, &|_| {}).await {
-            if let Err(error) = outcome {
-                tracing::warn!(tool = %id, "builtin does not load: {error}");
-            }
-        }
-    });
 }
 
 /// Runs a previous server left interrupted: resumed, or listed.

@@ -4,6 +4,7 @@
 //! handlers' types with utoipa); every error is `{code, message}`.
 //!
 //! - `guard`: the checks every request passes (Host, Origin, token);
+//! - `health`: readiness (`/v1/health`) and the builtins' warm-up;
 //! - `tools`: the catalog;
 //! - `runs`: the runs API (start, list, follow, cancel, resume, calls,
 //!   files) over the tenant's directories (`tenant`) with the operator's
@@ -14,6 +15,7 @@
 mod body;
 mod error;
 mod guard;
+pub mod health;
 pub mod mcp;
 mod mcp_http;
 pub mod models;
@@ -100,6 +102,8 @@ pub struct ServeState {
     tls: Option<Arc<rustls::ServerConfig>>,
     /// This server as a node of a cluster (`serve --cluster`).
     pub node: Option<Arc<node::ClusterNode>>,
+    /// Builtin loads going on in the background ([`ServeState::warm`]).
+    warm_ups: health::WarmUps,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -162,6 +166,7 @@ impl ServeState {
             scheme,
             tls: options.tls,
             node: None,
+            warm_ups: health::WarmUps::default(),
         })
     }
 
@@ -253,6 +258,7 @@ impl ServeState {
 #[openapi(
     info(title = "toolhost", description = "A WebAssembly-sandboxed tool host for LLM agents."),
     paths(
+        health::get,
         tools::list,
         openapi_json,
         runs::start,
@@ -268,6 +274,8 @@ impl ServeState {
     ),
     components(schemas(
         ApiError,
+        health::Health,
+        health::BuiltinsLoaded,
         tools::ToolsResponse,
         tools::OmittedTool,
         runs::StartRun,
@@ -312,12 +320,14 @@ async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
 }
 
 /// The API: every route behind the guard, unknown ones answered as JSON;
-/// and the web UI's three files behind the site guard (no token).
+/// and the web UI's three files and `/v1/health` behind the site guard
+/// (no token).
 pub fn router(state: Arc<ServeState>) -> Router {
     let site = Router::new()
         .route("/", get(ui::index))
         .route("/ui/app.js", get(ui::script))
         .route("/ui/app.css", get(ui::style))
+        .route("/v1/health", get(health::get))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             guard::site_guard,

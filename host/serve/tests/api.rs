@@ -52,10 +52,9 @@ async fn the_catalog_and_the_openapi_document_are_served() {
             .is_some_and(|v| v.starts_with("3.")),
         "{document}"
     );
-    assert!(
-        document["paths"]["/v1/tools"]["get"].is_object(),
-        "{document}"
-    );
+    for path in ["/v1/tools", "/v1/health"] {
+        assert!(document["paths"][path]["get"].is_object(), "{document}");
+    }
     assert!(
         document["components"]["schemas"]["ApiError"].is_object(),
         "{document}"
@@ -69,6 +68,54 @@ async fn the_catalog_and_the_openapi_document_are_served() {
         refusal(client().delete(format!("{base}/v1/tools"))).await,
         (405, "serve.method_not_allowed".to_owned())
     );
+}
+
+/// `/v1/health` needs no token, says `warming` (503, `Retry-After`) while
+/// a warm-up goes on and `ready` once every warm-up ended, with the
+/// builtins loaded; `stopping` once the server stops. Host and Origin are
+/// checked as everywhere.
+#[tokio::test]
+async fn health_says_when_the_server_is_ready() {
+    let (server, _dir) = start(true).await;
+    let url = server.url("/v1/health");
+    let held = server.state.begin_warming();
+    let response = client().get(&url).send().await.expect("health");
+    assert_eq!(
+        response.headers().get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    let (status, health) = json(response).await;
+    assert_eq!((status, health["status"].as_str()), (503, Some("warming")));
+    let total = health["builtins"]["total"].as_u64().expect("total");
+    assert_eq!(
+        total as usize,
+        server.state.host().builtin_ids().len(),
+        "{health}"
+    );
+
+    // A real warm-up: ready only when the held one and it have ended.
+    server.state.warm(&server.state.host());
+    drop(held);
+    let mut ready = Value::Null;
+    for _ in 0..600 {
+        let (status, health) = send(client().get(&url)).await;
+        if status == 200 {
+            ready = health;
+            break;
+        }
+        assert_eq!(health["status"], "warming", "{health}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(ready["status"], "ready", "not ready after 60 s");
+    assert_eq!(ready["builtins"]["loaded"].as_u64(), Some(total), "{ready}");
+
+    assert_eq!(
+        refusal(client().get(&url).header("origin", "https://evil.example")).await,
+        (403, "serve.origin_refused".to_owned())
+    );
+    server.state.interrupt_runs();
+    let (status, health) = send(client().get(&url)).await;
+    assert_eq!((status, health["status"].as_str()), (503, Some("stopping")));
 }
 
 #[tokio::test]
