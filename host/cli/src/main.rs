@@ -32,6 +32,14 @@ use toolhost_runtime::RunBindings;
 use toolhost_sandbox::CallEntropy;
 use toolhost_skills::{Scope, SkillSource};
 
+/// mimalloc rather than glibc's malloc: a served run allocates and frees
+/// small objects on every tokio worker (JSON values, events, paths), and
+/// glibc's arenas made malloc and free ~11 % of `toolhost serve` under
+/// load (docs/benchmarks.md). The libraries leave the allocator to whoever
+/// embeds them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "toolhost",
