@@ -355,8 +355,21 @@ async fn a_run_streams_its_events_ends_with_its_summary_and_takes_calls_after() 
         refusal(acme(client().post(&calls)).json(&json!({"tool": "no.such_tool"}))).await,
         (400, "tool.not_found".to_owned())
     );
-    // The run's status stays what its loop ended with.
-    assert_eq!(status(&server, &id).await["status"], "completed");
+    // The run's status stays what its loop ended with; its counts (kept
+    // when the loop ended) follow the journal the call appended to.
+    let after = status(&server, &id).await;
+    assert_eq!(after["status"], "completed");
+    let journal = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("journal");
+    assert_eq!(after["lastSeq"], journal.lines().count() as u64, "{after}");
+    assert!(
+        after["lastSeq"].as_u64() > run["lastSeq"].as_u64(),
+        "{after}"
+    );
+    assert_eq!(
+        after["toolCalls"].as_u64(),
+        run["toolCalls"].as_u64().map(|n| n + 1),
+        "{after}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,7 +21,7 @@ use toolhost_runtime::{
     run_agent_loop,
 };
 
-use super::registry::{LiveRun, Progress, Slot};
+use super::registry::{LiveRun, Progress, Registry, Slot};
 use crate::ServeState;
 use crate::error::ApiError;
 
@@ -73,6 +73,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         policies: Some(policies),
     };
     let summaries = state.tenant_dirs(&tenant).summaries();
+    let served = Arc::clone(state);
     let mut stopping = state.stopping();
     let mut interrupted = live.interrupted.subscribe();
     tokio::spawn(async move {
@@ -83,8 +84,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         let before = tokio::task::spawn_blocking(move || super::journal::state(&journal_path))
             .await
             .ok()
-            .and_then(Result::ok)
-            .map(|state| state.counts);
+            .and_then(Result::ok);
         let watcher = Arc::clone(&live);
         let observer: Observer = Arc::new(move |seq, _, event_type, _, _| {
             watcher.progress.send_modify(|progress| {
@@ -107,6 +107,9 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         };
         run.observe(None);
         let root = run.root().to_owned();
+        if ended.is_some() {
+            remember_the_end(&served.runs, &live, &root);
+        }
         drop(run);
         if let Some(summary) = ended {
             keep_summary(&summaries, &live.id, &summary, &root);
@@ -115,6 +118,23 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         drop(slot);
     });
     Ok(())
+}
+
+/// Remember a run's final counts, as its journal ended, for the status
+/// reads after its end. Called while the run still holds its journal's
+/// lock, so the length read is the length those counts describe.
+fn remember_the_end(registry: &Registry, live: &LiveRun, root: &Path) {
+    let Some(counts) = live.progress.borrow().counts else {
+        return;
+    };
+    if counts.ended_by.is_none() {
+        return; // Not terminal: it can go on, and its counts change.
+    }
+    if let Ok(meta) = std::fs::metadata(root.join("events.jsonl")) {
+        registry
+            .ended_runs
+            .keep(&live.tenant, &live.id, counts, meta.len());
+    }
 }
 
 /// The summary as a client reads it: without the server's paths.

@@ -1,7 +1,10 @@
 //! A run's state as its journal (`events.jsonl`) says, read while the run
-//! may be writing it (`toolhost_journal::tail`).
+//! may be writing it (`toolhost_journal::tail`), and remembered for runs
+//! that ended here ([`EndedRuns`]).
 
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
+use std::sync::Mutex;
 
 use toolhost_journal::tail::read_from;
 use toolhost_runtime::TERMINAL_EVENTS;
@@ -19,6 +22,8 @@ pub struct JournalCounts {
     pub tool_calls: usize,
     /// Calls asking for approval minus those decided.
     pub pending_approvals: usize,
+    /// The last terminal event's type (`run_completed`, …), if any.
+    pub ended_by: Option<&'static str>,
 }
 
 impl JournalCounts {
@@ -33,35 +38,95 @@ impl JournalCounts {
             "tool_call_approval_decided" => {
                 self.pending_approvals = self.pending_approvals.saturating_sub(1)
             }
-            _ => {}
+            _ => {
+                if let Some(terminal) = TERMINAL_EVENTS.iter().find(|end| **end == event_type) {
+                    self.ended_by = Some(terminal);
+                }
+            }
         }
     }
 }
 
-/// How a run's journal says it is now.
-#[derive(Debug, Clone, Default)]
-pub struct JournalState {
-    pub counts: JournalCounts,
-    /// The last terminal event's type (`run_completed`, …), if any.
-    pub ended_by: Option<String>,
-}
-
-/// Read the whole journal for its state.
-pub fn state(path: &Path) -> std::io::Result<JournalState> {
-    let mut state = JournalState::default();
+/// Read the whole journal for its counts.
+pub fn state(path: &Path) -> std::io::Result<JournalCounts> {
+    let mut counts = JournalCounts::default();
     let mut offset = 0;
     loop {
         let read = read_from(path, offset)?;
         if read.lines.is_empty() {
-            return Ok(state);
+            return Ok(counts);
         }
         for line in &read.lines {
-            if TERMINAL_EVENTS.contains(&line.event_type.as_str()) {
-                state.ended_by = Some(line.event_type.clone());
-            }
-            state.counts.record(line.seq, &line.event_type);
+            counts.record(line.seq, &line.event_type);
         }
         offset = read.offset;
+    }
+}
+
+/// How many ended runs [`EndedRuns`] remembers; the oldest goes first.
+pub const ENDED_RUNS_KEPT: usize = 4096;
+
+/// The final counts of runs whose loop ended here, each with its journal's
+/// length at that moment. A client that polls a run reads its status once
+/// more after the end, and `GET /v1/runs` lists ended runs: without this,
+/// each such read is a pass over the whole journal. A remembered state is
+/// used only while the journal has that length — a terminal run is never
+/// resumed, but a direct call (`/calls`, `toolhost call --run-dir`)
+/// appends to it — so a changed journal is read again.
+#[derive(Debug, Default)]
+pub struct EndedRuns {
+    kept: Mutex<Kept>,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    order: VecDeque<(String, String)>,
+    runs: HashMap<(String, String), (JournalCounts, u64)>,
+}
+
+impl EndedRuns {
+    /// Remember `counts` of `tenant`'s run `id`, whose journal is
+    /// `journal_len` bytes long with them.
+    pub fn keep(&self, tenant: &str, id: &str, counts: JournalCounts, journal_len: u64) {
+        let key = (tenant.to_owned(), id.to_owned());
+        let mut kept = self.lock();
+        if kept
+            .runs
+            .insert(key.clone(), (counts, journal_len))
+            .is_none()
+        {
+            kept.order.push_back(key);
+        }
+        while kept.runs.len() > ENDED_RUNS_KEPT {
+            let Some(oldest) = kept.order.pop_front() else {
+                break;
+            };
+            kept.runs.remove(&oldest);
+        }
+    }
+
+    /// The counts of the journal at `path` (`tenant`'s run `id`): the
+    /// remembered ones while the file has their length, else read whole.
+    pub fn state(&self, tenant: &str, id: &str, path: &Path) -> std::io::Result<JournalCounts> {
+        let remembered = self
+            .lock()
+            .runs
+            .get(&(tenant.to_owned(), id.to_owned()))
+            .copied();
+        if let Some((counts, journal_len)) = remembered
+            && std::fs::metadata(path).is_ok_and(|meta| meta.len() == journal_len)
+        {
+            return Ok(counts);
+        }
+        state(path)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        // Each change leaves the maps whole: a panic elsewhere cannot have
+        // left them half-written.
+        self.kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -84,13 +149,71 @@ mod tests {
         ] {
             writeln!(file, r#"{{"seq":{seq},"type":"{kind}","payload":{{}}}}"#).expect("write");
         }
-        let state = state(&path).expect("state");
-        assert_eq!(state.counts.last_seq, 5);
-        assert_eq!(state.ended_by.as_deref(), Some("run_completed"));
-        let counts = state.counts;
+        let counts = state(&path).expect("state");
+        assert_eq!(counts.last_seq, 5);
+        assert_eq!(counts.ended_by, Some("run_completed"));
         assert_eq!(
             (counts.rounds, counts.tool_calls, counts.pending_approvals),
             (1, 1, 1)
+        );
+    }
+
+    /// The remembered counts stand for the file only while it has their
+    /// length: an appended line makes the next read read it.
+    #[test]
+    fn an_ended_run_is_remembered_while_its_journal_keeps_its_length() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let line =
+            |seq: u64, kind: &str| format!(r#"{{"seq":{seq},"type":"{kind}","payload":{{}}}}"#);
+        let ended = format!("{}\n{}\n", line(1, "run_started"), line(2, "run_completed"));
+        std::fs::write(&path, &ended).expect("write");
+        let read = state(&path).expect("state");
+        let ended_runs = EndedRuns::default();
+        // Remembered with a count the file does not have: what answers
+        // shows which was used.
+        let remembered = JournalCounts { commits: 7, ..read };
+        ended_runs.keep("acme", "run_1", remembered, ended.len() as u64);
+        assert_eq!(
+            ended_runs.state("acme", "run_1", &path).expect("state"),
+            remembered
+        );
+        assert_eq!(
+            ended_runs.state("globex", "run_1", &path).expect("state"),
+            read
+        );
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        writeln!(file, "{}", line(3, "tool_call_completed")).expect("append");
+        let after = ended_runs.state("acme", "run_1", &path).expect("state");
+        assert_eq!((after.commits, after.tool_calls, after.last_seq), (0, 1, 3));
+    }
+
+    #[test]
+    fn the_ended_runs_kept_are_bounded_oldest_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        std::fs::write(&path, "").expect("write");
+        let ended_runs = EndedRuns::default();
+        let marked = JournalCounts {
+            commits: 1,
+            ..JournalCounts::default()
+        };
+        for index in 0..=ENDED_RUNS_KEPT {
+            ended_runs.keep("acme", &format!("run_{index}"), marked, 0);
+        }
+        assert_eq!(ended_runs.lock().runs.len(), ENDED_RUNS_KEPT);
+        assert_eq!(
+            ended_runs.state("acme", "run_0", &path).expect("state"),
+            JournalCounts::default()
+        );
+        assert_eq!(
+            ended_runs
+                .state("acme", &format!("run_{ENDED_RUNS_KEPT}"), &path)
+                .expect("state"),
+            marked
         );
     }
 }

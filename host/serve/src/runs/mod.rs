@@ -223,16 +223,21 @@ fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Res
         .runs
         .live(tenant, id)
         .map(|run| *run.progress.borrow());
-    let (counts, live, ended_by) = match driven {
+    let (counts, live) = match driven {
         Some(Progress {
             ended: false,
             counts: Some(counts),
-        }) => (counts, true, None),
+        }) => (counts, true),
         _ => {
-            let journal = journal::state(&root.join("events.jsonl"))?;
+            let path = root.join("events.jsonl");
+            let journal = match at.elsewhere {
+                // Another node's run, read from this node's copy.
+                Some(_) => journal::state(&path)?,
+                None => state.runs.ended_runs.state(tenant, id, &path)?,
+            };
             let live = driven.is_some_and(|progress| !progress.ended)
                 || (at.elsewhere.is_some() && journal.ended_by.is_none());
-            (journal.counts, live, journal.ended_by)
+            (journal, live)
         }
     };
     let (status, summary) = if live {
@@ -251,7 +256,7 @@ fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Res
                 read_bounded(copied, MAX_RECORD_BYTES).ok()
             })
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-        (status_of(ended_by.as_deref()), summary)
+        (status_of(counts.ended_by), summary)
     };
     Ok(RunView {
         id: id.to_owned(),
@@ -425,7 +430,7 @@ pub(crate) async fn cancel(
             ));
         }
         let (run, _) = Run::open(&root).map_err(calls::open_refused)?;
-        run.cancelled(journal.counts.commits, Vec::new())
+        run.cancelled(journal.commits, Vec::new())
             .map_err(|error| ApiError::internal("journalling the cancel", error))?;
         Ok(())
     })

@@ -87,6 +87,8 @@ pub struct Registry {
     active: Arc<Mutex<Active>>,
     calls: Arc<Semaphore>,
     pub limits: Limits,
+    /// The final counts of the runs that ended here lately.
+    pub ended_runs: super::journal::EndedRuns,
 }
 
 /// A place among the running runs, held from before the run directory is
@@ -105,6 +107,7 @@ impl Registry {
             active: Arc::default(),
             calls: Arc::new(Semaphore::new(limits.calls_in_flight.max(1))),
             limits,
+            ended_runs: super::journal::EndedRuns::default(),
         }
     }
 
