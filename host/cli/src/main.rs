@@ -22,7 +22,7 @@ mod table;
 mod terminal;
 mod tools;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -133,10 +133,11 @@ enum Command {
         /// address and localhost; repeatable.
         #[arg(long = "host-name", value_name = "NAME")]
         host_names: Vec<String>,
-        /// Runtime worker threads [default: 16 per core, 16 to 256]: runs
-        /// do blocking file I/O on them.
-        #[arg(long, default_value_t = default_worker_threads())]
-        worker_threads: usize,
+        /// Runtime worker threads [default: 16 per core, 16 to 256; with
+        /// the data directory on a memory file system (tmpfs) 2 per core,
+        /// 4 to 64].
+        #[arg(long)]
+        worker_threads: Option<usize>,
         #[command(flatten)]
         cluster: cluster::ClusterArgs,
     },
@@ -397,23 +398,55 @@ impl From<DurabilityArg> for Durability {
     }
 }
 
-/// 16 workers per core, 16 to 256.
-fn default_worker_threads() -> usize {
+/// A server's runtime workers. A run's loop creates its audit files and
+/// appends its journal on the worker it runs on: on a disk a file creation
+/// can wait on the device (an ext4 inode, a journal commit) and many
+/// workers per core keep the other runs going meanwhile; on a memory file
+/// system nothing waits, and a few workers per core keep the cores busy
+/// with the least switching between threads (docs/benchmarks.md,
+/// serve_load). The runs' sync points leave their worker either way
+/// (`block_in_place`).
+fn default_worker_threads(data_dir: Option<&Path>) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    (16 * cores).clamp(16, 256)
+    // The directory may not exist yet: its nearest existing ancestor is on
+    // the file system it will be made on.
+    let on_disk = data_dir
+        .and_then(|dir| dir.ancestors().find(|ancestor| ancestor.exists()))
+        .is_none_or(toolhost_journal::sync_may_wait);
+    if on_disk {
+        (16 * cores).clamp(16, 256)
+    } else {
+        (2 * cores).clamp(4, 64)
+    }
+}
+
+/// `toolhost serve`'s data directory: `--data-dir`, `$TOOLHOST_DATA_DIR`,
+/// or `toolhost/serve` in the user's data directory.
+fn serve_data_dir(flag: Option<&Path>) -> Option<PathBuf> {
+    load::user_dir(
+        flag,
+        "TOOLHOST_DATA_DIR",
+        ("XDG_DATA_HOME", ".local/share"),
+        "toolhost/serve",
+    )
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    // One thread for a command. A server of many runs gets many workers:
-    // a run's loop writes its journal and audit files (and syncs them) on
-    // the worker it runs on, so with one worker per core a few slow
-    // `fsync`s would stall every run (docs/benchmarks.md, serve_load).
+    // One thread for a command; a server's workers depend on its
+    // durability (`default_worker_threads`).
     let runtime = match &cli.command {
-        Command::Serve { worker_threads, .. } => {
+        Command::Serve {
+            worker_threads,
+            data_dir,
+            ..
+        } => {
             let mut builder = tokio::runtime::Builder::new_multi_thread();
-            builder.worker_threads((*worker_threads).max(1));
+            let workers = worker_threads.unwrap_or_else(|| {
+                default_worker_threads(serve_data_dir(data_dir.as_deref()).as_deref())
+            });
+            builder.worker_threads(workers.max(1));
             builder
         }
         _ => tokio::runtime::Builder::new_current_thread(),
@@ -667,13 +700,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             worker_threads: _,
             cluster,
         } => {
-            let data_dir = load::user_dir(
-                data_dir.as_deref(),
-                "TOOLHOST_DATA_DIR",
-                ("XDG_DATA_HOME", ".local/share"),
-                "toolhost/serve",
-            )
-            .context("no data directory: give --data-dir (or set HOME)")?;
+            let data_dir = serve_data_dir(data_dir.as_deref())
+                .context("no data directory: give --data-dir (or set HOME)")?;
             let args = service::ServiceArgs {
                 listen,
                 tokens,

@@ -61,10 +61,49 @@ impl SyncCounter {
     }
 }
 
+/// Whether a sync of what is written at `path` can wait on a device:
+/// `false` on a memory file system (tmpfs, ramfs), whose syncs return at
+/// once; `true` on every other, and when the file system cannot be told.
+/// Lets a caller keep a sync inline where handing it off would cost more
+/// than the sync.
+pub fn sync_may_wait(path: &Path) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        const TMPFS_MAGIC: u64 = 0x0102_1994;
+        const RAMFS_MAGIC: u64 = 0x8584_58f6;
+        match rustix::fs::statfs(path) {
+            #[allow(clippy::unnecessary_cast)] // `f_type`'s width differs by target
+            Ok(stat) => !matches!(stat.f_type as u64, TMPFS_MAGIC | RAMFS_MAGIC),
+            Err(_) => true,
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = path;
+        true
+    }
+}
+
 /// The directory holding `path`, `.` for a bare file name.
 pub(crate) fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_memory_file_system_never_waits_and_an_unknown_path_may() {
+        if Path::new("/dev/shm").is_dir() {
+            assert!(!sync_may_wait(Path::new("/dev/shm")));
+        }
+        assert!(sync_may_wait(Path::new("/no/such/place")));
+        // /proc is not a memory file system of this kind: its answer is "may".
+        assert!(sync_may_wait(Path::new("/proc")));
     }
 }

@@ -15,7 +15,7 @@ mod audit_dirs;
 mod create;
 pub mod events;
 mod fsync;
-pub use fsync::SyncCounter;
+pub use fsync::{SyncCounter, sync_may_wait};
 pub mod journal;
 pub mod layout;
 pub mod manifest;

@@ -27,7 +27,10 @@ pub trait ChatHost: Send + Sync {
     /// commit of this run returned (`None` before the first: the message is
     /// created). Returns the message's index. `commit_id` names this commit
     /// (`<runId>:commit_NNN`); the host keeps it with the message so
-    /// [`ChatHost::find_commit`] can answer for it later.
+    /// [`ChatHost::find_commit`] can answer for it later. Called on the
+    /// run's task: a host that waits long (a sync, the network) on a
+    /// multi-threaded runtime should not hold its worker meanwhile
+    /// (`tokio::task::block_in_place`), as the SillyTavern host does.
     fn commit(
         &self,
         text: &str,
@@ -71,9 +74,12 @@ impl ChatHost for SillyTavernChatHost {
             CommitMode::Replace => toolhost_chat::CommitMode::Replace,
             CommitMode::Append => toolhost_chat::CommitMode::Append,
         };
-        toolhost_chat::commit(&self.chat, run_message, text, mode, Some(commit_id))
-            .map(|committed| committed.index)
-            .map_err(chat_host_error)
+        // It syncs the file and its directory: off the runtime worker.
+        crate::blocking::may_block(self.chat.path(), || {
+            toolhost_chat::commit(&self.chat, run_message, text, mode, Some(commit_id))
+        })
+        .map(|committed| committed.index)
+        .map_err(chat_host_error)
     }
 
     fn find_commit(&self, commit_id: &str) -> Result<Option<u32>, ChatHostError> {

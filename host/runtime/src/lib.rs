@@ -6,6 +6,7 @@
 mod agent_loop;
 mod agents;
 pub mod approval;
+mod blocking;
 mod chat_host;
 mod direct_call;
 pub mod extensions;

@@ -6,6 +6,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::blocking::may_block;
+
 use serde_json::{Value, json};
 use toolhost_core::{
     Classified, ExitPolicy, InvocationToolSnapshot, Profile, SnapshotSources, ToolChoice, ToolId,
@@ -586,7 +588,7 @@ impl Run {
     /// Make every event and audit file written so far durable, without
     /// ending the run (a call made after the run's end, through the API).
     pub fn sync(&self) -> Result<(), RunFailure> {
-        self.dir().sync()?;
+        may_block(self.root(), || self.dir().sync())?;
         Ok(())
     }
 
@@ -598,28 +600,32 @@ impl Run {
 
     /// Journal `run_completed` and make everything durable.
     pub fn complete(&self) -> Result<(), RunFailure> {
-        let mut dir = self.dir();
-        dir.sync_audit_files()?;
-        dir.journal_mut().record(&RunCompleted {})?;
-        dir.sync()?;
-        Ok(())
+        may_block(self.root(), || {
+            let mut dir = self.dir();
+            dir.sync_audit_files()?;
+            dir.journal_mut().record(&RunCompleted {})?;
+            dir.sync()?;
+            Ok(())
+        })
     }
 
     /// Journal `run_failed` for `failure` and make everything durable.
     pub fn fail(&self, failure: &RunFailure) -> Result<(), RunFailure> {
-        let mut dir = self.dir();
-        // The failure may be the disk itself: `run_failed` is still tried.
-        if let Err(error) = dir.sync_audit_files() {
-            tracing::warn!(%error, "syncing audit files before run_failed");
-        }
-        dir.journal_mut().record(&RunFailed {
-            code: failure.code().to_owned(),
-            message: failure.to_string(),
-            retryable: failure.retryable(),
-            user_retryable: failure.user_retryable(),
-        })?;
-        dir.sync()?;
-        Ok(())
+        may_block(self.root(), || {
+            let mut dir = self.dir();
+            // The failure may be the disk itself: `run_failed` is still tried.
+            if let Err(error) = dir.sync_audit_files() {
+                tracing::warn!(%error, "syncing audit files before run_failed");
+            }
+            dir.journal_mut().record(&RunFailed {
+                code: failure.code().to_owned(),
+                message: failure.to_string(),
+                retryable: failure.retryable(),
+                user_retryable: failure.user_retryable(),
+            })?;
+            dir.sync()?;
+            Ok(())
+        })
     }
 
     /// Journal `run_partial_success`: `failure` ended the run after
@@ -629,18 +635,20 @@ impl Run {
         failure: &RunFailure,
         preserved: Vec<PreservedCommit>,
     ) -> Result<(), RunFailure> {
-        let mut dir = self.dir();
-        dir.sync_audit_files()?;
-        dir.journal_mut().record(&RunPartialSuccess {
-            code: failure.code().to_owned(),
-            message: failure.to_string(),
-            retryable: false,
-            user_retryable: false,
-            preserved_commit_count: preserved.len(),
-            preserved_commits: preserved,
-        })?;
-        dir.sync()?;
-        Ok(())
+        may_block(self.root(), || {
+            let mut dir = self.dir();
+            dir.sync_audit_files()?;
+            dir.journal_mut().record(&RunPartialSuccess {
+                code: failure.code().to_owned(),
+                message: failure.to_string(),
+                retryable: false,
+                user_retryable: false,
+                preserved_commit_count: preserved.len(),
+                preserved_commits: preserved,
+            })?;
+            dir.sync()?;
+            Ok(())
+        })
     }
 
     /// Journal `run_cancelled` and make everything durable.
@@ -649,15 +657,17 @@ impl Run {
         preserved_commit_count: usize,
         cancelled_tasks: Vec<String>,
     ) -> Result<(), RunFailure> {
-        let mut dir = self.dir();
-        dir.sync_audit_files()?;
-        dir.journal_mut().record(&toolhost_journal::RunCancelled {
-            code: "agent.cancelled",
-            preserved_commit_count,
-            cancelled_tasks,
-        })?;
-        dir.sync()?;
-        Ok(())
+        may_block(self.root(), || {
+            let mut dir = self.dir();
+            dir.sync_audit_files()?;
+            dir.journal_mut().record(&toolhost_journal::RunCancelled {
+                code: "agent.cancelled",
+                preserved_commit_count,
+                cancelled_tasks,
+            })?;
+            dir.sync()?;
+            Ok(())
+        })
     }
 
     /// Decide this run's approvals with `approver` from now on (the
