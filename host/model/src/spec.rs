@@ -140,6 +140,21 @@ impl FromStr for ModelSpec {
 }
 
 impl ModelSpec {
+    /// The key an HTTP model would be opened with now: the environment
+    /// variable `options` names, else the kind's default one; `None` when
+    /// it is unset or empty (and for a script).
+    pub fn api_key(&self, options: &HttpOptions) -> Option<String> {
+        if self.kind == ModelKind::Script {
+            return None;
+        }
+        options
+            .key_variable
+            .as_deref()
+            .or(self.kind.default_key_variable())
+            .and_then(|name| std::env::var(name).ok())
+            .filter(|key| !key.is_empty())
+    }
+
     /// Open the model(s) this spec names.
     pub fn open(&self, options: &HttpOptions) -> Result<Arc<dyn ModelSource>, ModelError> {
         match self.kind {
@@ -149,9 +164,7 @@ impl ModelSpec {
                     .key_variable
                     .as_deref()
                     .or(self.kind.default_key_variable());
-                let api_key = variable
-                    .and_then(|name| std::env::var(name).ok())
-                    .filter(|key| !key.is_empty());
+                let api_key = self.api_key(options);
                 if api_key.is_none() {
                     tracing::info!(
                         variable = variable.unwrap_or("-"),

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -72,12 +72,51 @@ pub struct ServedModel {
     pub model_name: Option<String>,
     pub max_output_tokens: Option<u32>,
     tenants: Option<Vec<String>>,
+    /// An HTTP model as opened last, with the key it was opened with.
+    shared: Arc<Mutex<Option<Opened>>>,
+}
+
+/// An opened HTTP model and the key it holds.
+struct Opened {
+    api_key: Option<String>,
+    source: Arc<dyn ModelSource>,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("Opened")
+            .field("source", &self.source.describe())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ServedModel {
-    /// Open it for one run.
+    /// Open it for one run. An HTTP model is one client for every run
+    /// while its key stays the same, so runs reuse its connections (one
+    /// TLS handshake, keep-alive) and its trust roots are loaded once; a
+    /// key changed in the environment opens it afresh. A script is read
+    /// for each run: each run reads it from its first reply.
     pub fn open(&self) -> Result<Arc<dyn ModelSource>, ModelError> {
-        self.spec.open(&self.options)
+        if self.spec.kind == ModelKind::Script {
+            return self.spec.open(&self.options);
+        }
+        let api_key = self.spec.api_key(&self.options);
+        let mut shared = self
+            .shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(opened) = shared.as_ref()
+            && opened.api_key == api_key
+        {
+            return Ok(Arc::clone(&opened.source));
+        }
+        let source = self.spec.open(&self.options)?;
+        *shared = Some(Opened {
+            api_key,
+            source: Arc::clone(&source),
+        });
+        Ok(source)
     }
 
     /// What the run's `input/loop.json` records: the name (the server
@@ -212,6 +251,7 @@ fn served(name: &str, entry: Entry, base: &Path) -> Result<ServedModel, String> 
         model_name: entry.model,
         max_output_tokens: entry.max_output_tokens,
         tenants: entry.tenants,
+        shared: Arc::default(),
     })
 }
 

@@ -1026,3 +1026,80 @@ async fn a_call_waits_for_approval_through_the_api() {
     .expect("journal");
     assert!(journal.contains(r#""by":"tenant acme""#), "{journal}");
 }
+
+/// An OpenAI-compatible model on 127.0.0.1 that answers every request
+/// with a `workspace_finish` call; it counts the connections it accepted
+/// and the requests it answered. It stops with the test's runtime.
+async fn counting_model() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use axum::serve::ListenerExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let connections = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let accepted = Arc::clone(&connections);
+    let listener = listener.tap_io(move |_| {
+        accepted.fetch_add(1, Ordering::SeqCst);
+    });
+    let answered = Arc::clone(&requests);
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move || {
+            answered.fetch_add(1, Ordering::SeqCst);
+            async {
+                axum::Json(json!({
+                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+                    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                        "role": "assistant", "content": null,
+                        "tool_calls": [{"id": "call_finish", "type": "function", "function": {
+                            "name": "workspace_finish", "arguments": "{\"reason\":\"done\"}"}}]}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+                }))
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (address, connections, requests)
+}
+
+/// Runs of one HTTP model share its client: the second run's requests go
+/// over the connection the first one opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_of_an_http_model_share_its_connections() {
+    use std::sync::atomic::Ordering;
+    let setup = Setup::start().await;
+    let (model, connections, requests) = counting_model().await;
+    let models = json!({"schemaVersion": 1, "kind": "toolhost.models", "models": {
+        "counted": {"kind": "openai", "url": format!("http://{model}/v1"), "model": "m"}
+    }});
+    std::fs::write(setup.dir.path().join("models.json"), models.to_string()).expect("models");
+    let server = setup.serve(Limits::default()).await;
+    for (round, chat) in ["chat", "chat2"].into_iter().enumerate() {
+        let id = start_run(
+            &server,
+            json!({"profile": "writer", "model": "counted", "chat": chat}),
+        )
+        .await;
+        let mut ended = Value::Null;
+        for _ in 0..600 {
+            let run = status(&server, &id).await;
+            if run["status"] != "running" {
+                ended = run;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(ended["rounds"].as_u64() >= Some(1), "run {round}: {ended}");
+    }
+    assert!(requests.load(Ordering::SeqCst) >= 2);
+    assert_eq!(connections.load(Ordering::SeqCst), 1);
+}
