@@ -1,18 +1,20 @@
-//! `GET /v1/health`: whether the server is ready for load, for a load
-//! balancer's or an orchestrator's readiness probe and for a host that
-//! starts the server and waits before sending runs.
+//! `GET /v1/health`: whether the server is ready for load — a readiness
+//! probe's answer, and what a host that starts the server waits for
+//! before sending runs. (As a liveness probe, any answer means alive.)
 //!
 //! A server answers every request from its first moment: a call whose
 //! builtin is still loading waits for that load. But a fresh server loads
 //! every builtin in the background ([`ServeState::warm`]), and until that
-//! is done the loads take CPU from the runs; a probe that waits for
-//! `ready` keeps load off a server that is still warming up (and a
-//! catalog replaced by `mcp refresh` warms up again). No token: the answer
-//! says nothing about any tenant; `Host` and `Origin` are checked as for
-//! every route.
+//! is done the loads take CPU from the runs; the first warm-up's end makes
+//! the server `ready`. A catalog replaced later (`mcp refresh`, SIGHUP)
+//! warms up again while the server keeps serving: it stays `ready` (the
+//! counts show the loads), so servers reloading together do not all leave
+//! a load balancer at once. No token: the answer says nothing about any
+//! tenant; `Host` and `Origin` are checked as for every route, so a probe
+//! names the server as clients do (`--host-name`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use axum::Json;
 use axum::extract::State;
@@ -26,10 +28,10 @@ use crate::ServeState;
 /// The server's readiness.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Health {
-    /// `ready`; `warming` while builtins load in the background;
+    /// `ready`; `warming` until the first warm-up of the builtins ends;
     /// `stopping` once the server stops taking work.
     pub status: &'static str,
-    /// The builtins of the catalog new runs get: loaded of total.
+    /// The builtins of the catalog new runs get.
     pub builtins: BuiltinsLoaded,
 }
 
@@ -37,30 +39,53 @@ pub struct Health {
 pub struct BuiltinsLoaded {
     pub loaded: usize,
     pub total: usize,
+    /// Whose load failed in the last warm-up that ended (each is tried
+    /// again at its next call).
+    pub failed: usize,
 }
 
-/// How many warm-ups are going on: one per catalog being loaded.
+/// The warm-ups of the builtins: how many are going on (one per catalog
+/// being loaded), whether none was going at some moment since the first
+/// began, and the last one's failures.
 #[derive(Debug, Default)]
-pub(crate) struct WarmUps(Arc<AtomicUsize>);
+pub(crate) struct WarmUps(Arc<WarmUpState>);
+
+#[derive(Debug, Default)]
+struct WarmUpState {
+    going: AtomicUsize,
+    ended_once: AtomicBool,
+    failed: AtomicUsize,
+}
 
 /// A warm-up in progress; it ends when this is dropped, however the
 /// warm-up ended (a load that panics included).
-pub struct WarmingUp(Arc<AtomicUsize>);
+pub struct WarmingUp(Arc<WarmUpState>);
+
+impl WarmingUp {
+    fn failed(&self, count: usize) {
+        self.0.failed.store(count, Ordering::Release);
+    }
+}
 
 impl Drop for WarmingUp {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        // The server is warm once every warm-up begun so far has ended.
+        if self.0.going.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.ended_once.store(true, Ordering::Release);
+        }
     }
 }
 
 impl WarmUps {
     pub(crate) fn begin(&self) -> WarmingUp {
-        self.0.fetch_add(1, Ordering::AcqRel);
+        self.0.going.fetch_add(1, Ordering::AcqRel);
         WarmingUp(Arc::clone(&self.0))
     }
 
-    fn going(&self) -> bool {
-        self.0.load(Ordering::Acquire) > 0
+    /// Before the first warm-up ended (a server never asked to warm up
+    /// is ready).
+    fn first_going(&self) -> bool {
+        !self.0.ended_once.load(Ordering::Acquire) && self.0.going.load(Ordering::Acquire) > 0
     }
 }
 
@@ -75,13 +100,15 @@ impl ServeState {
         let host = Arc::clone(host);
         let warming = self.begin_warming();
         tokio::spawn(async move {
-            let _warming = warming;
             let ids = host.builtin_ids();
+            let mut failed = 0;
             for (id, outcome) in host.preload(&ids, &|_| {}).await {
                 if let Err(error) = outcome {
+                    failed += 1;
                     tracing::warn!(tool = %id, "builtin does not load: {error}");
                 }
             }
+            warming.failed(failed);
         });
     }
 
@@ -106,10 +133,11 @@ pub(crate) async fn get(State(state): State<Arc<ServeState>>) -> Response {
     let builtins = BuiltinsLoaded {
         loaded: ids.iter().filter(|id| host.is_loaded(id)).count(),
         total: ids.len(),
+        failed: state.warm_ups.0.failed.load(Ordering::Acquire),
     };
     let status = if *state.stopping().borrow() {
         "stopping"
-    } else if state.warm_ups.going() {
+    } else if state.warm_ups.first_going() {
         "warming"
     } else {
         "ready"

@@ -70,10 +70,10 @@ async fn the_catalog_and_the_openapi_document_are_served() {
     );
 }
 
-/// `/v1/health` needs no token, says `warming` (503, `Retry-After`) while
-/// a warm-up goes on and `ready` once every warm-up ended, with the
-/// builtins loaded; `stopping` once the server stops. Host and Origin are
-/// checked as everywhere.
+/// `/v1/health` needs no token, says `warming` (503, `Retry-After`) until
+/// the first warm-up ended and `ready` after, with the builtins loaded; a
+/// later warm-up (a catalog reloaded) leaves it `ready`; `stopping` once
+/// the server stops. Host and Origin are checked as everywhere.
 #[tokio::test]
 async fn health_says_when_the_server_is_ready() {
     let (server, _dir) = start(true).await;
@@ -108,6 +108,17 @@ async fn health_says_when_the_server_is_ready() {
     }
     assert_eq!(ready["status"], "ready", "not ready after 60 s");
     assert_eq!(ready["builtins"]["loaded"].as_u64(), Some(total), "{ready}");
+    assert_eq!(ready["builtins"]["failed"], 0, "{ready}");
+    let reloading = server.state.begin_warming();
+    let (status, health) = send(client().get(&url)).await;
+    assert_eq!((status, health["status"].as_str()), (200, Some("ready")));
+    drop(reloading);
+    assert_eq!(
+        refusal(client().get(&url).header("host", "evil.example"))
+            .await
+            .0,
+        421
+    );
 
     assert_eq!(
         refusal(client().get(&url).header("origin", "https://evil.example")).await,
