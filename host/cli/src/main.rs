@@ -404,20 +404,33 @@ impl From<DurabilityArg> for Durability {
 /// workers per core keep the other runs going meanwhile; on a memory file
 /// system nothing waits, and a few workers per core keep the cores busy
 /// with the least switching between threads (docs/benchmarks.md,
-/// serve_load). The runs' sync points leave their worker either way
-/// (`block_in_place`).
-fn default_worker_threads(data_dir: Option<&Path>) -> usize {
+/// serve_load). `run_dirs`: where runs are written (the data directory; a
+/// cluster node's own directory too); one on a disk counts as a disk.
+fn default_worker_threads(run_dirs: &[&Path]) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    // The directory may not exist yet: its nearest existing ancestor is on
-    // the file system it will be made on.
-    let on_disk = data_dir
-        .and_then(|dir| dir.ancestors().find(|ancestor| ancestor.exists()))
-        .is_none_or(toolhost_journal::sync_may_wait);
+    let on_disk = run_dirs.is_empty() || run_dirs.iter().any(|dir| may_wait_at(dir));
+    workers_for(cores, on_disk)
+}
+
+fn workers_for(cores: usize, on_disk: bool) -> usize {
     if on_disk {
         (16 * cores).clamp(16, 256)
     } else {
         (2 * cores).clamp(4, 64)
     }
+}
+
+/// Whether syncs can wait where `dir` is (or will be made: its nearest
+/// existing ancestor is on that file system).
+fn may_wait_at(dir: &Path) -> bool {
+    std::path::absolute(dir)
+        .ok()
+        .and_then(|dir| {
+            dir.ancestors()
+                .find(|ancestor| ancestor.exists())
+                .map(toolhost_journal::sync_may_wait)
+        })
+        .unwrap_or(true)
 }
 
 /// `toolhost serve`'s data directory: `--data-dir`, `$TOOLHOST_DATA_DIR`,
@@ -440,11 +453,18 @@ fn main() -> ExitCode {
         Command::Serve {
             worker_threads,
             data_dir,
+            cluster,
             ..
         } => {
             let mut builder = tokio::runtime::Builder::new_multi_thread();
             let workers = worker_threads.unwrap_or_else(|| {
-                default_worker_threads(serve_data_dir(data_dir.as_deref()).as_deref())
+                let data_dir = serve_data_dir(data_dir.as_deref());
+                let run_dirs: Vec<&Path> = data_dir
+                    .as_deref()
+                    .into_iter()
+                    .chain(cluster.node_dir.as_deref())
+                    .collect();
+                default_worker_threads(&run_dirs)
             });
             builder.worker_threads(workers.max(1));
             builder
@@ -743,4 +763,33 @@ fn skill_source(text: &str) -> Result<SkillSource> {
         }
     }
     Ok(SkillSource::new(Scope::Global, PathBuf::from(text)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_on_a_disk_gets_many_workers_and_on_memory_a_few() {
+        assert_eq!(workers_for(2, true), 32);
+        assert_eq!(workers_for(2, false), 4);
+        assert_eq!(workers_for(1, true), 16);
+        assert_eq!(workers_for(64, true), 256);
+        assert_eq!(workers_for(64, false), 64);
+        // Not yet made, and relative: the file system it will be made on.
+        let here = std::env::current_dir().expect("cwd");
+        let relative = Path::new("not/made/yet");
+        assert_eq!(
+            may_wait_at(relative),
+            toolhost_journal::sync_may_wait(&here)
+        );
+        // No directory known: a disk.
+        assert_eq!(
+            default_worker_threads(&[]),
+            workers_for(
+                std::thread::available_parallelism().map_or(1, usize::from),
+                true
+            )
+        );
+    }
 }

@@ -20,7 +20,7 @@ use toolhost_journal::sync_may_wait;
 
 /// Run `work`, which may block on syncing what is written at `path`,
 /// without holding up the runtime's other tasks.
-pub(crate) fn may_block<T>(path: &Path, work: impl FnOnce() -> T) -> T {
+pub fn may_block<T>(path: &Path, work: impl FnOnce() -> T) -> T {
     hand_off_if(sync_may_wait(path), work)
 }
 

@@ -28,9 +28,10 @@ pub trait ChatHost: Send + Sync {
     /// created). Returns the message's index. `commit_id` names this commit
     /// (`<runId>:commit_NNN`); the host keeps it with the message so
     /// [`ChatHost::find_commit`] can answer for it later. Called on the
-    /// run's task: a host that waits long (a sync, the network) on a
-    /// multi-threaded runtime should not hold its worker meanwhile
-    /// (`tokio::task::block_in_place`), as the SillyTavern host does.
+    /// run's task: a host that waits on a disk should not hold a runtime
+    /// worker meanwhile — wrap the write in [`may_block`](crate::may_block),
+    /// as the SillyTavern host does (a host that waits on the network is
+    /// better made async on its own side).
     fn commit(
         &self,
         text: &str,

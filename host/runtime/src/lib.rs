@@ -24,6 +24,7 @@ pub use agent_loop::{
     LoopSummary, MESSAGE_BODY_PATH, RetryPolicy, RunCancel, RunStatus, TaskSummary, run_agent_loop,
 };
 pub use agents::{AgentDirectory, AgentDirectoryError};
+pub use blocking::may_block;
 pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
 pub use direct_call::{DirectCallError, DirectCaller};
 pub use failure::RunFailure;

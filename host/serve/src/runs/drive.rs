@@ -130,7 +130,7 @@ fn remember_the_end(registry: &Registry, live: &LiveRun, root: &Path) {
     if counts.ended_by.is_none() {
         return; // Not terminal: it can go on, and its counts change.
     }
-    if let Ok(meta) = std::fs::metadata(root.join("events.jsonl")) {
+    if let Ok(meta) = std::fs::metadata(root.join(toolhost_journal::layout::JOURNAL_FILE)) {
         registry
             .ended_runs
             .keep(&live.tenant, &live.id, counts, meta.len());

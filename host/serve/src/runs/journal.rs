@@ -107,18 +107,28 @@ impl EndedRuns {
 
     /// The counts of the journal at `path` (`tenant`'s run `id`): the
     /// remembered ones while the file has their length, else read whole.
+    /// A remembered run whose journal grew (a direct call after its end) is
+    /// read whole once and remembered again with its new length, when
+    /// nothing was appended during the read.
     pub fn state(&self, tenant: &str, id: &str, path: &Path) -> std::io::Result<JournalCounts> {
         let remembered = self
             .lock()
             .runs
             .get(&(tenant.to_owned(), id.to_owned()))
             .copied();
-        if let Some((counts, journal_len)) = remembered
-            && std::fs::metadata(path).is_ok_and(|meta| meta.len() == journal_len)
-        {
+        let Some((counts, journal_len)) = remembered else {
+            return state(path);
+        };
+        let length = || std::fs::metadata(path).map(|meta| meta.len());
+        let before = length()?;
+        if before == journal_len {
             return Ok(counts);
         }
-        state(path)
+        let counts = state(path)?;
+        if counts.ended_by.is_some() && length().is_ok_and(|after| after == before) {
+            self.keep(tenant, id, counts, before);
+        }
+        Ok(counts)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
@@ -189,6 +199,22 @@ mod tests {
         writeln!(file, "{}", line(3, "tool_call_completed")).expect("append");
         let after = ended_runs.state("acme", "run_1", &path).expect("state");
         assert_eq!((after.commits, after.tool_calls, after.last_seq), (0, 1, 3));
+        // Remembered again at the new length: the same length with other
+        // lines still answers the counts read then.
+        let grown = std::fs::read_to_string(&path).expect("read");
+        std::fs::write(
+            &path,
+            grown.replace("tool_call_completed", "tool_call_requested"),
+        )
+        .expect("rewrite");
+        assert_eq!(
+            std::fs::metadata(&path).expect("meta").len(),
+            grown.len() as u64
+        );
+        assert_eq!(
+            ended_runs.state("acme", "run_1", &path).expect("state"),
+            after
+        );
     }
 
     #[test]

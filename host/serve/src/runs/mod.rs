@@ -229,7 +229,7 @@ fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Res
             counts: Some(counts),
         }) => (counts, true),
         _ => {
-            let path = root.join("events.jsonl");
+            let path = root.join(toolhost_journal::layout::JOURNAL_FILE);
             let journal = match at.elsewhere {
                 // Another node's run, read from this node's copy.
                 Some(_) => journal::state(&path)?,
