@@ -5,6 +5,7 @@
 //! the service's event streams and run states, the calls waiting for
 //! approval.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -27,10 +28,11 @@ pub struct Line {
 }
 
 #[derive(Deserialize)]
-struct Head {
+struct Head<'a> {
     seq: u64,
-    #[serde(rename = "type")]
-    event_type: String,
+    /// Borrowed from the line unless it holds an escape.
+    #[serde(rename = "type", borrow)]
+    event_type: Cow<'a, str>,
 }
 
 /// What one read found.
@@ -45,6 +47,41 @@ pub struct Chunk {
 /// [`CHUNK_BYTES`] of them. A line that is not an event ends the read (a
 /// torn tail a crash left, cut when the run is reopened).
 pub fn read_from(path: &Path, offset: u64) -> std::io::Result<Chunk> {
+    let mut lines = Vec::new();
+    let offset = scan(path, offset, |json, seq, event_type| {
+        lines.push(Line {
+            seq,
+            event_type: event_type.to_owned(),
+            json: json.to_owned(),
+        });
+        true
+    })?;
+    Ok(Chunk { lines, offset })
+}
+
+/// Like [`read_from`], but each event's `seq` and type go to `each`
+/// without copying its line: for a pass that only counts. Returns where
+/// the next read starts (`offset` itself when there was nothing whole to
+/// read).
+pub fn scan_types(
+    path: &Path,
+    offset: u64,
+    mut each: impl FnMut(u64, &str),
+) -> std::io::Result<u64> {
+    scan(path, offset, |_, seq, event_type| {
+        each(seq, event_type);
+        true
+    })
+}
+
+/// One bounded read from `offset`: each whole event line to `take` (the
+/// line, `seq`, type) until it says stop or a line is not an event (not
+/// UTF-8, not an event's JSON).
+fn scan(
+    path: &Path,
+    offset: u64,
+    mut take: impl FnMut(&str, u64, &str) -> bool,
+) -> std::io::Result<u64> {
     let mut file = File::open(path)?;
     file.seek(SeekFrom::Start(offset))?;
     let mut buffer = Vec::with_capacity(CHUNK_BYTES.min(64 * 1024));
@@ -60,28 +97,22 @@ pub fn read_from(path: &Path, offset: u64) -> std::io::Result<Chunk> {
             break;
         }
     }
-    let mut found = Chunk {
-        lines: Vec::new(),
-        offset,
-    };
+    let mut next = offset;
     let mut start = 0;
     while let Some(end) = buffer[start..].iter().position(|b| *b == b'\n') {
-        let raw = &buffer[start..start + end];
-        let Ok(head) = serde_json::from_slice::<Head>(raw) else {
+        let Ok(line) = std::str::from_utf8(&buffer[start..start + end]) else {
             break;
         };
-        let Ok(json) = String::from_utf8(raw.to_vec()) else {
+        let Ok(head) = serde_json::from_str::<Head>(line) else {
             break;
         };
-        found.lines.push(Line {
-            seq: head.seq,
-            event_type: head.event_type,
-            json,
-        });
+        if !take(line, head.seq, &head.event_type) {
+            break;
+        }
         start += end + 1;
-        found.offset = offset + start as u64;
+        next = offset + start as u64;
     }
-    Ok(found)
+    Ok(next)
 }
 
 #[cfg(test)]
@@ -104,5 +135,17 @@ mod tests {
         assert_eq!(next.lines.len(), 1);
         assert_eq!(next.lines[0].event_type, "run_completed");
         assert_eq!(read_from(&path, next.offset).expect("read").lines.len(), 0);
+        // The counting pass sees the same events and stops at the same place.
+        let mut seen = Vec::new();
+        let end =
+            scan_types(&path, 0, |seq, kind| seen.push((seq, kind.to_owned()))).expect("scan");
+        assert_eq!(end, next.offset);
+        assert_eq!(
+            seen,
+            vec![
+                (1, "run_started".to_owned()),
+                (2, "run_completed".to_owned())
+            ]
+        );
     }
 }

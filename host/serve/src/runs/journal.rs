@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::Mutex;
 
-use toolhost_journal::tail::read_from;
+use toolhost_journal::tail::scan_types;
 use toolhost_runtime::TERMINAL_EVENTS;
 
 /// What a run's journal counts so far: read from the file, or kept live by
@@ -52,14 +52,13 @@ pub fn state(path: &Path) -> std::io::Result<JournalCounts> {
     let mut counts = JournalCounts::default();
     let mut offset = 0;
     loop {
-        let read = read_from(path, offset)?;
-        if read.lines.is_empty() {
+        let next = scan_types(path, offset, |seq, event_type| {
+            counts.record(seq, event_type)
+        })?;
+        if next == offset {
             return Ok(counts);
         }
-        for line in &read.lines {
-            counts.record(line.seq, &line.event_type);
-        }
-        offset = read.offset;
+        offset = next;
     }
 }
 
