@@ -115,6 +115,44 @@ fn scan(
     Ok(next)
 }
 
+/// Whether an event whose type `wanted` accepts is among the whole lines
+/// of the journal's last `window` bytes: a quick look at a journal's end
+/// (a terminal event, say) before a whole pass. `false` says nothing about
+/// the rest of the file: a line cut by the window's start and a torn last
+/// line are not looked at, and a line that is not an event makes the
+/// answer `false`, as a reader from the start would stop there.
+pub fn tail_has(path: &Path, window: u64, wanted: impl Fn(&str) -> bool) -> std::io::Result<bool> {
+    let mut file = File::open(path)?;
+    let length = file.metadata()?.len();
+    let start = length.saturating_sub(window);
+    file.seek(SeekFrom::Start(start))?;
+    let mut buffer = Vec::new();
+    file.take(window).read_to_end(&mut buffer)?;
+    let mut whole = buffer.as_slice();
+    if start > 0 {
+        // The window may begin inside a line: skip to the next one.
+        let Some(first_newline) = whole.iter().position(|b| *b == b'\n') else {
+            return Ok(false);
+        };
+        whole = &whole[first_newline + 1..];
+    }
+    // What follows the last newline is a line still being written, or torn.
+    let Some(last_newline) = whole.iter().rposition(|b| *b == b'\n') else {
+        return Ok(false);
+    };
+    let mut found = false;
+    for raw in whole[..last_newline].split(|b| *b == b'\n') {
+        let Some(head) = std::str::from_utf8(raw)
+            .ok()
+            .and_then(|line| serde_json::from_str::<Head>(line).ok())
+        else {
+            return Ok(false);
+        };
+        found |= wanted(&head.event_type);
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +185,51 @@ mod tests {
                 (2, "run_completed".to_owned())
             ]
         );
+    }
+
+    #[test]
+    fn the_tail_has_a_wanted_event_only_in_whole_event_lines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let line = |seq: u64, kind: &str| {
+            format!(
+                r#"{{"seq":{seq},"type":"{kind}","payload":{{"pad":"{}"}}}}"#,
+                "x".repeat(100)
+            )
+        };
+        let ended = |window| tail_has(&path, window, |kind| kind == "run_completed").expect("tail");
+        let mut text = String::new();
+        for (seq, kind) in [
+            (1, "run_started"),
+            (2, "tool_call_completed"),
+            (3, "run_completed"),
+        ] {
+            text.push_str(&line(seq, kind));
+            text.push('\n');
+        }
+        std::fs::write(&path, &text).expect("write");
+        assert!(ended(64 * 1024));
+        // A window cutting into the last line sees no whole line.
+        assert!(!ended(50));
+        // Events after the end (a direct call) still leave it in view.
+        text.push_str(&format!(
+            "{}\n{}\n",
+            line(4, "run_resumed"),
+            line(5, "tool_call_completed")
+        ));
+        std::fs::write(&path, &text).expect("write");
+        assert!(ended(64 * 1024));
+        // Out of the window: not seen (the caller reads the whole file).
+        assert!(!ended(2 * line(5, "tool_call_completed").len() as u64 + 2));
+        // A torn last line is not an event yet.
+        std::fs::write(
+            &path,
+            format!("{}\n{}", line(1, "run_started"), line(2, "run_completed")),
+        )
+        .expect("write");
+        assert!(!ended(64 * 1024));
+        // A line that is not an event: a reader from the start stops there.
+        std::fs::write(&path, format!("not json\n{}\n", line(2, "run_completed"))).expect("write");
+        assert!(!ended(64 * 1024));
     }
 }

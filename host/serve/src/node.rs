@@ -392,7 +392,7 @@ async fn begin(
     let (ended, looped) = {
         let root = root.clone();
         tokio::task::spawn_blocking(move || {
-            let ended = has_ended(&journal)?;
+            let ended = crate::runs::journal::has_ended(&journal)?;
             Ok::<_, std::io::Error>((ended, root.join(LOOP_RECORD_PATH).exists()))
         })
         .await
@@ -413,11 +413,6 @@ async fn begin(
             .map_err(refused)?;
     }
     Ok(Begun::Running)
-}
-
-/// Whether the journal at `path` has a terminal event.
-fn has_ended(path: &Path) -> std::io::Result<bool> {
-    Ok(crate::runs::journal::state(path)?.ended_by.is_some())
 }
 
 /// A refusal of the service as a refusal of the queued run: a limit or a
@@ -495,7 +490,7 @@ async fn keep(
         .join(format!("{id}.json"));
     // Ended for good (a terminal event), and its summary if it did.
     let (ended, summary) = tokio::task::spawn_blocking(move || {
-        let ended = has_ended(&journal).unwrap_or(false);
+        let ended = crate::runs::journal::has_ended(&journal).unwrap_or(false);
         (ended, ended.then(|| std::fs::read(&summary).ok()).flatten())
     })
     .await

@@ -129,10 +129,13 @@ impl Drop for Node {
     }
 }
 
+/// A client whose every request ends within 30 s: a request a node never
+/// answers fails the test (or is retried by `until`) instead of hanging it.
 pub fn client() -> reqwest::Client {
     toolhost_net::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
+        .timeout(Duration::from_secs(30))
         .build()
         .expect("client")
 }

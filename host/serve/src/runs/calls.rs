@@ -100,9 +100,9 @@ pub(crate) async fn call(
         .clone();
     let _permit = state.runs.call_permit()?;
     let (run, mut session) = tokio::task::spawn_blocking(move || {
-        let journal = journal::state(&root.join("events.jsonl"))
+        let ended = journal::has_ended(&root.join(toolhost_journal::layout::JOURNAL_FILE))
             .map_err(|error| ApiError::internal("reading the journal", error))?;
-        if journal.ended_by.is_none() {
+        if !ended {
             return Err(ApiError::conflict(
                 "run.interrupted",
                 "the run was interrupted: resume or cancel it first",

@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::Mutex;
 
-use toolhost_journal::tail::scan_types;
+use toolhost_journal::tail::{scan_types, tail_has};
 use toolhost_runtime::TERMINAL_EVENTS;
 
 /// What a run's journal counts so far: read from the file, or kept live by
@@ -60,6 +60,23 @@ pub fn state(path: &Path) -> std::io::Result<JournalCounts> {
         }
         offset = next;
     }
+}
+
+/// How much of a journal's end [`has_ended`] looks at before a whole pass.
+const END_WINDOW_BYTES: u64 = 64 * 1024;
+
+/// Whether the journal at `path` has a terminal event. Its end is looked
+/// at first: an ended run's terminal event is among its last lines unless
+/// many direct calls followed it, so a server starting over thousands of
+/// runs reads a window of each, and reads whole only the runs that did
+/// not end (interrupted: resumed or listed) and the few with a long tail.
+pub fn has_ended(path: &Path) -> std::io::Result<bool> {
+    if tail_has(path, END_WINDOW_BYTES, |event_type| {
+        TERMINAL_EVENTS.contains(&event_type)
+    })? {
+        return Ok(true);
+    }
+    Ok(state(path)?.ended_by.is_some())
 }
 
 /// How many ended runs [`EndedRuns`] remembers; the oldest goes first.
@@ -240,5 +257,34 @@ mod tests {
                 .expect("state"),
             marked
         );
+    }
+
+    /// Ended is ended however far back the terminal event is; a run
+    /// resumed and not ended again is not.
+    #[test]
+    fn has_ended_looks_at_the_end_first_and_reads_whole_when_it_must() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        fn push(text: &mut String, seq: u64, kind: &str) {
+            text.push_str(&format!(
+                r#"{{"seq":{seq},"type":"{kind}","payload":{{}}}}"#
+            ));
+            text.push('\n');
+        }
+        let mut text = String::new();
+        push(&mut text, 1, "run_started");
+        push(&mut text, 2, "tool_call_completed");
+        std::fs::write(&path, &text).expect("write");
+        assert!(!has_ended(&path).expect("ended"));
+        push(&mut text, 3, "run_completed");
+        // Direct calls after the end: far more than the window.
+        push(&mut text, 4, "run_resumed");
+        let mut seq = 5;
+        while text.len() <= 2 * END_WINDOW_BYTES as usize {
+            push(&mut text, seq, "tool_call_completed");
+            seq += 1;
+        }
+        std::fs::write(&path, &text).expect("write");
+        assert!(has_ended(&path).expect("ended"));
     }
 }

@@ -345,8 +345,8 @@ pub fn interrupted(state: &ServeState) -> Vec<(String, String)> {
             let Ok(root) = run_root(state, &tenant, &id) else {
                 continue;
             };
-            let ended = journal::state(&root.join("events.jsonl"))
-                .map_or(true, |journal| journal.ended_by.is_some());
+            let ended = journal::has_ended(&root.join(toolhost_journal::layout::JOURNAL_FILE))
+                .unwrap_or(true);
             if !ended && state.runs.live(&tenant, &id).is_none() {
                 found.push((tenant.clone(), id));
             }
