@@ -59,6 +59,14 @@ pub struct Run {
     approved_for_run: Mutex<BTreeSet<ToolId>>,
 }
 
+/// Whether a run's end goes on when its audit files cannot be synced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AuditSync {
+    Required,
+    /// A failed run's `run_failed` is journalled all the same.
+    BestEffort,
+}
+
 impl Run {
     /// Create a run at `root` (absent or an empty directory) for `profile`,
     /// bound to nothing but its own directory, and journal `run_started`.
@@ -600,32 +608,19 @@ impl Run {
 
     /// Journal `run_completed` and make everything durable.
     pub fn complete(&self) -> Result<(), RunFailure> {
-        may_block(self.root(), || {
-            let mut dir = self.dir();
-            dir.sync_audit_files()?;
-            dir.journal_mut().record(&RunCompleted {})?;
-            dir.sync()?;
-            Ok(())
-        })
+        self.end_with(&RunCompleted {}, AuditSync::Required)
     }
 
     /// Journal `run_failed` for `failure` and make everything durable.
     pub fn fail(&self, failure: &RunFailure) -> Result<(), RunFailure> {
-        may_block(self.root(), || {
-            let mut dir = self.dir();
-            // The failure may be the disk itself: `run_failed` is still tried.
-            if let Err(error) = dir.sync_audit_files() {
-                tracing::warn!(%error, "syncing audit files before run_failed");
-            }
-            dir.journal_mut().record(&RunFailed {
-                code: failure.code().to_owned(),
-                message: failure.to_string(),
-                retryable: failure.retryable(),
-                user_retryable: failure.user_retryable(),
-            })?;
-            dir.sync()?;
-            Ok(())
-        })
+        let failed = RunFailed {
+            code: failure.code().to_owned(),
+            message: failure.to_string(),
+            retryable: failure.retryable(),
+            user_retryable: failure.user_retryable(),
+        };
+        // The failure may be the disk itself: `run_failed` is still tried.
+        self.end_with(&failed, AuditSync::BestEffort)
     }
 
     /// Journal `run_partial_success`: `failure` ended the run after
@@ -635,20 +630,15 @@ impl Run {
         failure: &RunFailure,
         preserved: Vec<PreservedCommit>,
     ) -> Result<(), RunFailure> {
-        may_block(self.root(), || {
-            let mut dir = self.dir();
-            dir.sync_audit_files()?;
-            dir.journal_mut().record(&RunPartialSuccess {
-                code: failure.code().to_owned(),
-                message: failure.to_string(),
-                retryable: false,
-                user_retryable: false,
-                preserved_commit_count: preserved.len(),
-                preserved_commits: preserved,
-            })?;
-            dir.sync()?;
-            Ok(())
-        })
+        let partial = RunPartialSuccess {
+            code: failure.code().to_owned(),
+            message: failure.to_string(),
+            retryable: false,
+            user_retryable: false,
+            preserved_commit_count: preserved.len(),
+            preserved_commits: preserved,
+        };
+        self.end_with(&partial, AuditSync::Required)
     }
 
     /// Journal `run_cancelled` and make everything durable.
@@ -657,14 +647,27 @@ impl Run {
         preserved_commit_count: usize,
         cancelled_tasks: Vec<String>,
     ) -> Result<(), RunFailure> {
+        let cancelled = toolhost_journal::RunCancelled {
+            code: "agent.cancelled",
+            preserved_commit_count,
+            cancelled_tasks,
+        };
+        self.end_with(&cancelled, AuditSync::Required)
+    }
+
+    /// A run's end, its sync point: the audit files written since the last
+    /// one made durable first, then `terminal` journalled and the journal
+    /// made durable — off the runtime worker where the disk can wait.
+    fn end_with<E: Event>(&self, terminal: &E, audit_sync: AuditSync) -> Result<(), RunFailure> {
         may_block(self.root(), || {
             let mut dir = self.dir();
-            dir.sync_audit_files()?;
-            dir.journal_mut().record(&toolhost_journal::RunCancelled {
-                code: "agent.cancelled",
-                preserved_commit_count,
-                cancelled_tasks,
-            })?;
+            match dir.sync_audit_files() {
+                Err(error) if audit_sync == AuditSync::BestEffort => {
+                    tracing::warn!(%error, "syncing audit files before {}", E::TYPE);
+                }
+                synced => synced?,
+            }
+            dir.journal_mut().record(terminal)?;
             dir.sync()?;
             Ok(())
         })
