@@ -447,8 +447,8 @@ fn serve_data_dir(flag: Option<&Path>) -> Option<PathBuf> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    // One thread for a command; a server's workers depend on its
-    // durability (`default_worker_threads`).
+    // One thread for a command; a server's workers depend on the file
+    // system its runs are written to (`default_worker_threads`).
     let runtime = match &cli.command {
         Command::Serve {
             worker_threads,

@@ -54,7 +54,6 @@ pub fn read_from(path: &Path, offset: u64) -> std::io::Result<Chunk> {
             event_type: event_type.to_owned(),
             json: json.to_owned(),
         });
-        true
     })?;
     Ok(Chunk { lines, offset })
 }
@@ -68,20 +67,12 @@ pub fn scan_types(
     offset: u64,
     mut each: impl FnMut(u64, &str),
 ) -> std::io::Result<u64> {
-    scan(path, offset, |_, seq, event_type| {
-        each(seq, event_type);
-        true
-    })
+    scan(path, offset, |_, seq, event_type| each(seq, event_type))
 }
 
 /// One bounded read from `offset`: each whole event line to `take` (the
-/// line, `seq`, type) until it says stop or a line is not an event (not
-/// UTF-8, not an event's JSON).
-fn scan(
-    path: &Path,
-    offset: u64,
-    mut take: impl FnMut(&str, u64, &str) -> bool,
-) -> std::io::Result<u64> {
+/// line, `seq`, type) until a line is not an event.
+fn scan(path: &Path, offset: u64, mut take: impl FnMut(&str, u64, &str)) -> std::io::Result<u64> {
     let mut file = File::open(path)?;
     file.seek(SeekFrom::Start(offset))?;
     let mut buffer = Vec::with_capacity(CHUNK_BYTES.min(64 * 1024));
@@ -100,15 +91,10 @@ fn scan(
     let mut next = offset;
     let mut start = 0;
     while let Some(end) = buffer[start..].iter().position(|b| *b == b'\n') {
-        let Ok(line) = std::str::from_utf8(&buffer[start..start + end]) else {
+        let Some((line, head)) = event(&buffer[start..start + end]) else {
             break;
         };
-        let Ok(head) = serde_json::from_str::<Head>(line) else {
-            break;
-        };
-        if !take(line, head.seq, &head.event_type) {
-            break;
-        }
+        take(line, head.seq, &head.event_type);
         start += end + 1;
         next = offset + start as u64;
     }
@@ -142,15 +128,20 @@ pub fn tail_has(path: &Path, window: u64, wanted: impl Fn(&str) -> bool) -> std:
     };
     let mut found = false;
     for raw in whole[..last_newline].split(|b| *b == b'\n') {
-        let Some(head) = std::str::from_utf8(raw)
-            .ok()
-            .and_then(|line| serde_json::from_str::<Head>(line).ok())
-        else {
+        let Some((_, head)) = event(raw) else {
             return Ok(false);
         };
         found |= wanted(&head.event_type);
     }
     Ok(found)
+}
+
+/// A line of the journal as text and its event's head; `None` when it is
+/// not an event (not UTF-8, not an event's JSON).
+fn event(raw: &[u8]) -> Option<(&str, Head<'_>)> {
+    let line = std::str::from_utf8(raw).ok()?;
+    let head = serde_json::from_str(line).ok()?;
+    Some((line, head))
 }
 
 #[cfg(test)]

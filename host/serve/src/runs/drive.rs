@@ -80,7 +80,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         // What the journal holds before the loop writes anything (nothing
         // else writes this run meanwhile), then every event as it is
         // written: a status read needs no pass over the journal.
-        let journal_path = run.root().join("events.jsonl");
+        let journal_path = run.root().join(toolhost_journal::layout::JOURNAL_FILE);
         let before = tokio::task::spawn_blocking(move || super::journal::state(&journal_path))
             .await
             .ok()
