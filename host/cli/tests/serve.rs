@@ -253,3 +253,152 @@ fn tools_needing_approval_are_served_only_with_approve_all() {
         assert_eq!(exit_code(&mut child, Duration::from_secs(60)), Some(0));
     }
 }
+
+/// The server's descriptors that are unnamed files in `dir`: a file made
+/// with `O_TMPFILE` shows in `/proc` as `<dir>/#<inode> (deleted)`. Their
+/// inodes.
+fn unnamed_files_in(pid: u32, dir: &Path) -> Vec<u64> {
+    use std::os::unix::fs::MetadataExt as _;
+    let prefix = format!("{}/#", dir.display());
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            std::fs::read_link(entry.path()).is_ok_and(|target| {
+                let target = target.to_string_lossy();
+                target.starts_with(&prefix) && target.ends_with(" (deleted)")
+            })
+        })
+        .filter_map(|entry| std::fs::metadata(entry.path()).ok())
+        .map(|meta| meta.ino())
+        .collect()
+}
+
+fn names_in(dir: &Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether this file system makes unnamed files (`O_TMPFILE`).
+fn makes_unnamed_files(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // O_TMPFILE | O_DIRECTORY on Linux.
+    const O_TMPFILE: i32 = 0o20200000;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(O_TMPFILE)
+        .open(dir)
+        .is_ok()
+}
+
+/// Between a client's requests the server makes the unnamed files of the
+/// next call's audit files, so a call only writes and links them (issue
+/// 21): after each answer one waits in `tool-args/` and one in
+/// `tool-results/`, the next call's files are those very inodes, and the
+/// ones made ahead for a call that never comes leave nothing behind.
+#[test]
+fn between_calls_the_next_calls_files_wait_unnamed() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().canonicalize().expect("canonical");
+    if !makes_unnamed_files(&dir) {
+        eprintln!("skipped: no O_TMPFILE on this file system");
+        return;
+    }
+    let profile = dir.join("served.json");
+    std::fs::write(
+        &profile,
+        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"served",
+            "tools":{"allow":["dice.roll"]}}"#,
+    )
+    .expect("profile");
+    let mut child = serve(&dir, &profile);
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    send(
+        &mut stdin,
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "1"}}}),
+        ],
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("initialize answer");
+    send(
+        &mut stdin,
+        &[json!({"jsonrpc": "2.0", "method": "notifications/initialized"})],
+    );
+
+    let args_dir = dir.join("served-run/tool-args");
+    let results_dir = dir.join("served-run/tool-results");
+    let mut waiting: Option<(u64, u64)> = None;
+    for id in 2..6 {
+        let (args_before, results_before) = (names_in(&args_dir), names_in(&results_dir));
+        send(
+            &mut stdin,
+            &[call(id, "dice_roll", json!({"formula": "d6"}))],
+        );
+        line.clear();
+        stdout.read_line(&mut line).expect("answer");
+        let answer: Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(answer["id"], id, "{line}");
+        assert_eq!(answer["result"]["isError"], false, "{line}");
+
+        // The call made exactly one file in each directory.
+        let new_in = |dir: &Path, before: &std::collections::BTreeSet<String>| {
+            let added: Vec<String> = names_in(dir).difference(before).cloned().collect();
+            assert_eq!(added.len(), 1, "{}: {added:?}", dir.display());
+            dir.join(&added[0])
+        };
+        let args_file = new_in(&args_dir, &args_before);
+        let result_file = new_in(&results_dir, &results_before);
+        let record: Value =
+            serde_json::from_slice(&std::fs::read(&args_file).expect("read")).expect("json");
+        assert_eq!(record["arguments"], json!({"formula": "d6"}));
+        if let Some((args_inode, result_inode)) = waiting {
+            use std::os::unix::fs::MetadataExt as _;
+            let inode = |path: &Path| std::fs::metadata(path).expect("stat").ino();
+            assert_eq!(inode(&args_file), args_inode, "made ahead, then named");
+            assert_eq!(inode(&result_file), result_inode, "made ahead, then named");
+        }
+
+        // After the answer: one unnamed file waits in each directory.
+        let started = Instant::now();
+        waiting = loop {
+            let (args, results) = (
+                unnamed_files_in(pid, &args_dir),
+                unnamed_files_in(pid, &results_dir),
+            );
+            assert!(
+                args.len() <= 1 && results.len() <= 1,
+                "{args:?} {results:?}"
+            );
+            if let ([args], [result]) = (args.as_slice(), results.as_slice()) {
+                break Some((*args, *result));
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "no file was made ahead after call {id}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        };
+    }
+    drop(stdin);
+    assert_eq!(exit_code(&mut child, Duration::from_secs(60)), Some(0));
+    assert_eq!(
+        names_in(&args_dir).len(),
+        4,
+        "the four calls' files, no more"
+    );
+    assert_eq!(names_in(&results_dir).len(), 4);
+    assert!(names_in(&dir.join("served-run/.tmp")).is_empty());
+}

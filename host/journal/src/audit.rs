@@ -53,6 +53,10 @@ pub enum AuditError {
     },
 }
 
+/// A directory held open, with the unnamed file made ahead in it when one
+/// is to be used.
+type HeldDir = (Arc<OwnedFd>, Option<OwnedFd>);
+
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> AuditError + '_ {
     move |source| AuditError::Io {
         path: path.to_owned(),
@@ -89,22 +93,23 @@ pub(crate) enum Existing {
 
 /// Write `bytes` to `relative` atomically: a new file linked into place
 /// (relative to `held`, the file's directory when the caller holds it
-/// open), or a replacement through a temp file in `.tmp/`. Parents must
-/// exist. Syncs the file itself only when given a counter; the directory
-/// entry is the caller's to sync.
+/// open, with the unnamed file made ahead there if any), or a replacement
+/// through a temp file in `.tmp/`. Parents must exist. Syncs the file
+/// itself only when given a counter; the directory entry is the caller's
+/// to sync.
 pub(crate) fn persist(
     layout: &RunLayout,
     relative: &str,
     bytes: &[u8],
     sync_file: Option<&SyncCounter>,
     existing: Existing,
-    held: Option<BorrowedFd<'_>>,
+    held: Option<(BorrowedFd<'_>, Option<OwnedFd>)>,
 ) -> Result<RunPath, AuditError> {
     let target = layout.resolve(relative)?;
     if existing == Existing::Refuse {
         let sync = |file: &fs::File| sync_file.map_or(Ok(()), |syncs| syncs.file(file));
         let linked = match (held, relative.rsplit_once('/')) {
-            (Some(dir), Some((_, name))) => create_linked_in(dir, name, bytes, sync),
+            (Some((dir, made)), Some((_, name))) => create_linked_in(dir, name, bytes, sync, made),
             _ => create_linked(&target.absolute, bytes, sync),
         };
         match linked {
@@ -200,8 +205,9 @@ impl RunDirectory {
         self.layout().resolve(relative)?;
         let syncs = self.journal().sync_counter();
         let fsync = (self.durability() == Durability::Fsync).then_some(syncs);
-        let (mut changed_dirs, held) = self.ensure_parents(relative)?;
-        let held = held.as_ref().map(|dir| dir.as_fd());
+        let (mut changed_dirs, held) = self.ensure_parents(relative, existing)?;
+        let (held_dir, made) = held.unzip();
+        let held = held_dir.as_ref().map(|dir| (dir.as_fd(), made.flatten()));
         let target = persist(self.layout(), relative, bytes, fsync, existing, held)?;
         changed_dirs.push(parent_dir(&target.absolute).to_owned());
         if fsync.is_some() {
@@ -216,11 +222,13 @@ impl RunDirectory {
 
     /// Create the missing directories above `relative`; returns the
     /// directories whose entries changed and, when it is held open, the
-    /// directory the file goes into.
+    /// directory the file goes into with (for a new file) the unnamed file
+    /// made ahead there.
     fn ensure_parents(
         &self,
         relative: &str,
-    ) -> Result<(Vec<PathBuf>, Option<Arc<OwnedFd>>), AuditError> {
+        existing: Existing,
+    ) -> Result<(Vec<PathBuf>, Option<HeldDir>), AuditError> {
         let Some((parent, _)) = relative.rsplit_once('/') else {
             return Ok((Vec::new(), None));
         };
@@ -242,7 +250,25 @@ impl RunDirectory {
             }
             dirs.mark_known(parent);
         }
-        Ok((changed, dirs.held(self.layout().root(), parent)))
+        let held = dirs.held(self.layout().root(), parent);
+        let made = match (&held, existing) {
+            (Some(_), Existing::Refuse) => dirs.take_unnamed(parent),
+            _ => None,
+        };
+        Ok((changed, held.map(|dir| (dir, made))))
+    }
+
+    /// Make the unnamed files of the next audit files ahead, one in each
+    /// directory a file was created in since the last time (`tool-args/`,
+    /// `tool-results/` of a serving run): a host calls this when it has
+    /// nothing else to do, and the next files in those directories are
+    /// only written and linked. Returns how many were made; 0 where the
+    /// file system has no `O_TMPFILE`.
+    pub fn make_files_ahead(&self) -> usize {
+        self.audit_dirs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .make_unnamed_ahead()
     }
 
     /// Atomically replace `relative` (a hidden runtime state file, e.g. an
@@ -611,6 +637,88 @@ mod tests {
             Err(AuditError::Io { .. })
         ));
         assert_eq!(tmp_entries(&run), 0, "after an I/O failure");
+    }
+
+    fn inode(path: &Path) -> u64 {
+        std::os::unix::fs::MetadataExt::ino(&fs::metadata(path).expect("stat"))
+    }
+
+    fn waiting_inode(run: &RunDirectory, dir: &str) -> Option<u64> {
+        run.audit_dirs.lock().expect("lock").unnamed_inode(dir)
+    }
+
+    #[test]
+    fn files_made_ahead_become_the_next_files_and_leave_no_trace_unused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = run(dir.path(), Durability::Batched);
+        assert_eq!(run.make_files_ahead(), 0, "no directory written yet");
+        run.store_tool_args("call_1", &tool(), "inv_root", 1, &json!({}))
+            .expect("args");
+        run.store_tool_result("inv_root", 1, &result_for("call_1"))
+            .expect("result");
+        let made = run.make_files_ahead();
+        if made == 0 {
+            // No O_TMPFILE on this file system: every file takes the usual path.
+            return;
+        }
+        assert_eq!(made, 2, "one in tool-args/, one in tool-results/");
+        assert_eq!(run.make_files_ahead(), 0, "nothing written since");
+        let listed = |sub: &str| {
+            fs::read_dir(run.layout().root().join(sub))
+                .expect("ls")
+                .count()
+        };
+        assert_eq!(
+            (listed("tool-args"), listed("tool-results")),
+            (1, 1),
+            "unnamed"
+        );
+
+        let ahead = waiting_inode(&run, "tool-args").expect("waiting");
+        let stored = run
+            .store_tool_args("call_2", &tool(), "inv_root", 2, &json!({"n": 2}))
+            .expect("args");
+        let path = run.layout().root().join(&stored);
+        assert_eq!(inode(&path), ahead, "the file made ahead got the name");
+        let record: Value = serde_json::from_slice(&fs::read(&path).expect("read")).expect("json");
+        assert_eq!(record["arguments"], json!({"n": 2}));
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &fs::metadata(&path).expect("meta").permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(waiting_inode(&run, "tool-args"), None, "used once");
+
+        // One waits in tool-results/ still; a clash there uses it up and
+        // changes nothing.
+        let first = fs::read(
+            run.layout()
+                .root()
+                .join(run.layout().tool_result("call_1").relative),
+        )
+        .expect("read");
+        assert!(matches!(
+            run.store_tool_result("inv_root", 1, &result_for("call_1")),
+            Err(AuditError::DuplicateCallId { .. })
+        ));
+        assert_eq!(waiting_inode(&run, "tool-results"), None);
+        assert_eq!(
+            fs::read(
+                run.layout()
+                    .root()
+                    .join(run.layout().tool_result("call_1").relative)
+            )
+            .expect("read"),
+            first
+        );
+        assert_eq!((listed("tool-args"), listed("tool-results")), (2, 1));
+
+        // Made ahead and never used: gone with the run, nothing named.
+        assert_eq!(run.make_files_ahead(), 2);
+        let root = run.layout().root().to_path_buf();
+        drop(run);
+        let count = |sub: &str| fs::read_dir(root.join(sub)).expect("ls").count();
+        assert_eq!((count("tool-args"), count("tool-results")), (2, 1));
+        assert_eq!(fs::read_dir(root.join(TMP_DIR)).expect("tmp").count(), 0);
     }
 
     #[test]

@@ -4,6 +4,13 @@
 //! `model-responses/…` in a busy run — are held open, so each new file is
 //! created relative to its directory instead of walking the run's whole path
 //! again.
+//!
+//! A held directory can also hold one unnamed file made ahead of time
+//! ([`AuditDirs::make_unnamed_ahead`]): a host with idle time between calls
+//! (`mcp serve` after writing an answer) makes the inodes of the next call's
+//! files then, so the call itself only writes and links them. An unnamed
+//! file never linked vanishes with its descriptor (and, after a crash, with
+//! the process), so making one ahead leaves no trace and changes no promise.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -20,9 +27,21 @@ const HELD_AT_MOST: usize = 6;
 pub(crate) struct AuditDirs {
     /// Run-relative directories known to exist.
     known: HashSet<String>,
-    /// Held directories, each with when it was last asked for.
-    held: HashMap<String, (Arc<OwnedFd>, u64)>,
+    /// Held directories, by run-relative name.
+    held: HashMap<String, Held>,
     uses: u64,
+}
+
+#[derive(Debug)]
+struct Held {
+    dir: Arc<OwnedFd>,
+    /// When it was last asked for.
+    used: u64,
+    /// An unnamed file made ahead in it, not yet written.
+    unnamed: Option<OwnedFd>,
+    /// A file was created in it since files were last made ahead: it is
+    /// likely to get another.
+    created_since: bool,
 }
 
 impl AuditDirs {
@@ -40,23 +59,62 @@ impl AuditDirs {
     /// then writes by path, as before.
     pub(crate) fn held(&mut self, root: &Path, relative_dir: &str) -> Option<Arc<OwnedFd>> {
         self.uses += 1;
-        if let Some((dir, used)) = self.held.get_mut(relative_dir) {
-            *used = self.uses;
-            return Some(Arc::clone(dir));
+        if let Some(held) = self.held.get_mut(relative_dir) {
+            held.used = self.uses;
+            return Some(Arc::clone(&held.dir));
         }
         let dir = Arc::new(open_dir(&root.join(relative_dir)).ok()?);
         if self.held.len() >= HELD_AT_MOST
             && let Some(oldest) = self
                 .held
                 .iter()
-                .min_by_key(|(_, (_, used))| *used)
+                .min_by_key(|(_, held)| held.used)
                 .map(|(name, _)| name.clone())
         {
             self.held.remove(&oldest);
         }
-        self.held
-            .insert(relative_dir.to_owned(), (Arc::clone(&dir), self.uses));
+        let held = Held {
+            dir: Arc::clone(&dir),
+            used: self.uses,
+            unnamed: None,
+            created_since: false,
+        };
+        self.held.insert(relative_dir.to_owned(), held);
         Some(dir)
+    }
+
+    /// A file is about to be created in the held `relative_dir`: the
+    /// unnamed file made ahead there, if any, to write and link.
+    pub(crate) fn take_unnamed(&mut self, relative_dir: &str) -> Option<OwnedFd> {
+        let held = self.held.get_mut(relative_dir)?;
+        held.created_since = true;
+        held.unnamed.take()
+    }
+
+    /// Make one unnamed file ahead in each held directory a file was
+    /// created in since the last time, where none waits; returns how many
+    /// were made. A directory that refuses one is left to the usual path.
+    pub(crate) fn make_unnamed_ahead(&mut self) -> usize {
+        let mut made = 0;
+        for held in self.held.values_mut() {
+            if !std::mem::take(&mut held.created_since) || held.unnamed.is_some() {
+                continue;
+            }
+            if let Some(file) = crate::create::open_unnamed(&held.dir) {
+                held.unnamed = Some(file);
+                made += 1;
+            }
+        }
+        made
+    }
+}
+
+#[cfg(test)]
+impl AuditDirs {
+    /// The inode of the unnamed file waiting in `relative_dir`.
+    pub(crate) fn unnamed_inode(&self, relative_dir: &str) -> Option<u64> {
+        let file = self.held.get(relative_dir)?.unnamed.as_ref()?;
+        Some(rustix::fs::fstat(file).ok()?.st_ino)
     }
 }
 

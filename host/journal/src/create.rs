@@ -5,7 +5,8 @@
 //! touched, a crash leaves nothing behind to clean up (an unnamed file dies
 //! with its descriptor), and one directory entry is made instead of a temp
 //! entry plus a rename. A caller writing many files into one directory
-//! holds it open and names files relative to it ([`create_linked_in`]).
+//! holds it open and names files relative to it ([`create_linked_in`]),
+//! and may make the unnamed file ahead of time ([`open_unnamed`]).
 
 use std::fs::File;
 use std::io;
@@ -33,7 +34,7 @@ pub(crate) fn create_linked(
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         let dir = crate::fsync::parent_dir(path);
-        create_linked_at(rustix::fs::CWD, dir, path, bytes, before_link)
+        create_linked_at(rustix::fs::CWD, dir, path, bytes, before_link, None)
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
@@ -44,15 +45,24 @@ pub(crate) fn create_linked(
 
 /// [`create_linked`] for a file named `name` in a directory the caller holds
 /// open: no path is walked again, which is most of the cost of a small file
-/// on a busy run.
+/// on a busy run. `made` is an unnamed file [`open_unnamed`] made ahead in
+/// that directory (never written); without one the file is made now.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) fn create_linked_in(
     dir: std::os::fd::BorrowedFd<'_>,
     name: &str,
     bytes: &[u8],
     before_link: impl FnOnce(&File) -> io::Result<()>,
+    made: Option<std::os::fd::OwnedFd>,
 ) -> io::Result<Linked> {
-    create_linked_at(dir, Path::new("."), Path::new(name), bytes, before_link)
+    create_linked_at(
+        dir,
+        Path::new("."),
+        Path::new(name),
+        bytes,
+        before_link,
+        made,
+    )
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
@@ -61,9 +71,31 @@ pub(crate) fn create_linked_in(
     _name: &str,
     _bytes: &[u8],
     _before_link: impl FnOnce(&File) -> io::Result<()>,
+    _made: Option<std::os::fd::OwnedFd>,
 ) -> io::Result<Linked> {
     Ok(Linked::Unsupported)
 }
+
+/// An unnamed file in the held directory `dir`, made ahead of the call that
+/// will write and link it; `None` where the file system has no `O_TMPFILE`
+/// or refuses (that call then takes its usual path).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn open_unnamed(dir: &std::os::fd::OwnedFd) -> Option<std::os::fd::OwnedFd> {
+    rustix::fs::openat(dir, ".", UNNAMED_FLAGS, UNNAMED_MODE).ok()
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn open_unnamed(_dir: &std::os::fd::OwnedFd) -> Option<std::os::fd::OwnedFd> {
+    None
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const UNNAMED_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::TMPFILE
+    .union(rustix::fs::OFlags::WRONLY)
+    .union(rustix::fs::OFlags::CLOEXEC);
+/// Audit files hold tool arguments and results: the owner's only.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const UNNAMED_MODE: rustix::fs::Mode = rustix::fs::Mode::from_raw_mode(0o600);
 
 /// The unnamed file is made in `unnamed_in` and linked as `name`, both
 /// looked up from `dir` (a held directory, or the working directory with
@@ -75,20 +107,23 @@ fn create_linked_at(
     name: &Path,
     bytes: &[u8],
     before_link: impl FnOnce(&File) -> io::Result<()>,
+    made: Option<std::os::fd::OwnedFd>,
 ) -> io::Result<Linked> {
     use std::io::Write as _;
 
-    use rustix::fs::{Mode, OFlags, openat};
+    use rustix::fs::openat;
     use rustix::io::Errno;
 
-    let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
-    let unnamed = match openat(dir, unnamed_in, flags, Mode::from_raw_mode(0o600)) {
-        Ok(fd) => fd,
-        // No O_TMPFILE here: an old kernel, or a file system without it.
-        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOSYS) => {
-            return Ok(Linked::Unsupported);
-        }
-        Err(errno) => return Err(errno.into()),
+    let unnamed = match made {
+        Some(fd) => fd,
+        None => match openat(dir, unnamed_in, UNNAMED_FLAGS, UNNAMED_MODE) {
+            Ok(fd) => fd,
+            // No O_TMPFILE here: an old kernel, or a file system without it.
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOSYS) => {
+                return Ok(Linked::Unsupported);
+            }
+            Err(errno) => return Err(errno.into()),
+        },
     };
     let mut file = File::from(unnamed);
     file.write_all(bytes)?;
@@ -186,14 +221,14 @@ mod tests {
     fn creates_in_a_held_directory_and_never_replaces_there() {
         let dir = tempfile::tempdir().expect("tempdir");
         let held = std::fs::File::open(dir.path()).expect("open dir");
-        let created =
-            create_linked_in(
-                std::os::fd::AsFd::as_fd(&held),
-                "b.json",
-                b"one",
-                |_| Ok(()),
-            )
-            .expect("create");
+        let created = create_linked_in(
+            std::os::fd::AsFd::as_fd(&held),
+            "b.json",
+            b"one",
+            |_| Ok(()),
+            None,
+        )
+        .expect("create");
         if created == Linked::Unsupported {
             assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
             return;
@@ -207,6 +242,7 @@ mod tests {
             "b.json",
             b"two",
             |_| Ok(()),
+            None,
         )
         .expect_err("exists");
         assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);

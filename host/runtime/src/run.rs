@@ -600,6 +600,14 @@ impl Run {
         Ok(())
     }
 
+    /// Make the unnamed files of the next call's audit files now
+    /// ([`RunDirectory::make_files_ahead`]), so that call only writes and
+    /// links them. For a host with idle time between calls, after it has
+    /// answered one: `mcp serve` over stdio, between a client's requests.
+    pub fn make_files_ahead(&self) -> usize {
+        self.dir().make_files_ahead()
+    }
+
     /// The sync calls (`fsync`, `fdatasync`, `syncfs`) made for this run so
     /// far: what a durability mode costs, counted rather than assumed.
     pub fn sync_calls(&self) -> u64 {

@@ -108,6 +108,27 @@ struct Opened {
     closed: bool,
 }
 
+/// Between a stdio client's requests the server idles: there, once this
+/// answer is written, make the unnamed files of the next call's audit files
+/// ([`Run::make_files_ahead`]), so the next call only writes and links
+/// them. On `mcp serve`'s current-thread runtime a task that yields once
+/// runs after the runtime next polls for I/O, so after the answer goes out.
+/// On `toolhost serve`'s multi-threaded runtime the task could wake
+/// another worker, which costs more than it hides, and under load there is
+/// no idle time to use: nothing is done there.
+fn make_files_after_the_answer(run: &Arc<Run>) {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if let Ok(runtime) = Handle::try_current()
+        && runtime.runtime_flavor() == RuntimeFlavor::CurrentThread
+    {
+        let run = Arc::clone(run);
+        runtime.spawn(async move {
+            tokio::task::yield_now().await;
+            run.make_files_ahead();
+        });
+    }
+}
+
 impl McpTools {
     /// The tools `profile`'s snapshot offers, to be called in a run made at
     /// `place` when the first call comes.
@@ -367,6 +388,7 @@ impl ServerHandler for McpTools {
                 return Err(inner.end_run(opened, &failure).error());
             }
         };
+        make_files_after_the_answer(&opened.run);
         let text = ContentBlock::text(outcome.model_text());
         Ok(if outcome.result.is_error {
             CallToolResult::error(vec![text])
