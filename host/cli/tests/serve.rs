@@ -301,9 +301,10 @@ fn makes_unnamed_files(dir: &Path) -> bool {
 
 /// Between a client's requests the server makes the unnamed files of the
 /// next call's audit files, so a call only writes and links them (issue
-/// 21): after each answer one waits in `tool-args/` and one in
-/// `tool-results/`, the next call's files are those very inodes, and the
-/// ones made ahead for a call that never comes leave nothing behind.
+/// 21): from the second answer on (a directory written once gets none)
+/// one waits in `tool-args/` and one in `tool-results/`, the next call's
+/// files are those very inodes, and the ones made ahead for a call that
+/// never comes leave nothing behind.
 #[test]
 fn between_calls_the_next_calls_files_wait_unnamed() {
     let temp = tempfile::tempdir().expect("tempdir");
@@ -371,6 +372,9 @@ fn between_calls_the_next_calls_files_wait_unnamed() {
             assert_eq!(inode(&result_file), result_inode, "made ahead, then named");
         }
 
+        if id == 2 {
+            continue;
+        }
         // After the answer: one unnamed file waits in each directory.
         let started = Instant::now();
         waiting = loop {

@@ -652,16 +652,25 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let run = run(dir.path(), Durability::Batched);
         assert_eq!(run.make_files_ahead(), 0, "no directory written yet");
-        run.store_tool_args("call_1", &tool(), "inv_root", 1, &json!({}))
-            .expect("args");
-        run.store_tool_result("inv_root", 1, &result_for("call_1"))
-            .expect("result");
+        run.write_snapshot("inv_root", b"{}").expect("snapshot");
+        for call in ["call_0", "call_1"] {
+            run.store_tool_args(call, &tool(), "inv_root", 1, &json!({}))
+                .expect("args");
+            run.store_tool_result("inv_root", 1, &result_for(call))
+                .expect("result");
+            if call == "call_0" {
+                assert_eq!(run.make_files_ahead(), 0, "one file is not a habit");
+            }
+        }
         let made = run.make_files_ahead();
         if made == 0 {
             // No O_TMPFILE on this file system: every file takes the usual path.
             return;
         }
-        assert_eq!(made, 2, "one in tool-args/, one in tool-results/");
+        assert_eq!(
+            made, 2,
+            "one in tool-args/, one in tool-results/, none beside the snapshot"
+        );
         assert_eq!(run.make_files_ahead(), 0, "nothing written since");
         let listed = |sub: &str| {
             fs::read_dir(run.layout().root().join(sub))
@@ -670,7 +679,7 @@ mod tests {
         };
         assert_eq!(
             (listed("tool-args"), listed("tool-results")),
-            (1, 1),
+            (2, 2),
             "unnamed"
         );
 
@@ -710,14 +719,14 @@ mod tests {
             .expect("read"),
             first
         );
-        assert_eq!((listed("tool-args"), listed("tool-results")), (2, 1));
+        assert_eq!((listed("tool-args"), listed("tool-results")), (3, 2));
 
         // Made ahead and never used: gone with the run, nothing named.
         assert_eq!(run.make_files_ahead(), 2);
         let root = run.layout().root().to_path_buf();
         drop(run);
         let count = |sub: &str| fs::read_dir(root.join(sub)).expect("ls").count();
-        assert_eq!((count("tool-args"), count("tool-results")), (2, 1));
+        assert_eq!((count("tool-args"), count("tool-results")), (3, 2));
         assert_eq!(fs::read_dir(root.join(TMP_DIR)).expect("tmp").count(), 0);
     }
 

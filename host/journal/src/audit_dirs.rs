@@ -39,8 +39,9 @@ struct Held {
     used: u64,
     /// An unnamed file made ahead in it, not yet written.
     unnamed: Option<OwnedFd>,
-    /// A file was created in it since files were last made ahead: it is
-    /// likely to get another.
+    /// Files created in it while held.
+    created: u64,
+    /// A file was created in it since files were last made ahead.
     created_since: bool,
 }
 
@@ -77,6 +78,7 @@ impl AuditDirs {
             dir: Arc::clone(&dir),
             used: self.uses,
             unnamed: None,
+            created: 0,
             created_since: false,
         };
         self.held.insert(relative_dir.to_owned(), held);
@@ -87,17 +89,21 @@ impl AuditDirs {
     /// unnamed file made ahead there, if any, to write and link.
     pub(crate) fn take_unnamed(&mut self, relative_dir: &str) -> Option<OwnedFd> {
         let held = self.held.get_mut(relative_dir)?;
+        held.created += 1;
         held.created_since = true;
         held.unnamed.take()
     }
 
-    /// Make one unnamed file ahead in each held directory a file was
-    /// created in since the last time, where none waits; returns how many
-    /// were made. A directory that refuses one is left to the usual path.
+    /// Make one unnamed file ahead in each held directory that files keep
+    /// going into — two so far, one since the last time — where none
+    /// waits; returns how many were made. A directory written once (an
+    /// invocation's snapshot) gets none. A directory that refuses one is
+    /// left to the usual path.
     pub(crate) fn make_unnamed_ahead(&mut self) -> usize {
         let mut made = 0;
         for held in self.held.values_mut() {
-            if !std::mem::take(&mut held.created_since) || held.unnamed.is_some() {
+            let recent = std::mem::take(&mut held.created_since);
+            if !recent || held.created < 2 || held.unnamed.is_some() {
                 continue;
             }
             if let Some(file) = crate::create::open_unnamed(&held.dir) {
