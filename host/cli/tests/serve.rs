@@ -36,6 +36,21 @@ fn send(stdin: &mut impl Write, messages: &[Value]) {
     stdin.flush().expect("flush");
 }
 
+/// Send `initialize` (id 1) and read its answer.
+fn initialize(stdin: &mut impl Write, stdout: &mut impl BufRead) -> Value {
+    send(
+        stdin,
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "1"}}}),
+        ],
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("initialize answer");
+    serde_json::from_str(&line).expect("json")
+}
+
 fn call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": tool, "arguments": arguments}})
@@ -74,18 +89,8 @@ fn a_call_that_fails_the_run_ends_the_server() {
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
 
-    send(
-        &mut stdin,
-        &[
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw-test", "version": "1"}}}),
-        ],
-    );
-    let mut line = String::new();
-    stdout.read_line(&mut line).expect("initialize answer");
-    let answer: Value = serde_json::from_str(&line).expect("json");
-    assert_eq!(answer["id"], 1, "{line}");
+    let answer = initialize(&mut stdin, &mut stdout);
+    assert_eq!(answer["id"], 1, "{answer}");
 
     // The run exists now: plant a symbolic link where the model will read.
     std::os::unix::fs::symlink(
@@ -324,16 +329,8 @@ fn between_calls_the_next_calls_files_wait_unnamed() {
     let pid = child.id();
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    send(
-        &mut stdin,
-        &[
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw-test", "version": "1"}}}),
-        ],
-    );
+    initialize(&mut stdin, &mut stdout);
     let mut line = String::new();
-    stdout.read_line(&mut line).expect("initialize answer");
     send(
         &mut stdin,
         &[json!({"jsonrpc": "2.0", "method": "notifications/initialized"})],

@@ -106,6 +106,17 @@ fn bench(dir: &Path, name: &str, durability: Durability, sources: SnapshotSource
 }
 
 impl Bench {
+    /// One call through the whole path, decoded before the clock starts.
+    async fn timed_call(&mut self, executor: &impl ToolExecutor) -> Duration {
+        let invocation = self.invocation();
+        let started = Instant::now();
+        self.session
+            .call(executor, &self.turn, invocation, CallEntropy::seeded(1))
+            .await
+            .expect("call");
+        started.elapsed()
+    }
+
     fn invocation(&mut self) -> ToolInvocation {
         self.next += 1;
         self.turn
@@ -255,19 +266,7 @@ async fn run_benches() {
             journal_batched.gate_and_journal(&mut journal_gate);
             samples[1].push(started.elapsed());
 
-            let invocation = full_batched.invocation();
-            let started = Instant::now();
-            full_batched
-                .session
-                .call(
-                    &Answering,
-                    &full_batched.turn,
-                    invocation,
-                    CallEntropy::seeded(1),
-                )
-                .await
-                .expect("call");
-            samples[3].push(started.elapsed());
+            samples[3].push(full_batched.timed_call(&Answering).await);
 
             let started = Instant::now();
             std::hint::black_box(
@@ -277,58 +276,20 @@ async fn run_benches() {
             );
             samples[5].push(started.elapsed());
 
-            let invocation = dice_full.invocation();
-            let started = Instant::now();
-            dice_full
-                .session
-                .call(&host, &dice_full.turn, invocation, CallEntropy::seeded(1))
-                .await
-                .expect("call");
-            samples[6].push(started.elapsed());
+            samples[6].push(dice_full.timed_call(&host).await);
 
             full_ahead.run.make_files_ahead();
-            let invocation = full_ahead.invocation();
-            let started = Instant::now();
-            full_ahead
-                .session
-                .call(
-                    &Answering,
-                    &full_ahead.turn,
-                    invocation,
-                    CallEntropy::seeded(1),
-                )
-                .await
-                .expect("call");
-            samples[7].push(started.elapsed());
+            samples[7].push(full_ahead.timed_call(&Answering).await);
 
             dice_ahead.run.make_files_ahead();
-            let invocation = dice_ahead.invocation();
-            let started = Instant::now();
-            dice_ahead
-                .session
-                .call(&host, &dice_ahead.turn, invocation, CallEntropy::seeded(1))
-                .await
-                .expect("call");
-            samples[8].push(started.elapsed());
+            samples[8].push(dice_ahead.timed_call(&host).await);
         }
         for _ in 0..FSYNC_CALLS_PER_ROUND {
             let started = Instant::now();
             journal_fsync.gate_and_journal(&mut journal_fsync_gate);
             samples[2].push(started.elapsed());
 
-            let invocation = full_fsync.invocation();
-            let started = Instant::now();
-            full_fsync
-                .session
-                .call(
-                    &Answering,
-                    &full_fsync.turn,
-                    invocation,
-                    CallEntropy::seeded(1),
-                )
-                .await
-                .expect("call");
-            samples[4].push(started.elapsed());
+            samples[4].push(full_fsync.timed_call(&Answering).await);
         }
     }
     let [
