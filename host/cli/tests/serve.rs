@@ -294,14 +294,14 @@ fn names_in(dir: &Path) -> std::collections::BTreeSet<String> {
 
 /// Whether this file system makes unnamed files (`O_TMPFILE`).
 fn makes_unnamed_files(dir: &Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    // O_TMPFILE | O_DIRECTORY on Linux.
-    const O_TMPFILE: i32 = 0o20200000;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(O_TMPFILE)
-        .open(dir)
-        .is_ok()
+    use rustix::fs::{CWD, Mode, OFlags, openat};
+    openat(
+        CWD,
+        dir,
+        OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .is_ok()
 }
 
 /// Between a client's requests the server makes the unnamed files of the

@@ -12,7 +12,7 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -53,9 +53,12 @@ pub enum AuditError {
     },
 }
 
-/// A directory held open, with the unnamed file made ahead in it when one
-/// is to be used.
-type HeldDir = (Arc<OwnedFd>, Option<OwnedFd>);
+/// The directory a file goes into, held open, with the unnamed file made
+/// ahead there when one waits (for a new file only).
+pub(crate) struct HeldDir {
+    dir: Arc<OwnedFd>,
+    made: Option<OwnedFd>,
+}
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> AuditError + '_ {
     move |source| AuditError::Io {
@@ -103,13 +106,15 @@ pub(crate) fn persist(
     bytes: &[u8],
     sync_file: Option<&SyncCounter>,
     existing: Existing,
-    held: Option<(BorrowedFd<'_>, Option<OwnedFd>)>,
+    held: Option<HeldDir>,
 ) -> Result<RunPath, AuditError> {
     let target = layout.resolve(relative)?;
     if existing == Existing::Refuse {
         let sync = |file: &fs::File| sync_file.map_or(Ok(()), |syncs| syncs.file(file));
         let linked = match (held, relative.rsplit_once('/')) {
-            (Some((dir, made)), Some((_, name))) => create_linked_in(dir, name, bytes, sync, made),
+            (Some(HeldDir { dir, made }), Some((_, name))) => {
+                create_linked_in(dir.as_fd(), name, bytes, sync, made)
+            }
             _ => create_linked(&target.absolute, bytes, sync),
         };
         match linked {
@@ -206,8 +211,6 @@ impl RunDirectory {
         let syncs = self.journal().sync_counter();
         let fsync = (self.durability() == Durability::Fsync).then_some(syncs);
         let (mut changed_dirs, held) = self.ensure_parents(relative, existing)?;
-        let (held_dir, made) = held.unzip();
-        let held = held_dir.as_ref().map(|dir| (dir.as_fd(), made.flatten()));
         let target = persist(self.layout(), relative, bytes, fsync, existing, held)?;
         changed_dirs.push(parent_dir(&target.absolute).to_owned());
         if fsync.is_some() {
@@ -255,7 +258,7 @@ impl RunDirectory {
             (Some(_), Existing::Refuse) => dirs.take_unnamed(parent),
             _ => None,
         };
-        Ok((changed, held.map(|dir| (dir, made))))
+        Ok((changed, held.map(|dir| HeldDir { dir, made })))
     }
 
     /// Make the unnamed files of the next audit files ahead, one in each
@@ -647,87 +650,106 @@ mod tests {
         run.audit_dirs.lock().expect("lock").unnamed_inode(dir)
     }
 
+    /// Whether unnamed files can be made in `dir` (`O_TMPFILE`).
+    fn unnamed_files_work(dir: &Path) -> bool {
+        let held: OwnedFd = fs::File::open(dir).expect("open dir").into();
+        crate::create::open_unnamed(&held).is_some()
+    }
+
+    /// This process's descriptors of unnamed files in `dir`: `/proc` shows
+    /// one as `<dir>/#<inode> (deleted)`.
+    fn unnamed_open_in(dir: &Path) -> usize {
+        let prefix = format!("{}/#", dir.display());
+        fs::read_dir("/proc/self/fd")
+            .expect("/proc/self/fd")
+            .flatten()
+            .filter(|entry| {
+                fs::read_link(entry.path()).is_ok_and(|target| {
+                    let target = target.to_string_lossy();
+                    target.starts_with(&prefix) && target.ends_with(" (deleted)")
+                })
+            })
+            .count()
+    }
+
     #[test]
     fn files_made_ahead_become_the_next_files_and_leave_no_trace_unused() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let run = run(dir.path(), Durability::Batched);
-        assert_eq!(run.make_files_ahead(), 0, "no directory written yet");
-        run.write_snapshot("inv_root", b"{}").expect("snapshot");
-        for call in ["call_0", "call_1"] {
-            run.store_tool_args(call, &tool(), "inv_root", 1, &json!({}))
-                .expect("args");
-            run.store_tool_result("inv_root", 1, &result_for(call))
-                .expect("result");
-            if call == "call_0" {
-                assert_eq!(run.make_files_ahead(), 0, "one file is not a habit");
+        for durability in [Durability::Batched, Durability::Fsync] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            if !unnamed_files_work(dir.path()) {
+                eprintln!("skipped: no O_TMPFILE on this file system");
+                return;
             }
+            let run = run(dir.path(), durability);
+            let root = run.layout().root().canonicalize().expect("root");
+            assert_eq!(run.make_files_ahead(), 0, "no directory written yet");
+            run.write_snapshot("inv_root", b"{}").expect("snapshot");
+            for call in ["call_0", "call_1"] {
+                run.store_tool_args(call, &tool(), "inv_root", 1, &json!({}))
+                    .expect("args");
+                run.store_tool_result("inv_root", 1, &result_for(call))
+                    .expect("result");
+                if call == "call_0" {
+                    assert_eq!(run.make_files_ahead(), 0, "one file is not a habit");
+                }
+            }
+            assert_eq!(
+                run.make_files_ahead(),
+                2,
+                "one in tool-args/, one in tool-results/, none beside the snapshot"
+            );
+            assert_eq!(run.make_files_ahead(), 0, "nothing written since");
+            let listed = |sub: &str| fs::read_dir(root.join(sub)).expect("ls").count();
+            assert_eq!((listed("tool-args"), listed("tool-results")), (2, 2));
+            assert_eq!(unnamed_open_in(&root.join("tool-args")), 1, "unnamed, open");
+
+            let ahead = waiting_inode(&run, "tool-args").expect("waiting");
+            let syncs = run.sync_calls();
+            let stored = run
+                .store_tool_args("call_2", &tool(), "inv_root", 2, &json!({"n": 2}))
+                .expect("args");
+            let path = root.join(&stored);
+            assert_eq!(inode(&path), ahead, "the file made ahead got the name");
+            // Fsync: the file and its directory before returning, as always.
+            let expected_syncs = if durability == Durability::Fsync {
+                2
+            } else {
+                0
+            };
+            assert_eq!(run.sync_calls() - syncs, expected_syncs, "{durability:?}");
+            let record: Value =
+                serde_json::from_slice(&fs::read(&path).expect("read")).expect("json");
+            assert_eq!(record["arguments"], json!({"n": 2}));
+            let mode = std::os::unix::fs::PermissionsExt::mode(
+                &fs::metadata(&path).expect("meta").permissions(),
+            );
+            assert_eq!(mode & 0o777, 0o600);
+            assert_eq!(waiting_inode(&run, "tool-args"), None, "used once");
+            assert_eq!(unnamed_open_in(&root.join("tool-args")), 0);
+
+            // One waits in tool-results/ still; a clash there uses it up and
+            // changes nothing.
+            let earlier = root.join(run.layout().tool_result("call_1").relative);
+            let first = fs::read(&earlier).expect("read");
+            assert!(matches!(
+                run.store_tool_result("inv_root", 1, &result_for("call_1")),
+                Err(AuditError::DuplicateCallId { .. })
+            ));
+            assert_eq!(waiting_inode(&run, "tool-results"), None);
+            assert_eq!(fs::read(&earlier).expect("read"), first);
+            assert_eq!((listed("tool-args"), listed("tool-results")), (3, 2));
+            assert_eq!(unnamed_open_in(&root.join("tool-results")), 0);
+
+            // Made ahead and never used: closed with the run, nothing named.
+            assert_eq!(run.make_files_ahead(), 2);
+            assert_eq!(unnamed_open_in(&root.join("tool-args")), 1);
+            assert_eq!(unnamed_open_in(&root.join("tool-results")), 1);
+            drop(run);
+            assert_eq!(unnamed_open_in(&root.join("tool-args")), 0);
+            assert_eq!(unnamed_open_in(&root.join("tool-results")), 0);
+            assert_eq!((listed("tool-args"), listed("tool-results")), (3, 2));
+            assert_eq!(fs::read_dir(root.join(TMP_DIR)).expect("tmp").count(), 0);
         }
-        let made = run.make_files_ahead();
-        if made == 0 {
-            // No O_TMPFILE on this file system: every file takes the usual path.
-            return;
-        }
-        assert_eq!(
-            made, 2,
-            "one in tool-args/, one in tool-results/, none beside the snapshot"
-        );
-        assert_eq!(run.make_files_ahead(), 0, "nothing written since");
-        let listed = |sub: &str| {
-            fs::read_dir(run.layout().root().join(sub))
-                .expect("ls")
-                .count()
-        };
-        assert_eq!(
-            (listed("tool-args"), listed("tool-results")),
-            (2, 2),
-            "unnamed"
-        );
-
-        let ahead = waiting_inode(&run, "tool-args").expect("waiting");
-        let stored = run
-            .store_tool_args("call_2", &tool(), "inv_root", 2, &json!({"n": 2}))
-            .expect("args");
-        let path = run.layout().root().join(&stored);
-        assert_eq!(inode(&path), ahead, "the file made ahead got the name");
-        let record: Value = serde_json::from_slice(&fs::read(&path).expect("read")).expect("json");
-        assert_eq!(record["arguments"], json!({"n": 2}));
-        let mode = std::os::unix::fs::PermissionsExt::mode(
-            &fs::metadata(&path).expect("meta").permissions(),
-        );
-        assert_eq!(mode & 0o777, 0o600);
-        assert_eq!(waiting_inode(&run, "tool-args"), None, "used once");
-
-        // One waits in tool-results/ still; a clash there uses it up and
-        // changes nothing.
-        let first = fs::read(
-            run.layout()
-                .root()
-                .join(run.layout().tool_result("call_1").relative),
-        )
-        .expect("read");
-        assert!(matches!(
-            run.store_tool_result("inv_root", 1, &result_for("call_1")),
-            Err(AuditError::DuplicateCallId { .. })
-        ));
-        assert_eq!(waiting_inode(&run, "tool-results"), None);
-        assert_eq!(
-            fs::read(
-                run.layout()
-                    .root()
-                    .join(run.layout().tool_result("call_1").relative)
-            )
-            .expect("read"),
-            first
-        );
-        assert_eq!((listed("tool-args"), listed("tool-results")), (3, 2));
-
-        // Made ahead and never used: gone with the run, nothing named.
-        assert_eq!(run.make_files_ahead(), 2);
-        let root = run.layout().root().to_path_buf();
-        drop(run);
-        let count = |sub: &str| fs::read_dir(root.join(sub)).expect("ls").count();
-        assert_eq!((count("tool-args"), count("tool-results")), (3, 2));
-        assert_eq!(fs::read_dir(root.join(TMP_DIR)).expect("tmp").count(), 0);
     }
 
     #[test]

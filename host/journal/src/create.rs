@@ -81,6 +81,9 @@ pub(crate) fn create_linked_in(
 /// or refuses (that call then takes its usual path).
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) fn open_unnamed(dir: &std::os::fd::OwnedFd) -> Option<std::os::fd::OwnedFd> {
+    if !links_may_work() {
+        return None;
+    }
     rustix::fs::openat(dir, ".", UNNAMED_FLAGS, UNNAMED_MODE).ok()
 }
 
@@ -114,6 +117,9 @@ fn create_linked_at(
     use rustix::fs::openat;
     use rustix::io::Errno;
 
+    if !links_may_work() {
+        return Ok(Linked::Unsupported);
+    }
     let unnamed = match made {
         Some(fd) => fd,
         None => match openat(dir, unnamed_in, UNNAMED_FLAGS, UNNAMED_MODE) {
@@ -142,6 +148,17 @@ const UNKNOWN: u8 = 0;
 const WORKS: u8 = 1;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 const REFUSED: u8 = 2;
+/// Neither way links: no `AT_EMPTY_PATH` for this process and no `/proc`.
+/// Every file then takes the portable path, without making an unnamed one
+/// first.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const NEITHER: u8 = 3;
+
+/// Whether an unnamed file can be given a name here (not known to fail).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn links_may_work() -> bool {
+    EMPTY_PATH_LINKS.load(std::sync::atomic::Ordering::Relaxed) != NEITHER
+}
 
 /// Give the unnamed `file` its name: by descriptor where the kernel allows
 /// it, else through the file's `/proc/self/fd` entry.
@@ -161,7 +178,7 @@ fn link_unnamed(file: &File, dir: std::os::fd::BorrowedFd<'_>, name: &Path) -> i
                 return Ok(Linked::Created);
             }
             // Refused for lack of the capability: try /proc below, and
-            // remember the answer only if that works.
+            // remember which way works (or that neither does).
             Err(Errno::NOENT | Errno::PERM) if known == UNKNOWN => {}
             Err(errno) => return Err(errno.into()),
         }
@@ -173,7 +190,12 @@ fn link_unnamed(file: &File, dir: std::os::fd::BorrowedFd<'_>, name: &Path) -> i
             Ok(Linked::Created)
         }
         // No /proc in this sandbox: the unnamed file goes with `file`.
-        Err(Errno::NOENT) if !Path::new("/proc/self/fd").is_dir() => Ok(Linked::Unsupported),
+        Err(Errno::NOENT) if !Path::new("/proc/self/fd").is_dir() => {
+            if known == UNKNOWN {
+                EMPTY_PATH_LINKS.store(NEITHER, Ordering::Relaxed);
+            }
+            Ok(Linked::Unsupported)
+        }
         Err(errno) => Err(errno.into()),
     }
 }

@@ -109,10 +109,12 @@ struct Opened {
 }
 
 /// Between a stdio client's requests the server idles: there, once this
-/// answer is written, make the unnamed files of the next call's audit files
-/// ([`Run::make_files_ahead`]), so the next call only writes and links
-/// them. On `mcp serve`'s current-thread runtime a task that yields once
-/// runs after the runtime next polls for I/O, so after the answer goes out.
+/// answer is handed to the transport, make the unnamed files of the next
+/// call's audit files ([`Run::make_files_ahead`]), so the next call only
+/// writes and links them. On `mcp serve`'s current-thread runtime a task
+/// that yields once runs after the runtime next polls for I/O, so in
+/// practice after the answer is written to the pipe (a pipe too full to
+/// take it is the exception; the order changes nothing but speed).
 /// On `toolhost serve`'s multi-threaded runtime the task could wake
 /// another worker, which costs more than it hides, and under load there is
 /// no idle time to use: nothing is done there.
