@@ -262,8 +262,9 @@ impl RunDirectory {
     }
 
     /// Make the unnamed files of the next audit files ahead, one in each
-    /// directory a file was created in since the last time (`tool-args/`,
-    /// `tool-results/` of a serving run): a host calls this when it has
+    /// directory files keep going into (two so far, one since the last
+    /// time: `tool-args/`, `tool-results/` of a serving run; not an
+    /// invocation's snapshot directory): a host calls this when it has
     /// nothing else to do, and the next files in those directories are
     /// only written and linked. Returns how many were made; 0 where the
     /// file system has no `O_TMPFILE`.
