@@ -21,14 +21,15 @@ use toolhost_journal::sync_may_wait;
 /// Run `work`, which may block on syncing what is written at `path`,
 /// without holding up the runtime's other tasks.
 pub fn may_block<T>(path: &Path, work: impl FnOnce() -> T) -> T {
-    hand_off_if(sync_may_wait(path), work)
+    hand_off_if(|| sync_may_wait(path), work)
 }
 
-/// `work` in `block_in_place` when it `waits` and the runtime is a
-/// multi-threaded one, else inline.
-fn hand_off_if<T>(waits: bool, work: impl FnOnce() -> T) -> T {
+/// `work` in `block_in_place` when the runtime is a multi-threaded one and
+/// it `waits`, else inline. `waits` (a `statfs`) is asked only where a
+/// hand-off is possible.
+fn hand_off_if<T>(waits: impl FnOnce() -> bool, work: impl FnOnce() -> T) -> T {
     match Handle::try_current() {
-        Ok(handle) if waits && handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread && waits() => {
             tokio::task::block_in_place(work)
         }
         _ => work(),
@@ -51,12 +52,15 @@ mod tests {
         runtime.block_on(async {
             let (ran_tx, ran_rx) = std::sync::mpsc::channel::<()>();
             let blocked = tokio::spawn(async move {
-                hand_off_if(true, || {
-                    // Returns only once the other task ran meanwhile.
-                    ran_rx
-                        .recv_timeout(std::time::Duration::from_secs(30))
-                        .is_ok()
-                })
+                hand_off_if(
+                    || true,
+                    || {
+                        // Returns only once the other task ran meanwhile.
+                        ran_rx
+                            .recv_timeout(std::time::Duration::from_secs(30))
+                            .is_ok()
+                    },
+                )
             });
             // Give the blocking task the worker first.
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -71,10 +75,10 @@ mod tests {
 
     #[test]
     fn on_a_current_thread_runtime_and_outside_one_it_just_runs() {
-        assert_eq!(hand_off_if(true, || 7), 7);
+        assert_eq!(hand_off_if(|| true, || 7), 7);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("runtime");
-        assert_eq!(runtime.block_on(async { hand_off_if(true, || 8) }), 8);
+        assert_eq!(runtime.block_on(async { hand_off_if(|| true, || 8) }), 8);
     }
 }
