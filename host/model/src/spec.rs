@@ -140,17 +140,23 @@ impl FromStr for ModelSpec {
 }
 
 impl ModelSpec {
-    /// The key an HTTP model would be opened with now: the environment
-    /// variable `options` names, else the kind's default one; `None` when
-    /// it is unset or empty (and for a script).
-    pub fn api_key(&self, options: &HttpOptions) -> Option<String> {
-        if self.kind == ModelKind::Script {
-            return None;
-        }
+    /// The environment variable an HTTP model's key is read from: the one
+    /// `options` names, else the kind's default one.
+    fn key_variable<'a>(&'a self, options: &'a HttpOptions) -> Option<&'a str> {
         options
             .key_variable
             .as_deref()
             .or(self.kind.default_key_variable())
+    }
+
+    /// The key an HTTP model would be opened with now (from
+    /// [`key_variable`](Self::key_variable)); `None` when it is unset or
+    /// empty (and for a script).
+    pub fn api_key(&self, options: &HttpOptions) -> Option<String> {
+        if self.kind == ModelKind::Script {
+            return None;
+        }
+        self.key_variable(options)
             .and_then(|name| std::env::var(name).ok())
             .filter(|key| !key.is_empty())
     }
@@ -160,10 +166,7 @@ impl ModelSpec {
         match self.kind {
             ModelKind::Script => Ok(Arc::new(ScriptBook::load(&PathBuf::from(&self.target))?)),
             ModelKind::Http(provider) => {
-                let variable = options
-                    .key_variable
-                    .as_deref()
-                    .or(self.kind.default_key_variable());
+                let variable = self.key_variable(options);
                 let api_key = self.api_key(options);
                 if api_key.is_none() {
                     tracing::info!(
