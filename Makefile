@@ -134,6 +134,9 @@ bench: setup
 		--everything tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
 		--runs-dir target/tmp/side-by-side --runs-dir /dev/shm/toolhost-side-by-side \
 		--cache-dir target/tmp/bench-cache
+	@# The disk rows' directories, kept until every bench has run: deleting
+	@# them earlier would slow the next bench's file creations (bench/fresh_disk.rs).
+	rm -rf target/tmp/bench-disk
 
 ## The generated-input tests (proptest: model paths, dice formulas, patches,
 ## searches, SSE framing, chat files, manifests, provider replies) with far

@@ -11,7 +11,8 @@
 //! stored to result stored); and memory per in-flight run, (peak RSS of
 //! a fresh server during the load − its RSS idle, once `/v1/health` says
 //! it is ready) / runs. Measured twice:
-//! with the runs on disk (the target directory) and on tmpfs. Output is
+//! with the runs on disk (a fresh directory under the target directory,
+//! placed away from recent deletions: bench/fresh_disk.rs) and on tmpfs. Output is
 //! Markdown, ready for docs/benchmarks.md.
 
 use std::net::TcpListener;
@@ -22,6 +23,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+#[path = "../../../bench/fresh_disk.rs"]
+mod fresh_disk;
 
 const RUNS: usize = 100;
 const ROUNDS: usize = 20;
@@ -322,10 +326,8 @@ async fn main() {
     // Where the runs are written matters as much as anything here: both
     // forms create the same files, and on this VM's ext4 creating them
     // dominates (kernel time in ext4_create). tmpfs shows the rest.
-    let mut places = vec![("disk", PathBuf::from(env!("CARGO_TARGET_TMPDIR")))];
-    if Path::new("/dev/shm").is_dir() {
-        places.push(("tmpfs", PathBuf::from("/dev/shm")));
-    }
+    let disk =
+        fresh_disk::fresh_disk_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-disk"));
     println!(
         "{RUNS} runs × {ROUNDS} rounds, 20 sandboxed tool calls each; median of {BENCH_ROUNDS} interleaved rounds."
     );
@@ -334,11 +336,14 @@ async fn main() {
         "| runs written to | `toolhost serve` calls/s | `toolhost run` ×{PROCESSES_AT_ONCE} calls/s | ratio | call p50 | call p99 | MiB per in-flight run |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for (label, base) in places {
-        let temp = tempfile::tempdir_in(&base).expect("tempdir");
-        let row = measure(temp.path(), label).await;
-        println!("{row}");
+    // The disk's directory is kept (bench/fresh_disk.rs); tmpfs's goes.
+    println!("{}", measure(&disk.dir, "disk").await);
+    if Path::new("/dev/shm").is_dir() {
+        let temp = tempfile::tempdir_in("/dev/shm").expect("tempdir");
+        println!("{}", measure(temp.path(), "tmpfs").await);
     }
+    println!();
+    println!("{}", disk.describe("disk"));
 }
 
 /// Interleaved rounds in `dir`: one Markdown row.

@@ -26,6 +26,9 @@ use toolhost_runtime::{
 };
 use toolhost_sandbox::{CallEntropy, CallReport};
 
+#[path = "../../../bench/fresh_disk.rs"]
+mod fresh_disk;
+
 const ROUNDS: usize = 10;
 const CALLS_PER_ROUND: usize = 1_000;
 /// fsync costs milliseconds on a VM disk: fewer calls keep the bench short.
@@ -209,7 +212,9 @@ fn main() {
 }
 
 async fn run_benches() {
-    let dir = tempfile::tempdir_in(".").expect("tempdir beside the build, on the real disk");
+    let disk =
+        fresh_disk::fresh_disk_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-disk"));
+    let dir = disk.dir.as_path();
     let names = BTreeMap::new();
     let catalog = catalog();
     let fake = SnapshotSources {
@@ -222,25 +227,20 @@ async fn run_benches() {
     };
     let host = ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins");
 
-    let gate_only = bench(dir.path(), "gate", Durability::Batched, fake);
+    let gate_only = bench(dir, "gate", Durability::Batched, fake);
     let mut gate = ToolRequestGate::new(Arc::clone(gate_only.session.snapshot()));
-    let mut journal_batched = bench(dir.path(), "journal-batched", Durability::Batched, fake);
+    let mut journal_batched = bench(dir, "journal-batched", Durability::Batched, fake);
     let mut journal_gate = ToolRequestGate::new(Arc::clone(journal_batched.session.snapshot()));
-    let mut journal_fsync = bench(dir.path(), "journal-fsync", Durability::Fsync, fake);
+    let mut journal_fsync = bench(dir, "journal-fsync", Durability::Fsync, fake);
     let mut journal_fsync_gate = ToolRequestGate::new(Arc::clone(journal_fsync.session.snapshot()));
-    let mut full_batched = bench(dir.path(), "full-batched", Durability::Batched, fake);
-    let mut full_fsync = bench(dir.path(), "full-fsync", Durability::Fsync, fake);
-    let mut dice_full = bench(
-        dir.path(),
-        "dice",
-        Durability::Batched,
-        host.snapshot_sources(),
-    );
+    let mut full_batched = bench(dir, "full-batched", Durability::Batched, fake);
+    let mut full_fsync = bench(dir, "full-fsync", Durability::Fsync, fake);
+    let mut dice_full = bench(dir, "dice", Durability::Batched, host.snapshot_sources());
     // As `mcp serve` calls: the audit files' unnamed files made between
     // calls, outside the timed call (the server does it after an answer).
-    let mut full_ahead = bench(dir.path(), "full-ahead", Durability::Batched, fake);
+    let mut full_ahead = bench(dir, "full-ahead", Durability::Batched, fake);
     let mut dice_ahead = bench(
-        dir.path(),
+        dir,
         "dice-ahead",
         Durability::Batched,
         host.snapshot_sources(),
@@ -307,7 +307,7 @@ async fn run_benches() {
     println!("## Control plane overhead per call\n");
     println!("Sandbox allocator: {:?}.\n", host.sandbox().allocator());
     println!(
-        "{ROUNDS} interleaved rounds of {CALLS_PER_ROUND} calls ({FSYNC_CALLS_PER_ROUND} per round for the fsync variants); run directories in a temp dir beside the build. \"Journal\" = the four events of a call (`tool_call_requested`, `tool_call_started`, `tool_result_stored`, `tool_call_completed`). \"Whole path\" = `InvocationSession::call` with an executor that answers at once: decode, arguments audit file, four events, gate, identity check, result audit file.\n"
+        "{ROUNDS} interleaved rounds of {CALLS_PER_ROUND} calls ({FSYNC_CALLS_PER_ROUND} per round for the fsync variants); run directories on the build's disk (below). \"Journal\" = the four events of a call (`tool_call_requested`, `tool_call_started`, `tool_result_stored`, `tool_call_completed`). \"Whole path\" = `InvocationSession::call` with an executor that answers at once: decode, arguments audit file, four events, gate, identity check, result audit file.\n"
     );
     println!("| what | durability | median µs | p99 µs |");
     println!("|---|---|---|---|");
@@ -357,6 +357,7 @@ async fn run_benches() {
         share(&dice_path),
         share(&dice_ahead_s)
     );
+    println!("\n{}", disk.describe("Run directories"));
     for bench in [
         gate_only,
         journal_batched,
