@@ -16,7 +16,7 @@
 //! and fsyncs the directory. A crash leaves the old file or the new one.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -103,7 +103,14 @@ pub fn commit(
     };
     let send_date = format_send_date(SystemTime::now());
     for attempt in 1..=COMMIT_ATTEMPTS {
-        let current = fs::read(&target).map_err(|e| ChatError::io(&target, e))?;
+        // The chat read stays open until the commit is over: the rename
+        // then leaves the replaced file's inode to this handle, so freeing
+        // its blocks (a synchronous discard on a file system mounted with
+        // `discard`) happens when it is dropped, not inside the rename,
+        // which holds the chat directory locked: every other run's commit
+        // into the same directory waited for it (docs/benchmarks.md, stop
+        // 34: 16 concurrent committers, +45 % commits/s on this VM's disk).
+        let (replaced, current) = read_held(&target)?;
         let change = Change {
             text,
             mode,
@@ -123,6 +130,7 @@ pub fn commit(
             tracing::warn!(chat = %target.display(), error = %e, "chat committed, directory fsync failed");
             ChatError::io(&dir, e)
         })?;
+        drop(replaced);
         tracing::debug!(chat = %target.display(), index, ?mode, "committed the run's message");
         return Ok(Committed { index });
     }
@@ -159,6 +167,15 @@ pub fn find_commit(bound: &BoundChat, commit_id: &str) -> Result<Option<u32>, Ch
         }
     }
     Ok(None)
+}
+
+/// The chat's bytes, and the open file they were read from.
+fn read_held(target: &Path) -> Result<(File, Vec<u8>), ChatError> {
+    let mut file = File::open(target).map_err(|e| ChatError::io(target, e))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| ChatError::io(target, e))?;
+    Ok((file, bytes))
 }
 
 fn io_other(path: &Path, message: impl Into<String>) -> ChatError {
