@@ -126,8 +126,9 @@ impl RunDirectory {
             let path = root.join(dir);
             fs::create_dir_all(&path).map_err(io_error(&path))?;
         }
-        // Input first: a run.json that exists always has its input beside it.
-        // Both are synced whatever the durability; creation happens once.
+        // Input first, file and directory entry both durable before
+        // run.json is linked: a run.json that exists always has its input
+        // beside it. Synced whatever the durability; creation happens once.
         let syncs = SyncCounter::default();
         let profile = layout.resolved_profile();
         persist(
@@ -138,6 +139,8 @@ impl RunDirectory {
             Existing::Refuse,
             None,
         )?;
+        let input = root.join(INPUT_DIR);
+        syncs.dir(&input).map_err(io_error(&input))?;
         let manifest_path = layout.manifest();
         persist(
             &layout,
@@ -147,15 +150,15 @@ impl RunDirectory {
             Existing::Refuse,
             None,
         )?;
+        // Creating the journal syncs the run directory, which makes the
+        // entries of run.json, events.jsonl and the system directories
+        // durable at once (each sync is a device flush: one per directory).
         let journal = Journal::create_counted(
             layout.journal().absolute,
             manifest.run_id.clone(),
             durability,
             syncs.clone(),
         )?;
-        for dir in [root.join(INPUT_DIR), root.to_owned()] {
-            syncs.dir(&dir).map_err(io_error(&dir))?;
-        }
         let parent = parent_dir(root);
         syncs.dir(parent).map_err(io_error(parent))?;
         Ok(Self {
@@ -440,6 +443,9 @@ mod tests {
         let root = dir.path().join("runs").join(RUN_ID);
         let run =
             RunDirectory::create(&root, manifest(), PROFILE, Durability::Fsync).expect("create");
+        // Each a device flush on a disk: the two files, then input/, the
+        // run directory (by the journal's creation) and its parent, once.
+        assert_eq!(run.sync_calls(), 5);
         for entry in [
             "input/invocations",
             "tool-args",
