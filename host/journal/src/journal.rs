@@ -318,6 +318,8 @@ impl Journal {
         lock(&file, &path)?;
         // Once per run, whatever the durability: the journal's name must
         // survive a power loss for the run to be reopened at all.
+        // `RunDirectory::create` relies on this sync of the run directory
+        // for run.json's entry too.
         syncs.dir(parent_dir(&path)).map_err(io_error(&path))?;
         Ok(Self::with_file(file, path, run_id, durability, 0, syncs))
     }

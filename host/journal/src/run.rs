@@ -126,9 +126,10 @@ impl RunDirectory {
             let path = root.join(dir);
             fs::create_dir_all(&path).map_err(io_error(&path))?;
         }
-        // Input first, file and directory entry both durable before
-        // run.json is linked: a run.json that exists always has its input
-        // beside it. Synced whatever the durability; creation happens once.
+        // Input first: the profile, its entry in input/ and input/'s in
+        // the run directory all durable before run.json is linked, so a
+        // run.json that exists always has its input beside it. Synced
+        // whatever the durability; creation happens once.
         let syncs = SyncCounter::default();
         let profile = layout.resolved_profile();
         persist(
@@ -139,8 +140,9 @@ impl RunDirectory {
             Existing::Refuse,
             None,
         )?;
-        let input = root.join(INPUT_DIR);
-        syncs.dir(&input).map_err(io_error(&input))?;
+        for dir in [root.join(INPUT_DIR), root.to_owned()] {
+            syncs.dir(&dir).map_err(io_error(&dir))?;
+        }
         let manifest_path = layout.manifest();
         persist(
             &layout,
@@ -150,9 +152,8 @@ impl RunDirectory {
             Existing::Refuse,
             None,
         )?;
-        // Creating the journal syncs the run directory, which makes the
-        // entries of run.json, events.jsonl and the system directories
-        // durable at once (each sync is a device flush: one per directory).
+        // Creating the journal syncs the run directory again, which makes
+        // run.json's and events.jsonl's entries durable at once.
         let journal = Journal::create_counted(
             layout.journal().absolute,
             manifest.run_id.clone(),
@@ -443,9 +444,10 @@ mod tests {
         let root = dir.path().join("runs").join(RUN_ID);
         let run =
             RunDirectory::create(&root, manifest(), PROFILE, Durability::Fsync).expect("create");
-        // Each a device flush on a disk: the two files, then input/, the
-        // run directory (by the journal's creation) and its parent, once.
-        assert_eq!(run.sync_calls(), 5);
+        // Each a device flush on a disk: the profile, input/, the run
+        // directory, run.json, the run directory again (by the journal's
+        // creation, after run.json), its parent.
+        assert_eq!(run.sync_calls(), 6);
         for entry in [
             "input/invocations",
             "tool-args",
