@@ -14,6 +14,8 @@
 //! as a chat), fsyncs it, checks the chat did not change meanwhile (else
 //! starts over, at most [`COMMIT_ATTEMPTS`] times), renames it over the chat
 //! and fsyncs the directory. A crash leaves the old file or the new one.
+//! The file read stays open until then, so the replaced file is freed when
+//! the commit lets go of it, not inside the rename (see [`commit`]).
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -108,8 +110,8 @@ pub fn commit(
         // its blocks (a synchronous discard on a file system mounted with
         // `discard`) happens when it is dropped, not inside the rename,
         // which holds the chat directory locked: every other run's commit
-        // into the same directory waited for it (docs/benchmarks.md, stop
-        // 34: 16 concurrent committers, +45 % commits/s on this VM's disk).
+        // into the same directory waited for it (docs/benchmarks.md,
+        // stop 34).
         let (replaced, current) = read_held(&target)?;
         let change = Change {
             text,
@@ -172,7 +174,11 @@ pub fn find_commit(bound: &BoundChat, commit_id: &str) -> Result<Option<u32>, Ch
 /// The chat's bytes, and the open file they were read from.
 fn read_held(target: &Path) -> Result<(File, Vec<u8>), ChatError> {
     let mut file = File::open(target).map_err(|e| ChatError::io(target, e))?;
+    // As `fs::read` does: one allocation of the size the file says it has,
+    // tried, not assumed (the reading below still bounds nothing more).
+    let size = file.metadata().map_or(0, |metadata| metadata.len());
     let mut bytes = Vec::new();
+    let _ = bytes.try_reserve_exact(usize::try_from(size).unwrap_or(0));
     file.read_to_end(&mut bytes)
         .map_err(|e| ChatError::io(target, e))?;
     Ok((file, bytes))
