@@ -136,6 +136,7 @@ bench: setup
 		--cache-dir target/tmp/bench-cache
 	@# The disk rows' directories, kept until every bench has run: deleting
 	@# them earlier would slow the next bench's file creations (bench/fresh_disk.rs).
+	@# A failed bench leaves them; the next `make bench` removes them at its end.
 	rm -rf target/tmp/bench-disk
 
 ## The generated-input tests (proptest: model paths, dice formulas, patches,

@@ -33,7 +33,9 @@ pub struct DiskPlace {
     pub dir: PathBuf,
     /// Median time of one empty file's creation in `dir`, in µs.
     pub create_us: f64,
-    /// Whether the file system took the top-level placement hint.
+    /// Whether the file system took the top-level placement hint (which
+    /// says where ext4 looked, not that the place is free of deletions:
+    /// the probe says that).
     pub spread: bool,
 }
 
@@ -41,7 +43,7 @@ impl DiskPlace {
     /// One line for the bench's output, under its table.
     pub fn describe(&self, label: &str) -> String {
         let placement = if self.spread {
-            "a directory placed away from recent deletions"
+            "placed with ext4's top-level hint"
         } else {
             "the file system took no placement hint"
         };
@@ -53,16 +55,19 @@ impl DiskPlace {
     }
 }
 
+/// Where the disk rows' directories go: `$BENCH_DISK_DIR` when set (to
+/// measure another file system, e.g. `/dev/shm/bench`), else
+/// `bench-disk` under `target_tmp` (the target directory's `tmp`).
+pub fn base(target_tmp: &Path) -> PathBuf {
+    std::env::var_os("BENCH_DISK_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_tmp.join("bench-disk"))
+}
+
 /// A fresh directory under `base` (created if missing), with the probe.
 pub fn fresh_disk_dir(base: &Path) -> DiskPlace {
     std::fs::create_dir_all(base).expect("bench disk directory");
-    let spread = std::fs::File::open(base)
-        .and_then(|parent| {
-            let flags = rustix::fs::ioctl_getflags(&parent)?;
-            rustix::fs::ioctl_setflags(&parent, flags | rustix::fs::IFlags::TOPDIR)?;
-            Ok(())
-        })
-        .is_ok();
+    let spread = place_like_top_level(base).is_ok();
     let dir = tempfile::tempdir_in(base).expect("bench tempdir").keep();
     let probe = dir.join("create-probe");
     std::fs::create_dir(&probe).expect("probe directory");
@@ -81,4 +86,19 @@ pub fn fresh_disk_dir(base: &Path) -> DiskPlace {
         create_us: times[times.len() / 2],
         spread,
     }
+}
+
+/// Set `FS_TOPDIR_FL` on `parent`: ext4 then places each new directory in
+/// it as it places those at the file system's root. Elsewhere an error.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn place_like_top_level(parent: &Path) -> std::io::Result<()> {
+    let parent = std::fs::File::open(parent)?;
+    let flags = rustix::fs::ioctl_getflags(&parent)?;
+    rustix::fs::ioctl_setflags(&parent, flags | rustix::fs::IFlags::TOPDIR)?;
+    Ok(())
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn place_like_top_level(_parent: &Path) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }

@@ -33,15 +33,19 @@ import time
 
 WARMUP = 50
 
-# ext4's FS_IOC_GETFLAGS / FS_IOC_SETFLAGS and FS_TOPDIR_FL (linux/fs.h).
+# ext4's FS_IOC_GETFLAGS / FS_IOC_SETFLAGS and FS_TOPDIR_FL (linux/fs.h),
+# as encoded on 64-bit Linux (elsewhere the ioctl fails and is skipped).
 FS_IOC_GETFLAGS = 0x80086601
 FS_IOC_SETFLAGS = 0x40086602
 FS_TOPDIR_FL = 0x00020000
 
 
 def fresh_place(base):
-    """A fresh directory under `base` for one server's runs, and what one
-    file creation costs there (median µs, the files left in place).
+    """A fresh directory under `base` for one server's runs, whether ext4
+    took the placement hint, and what one file creation costs there (median
+    µs; the probe's files stay until the directory is removed at the end:
+    this bench runs last in `make bench`, so its own deletions slow no
+    other bench down).
 
     On an ext4 without a journal (this VM's root) a new inode's search
     skips, one buffer-cache lookup each, every inode of its block group
@@ -51,9 +55,12 @@ def fresh_place(base):
     place the new directory like a top-level one, in an emptier group (the
     same as bench/fresh_disk.rs does for the Rust benches)."""
     os.makedirs(base, exist_ok=True)
+    hinted = True
     try:
         fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
         try:
+            # An int, not a long: the kernel reads and writes 4 bytes
+            # although the request's encoding says 8.
             flags = array.array("i", [0])
             fcntl.ioctl(fd, FS_IOC_GETFLAGS, flags, True)
             flags[0] |= FS_TOPDIR_FL
@@ -61,7 +68,7 @@ def fresh_place(base):
         finally:
             os.close(fd)
     except OSError:
-        pass  # not ext4 (tmpfs): nothing to place
+        hinted = False  # not ext4 (tmpfs): nothing to place
     place = tempfile.mkdtemp(prefix="runs-", dir=base)
     probe = os.path.join(place, "create-probe")
     os.mkdir(probe)
@@ -71,7 +78,7 @@ def fresh_place(base):
         os.close(os.open(os.path.join(probe, f"file-{index:03}"),
                          os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         times.append((time.perf_counter_ns() - started) / 1000)
-    return place, statistics.median(times)
+    return place, hinted, statistics.median(times)
 
 
 def percentile(sorted_values, p):
@@ -177,10 +184,12 @@ def main():
     probes = []
     for runs_dir in args.runs_dir:
         try:
-            place, create_us = fresh_place(runs_dir)
+            place, hinted, create_us = fresh_place(runs_dir)
             places.append((runs_dir, place))
-            probes.append(f"runs in {runs_dir}: one file creation took {create_us:.0f} µs "
-                          "before the rounds.")
+            placement = ("placed with ext4's top-level hint" if hinted
+                         else "the file system took no placement hint")
+            probes.append(f"runs in {runs_dir} ({placement}): one file creation took "
+                          f"{create_us:.0f} µs before the rounds.")
         except OSError as error:
             # A tmpfs this machine does not have: measure the others.
             print(f"note: {runs_dir} left out: {error}", file=sys.stderr)

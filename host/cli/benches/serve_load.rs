@@ -324,10 +324,11 @@ async fn main() {
         .expect("warm");
     assert!(warm.success());
     // Where the runs are written matters as much as anything here: both
-    // forms create the same files, and on this VM's ext4 creating them
-    // dominates (kernel time in ext4_create). tmpfs shows the rest.
+    // forms make the same durable writes, and on this VM's disk the
+    // server's round waits on them (syncs, device flushes; docs/
+    // benchmarks.md, stop 34). tmpfs shows the rest.
     let disk =
-        fresh_disk::fresh_disk_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-disk"));
+        fresh_disk::fresh_disk_dir(&fresh_disk::base(Path::new(env!("CARGO_TARGET_TMPDIR"))));
     println!(
         "{RUNS} runs × {ROUNDS} rounds, 20 sandboxed tool calls each; median of {BENCH_ROUNDS} interleaved rounds."
     );

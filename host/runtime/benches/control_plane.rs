@@ -213,7 +213,7 @@ fn main() {
 
 async fn run_benches() {
     let disk =
-        fresh_disk::fresh_disk_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-disk"));
+        fresh_disk::fresh_disk_dir(&fresh_disk::base(Path::new(env!("CARGO_TARGET_TMPDIR"))));
     let dir = disk.dir.as_path();
     let names = BTreeMap::new();
     let catalog = catalog();
