@@ -101,7 +101,12 @@ impl ServedModel {
         if self.spec.kind == ModelKind::Script {
             return self.spec.open(&self.options);
         }
-        let api_key = self.spec.api_key(&self.options);
+        self.open_shared(self.spec.api_key(&self.options))
+    }
+
+    /// The shared client while `api_key` (the environment's key now) is
+    /// the one it was opened with; else a new one, shared from then on.
+    fn open_shared(&self, api_key: Option<String>) -> Result<Arc<dyn ModelSource>, ModelError> {
         let mut shared = self
             .shared
             .lock()
@@ -288,5 +293,30 @@ mod tests {
         ] {
             assert!(ModelTable::from_json(bad, Path::new(".")).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_http_model_is_one_client_while_its_key_stays_and_a_new_one_after() {
+        let table = ModelTable::from_json(FILE, Path::new("/etc/toolhost")).expect("models");
+        let local = table.get("acme", "local").expect("local");
+        let first = local.open_shared(Some("key-1".into())).expect("open");
+        let again = local.open_shared(Some("key-1".into())).expect("open");
+        assert!(Arc::ptr_eq(&first, &again), "the same key: the same client");
+        let rotated = local.open_shared(Some("key-2".into())).expect("open");
+        assert!(
+            !Arc::ptr_eq(&first, &rotated),
+            "a rotated key: a new client"
+        );
+        let after = local.open_shared(Some("key-2".into())).expect("open");
+        assert!(Arc::ptr_eq(&rotated, &after), "shared again from then on");
+        let unset = local.open_shared(None).expect("open");
+        assert!(!Arc::ptr_eq(&rotated, &unset), "an unset key: a new client");
+        // A run that keeps its own copy of the model shares the client.
+        let copy = local.clone();
+        let shared = copy.open_shared(None).expect("open");
+        assert!(
+            Arc::ptr_eq(&unset, &shared),
+            "one client per model, not per copy"
+        );
     }
 }
