@@ -174,11 +174,8 @@ pub fn find_commit(bound: &BoundChat, commit_id: &str) -> Result<Option<u32>, Ch
 /// The chat's bytes, and the open file they were read from.
 fn read_held(target: &Path) -> Result<(File, Vec<u8>), ChatError> {
     let mut file = File::open(target).map_err(|e| ChatError::io(target, e))?;
-    // As `fs::read` does: one allocation of the size the file says it has,
-    // tried, not assumed (the reading below still bounds nothing more).
-    let size = file.metadata().map_or(0, |metadata| metadata.len());
+    // `File::read_to_end` reserves the file's size first, as `fs::read` did.
     let mut bytes = Vec::new();
-    let _ = bytes.try_reserve_exact(usize::try_from(size).unwrap_or(0));
     file.read_to_end(&mut bytes)
         .map_err(|e| ChatError::io(target, e))?;
     Ok((file, bytes))
