@@ -20,6 +20,9 @@ pub enum PathProblem {
     /// Longer than [`MAX_PATH_BYTES`] (its length).
     TooLong(usize),
     ControlCharacter,
+    /// A bidi control (its character): it makes a path read as another
+    /// (`report\u{202e}dm.exe` shows as `reportexe.md`).
+    BidiControl(char),
     OnlyWhitespace,
     SurroundingWhitespace,
     Absolute,
@@ -45,6 +48,10 @@ impl PathProblem {
             Self::ControlCharacter => {
                 "it contains a control character (NUL, newline, tab…)".to_owned()
             }
+            Self::BidiControl(c) => format!(
+                "it contains the bidi control U+{:04X}, which shows text in another order than it has",
+                u32::from(*c)
+            ),
             Self::OnlyWhitespace => "it is only whitespace".to_owned(),
             Self::SurroundingWhitespace => "it starts or ends with whitespace".to_owned(),
             Self::Absolute => format!("it is absolute; paths are relative to {base}"),
@@ -74,7 +81,7 @@ pub enum Names {
 
 /// The segments of `raw` once checked, `.` and empty segments dropped
 /// (`./output//a.md` is `output`, `a.md`). Refused: over 1024 bytes,
-/// control characters, whitespace only or around it, a leading `/` or `\`,
+/// control characters, bidi controls, whitespace only or around it, a leading `/` or `\`,
 /// any `\`, a drive prefix (`C:`, `c:foo`), a `..` segment, a segment over
 /// 255 bytes, and for a file an ending in `/` or `/.` or no segment at all.
 /// What dropping segments exposes is checked again (`./C:/x` is refused).
@@ -84,6 +91,9 @@ pub fn segments(raw: &str, names: Names) -> Result<Vec<&str>, PathProblem> {
     }
     if raw.chars().any(char::is_control) {
         return Err(PathProblem::ControlCharacter);
+    }
+    if let Some(c) = raw.chars().find(|c| is_bidi_control(*c)) {
+        return Err(PathProblem::BidiControl(c));
     }
     if !raw.is_empty() && raw.trim().is_empty() {
         return Err(PathProblem::OnlyWhitespace);
@@ -133,14 +143,15 @@ pub fn segments(raw: &str, names: Names) -> Result<Vec<&str>, PathProblem> {
 
 /// Whether a single name (from the model or found on disk) can be one
 /// segment of a path: not empty, not `.`/`..`, no `/`, no `\`, no control
-/// character, at most 255 bytes.
+/// or bidi character, at most 255 bytes. (A name on disk the model could
+/// not name back is left out of listings.)
 pub fn segment_ok(name: &str) -> bool {
     !name.is_empty()
         && name != "."
         && name != ".."
         && name.len() <= MAX_SEGMENT_BYTES
         && !name.contains(['/', '\\'])
-        && !name.chars().any(char::is_control)
+        && !name.chars().any(|c| c.is_control() || is_bidi_control(c))
 }
 
 fn has_drive_prefix(raw: &str) -> bool {
@@ -148,8 +159,19 @@ fn has_drive_prefix(raw: &str) -> bool {
     bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
 }
 
-/// `raw` between backticks, control characters escaped and cut to 120
-/// characters, so the model's own text cannot break a message.
+/// The characters that reorder text as it is shown: the Arabic letter
+/// mark, the LRM/RLM marks, the embeddings and overrides, and the isolates.
+/// Refused in a path, escaped wherever a run's text reaches a person.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// `raw` between backticks, control and bidi characters escaped and cut to
+/// 120 characters, so the model's own text cannot break a message or
+/// reorder it.
 pub fn quoted(raw: &str) -> String {
     let mut out = String::from("`");
     for (index, c) in raw.chars().enumerate() {
@@ -157,7 +179,7 @@ pub fn quoted(raw: &str) -> String {
             out.push('…');
             break;
         }
-        if c.is_control() {
+        if c.is_control() || is_bidi_control(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -202,5 +224,28 @@ mod tests {
                 .describe("the workspace")
                 .ends_with("the workspace")
         );
+    }
+
+    #[test]
+    fn bidi_controls_are_refused_by_name() {
+        // `report\u{202e}dm.exe` shows as `reportexe.md`: a person reading
+        // the path would approve or audit a file that is not the one named.
+        for c in [
+            '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}',
+        ] {
+            let raw = format!("output/report{c}dm.exe");
+            assert_eq!(
+                segments(&raw, Names::File),
+                Err(PathProblem::BidiControl(c)),
+                "{raw:?}"
+            );
+            assert!(!segment_ok(&format!("report{c}dm.exe")), "{raw:?}");
+            assert!(!quoted(&raw).contains(c), "{raw:?}");
+        }
+        let described = PathProblem::BidiControl('\u{202e}').describe("the workspace");
+        assert!(described.contains("U+202E"), "{described}");
+        // Right-to-left text itself is a name like any other.
+        assert!(segments("output/ملاحظات.md", Names::File).is_ok());
     }
 }

@@ -50,9 +50,10 @@ impl WorkspacePath {
     /// - empty: the root for [`PathUse::Directory`], invalid for a file; so
     ///   are `.` and `./`;
     /// - refused: whitespace only or around the path, control characters
-    ///   (NUL, newline, DEL…), a leading `/` or `\`, any `\`, a drive prefix
-    ///   (`C:`, `c:foo`), a `..` segment, over 1024 bytes, a segment over
-    ///   255 bytes, and for a file a path ending in `/` or `/.`;
+    ///   (NUL, newline, DEL…), bidi controls (U+202E…), a leading `/` or
+    ///   `\`, any `\`, a drive prefix (`C:`, `c:foo`), a `..` segment, over
+    ///   1024 bytes, a segment over 255 bytes, and for a file a path ending
+    ///   in `/` or `/.`;
     /// - `.` and empty segments are dropped: `./output//a.md` is
     ///   `output/a.md`; for a directory `output/` is `output`.
     pub fn parse(raw: &str, usage: PathUse) -> Result<Self, WorkspaceError> {
@@ -210,6 +211,18 @@ mod tests {
         assert!(dir("output/..").is_err());
         assert!(dir("c:foo").is_err());
         assert!(dir("  ").is_err());
+    }
+
+    #[test]
+    fn a_bidi_control_is_refused_and_not_echoed() {
+        // `notes\u{202e}dm.exe` reads as `notesexe.md` to a person.
+        let error = file("output/notes\u{202e}dm.exe").expect_err("bidi");
+        assert_eq!(error.code(), codes::INVALID_PATH);
+        assert!(error.is_recoverable());
+        assert!(error.message().contains("U+202E"), "{}", error.message());
+        assert!(error.message().contains("\\u{202e}"), "{}", error.message());
+        assert!(!error.message().contains('\u{202e}'));
+        assert!(dir("output/\u{2067}x").is_err());
     }
 
     #[test]
