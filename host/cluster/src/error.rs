@@ -13,6 +13,10 @@ pub enum ClusterError {
     InvalidName { what: &'static str, value: String },
     #[error("cluster.unreachable: NATS at {url} did not answer: {reason}")]
     Unreachable { url: String, reason: String },
+    #[error("cluster.access_refused: {reason}")]
+    Access { reason: String },
+    #[error("cluster.unauthorized: NATS at {url} refused this node's credential: {reason}")]
+    Unauthorized { url: String, reason: String },
     #[error("cluster.setup_failed: {resource}: {reason}")]
     Setup { resource: String, reason: String },
     #[error("cluster.queue_full: the run queue holds its limit of {limit} runs; try again later")]
@@ -39,6 +43,8 @@ impl ClusterError {
         match self {
             Self::InvalidName { .. } => "cluster.invalid_name",
             Self::Unreachable { .. } => "cluster.unreachable",
+            Self::Access { .. } => "cluster.access_refused",
+            Self::Unauthorized { .. } => "cluster.unauthorized",
             Self::Setup { .. } => "cluster.setup_failed",
             Self::QueueFull { .. } => "cluster.queue_full",
             Self::Fenced { .. } => "cluster.fenced",
@@ -47,6 +53,22 @@ impl ClusterError {
             Self::FileExists { .. } => "cluster.file_exists",
             Self::NotFound { .. } => "cluster.not_found",
             Self::Nats { .. } => "cluster.nats_error",
+        }
+    }
+
+    /// A failed connection: refused credentials apart from a server that
+    /// did not answer (or did not speak TLS as asked).
+    pub(crate) fn connect(
+        address: &crate::ClusterAddress,
+        error: &async_nats::ConnectError,
+    ) -> Self {
+        use async_nats::ConnectErrorKind;
+        let (url, reason) = (address.to_string(), error.to_string());
+        match error.kind() {
+            ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
+                Self::Unauthorized { url, reason }
+            }
+            _ => Self::Unreachable { url, reason },
         }
     }
 

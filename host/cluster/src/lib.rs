@@ -8,6 +8,7 @@
 //! `toolhost cluster status` shows (`nodes`, `status`). No wasmtime, and
 //! nothing here knows what a run does: the service drives these pieces.
 
+pub mod address;
 pub mod error;
 pub mod files;
 pub mod lease;
@@ -22,6 +23,7 @@ pub mod status;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use address::{ClusterAddress, Credential, TlsFiles};
 pub use error::ClusterError;
 pub use files::RunFiles;
 pub use lease::{Lease, LeaseHolder, Leases};

@@ -166,12 +166,7 @@ impl RunMirror {
         std::fs::create_dir(dir).map_err(|error| io("the run directory", error))?;
         for (name, sha256) in &checkpoint.files {
             let relative = safe_relative(name)?;
-            let bytes = files
-                .get(&format!("blobs/{sha256}"))
-                .await?
-                .ok_or_else(|| ClusterError::NotFound {
-                    what: format!("the blob of {name} in {run}"),
-                })?;
+            let bytes = blob(&files, run, name, sha256).await?;
             let path = dir.join(relative);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|error| io(name, error))?;
@@ -250,12 +245,7 @@ impl RunMirror {
                     continue;
                 }
                 let relative = safe_relative(path)?;
-                let bytes = files
-                    .get(&format!("blobs/{sha256}"))
-                    .await?
-                    .ok_or_else(|| ClusterError::NotFound {
-                        what: format!("the blob of {path} in {run}"),
-                    })?;
+                let bytes = blob(&files, run, path, sha256).await?;
                 replace(&dir.join(relative), &bytes).map_err(|error| io(path, error))?;
             }
             for gone in copy
@@ -341,8 +331,77 @@ async fn read_checkpoint(files: &RunFiles, name: &str) -> Result<Checkpoint, Clu
         .ok_or_else(|| ClusterError::NotFound {
             what: format!("checkpoint {name}"),
         })?;
-    serde_json::from_slice(&bytes)
-        .map_err(|error| ClusterError::nats(format!("checkpoint {name}"), error))
+    let checkpoint: Checkpoint = serde_json::from_slice(&bytes)
+        .map_err(|error| ClusterError::nats(format!("checkpoint {name}"), error))?;
+    checkpoint.check(name)?;
+    Ok(checkpoint)
+}
+
+impl Checkpoint {
+    /// What a checkpoint read back from NATS must be before any of it is
+    /// used: anything that can write to the cluster could have written it.
+    /// Its line is the one its name says, it names at most [`MAX_FILES`]
+    /// files, each a plain run-relative path that is not the journal or a
+    /// temp file, each with a sha256 (so a blob is checked against it).
+    fn check(&self, name: &str) -> Result<(), ClusterError> {
+        let invalid = |reason: String| ClusterError::nats(format!("checkpoint {name}"), reason);
+        let named_seq = name
+            .strip_prefix("checkpoints.")
+            .and_then(|rest| rest.split_once('.'))
+            .and_then(|(seq, _)| seq.parse::<u64>().ok());
+        if named_seq != Some(self.seq) {
+            return Err(invalid(format!(
+                "it says line {} but is named for another",
+                self.seq
+            )));
+        }
+        if self.files.len() > MAX_FILES {
+            return Err(invalid(format!("more than {MAX_FILES} files")));
+        }
+        for (path, sha256) in &self.files {
+            safe_relative(path)?;
+            let first = path.split('/').next().unwrap_or_default();
+            if SKIPPED.contains(&path.as_str()) || first == toolhost_journal::layout::TMP_DIR {
+                return Err(invalid(format!(
+                    "it names `{path}`, which is never checkpointed"
+                )));
+            }
+            if !is_sha256(sha256) {
+                return Err(invalid(format!("`{path}` has no sha256")));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_sha256(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The bytes of `path`'s blob, checked against the digest that names it —
+/// not only against its claim, which lives in the same cluster.
+async fn blob(
+    files: &RunFiles,
+    run: &RunKey,
+    path: &str,
+    sha256: &str,
+) -> Result<Bytes, ClusterError> {
+    let bytes = files
+        .get(&format!("blobs/{sha256}"))
+        .await?
+        .ok_or_else(|| ClusterError::NotFound {
+            what: format!("the blob of {path} in {run}"),
+        })?;
+    if sha256_hex(&bytes) != sha256 {
+        return Err(ClusterError::nats(
+            format!("the blob of {path} in {run}"),
+            "its bytes are not the ones its name's sha256 says",
+        ));
+    }
+    Ok(bytes)
 }
 
 /// The latest valid checkpoint (see [`latest_checkpoint_name`]).

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, kv, object_store, stream};
 
-use crate::{ClusterError, Leases, NodeName, Nodes, RunFiles, RunKey, RunQueue};
+use crate::{ClusterAddress, ClusterError, Leases, NodeName, Nodes, RunFiles, RunKey, RunQueue};
 
 /// The journal stream: one subject per run, `toolhost.journal.<tenant>.<run>`.
 pub(crate) const JOURNAL_STREAM: &str = "TOOLHOST_JOURNAL";
@@ -64,7 +64,7 @@ impl Default for ClusterSettings {
 /// A node's connection to the cluster and handles on its resources.
 #[derive(Clone)]
 pub struct Cluster {
-    url: String,
+    address: ClusterAddress,
     node: NodeName,
     settings: ClusterSettings,
     client: async_nats::Client,
@@ -87,45 +87,45 @@ enum Missing {
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cluster")
-            .field("url", &self.url)
+            .field("address", &self.address)
             .field("node", &self.node)
             .finish_non_exhaustive()
     }
 }
 
 impl Cluster {
-    /// Connect to NATS at `url` as `node` and find (or make) the cluster's
-    /// resources. The connection reconnects by itself after an outage.
+    /// Connect to NATS at `address` as `node` and find (or make) the
+    /// cluster's resources. The connection reconnects by itself after an
+    /// outage.
     pub async fn connect(
-        url: &str,
+        address: &ClusterAddress,
         node: NodeName,
         settings: ClusterSettings,
     ) -> Result<Self, ClusterError> {
-        Self::open(url, node, settings, Missing::Make).await
+        Self::open(address, node, settings, Missing::Make).await
     }
 
     /// Connect to a cluster some node has set up, making nothing: for
     /// tools that only look (`toolhost cluster status`).
-    pub async fn attach(url: &str, node: NodeName) -> Result<Self, ClusterError> {
-        Self::open(url, node, ClusterSettings::default(), Missing::Refuse).await
+    pub async fn attach(address: &ClusterAddress, node: NodeName) -> Result<Self, ClusterError> {
+        Self::open(address, node, ClusterSettings::default(), Missing::Refuse).await
     }
 
     async fn open(
-        url: &str,
+        address: &ClusterAddress,
         node: NodeName,
         settings: ClusterSettings,
         missing: Missing,
     ) -> Result<Self, ClusterError> {
-        let client = async_nats::ConnectOptions::new()
+        let client = address
+            .options()
+            .await?
             .name(format!("toolhost {node}"))
             .connection_timeout(settings.request_timeout)
             .request_timeout(Some(settings.request_timeout))
-            .connect(url)
+            .connect(address.url())
             .await
-            .map_err(|error| ClusterError::Unreachable {
-                url: url.to_owned(),
-                reason: error.to_string(),
-            })?;
+            .map_err(|error| ClusterError::connect(address, &error))?;
         let jetstream = jetstream::ContextBuilder::new()
             .timeout(settings.request_timeout)
             .build(client.clone());
@@ -203,7 +203,7 @@ impl Cluster {
             }
         };
         Ok(Self {
-            url: url.to_owned(),
+            address: address.clone(),
             node,
             settings,
             client,
@@ -221,8 +221,9 @@ impl Cluster {
         &self.node
     }
 
-    pub fn url(&self) -> &str {
-        &self.url
+    /// Where NATS is (no secret in it).
+    pub fn address(&self) -> &ClusterAddress {
+        &self.address
     }
 
     pub fn settings(&self) -> &ClusterSettings {

@@ -24,7 +24,7 @@ fn settings() -> ClusterSettings {
 
 async fn node(server: &NatsServer, name: &str) -> Cluster {
     Cluster::connect(
-        &server.url(),
+        &server.address(),
         NodeName::new(name).expect("node name"),
         settings(),
     )
@@ -289,7 +289,7 @@ async fn appends_wait_out_a_nats_restart_with_no_gap_or_duplicate() {
 async fn an_append_gives_up_after_its_window_when_nats_stays_away() {
     let Some(mut server) = server() else { return };
     let a = Cluster::connect(
-        &server.url(),
+        &server.address(),
         NodeName::new("node-a").unwrap(),
         ClusterSettings {
             append_window: Duration::from_secs(2),

@@ -120,7 +120,7 @@ async fn the_status_lists_nodes_their_leases_orphaned_runs_and_the_queue() {
     };
     let server = NatsServer::start(&binary).expect("nats-server");
     // Nothing set up yet: a look makes nothing.
-    let err = Cluster::attach(&server.url(), NodeName::new("viewer").unwrap())
+    let err = Cluster::attach(&server.address(), NodeName::new("viewer").unwrap())
         .await
         .expect_err("no cluster yet");
     assert_eq!(err.code(), "cluster.not_found");
@@ -150,7 +150,7 @@ async fn the_status_lists_nodes_their_leases_orphaned_runs_and_the_queue() {
         .await
         .unwrap();
 
-    let viewer = Cluster::attach(&server.url(), NodeName::new("viewer").unwrap())
+    let viewer = Cluster::attach(&server.address(), NodeName::new("viewer").unwrap())
         .await
         .unwrap();
     let status = viewer.status().await.unwrap();
@@ -256,4 +256,71 @@ async fn a_read_copy_follows_the_run_its_journal_only_growing() {
             .await
             .unwrap()
     );
+}
+
+/// What a rebuild reads back from NATS is untrusted: a checkpoint that
+/// points outside the run, names the journal, or says another line, and a
+/// blob whose bytes are not its name's digest (its claim agreeing, since
+/// whoever forged one could forge the other) are refused, and nothing is
+/// written outside the run's directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_checkpoint_or_blob_is_refused_by_a_rebuild() {
+    let Some(binary) = nats_server_or_skip() else {
+        return;
+    };
+    let server = NatsServer::start(&binary).expect("nats-server");
+    let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
+    let temp = tempfile::tempdir().unwrap();
+    let sha = |bytes: &[u8]| toolhost_journal::sha256_hex(bytes);
+    let forged = [
+        (
+            "outside",
+            serde_json::json!({"../../escaped.md": sha(b"x")}),
+        ),
+        ("journal", serde_json::json!({"events.jsonl": sha(b"x")})),
+        ("digest", serde_json::json!({"output/a.md": "not-a-digest"})),
+        (
+            "blob",
+            serde_json::json!({"output/a.md": sha(b"what the checkpoint says")}),
+        ),
+        ("seq", serde_json::json!({"output/a.md": sha(b"x")})),
+    ];
+    for (index, (what, files)) in forged.into_iter().enumerate() {
+        let key = RunKey::new("local", format!("run_forged_{index}")).unwrap();
+        let lease = take_free_lease(&a, &key).await;
+        let mut log = RunLog::open(&a, &lease).await.unwrap();
+        let store = a.files(&key);
+        // Every digest named has a blob: the right bytes, except for the
+        // forged blob, stored under another digest's name.
+        store
+            .create(&format!("blobs/{}", sha(b"x")), Bytes::from_static(b"x"))
+            .await
+            .unwrap();
+        store
+            .create(
+                &format!("blobs/{}", sha(b"what the checkpoint says")),
+                Bytes::from_static(b"something else"),
+            )
+            .await
+            .unwrap();
+        let said_seq = if what == "seq" { 7 } else { 1 };
+        let body = serde_json::json!({"seq": said_seq, "files": files}).to_string();
+        store
+            .create(
+                &format!("checkpoints.{:012}.{}", 1, lease.token()),
+                Bytes::from(body),
+            )
+            .await
+            .unwrap();
+        log.append(1, line(1)).await.unwrap();
+        let dir = temp.path().join(format!("rebuilt-{index}"));
+        let error = RunMirror::rebuild(&b, &key, &dir).await.expect_err(what);
+        let text = error.to_string();
+        assert!(
+            text.contains("checkpoint") || text.contains("blob"),
+            "{what}: {text}"
+        );
+    }
+    assert!(!temp.path().join("escaped.md").exists());
+    assert!(!temp.path().parent().unwrap().join("escaped.md").exists());
 }
