@@ -774,13 +774,19 @@ fn compose_line(
     Ok(())
 }
 
-fn check_event_type(event_type: &str) -> Result<(), JournalError> {
-    let ok = event_type.len() <= MAX_EVENT_TYPE_BYTES
+/// `[a-z][a-z0-9_]*`, at most [`MAX_EVENT_TYPE_BYTES`]: what every writer
+/// checks, and what a reader of stored lines checks again (a line's type
+/// becomes an SSE `event:` field, where a newline would forge events).
+pub(crate) fn is_event_type(event_type: &str) -> bool {
+    event_type.len() <= MAX_EVENT_TYPE_BYTES
         && event_type.starts_with(|c: char| c.is_ascii_lowercase())
         && event_type
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if ok {
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+fn check_event_type(event_type: &str) -> Result<(), JournalError> {
+    if is_event_type(event_type) {
         Ok(())
     } else {
         Err(JournalError::InvalidEventType(event_type.to_owned()))

@@ -137,17 +137,39 @@ pub fn tail_has(path: &Path, window: u64, wanted: impl Fn(&str) -> bool) -> std:
 }
 
 /// A line of the journal as text and its event's head; `None` when it is
-/// not an event (not UTF-8, not an event's JSON).
+/// not an event (not UTF-8, not an event's JSON, a type no writer would
+/// write — the file may have been edited, or rebuilt from a cluster).
 fn event(raw: &[u8]) -> Option<(&str, Head<'_>)> {
     let line = std::str::from_utf8(raw).ok()?;
-    let head = serde_json::from_str(line).ok()?;
-    Some((line, head))
+    let head: Head<'_> = serde_json::from_str(line).ok()?;
+    crate::journal::is_event_type(&head.event_type).then_some((line, head))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn a_stored_line_whose_type_no_writer_writes_is_not_an_event() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut file = File::create(&path).expect("create");
+        writeln!(file, r#"{{"seq":1,"type":"run_started","payload":{{}}}}"#).expect("write");
+        // An escaped newline in the type: as an SSE `event:` it would end
+        // the field and forge the rest.
+        writeln!(
+            file,
+            r#"{{"seq":2,"type":"run_started
+data: forged","payload":{{}}}}"#
+        )
+        .expect("write");
+        writeln!(file, r#"{{"seq":3,"type":"Run-Started","payload":{{}}}}"#).expect("write");
+        let read = read_from(&path, 0).expect("read");
+        assert_eq!(read.lines.len(), 1, "the read stops at the forged line");
+        assert_eq!(read.lines[0].event_type, "run_started");
+        assert!(!tail_has(&path, 1 << 20, |_| true).expect("tail"));
+    }
 
     #[test]
     fn whole_lines_only_and_a_torn_tail_stops_the_read() {
