@@ -10,7 +10,8 @@
 //!   files) over the tenant's directories (`tenant`) with the operator's
 //!   models (`models`), within the limits of `runs::registry`;
 //! - `mcp_http`: `/mcp/{profile}`, the tenant's profiles as MCP servers
-//!   over streamable HTTP (the handler, `mcp`, also serves stdio).
+//!   over streamable HTTP (the handler, `mcp`, also serves stdio), its
+//!   sessions and calls counted in the runs' limits (`mcp_limits`).
 
 mod body;
 mod error;
@@ -18,6 +19,7 @@ mod guard;
 pub mod health;
 pub mod mcp;
 mod mcp_http;
+mod mcp_limits;
 pub mod models;
 pub mod node;
 pub mod runs;

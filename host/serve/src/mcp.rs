@@ -99,6 +99,9 @@ struct Inner {
     ended: std::sync::Mutex<Option<RunEnded>>,
     /// Notified once the run ended.
     stop: tokio::sync::Notify,
+    /// Its place among `toolhost serve`'s runs, freed when the handler goes
+    /// (after `Drop` completed the run).
+    counted: crate::mcp_limits::Counted,
 }
 
 struct Opened {
@@ -173,8 +176,14 @@ impl McpTools {
                 opened: Mutex::new(None),
                 ended: std::sync::Mutex::new(None),
                 stop: tokio::sync::Notify::new(),
+                counted: crate::mcp_limits::Counted::default(),
             }),
         })
+    }
+
+    /// Its count among `toolhost serve`'s runs and calls.
+    pub(crate) fn counted(&self) -> &crate::mcp_limits::Counted {
+        &self.inner.counted
     }
 
     /// How many tools are served.
@@ -338,8 +347,10 @@ impl ServerHandler for McpTools {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // In flight until this call returns (over HTTP; `mcp_limits`).
+        let _permit = crate::mcp_limits::call_permit(&context.extensions);
         let inner = &self.inner;
         let name = request.name.to_string();
         let Some(binding) = inner.tools.iter().find(|b| b.model_alias == name) else {
@@ -358,6 +369,9 @@ impl ServerHandler for McpTools {
                 "run.closed: the run is complete",
                 None,
             ));
+        }
+        if opened.is_none() {
+            inner.counted.place()?;
         }
         let opened = inner.open(&mut opened).map_err(|failure| {
             ErrorData::internal_error(

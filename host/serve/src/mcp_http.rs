@@ -79,6 +79,7 @@ pub(crate) async fn endpoint(
             .entry(key)
             .or_insert_with(|| {
                 let runs_dir = dirs.runs();
+                let reserve = reserve_for(&state, &tenant);
                 let durability = state.durability;
                 let mut config = StreamableHttpServerConfig::default()
                     // The guard checked Host and Origin against this
@@ -86,6 +87,9 @@ pub(crate) async fn endpoint(
                     .disable_allowed_hosts();
                 config.cancellation_token = state.mcp_stop.child_token();
                 config.max_request_body_bytes = crate::MAX_BODY_BYTES;
+                let mut sessions = LocalSessionManager::default();
+                // A client gone without `DELETE` holds its place no longer.
+                sessions.session_config.keep_alive = Some(state.runs.limits.mcp_session_idle);
                 StreamableHttpService::new(
                     move || {
                         McpTools::new(
@@ -99,16 +103,40 @@ pub(crate) async fn endpoint(
                             // served here (the runs API and the UI decide).
                             NeedingApproval::LeftOut,
                         )
+                        .map(|tools| {
+                            tools.counted().count(Arc::clone(&reserve));
+                            tools
+                        })
                         .map_err(std::io::Error::other)
                     },
-                    Arc::new(LocalSessionManager::default()),
+                    Arc::new(sessions),
                     config,
                 )
             })
             .clone()
     };
-    match service.call(request).await {
+    let (request, slot) = match crate::mcp_limits::admit(&state, &tenant, request).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused.into_response(),
+    };
+    let served = crate::mcp_limits::RESERVED.scope(slot, service.call(request));
+    match served.await {
         Ok(response) => response.map(axum::body::Body::new),
         Err(never) => match never {},
     }
+}
+
+/// How a handler of `tenant`'s takes a place among the runs when the
+/// request that made it took none. Weak: the endpoints live in the state.
+fn reserve_for(state: &Arc<ServeState>, tenant: &str) -> crate::mcp_limits::Reserve {
+    let state = Arc::downgrade(state);
+    let tenant = tenant.to_owned();
+    Arc::new(move || match state.upgrade() {
+        Some(state) => state.runs.reserve(&tenant, None),
+        None => Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "serve.stopping",
+            "the server is stopping",
+        )),
+    })
 }

@@ -1,7 +1,8 @@
 //! The runs this server is driving now, and the limits on them: runs in
-//! total and per tenant, chats being written, direct calls in flight. A
-//! limit reached is `429` with `Retry-After` (or `409 chat.busy`), never a
-//! queue that grows.
+//! total and per tenant (an MCP session over HTTP counts as a run while it
+//! lives), chats being written, direct and MCP calls in flight. A limit
+//! reached is `429` with `Retry-After` (or `409 chat.busy`), never a queue
+//! that grows.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -17,18 +18,23 @@ use crate::error::ApiError;
 /// The documented limits (docs/serve.md); `toolhost serve` flags set them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Runs in their agent loop at once, over all tenants.
+    /// Runs in their agent loop, and MCP sessions, at once, over all
+    /// tenants.
     pub runs_total: usize,
-    /// Runs in their agent loop at once, per tenant.
+    /// Runs in their agent loop, and MCP sessions, at once, per tenant.
     pub runs_per_tenant: usize,
-    /// `POST /v1/runs/{id}/calls` in flight at once. (Calls inside runs
-    /// wait for one of the sandbox's own call slots.)
+    /// `POST /v1/runs/{id}/calls` and MCP `tools/call` in flight at once.
+    /// (Calls inside runs wait for one of the sandbox's own call slots.)
     pub calls_in_flight: usize,
     /// What `Retry-After` says, in seconds.
     pub retry_after_secs: u64,
     /// How long a served run's call waits for a person's approval before
     /// it is denied.
     pub approval_timeout: std::time::Duration,
+    /// A legacy MCP session with no request for this long is closed: its
+    /// run completes and its place among the runs is freed (a client that
+    /// went away without `DELETE` holds a place no longer than this).
+    pub mcp_session_idle: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -39,6 +45,7 @@ impl Default for Limits {
             calls_in_flight: 64,
             retry_after_secs: 2,
             approval_timeout: toolhost_runtime::approval::DEFAULT_TIMEOUT,
+            mcp_session_idle: std::time::Duration::from_secs(300),
         }
     }
 }
