@@ -7,6 +7,7 @@
 //! read back from `tool_snapshot.json` is as trustworthy as a fresh one.
 
 mod compile;
+mod recheck;
 pub mod tool_refs;
 
 use std::collections::HashSet;
@@ -100,6 +101,10 @@ pub enum SnapshotError {
         "tool.snapshot_decision_mismatch: `{0}`: the bindings and the policy decisions disagree (a binding without a visible decision, a tool decided twice, or an approval only one of them records)"
     )]
     DecisionMismatch(ToolId),
+    #[error(
+        "tool.snapshot_loosened: the stored snapshot grants `{tool}` more than its profile and policies do now: {what}"
+    )]
+    Loosened { tool: String, what: String },
 }
 
 impl Classified for SnapshotError {
@@ -114,6 +119,7 @@ impl Classified for SnapshotError {
             Self::AliasInvalid { .. } => "tool.snapshot_alias_invalid",
             Self::Descriptor(_) => "tool.snapshot_descriptor_invalid",
             Self::DecisionMismatch(_) => "tool.snapshot_decision_mismatch",
+            Self::Loosened { .. } => "tool.snapshot_loosened",
         }
     }
 
