@@ -2,11 +2,12 @@
 //! server (no DNS rebinding of a browser onto the loopback port), an
 //! `Origin`, when a browser sends one, must be this server's own (no CORS:
 //! no other site's page may drive it), and its bearer token must name a
-//! tenant.
+//! tenant — from a client address not past its failed tokens
+//! (`attempts`).
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -50,12 +51,37 @@ fn admit(state: &ServeState, request: &Request) -> Result<Tenant, ApiError> {
     let headers = request.headers();
     match &*state.access() {
         TenantAccess::Local => Ok(Tenant(LOCAL_TENANT.to_owned())),
-        TenantAccess::Tokens(tokens) => headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .and_then(|token| tokens.tenant_of(token.trim()))
-            .ok_or_else(ApiError::unauthorized),
+        TenantAccess::Tokens(tokens) => {
+            // `listen` gives every request its client's address.
+            let peer = request
+                .extensions()
+                .get::<ConnectInfo<std::net::SocketAddr>>()
+                .map(|ConnectInfo(address)| address.ip());
+            let now = std::time::Instant::now();
+            if let Some(peer) = peer
+                && let Err(seconds) = state.token_attempts.check(peer, now)
+            {
+                return Err(ApiError::too_many(
+                    "serve.too_many_attempts",
+                    "too many failed tokens from this address; wait before trying again",
+                    seconds,
+                ));
+            }
+            let Some(presented) = headers.get(header::AUTHORIZATION) else {
+                return Err(ApiError::unauthorized());
+            };
+            let tenant = presented
+                .to_str()
+                .ok()
+                .and_then(|value| value.strip_prefix("Bearer "))
+                .and_then(|token| tokens.tenant_of(token.trim()));
+            tenant.ok_or_else(|| {
+                if let Some(peer) = peer {
+                    state.token_attempts.failed(peer, now);
+                }
+                ApiError::unauthorized()
+            })
+        }
     }
 }
 

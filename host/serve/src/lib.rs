@@ -3,7 +3,9 @@
 //! by the OpenAPI document at `/v1/openapi.json` (generated from the
 //! handlers' types with utoipa); every error is `{code, message}`.
 //!
-//! - `guard`: the checks every request passes (Host, Origin, token);
+//! - `listen`: the connections, a deadline on every request's head;
+//! - `guard`: the checks every request passes (Host, Origin, token), with
+//!   failed tokens counted per client address (`attempts`);
 //! - `health`: readiness (`/v1/health`) and the builtins' warm-up;
 //! - `tools`: the catalog;
 //! - `runs`: the runs API (start, list, follow, cancel, resume, calls,
@@ -13,10 +15,12 @@
 //!   over streamable HTTP (the handler, `mcp`, also serves stdio), its
 //!   sessions and calls counted in the runs' limits (`mcp_limits`).
 
+mod attempts;
 mod body;
 mod error;
 mod guard;
 pub mod health;
+mod listen;
 pub mod mcp;
 mod mcp_http;
 mod mcp_limits;
@@ -106,6 +110,8 @@ pub struct ServeState {
     pub node: Option<Arc<node::ClusterNode>>,
     /// Builtin loads going on in the background ([`ServeState::warm`]).
     warm_ups: health::WarmUps,
+    /// Failed bearer tokens, by client address (the guard).
+    token_attempts: attempts::TokenAttempts,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -169,6 +175,10 @@ impl ServeState {
             tls: options.tls,
             node: None,
             warm_ups: health::WarmUps::default(),
+            token_attempts: attempts::TokenAttempts::new(
+                options.limits.token_attempts,
+                options.limits.token_attempt_window,
+            ),
         })
     }
 
@@ -364,23 +374,19 @@ pub fn router(state: Arc<ServeState>) -> Router {
 }
 
 /// Serve `router` on `listener` (over TLS when configured) until
-/// `shutdown` resolves.
+/// `shutdown` resolves; request heads are bounded in time (`listen`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<ServeState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let head_timeout = state.runs.limits.request_head_timeout;
     match state.tls.clone() {
         Some(config) => {
             let listener = tls::TlsListener::new(listener, config)?;
-            axum::serve(listener, router(state))
-                .with_graceful_shutdown(shutdown)
-                .await
+            listen::serve_on(listener, router(state), head_timeout, shutdown).await;
         }
-        None => {
-            axum::serve(listener, router(state))
-                .with_graceful_shutdown(shutdown)
-                .await
-        }
+        None => listen::serve_on(listener, router(state), head_timeout, shutdown).await,
     }
+    Ok(())
 }

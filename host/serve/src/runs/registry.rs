@@ -35,6 +35,16 @@ pub struct Limits {
     /// run completes and its place among the runs is freed (a client that
     /// went away without `DELETE` holds a place no longer than this).
     pub mcp_session_idle: std::time::Duration,
+    /// How long a connection may wait for, and take to send, a request's
+    /// headers: from its accept or its last response until the next
+    /// request's headers are in. A client sending a byte at a time, or
+    /// holding a keep-alive connection idle, is cut off after it.
+    pub request_head_timeout: std::time::Duration,
+    /// Failed bearer tokens one client address may present within
+    /// `token_attempt_window`; past them its requests are `429` until the
+    /// window ends, whatever token they carry.
+    pub token_attempts: u32,
+    pub token_attempt_window: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -46,6 +56,9 @@ impl Default for Limits {
             retry_after_secs: 2,
             approval_timeout: toolhost_runtime::approval::DEFAULT_TIMEOUT,
             mcp_session_idle: std::time::Duration::from_secs(300),
+            request_head_timeout: std::time::Duration::from_secs(30),
+            token_attempts: 10,
+            token_attempt_window: std::time::Duration::from_secs(60),
         }
     }
 }
