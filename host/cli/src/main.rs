@@ -117,6 +117,26 @@ enum Command {
         /// (POST /v1/runs/{id}/approvals/{callId}) before it is denied.
         #[arg(long, value_name = "SECONDS", default_value_t = 600)]
         approval_timeout: u64,
+        /// Seconds a connection has to send a whole request head, from its
+        /// accept or its last answer: a slow or idle client is cut off.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
+              default_value_t = toolhost_serve::Limits::default().request_head_timeout.as_secs())]
+        request_head_timeout: u64,
+        /// Seconds an MCP session may go without a request before it is
+        /// closed and its place among the runs freed.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
+              default_value_t = toolhost_serve::Limits::default().mcp_session_idle.as_secs())]
+        mcp_session_idle: u64,
+        /// Bad bearer tokens one client address may send within
+        /// --token-attempt-window before its requests are answered 429
+        /// (0: not counted).
+        #[arg(long, value_name = "N",
+              default_value_t = toolhost_serve::Limits::default().token_attempts)]
+        token_attempts: u32,
+        /// Seconds of the window --token-attempts counts in.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
+              default_value_t = toolhost_serve::Limits::default().token_attempt_window.as_secs())]
+        token_attempt_window: u64,
         /// When journal events and audit files reach the disk.
         #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
         durability: DurabilityArg,
@@ -712,6 +732,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             max_runs_per_tenant,
             max_calls,
             approval_timeout,
+            request_head_timeout,
+            mcp_session_idle,
+            token_attempts,
+            token_attempt_window,
             durability,
             no_resume,
             tls_cert,
@@ -732,6 +756,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     runs_per_tenant: max_runs_per_tenant,
                     calls_in_flight: max_calls,
                     approval_timeout: std::time::Duration::from_secs(approval_timeout),
+                    request_head_timeout: std::time::Duration::from_secs(request_head_timeout),
+                    mcp_session_idle: std::time::Duration::from_secs(mcp_session_idle),
+                    token_attempts,
+                    token_attempt_window: std::time::Duration::from_secs(token_attempt_window),
                     ..toolhost_serve::Limits::default()
                 },
                 durability: durability.into(),
