@@ -149,7 +149,7 @@ impl Registry {
             return Err(ApiError::too_many(
                 "serve.too_many_runs",
                 format!(
-                    "{} runs are running, the most this server takes",
+                    "{} runs and MCP sessions are open, the most this server takes",
                     active.total
                 ),
                 retry,
@@ -159,7 +159,9 @@ impl Registry {
         if mine >= self.limits.runs_per_tenant {
             return Err(ApiError::too_many(
                 "serve.too_many_runs",
-                format!("{mine} of your runs are running, the most a tenant may have"),
+                format!(
+                    "{mine} of your runs and MCP sessions are open, the most a tenant may have"
+                ),
                 retry,
             ));
         }
