@@ -4,11 +4,14 @@ driven through chromium-driver by Selenium; nothing is downloaded).
 
 Run by `host/cli/tests/ui.rs` against a real server whose tenant `local`
 has a profile `writer`, a chat per run, a policy asking approval for every
-`workspace.commit`, and a scripted model `script` that writes a reply full
-of markup, reads it back, commits, and finishes. Checks, in order: a run
-started through the API appears in the list by itself; its timeline fills
-live; a tool result holding `<script>` is shown as text and never runs; a
-pending commit is approved from its card and the run completes; another
+`workspace.write_file` and `workspace.commit`, and a scripted model
+`script` that writes a long reply full of markup and a bidi override,
+reads it back, commits, and finishes. Checks, in order: a run started
+through the API appears in the list by itself; its timeline fills live;
+the write's approval card shows its path first and the content cut with
+its size; a tool result holding `<script>` is shown as text and never
+runs, its bidi override shown as ⟨U+202E⟩; a pending commit is approved
+from its card and the run completes; another
 run's commit is denied with a note, which the model reads; every control is
 reachable with Tab and shows its focus; at 640 px nothing scrolls
 sideways. Screenshots of the run list and a timeline go to --screenshots.
@@ -72,8 +75,9 @@ def open_run(driver, run_id):
     wait("the timeline", lambda: driver.find_element(By.ID, "run-title").text == run_id)
 
 
-def card(driver):
-    return wait("an approval card", lambda: driver.find_elements(By.CSS_SELECTOR, "#approval-cards .card"))[0]
+def card(driver, tool):
+    return wait(f"an approval card for {tool}", lambda: [
+        c for c in driver.find_elements(By.CSS_SELECTOR, "#approval-cards .card") if tool in c.text])[0]
 
 
 def timeline_text(driver):
@@ -105,31 +109,41 @@ def main():
         first = start_run(args.base, "chat-1")
         open_run(driver, first)
         wait("the first round", lambda: "Round 1" in timeline_text(driver))
-        pending = card(driver)
-        assert "workspace.commit" in pending.text, pending.text
+
+        # 2. The write's card: the path first, the long content cut with
+        # its size, the bidi override visible rather than obeyed.
+        write = card(driver, "workspace.write_file")
+        fields = [li.text for li in write.find_elements(By.CSS_SELECTOR, "li.arg")]
+        assert fields and fields[0] == 'path: "output/main.md"', fields
+        assert fields[1].startswith('content: "Before <script>') and "KiB" in fields[1], fields
+        assert "\u202e" not in write.text, write.text
+        write.find_element(By.CSS_SELECTOR, "button.approve").click()
+        pending = card(driver, "workspace.commit")
         driver.save_screenshot(os.path.join(args.screenshots, "timeline.png"))
 
-        # 2. Markup in a tool result is text: shown, never run.
+        # 3. Markup in a tool result is text: shown, never run.
         read = wait("the read's result button", lambda: [
             b for b in driver.find_elements(By.CSS_SELECTOR, ".entry button") if b.text == "Result text"])
         read[-1].click()
         shown = wait("the result text", lambda: driver.find_element(By.ID, "detail").text)
         assert "<script>" in shown and "<img" in shown, shown
+        assert "evil⟨U+202E⟩txt.exe" in shown and "\u202e" not in shown, shown[:300]
         assert driver.execute_script("return window.pwned === undefined"), "a result's script ran"
         assert driver.title == title, "a result's script changed the title"
         assert not driver.find_elements(By.CSS_SELECTOR, "#lanes script, #detail img, #lanes img")
 
-        # 3. Approve from the card: the commit runs and the run completes.
-        card(driver).find_element(By.CSS_SELECTOR, "button.approve").click()
+        # 4. Approve from the card: the commit runs and the run completes.
+        pending.find_element(By.CSS_SELECTOR, "button.approve").click()
         wait("the run's end", lambda: "Run completed" in timeline_text(driver))
         assert "Committed output/main.md" in timeline_text(driver)
         assert api(args.base, f"/v1/runs/{first}")["status"] == "completed"
 
-        # 4. Deny with a note: the model reads it in the call's result.
+        # 5. Deny with a note: the model reads it in the call's result.
         driver.find_element(By.ID, "back").click()
         second = start_run(args.base, "chat-2")
         open_run(driver, second)
-        denial = card(driver)
+        card(driver, "workspace.write_file").find_element(By.CSS_SELECTOR, "button.approve").click()
+        denial = card(driver, "workspace.commit")
         denial.find_element(By.CSS_SELECTOR, "input").send_keys("not in this chat")
         denial.find_element(By.CSS_SELECTOR, "button.deny").click()
         wait("the denied commit", lambda: "agent.tool_denied_by_user" in timeline_text(driver))
@@ -141,12 +155,12 @@ def main():
         assert "not in this chat" in read_by_model, read_by_model
         wait("the next round", lambda: "Round 3" in timeline_text(driver))
 
-        # 5. The run list, for the docs.
+        # 6. The run list, for the docs.
         driver.find_element(By.ID, "back").click()
         wait("both runs listed", lambda: len(driver.find_elements(By.CSS_SELECTOR, "button.open-run")) >= 2)
         driver.save_screenshot(os.path.join(args.screenshots, "runs.png"))
 
-        # 6. Keyboard: Tab reaches every control, each showing its focus.
+        # 7. Keyboard: Tab reaches every control, each showing its focus.
         driver.execute_script("document.activeElement && document.activeElement.blur()")
         seen = set()
         for _ in range(12):
@@ -162,7 +176,7 @@ def main():
         for wanted in ("token", "refresh", first, second):
             assert wanted in seen, f"Tab never reached {wanted}: {seen}"
 
-        # 7. At 640 px nothing scrolls sideways, in the list and a timeline.
+        # 8. At 640 px nothing scrolls sideways, in the list and a timeline.
         driver.set_window_size(640, 900)
         for view in ("list", "timeline"):
             if view == "timeline":

@@ -98,14 +98,7 @@ impl Approver for Terminal {
                 while answers.lines.try_recv().is_ok() {}
                 answers.stale = false;
             }
-            eprintln!(
-                "\napproval needed: {} ({}), call {}\n  arguments: {}\n  why: {}",
-                request.tool_id,
-                terminal::line(request.title.as_deref().unwrap_or("")),
-                terminal::line(&request.call_id),
-                terminal::line(&request.arguments_summary),
-                terminal::line(&request.reason),
-            );
+            eprint!("{}", prompt(request));
             eprint!("approve? [y]es / [n]o / [a]lways for this run: ");
             let _ = std::io::stderr().flush();
             let by = "terminal".to_owned();
@@ -143,6 +136,30 @@ impl Approver for Terminal {
             }
         })
     }
+}
+
+/// What the terminal shows of a call waiting for approval: the run's own
+/// summary of its arguments, one field a line, deciding fields (path, URL,
+/// host…) first; every piece from outside escaped.
+fn prompt(request: &ApprovalRequest) -> String {
+    let mut text = format!(
+        "\napproval needed: {} ({}), call {}\n",
+        request.tool_id,
+        terminal::line(request.title.as_deref().unwrap_or("")),
+        terminal::line(&request.call_id),
+    );
+    let shown = &request.arguments_shown;
+    if shown.fields.is_empty() && shown.omitted == 0 {
+        text.push_str("  arguments: none\n");
+    }
+    for field in &shown.fields {
+        text.push_str(&format!("  {}\n", terminal::line(&field.to_string())));
+    }
+    if shown.omitted > 0 {
+        text.push_str(&format!("  … and {} more not shown\n", shown.omitted));
+    }
+    text.push_str(&format!("  why: {}\n", terminal::line(&request.reason)));
+    text
 }
 
 /// `toolhost approvals`.
@@ -242,4 +259,49 @@ fn decide(run_dir: &Path, call_id: &str, verdict: Verdict, note: Option<&str>) -
     }
     eprintln!("{}: {}", call_id, verdict.as_str());
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolhost_runtime::approval::ArgumentsSummary;
+
+    use super::*;
+
+    #[test]
+    fn the_prompt_shows_the_path_first_and_escapes_what_the_model_wrote() {
+        let path = format!("output/{}/notes.md", "deep/".repeat(60));
+        let arguments = json!({
+            "content": format!("evil\u{202e}txt\n\u{1b}[2J{}", "x".repeat(100 * 1024)),
+            "path": path,
+        });
+        let shown = ArgumentsSummary::of(&arguments);
+        let request = ApprovalRequest {
+            run_id: "r".into(),
+            invocation_id: "i".into(),
+            call_id: "c\u{202e}1".into(),
+            round: 1,
+            tool_id: toolhost_core::ToolId::builtin("workspace.write_file").expect("id"),
+            title: Some("Write a workspace file".into()),
+            arguments_summary: shown.to_string(),
+            arguments_shown: shown,
+            annotations: json!({}),
+            source: "builtin".into(),
+            reason: "the user's policy asks".into(),
+        };
+        let text = prompt(&request);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[2], format!("  path: \"{path}\""), "{text}");
+        assert!(
+            lines[3].starts_with("  content: \"evil\\u{202e}txt\\n\\u001b[2J"),
+            "{text}"
+        );
+        assert!(lines[3].ends_with("…\" (100.0 KiB, 2 lines)"), "{text}");
+        assert!(lines[1].contains("call c\\u{202e}1"), "{text}");
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{1b}'),
+            "{text}"
+        );
+        assert_eq!(lines.len(), 5, "{text}");
+    }
 }

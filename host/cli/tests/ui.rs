@@ -84,12 +84,17 @@ fn the_timeline_and_approvals_in_a_real_browser() {
     std::fs::write(
         tenant.join("policy.json"),
         json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
-               "requireApproval": ["workspace.commit"]})
+               "requireApproval": ["workspace.commit", "workspace.write_file"]})
         .to_string(),
     )
     .expect("policy");
-    let hostile = "Before <script>window.pwned=1;document.title='pwned'</script>\
-                   <img src=x onerror=\"window.pwned=2\"> after.";
+    // Markup, a bidi override, and enough lines that the approval card
+    // must cut the content and still show the path.
+    let hostile = format!(
+        "Before <script>window.pwned=1;document.title='pwned'</script>\
+         <img src=x onerror=\"window.pwned=2\"> after. evil\u{202e}txt.exe\n{}",
+        "a line of the draft\n".repeat(1000)
+    );
     std::fs::write(
         dir.join("script.json"),
         json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [

@@ -170,7 +170,12 @@ pub struct ToolCallApprovalRequested {
     pub tool_id: ToolId,
     pub name: String,
     pub title: Option<String>,
-    /// The arguments, compact and cut to a bounded length.
+    /// The arguments as a person is shown them: `{fields: [{name, value,
+    /// size?, deciding}], omitted}`, the fields that decide the effect
+    /// (path, URL, host, command, mode…) first, long values cut with their
+    /// size (`toolhost_runtime::approval::ArgumentsSummary`).
+    pub arguments_shown: serde_json::Value,
+    /// The same on one line, bounded.
     pub arguments_summary: String,
     /// The tool's side-effect annotations.
     pub annotations: serde_json::Value,

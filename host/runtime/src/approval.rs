@@ -29,6 +29,10 @@ use toolhost_journal::audit_stem;
 
 use crate::run::Run;
 
+mod summary;
+
+pub use summary::{ArgumentField, ArgumentsSummary};
+
 /// What a person is shown.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -39,22 +43,13 @@ pub struct ApprovalRequest {
     pub round: u32,
     pub tool_id: ToolId,
     pub title: Option<String>,
+    /// The arguments as a person is shown them, deciding fields first.
+    pub arguments_shown: ArgumentsSummary,
+    /// The same on one line (`arguments_shown`'s text).
     pub arguments_summary: String,
     pub annotations: Value,
     pub source: String,
     pub reason: String,
-}
-
-/// Longest arguments summary, in characters.
-pub const SUMMARY_CHARS: usize = 600;
-
-/// The arguments as one compact line, cut to [`SUMMARY_CHARS`].
-pub fn summarize_arguments(arguments: &Value) -> String {
-    let text = arguments.to_string();
-    match text.char_indices().nth(SUMMARY_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

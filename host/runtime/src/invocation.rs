@@ -32,7 +32,7 @@ use toolhost_journal::{
 use toolhost_sandbox::{CallEntropy, CallReport};
 use toolhost_workspace::WorkspaceSession;
 
-use crate::approval::{self, ApprovalDecision, ApprovalRequest, Verdict};
+use crate::approval::{ApprovalDecision, ApprovalRequest, ArgumentsSummary, Verdict};
 use crate::failure::RunFailure;
 use crate::host::ToolExecutor;
 use crate::resume::{self, InDoubt};
@@ -425,6 +425,7 @@ impl InvocationSession {
         round: u32,
     ) -> Result<Option<AgentToolResult>, RunFailure> {
         let tool_id = &invocation.tool_id;
+        let shown = ArgumentsSummary::of(&invocation.arguments);
         let request = ApprovalRequest {
             run_id: self.run.run_id().to_owned(),
             invocation_id: self.invocation_id.clone(),
@@ -432,7 +433,8 @@ impl InvocationSession {
             round,
             tool_id: tool_id.clone(),
             title: binding.descriptor.title.clone(),
-            arguments_summary: approval::summarize_arguments(&invocation.arguments),
+            arguments_summary: shown.to_string(),
+            arguments_shown: shown,
             annotations: binding.descriptor.annotations.clone(),
             source: tool_id.provider_str().to_owned(),
             reason: reason.to_owned(),
@@ -444,6 +446,7 @@ impl InvocationSession {
             tool_id: tool_id.clone(),
             name: tool_id.native_name().to_owned(),
             title: request.title.clone(),
+            arguments_shown: serde_json::to_value(&request.arguments_shown).unwrap_or_default(),
             arguments_summary: request.arguments_summary.clone(),
             annotations: request.annotations.clone(),
             source: request.source.clone(),

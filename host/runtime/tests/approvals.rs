@@ -143,7 +143,11 @@ async fn an_approved_call_runs_after_its_approval_in_journal_order() {
     let requested = &events[1].1;
     assert_eq!(requested["toolId"], "builtin:workspace.commit");
     assert_eq!(requested["source"], "builtin");
-    assert_eq!(requested["argumentsSummary"], "{}");
+    assert_eq!(requested["argumentsSummary"], "(no arguments)");
+    assert_eq!(
+        requested["argumentsShown"],
+        json!({"fields": [], "omitted": 0})
+    );
     assert!(
         requested["reason"]
             .as_str()

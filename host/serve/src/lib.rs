@@ -300,6 +300,8 @@ impl ServeState {
         runs::CallResponse,
         runs::PendingCalls,
         runs::PendingCall,
+        runs::ArgumentsShown,
+        runs::ShownArgument,
         runs::DecisionRequest,
         runs::DecisionChoice,
         runs::Decided,

@@ -1027,6 +1027,64 @@ async fn a_call_waits_for_approval_through_the_api() {
     assert!(journal.contains(r#""by":"tenant acme""#), "{journal}");
 }
 
+/// A waiting call's arguments are listed as the run built them: the
+/// field that decides the effect (`path`) before the content, although
+/// `content` sorts first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_write_lists_its_path_first() {
+    let setup = Setup::start().await;
+    let policy = json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
+                        "requireApproval": ["workspace.write_file"]});
+    std::fs::write(
+        TenantDirs::new(&setup.data(), "acme").policy(),
+        policy.to_string(),
+    )
+    .expect("policy");
+    let server = setup.serve(Limits::default()).await;
+    let id = start_run(
+        &server,
+        json!({"profile": "writer", "model": "demo", "chat": "chat"}),
+    )
+    .await;
+    let approvals = server.url(&format!("/v1/runs/{id}/approvals"));
+    let mut waiting = Value::Null;
+    for _ in 0..400 {
+        let (status, listed) = send(acme(client().get(&approvals))).await;
+        assert_eq!(status, 200, "{listed}");
+        if let Some(first) = listed["approvals"].as_array().and_then(|all| all.first()) {
+            waiting = first.clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(waiting["callId"], "c1", "{waiting}");
+    assert_eq!(
+        waiting["argumentsShown"],
+        json!({"fields": [
+            {"name": "path", "value": "\"output/main.md\"", "deciding": true},
+            {"name": "content", "value": serde_json::to_string(REPLY).expect("json"),
+             "deciding": false}
+        ], "omitted": 0}),
+        "{waiting}"
+    );
+    assert_eq!(
+        waiting["argumentsSummary"],
+        format!(
+            "path: \"output/main.md\", content: {}",
+            serde_json::to_string(REPLY).expect("json")
+        )
+    );
+    let (_, document) = send(acme(client().get(server.url("/v1/openapi.json")))).await;
+    let schemas = &document["components"]["schemas"];
+    assert!(schemas["PendingCall"]["properties"]["argumentsShown"].is_object());
+    assert!(schemas["ShownArgument"]["properties"]["deciding"].is_object());
+    let decide = server.url(&format!("/v1/runs/{id}/approvals/c1"));
+    let (status_code, decided) =
+        send(acme(client().post(decide)).json(&json!({"decision": "approve"}))).await;
+    assert_eq!(status_code, 200, "{decided}");
+    wait_for_status(&server, &id, "completed").await;
+}
+
 /// An OpenAI-compatible model on 127.0.0.1 that answers every request
 /// with a `workspace_finish` call; it counts the connections it accepted
 /// and the requests it answered. It stops with the test's runtime.

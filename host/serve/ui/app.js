@@ -1,10 +1,21 @@
 // toolhost's run timeline and approvals. Everything a run, a model or a
 // tool wrote is shown as text (textContent), never parsed as HTML; the
 // bearer token travels in a header on every request, never in a URL, and
-// nothing is kept in a cookie.
+// nothing is kept in a cookie. Bidi controls in that text are shown as
+// ⟨U+202E⟩, so a name cannot read as another (`visible`).
 "use strict";
 
 const state = { token: "", run: null, stream: null, timers: [], lanes: new Map(), results: new Map() };
+
+// The characters that reorder text as it is shown: the Arabic letter mark,
+// the LRM/RLM marks, the embeddings and overrides, and the isolates.
+const BIDI = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+// Text from a run as a person should read it: each bidi control replaced
+// by a visible ⟨U+XXXX⟩ rather than obeyed.
+function visible(text) {
+  return String(text).replace(BIDI, (c) => "⟨U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩");
+}
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -15,13 +26,13 @@ function el(tag, attrs, ...children) {
   }
   for (const child of children) {
     if (child === null || child === undefined) continue;
-    node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    node.append(typeof child === "string" ? document.createTextNode(visible(child)) : child);
   }
   return node;
 }
 
 function say(text) {
-  document.getElementById("status").textContent = text;
+  document.getElementById("status").textContent = visible(text);
 }
 
 function headers(extra) {
@@ -111,8 +122,8 @@ function lane(invocation) {
 }
 
 function showDetail(title, text) {
-  document.getElementById("detail-title").textContent = title;
-  document.getElementById("detail").textContent = text;
+  document.getElementById("detail-title").textContent = visible(title);
+  document.getElementById("detail").textContent = visible(text);
   const box = document.getElementById("detail-box");
   box.hidden = false;
   document.getElementById("detail-close").focus();
@@ -208,7 +219,7 @@ function render(event) {
     case "run_cancelled":
       entry(invocation, event.type === "run_completed" ? "commit" : "error",
         event.type.replace("run_", "Run ").replace("_", " ") + (p.code ? ": " + p.code + " " + (p.message || "") : ""));
-      document.getElementById("run-status").textContent = event.type;
+      document.getElementById("run-status").textContent = visible(event.type);
       break;
     default:
       if (event.level === "error") entry(invocation, "error", event.type + ": " + (p.message || p.code || ""));
@@ -242,6 +253,21 @@ async function follow(id) {
   }
 }
 
+// A waiting call's arguments as the run summarized them when it asked: the
+// fields that decide the effect (path, URL, host…) first and marked, long
+// values cut with their size. A run recorded before the summary had fields
+// shows its one line.
+function argumentsShown(call) {
+  const shown = call.argumentsShown || { fields: [], omitted: 0 };
+  if (!shown.fields.length) return el("div", { class: "text" }, "Arguments: " + call.argumentsSummary);
+  const rows = shown.fields.map((field) => el("li", { class: field.deciding ? "arg deciding" : "arg" },
+    el("span", { class: "name" }, field.name + ": "),
+    el("span", { class: "value" }, field.value),
+    field.size ? el("span", { class: "size" }, " (" + field.size + ")") : null));
+  if (shown.omitted) rows.push(el("li", { class: "arg" }, "… and " + shown.omitted + " more not shown"));
+  return el("ul", { class: "arguments", "aria-label": "arguments" }, ...rows);
+}
+
 async function loadApprovals() {
   if (!state.run) return;
   const id = state.run;
@@ -272,7 +298,7 @@ async function loadApprovals() {
       };
       cards.append(el("div", { class: "card", "data-call": call.callId, role: "group", "aria-label": "approval of " + call.callId },
         el("strong", {}, (call.title || call.toolId) + " "), el("span", {}, "(" + call.toolId + ", " + call.source + ")"),
-        el("div", { class: "text" }, "Arguments: " + call.argumentsSummary),
+        argumentsShown(call),
         el("div", {}, "Why: " + call.reason),
         el("div", { class: "actions" },
           note,
@@ -295,7 +321,7 @@ function openRun(id) {
   document.getElementById("approval-cards").replaceChildren();
   document.getElementById("approvals").hidden = true;
   document.getElementById("detail-box").hidden = true;
-  document.getElementById("run-title").textContent = id;
+  document.getElementById("run-title").textContent = visible(id);
   document.getElementById("run-status").textContent = "";
   document.getElementById("runs-view").hidden = true;
   document.getElementById("run-view").hidden = false;

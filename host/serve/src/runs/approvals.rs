@@ -25,6 +25,11 @@ pub struct PendingCall {
     pub invocation_id: String,
     pub tool_id: String,
     pub title: Option<String>,
+    /// The arguments as a person is shown them: the fields that decide
+    /// the effect first, long values cut with their size. Built once by
+    /// the run when it asked; empty for a run recorded before it was.
+    pub arguments_shown: ArgumentsShown,
+    /// The same on one line.
     pub arguments_summary: String,
     #[schema(value_type = Object)]
     pub annotations: Value,
@@ -35,6 +40,36 @@ pub struct PendingCall {
     pub requested_at: String,
     /// A decision was made and the run has not read it yet.
     pub decided: bool,
+}
+
+/// A call's arguments as a person is shown them
+/// (`toolhost_runtime::approval::ArgumentsSummary`, as the journal holds
+/// it).
+#[derive(Debug, Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgumentsShown {
+    /// In the order shown: deciding fields (path, URL, host, command,
+    /// mode…) first, then the rest.
+    pub fields: Vec<ShownArgument>,
+    /// Fields left out to keep the summary short.
+    #[serde(default)]
+    pub omitted: u64,
+}
+
+/// One argument as a person is shown it.
+#[derive(Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShownArgument {
+    /// The argument's name.
+    pub name: String,
+    /// Its value as JSON, cut with `…` where it is longer than shown.
+    pub value: String,
+    /// The whole value's size when it is cut (`100.0 KiB, 5 389 lines`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
+    /// Its name says it decides the call's effect.
+    #[serde(default)]
+    pub deciding: bool,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -98,6 +133,9 @@ pub(crate) async fn approvals(
             invocation_id: text(&waiting.request, "invocationId"),
             tool_id: text(&waiting.request, "toolId"),
             title: waiting.request["title"].as_str().map(str::to_owned),
+            // A payload this server cannot read shows its one line only.
+            arguments_shown: serde_json::from_value(waiting.request["argumentsShown"].clone())
+                .unwrap_or_default(),
             arguments_summary: text(&waiting.request, "argumentsSummary"),
             annotations: waiting.request["annotations"].clone(),
             source: text(&waiting.request, "source"),

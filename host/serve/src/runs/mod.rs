@@ -25,7 +25,10 @@ use toolhost_journal::RunManifest;
 use toolhost_runtime::Run;
 
 pub(crate) use approvals::{__path_approvals, __path_decide, approvals, decide};
-pub use approvals::{Decided, DecisionChoice, DecisionRequest, PendingCall, PendingCalls};
+pub use approvals::{
+    ArgumentsShown, Decided, DecisionChoice, DecisionRequest, PendingCall, PendingCalls,
+    ShownArgument,
+};
 pub(crate) use calls::{__path_call, call};
 pub use calls::{CallRequest, CallResponse};
 pub(crate) use events::{__path_events, events};
