@@ -71,11 +71,10 @@ pub(crate) async fn serve_on<L>(
                         }
                         break;
                     }
-                    changed = stopping.changed(), if !told => {
+                    _ = stopping.changed(), if !told => {
                         // Stopping (or the server gone): finish the
                         // request in flight, take no other.
                         told = true;
-                        let _ = changed;
                         connection.as_mut().graceful_shutdown();
                     }
                 }
