@@ -85,6 +85,11 @@ pub struct InvocationInputs {
     pub agents: Option<Arc<Vec<CallableAgent>>>,
     /// The invocation's tools as the model sees them; none outside one.
     pub snapshot: Option<Arc<toolhost_core::InvocationToolSnapshot>>,
+    /// The invocation's profile as a grant names it (with the tenant whose
+    /// run it is), rechecked against an extension's grant at every call;
+    /// none outside an invocation, where a profile-restricted extension is
+    /// refused. Shared: the inputs are cloned for every call.
+    pub profile: Option<Arc<toolhost_core::ProfileVersion>>,
 }
 
 /// What one call's component was granted.

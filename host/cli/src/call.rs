@@ -183,7 +183,7 @@ fn continue_run(dir: &Path, profile: Option<&Profile>) -> Result<(Arc<Run>, Invo
         );
     }
     let session = run
-        .resume_invocation(ROOT_INVOCATION_ID)?
+        .resume_invocation(ROOT_INVOCATION_ID, None)?
         .with_context(|| format!("run {} has no root invocation", dir.display()))?;
     Ok((run, session))
 }

@@ -43,6 +43,14 @@ pub enum ExtCommand {
         /// allows them].
         #[arg(long = "profile", value_name = "FILE")]
         profiles: Vec<PathBuf>,
+        /// The `toolhost serve` tenant whose profiles these are: only that
+        /// tenant's runs of them may offer and call its tools (another
+        /// tenant sending the same profile gets nothing). Without it, the
+        /// profiles are granted for the local use (`toolhost run`, `call`,
+        /// `mcp serve`) and for no served tenant; a server without a tokens
+        /// file serves the tenant `local`.
+        #[arg(long, value_name = "TENANT", requires = "profiles")]
+        tenant: Option<String>,
         /// Also let it read `tool-results/` through workspace-read: other
         /// calls' results (chat text, skill text, MCP output). Builtins
         /// always see it; an extension only with this.
@@ -151,6 +159,7 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
             id,
             capabilities,
             profiles,
+            tenant,
             tool_results,
             allow_hosts,
         } => {
@@ -187,7 +196,10 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
                 Some(
                     profiles
                         .iter()
-                        .map(|path| load::profile(Some(path)).map(|profile| profile.version()))
+                        .map(|path| {
+                            load::profile(Some(path))
+                                .map(|profile| profile.version_for(tenant.as_deref()))
+                        })
                         .collect::<Result<BTreeSet<ProfileVersion>>>()?,
                 )
             };
@@ -311,11 +323,17 @@ fn grant_text(extension: &InstalledExtension) -> String {
     }
 }
 
-/// `id@sha256-prefix`, or why a grant from an older registry covers nothing.
+/// `[tenant/]id@sha256-prefix`, or why a grant from an older registry
+/// covers nothing.
 fn profile_text(version: &ProfileVersion) -> String {
+    let owner = version
+        .tenant
+        .as_deref()
+        .map(|tenant| format!("{tenant}/"))
+        .unwrap_or_default();
     match version.sha256.get(..12) {
-        Some(prefix) => format!("{}@{prefix}", version.id),
-        None => format!("{} (granted by id only: grant again)", version.id),
+        Some(prefix) => format!("{owner}{}@{prefix}", version.id),
+        None => format!("{owner}{} (granted by id only: grant again)", version.id),
     }
 }
 
@@ -364,7 +382,7 @@ fn print_info(registry: &ExtensionRegistry, e: &InstalledExtension) {
         .is_some_and(|grant| grant.profiles.is_some())
     {
         println!(
-            "  a grant covers each profile as it was when granted (id@content sha256): a changed profile needs `toolhost ext grant {} --profile FILE` again",
+            "  a grant covers each profile as it was when granted ([tenant/]id@content sha256), for that tenant only (none: the local use): a changed profile needs `toolhost ext grant {} --profile FILE [--tenant T]` again",
             e.id
         );
     }

@@ -109,6 +109,7 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
         chat: chat_host,
         agents,
         policies: None,
+        tenant: None,
     };
     let summary = run_agent_loop(&run, parts, &config).await;
     run.observe(None);

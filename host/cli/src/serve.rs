@@ -49,6 +49,8 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
     let tools = McpTools::new(
         host,
         None,
+        // The local use: no tenant.
+        None,
         profile,
         place,
         args.bindings,

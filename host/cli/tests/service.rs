@@ -192,9 +192,14 @@ fn client() -> reqwest::Client {
 }
 
 async fn get(base: &str, path: &str) -> (u16, Value) {
+    get_json(base, "acme-secret", path).await
+}
+
+/// `GET path` as the tenant whose token is `token`.
+async fn get_json(base: &str, token: &str, path: &str) -> (u16, Value) {
     let response = client()
         .get(format!("{base}{path}"))
-        .bearer_auth("acme-secret")
+        .bearer_auth(token)
         .send()
         .await
         .expect("get");
@@ -221,9 +226,14 @@ async fn ready(base: &str) {
 }
 
 async fn wait_for(base: &str, id: &str, what: impl Fn(&Value) -> bool) -> Value {
+    wait_for_as(base, "acme-secret", id, what).await
+}
+
+/// [`wait_for`] a run of the tenant whose token is `token`.
+async fn wait_for_as(base: &str, token: &str, id: &str, what: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let (_, run) = get(base, &format!("/v1/runs/{id}")).await;
+        let (_, run) = get_json(base, token, &format!("/v1/runs/{id}")).await;
         if what(&run) {
             return run;
         }
@@ -420,9 +430,14 @@ async fn an_mcp_server_added_while_serving_reaches_the_catalog() {
 /// `POST /v1/runs` with `profile` and the script model, waited to its end,
 /// then one direct call of the extension's tool: `(status, body)`.
 async fn repeat_in_a_run_of(base: &str, profile: Value) -> (u16, Value) {
+    repeat_in_a_run_as(base, "acme-secret", profile).await
+}
+
+/// [`repeat_in_a_run_of`] for the tenant whose token is `token`.
+async fn repeat_in_a_run_as(base: &str, token: &str, profile: Value) -> (u16, Value) {
     let started: Value = client()
         .post(format!("{base}/v1/runs"))
-        .bearer_auth("acme-secret")
+        .bearer_auth(token)
         .json(&json!({"profile": profile, "model": "demo", "chat": "chat"}))
         .send()
         .await
@@ -431,11 +446,11 @@ async fn repeat_in_a_run_of(base: &str, profile: Value) -> (u16, Value) {
         .await
         .expect("json");
     let id = started["id"].as_str().expect("run id").to_owned();
-    let run = wait_for(base, &id, |run| run["status"] != "running").await;
+    let run = wait_for_as(base, token, &id, |run| run["status"] != "running").await;
     assert_eq!(run["status"], "completed", "{run}");
     let response = client()
         .post(format!("{base}/v1/runs/{id}/calls"))
-        .bearer_auth("acme-secret")
+        .bearer_auth(token)
         .json(&json!({"tool": "ext/acme-repeat:text.repeat", "arguments": {"text": "ab", "times": 3}}))
         .send()
         .await
@@ -463,8 +478,8 @@ async fn an_inline_profile_gets_only_extension_grants_for_every_profile_or_its_o
             String::from_utf8_lossy(&output.stderr)
         );
     };
-    // The operator's extension, granted to the tenant's `repeater` profile
-    // as its file is now.
+    // The operator's extension, granted to the tenant `acme`'s `repeater`
+    // profile as its file is now.
     toolhost(&[
         "ext",
         "new",
@@ -489,6 +504,8 @@ async fn an_inline_profile_gets_only_extension_grants_for_every_profile_or_its_o
         "acme-repeat",
         "--profile",
         file.to_str().expect("utf-8"),
+        "--tenant",
+        "acme",
     ]);
     let (_server, base) = setup.serve();
     ready(&base).await;
@@ -511,6 +528,20 @@ async fn an_inline_profile_gets_only_extension_grants_for_every_profile_or_its_o
         assert_eq!(status, 403, "{profile}: {body}");
         assert_eq!(body["code"], "agent.tool_policy_denied", "{body}");
     }
+    // Another tenant sending the very same profile (same id, same digest)
+    // is not the tenant it was granted for, and is not told its name.
+    let (status, body) = repeat_in_a_run_as(&base, "globex-secret", repeater.clone()).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["code"], "agent.tool_policy_denied", "{body}");
+    let (_, tools) = get_json(&base, "globex-secret", "/v1/tools").await;
+    assert!(
+        !tools["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .any(|tool| tool["id"] == "ext/acme-repeat:text.repeat"),
+        "{tools}"
+    );
     // A grant for every profile reaches the running server (its catalog
     // watcher reloads), and then any profile that allows the tool gets it.
     toolhost(&["ext", "grant", "acme-repeat"]);

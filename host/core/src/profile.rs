@@ -75,14 +75,41 @@ impl ProfileError {
     }
 }
 
-/// One version of a profile: its id and the sha256 of its resolved content
-/// ([`Profile::digest`]). An extension granted to a profile is granted to
-/// this version: a changed profile needs a new grant.
+/// One version of a profile as a grant names it: whose profile it is, its
+/// id and the sha256 of its resolved content ([`Profile::digest`]). An
+/// extension granted to a profile is granted to this version: a changed
+/// profile needs a new grant, and the same content sent by another tenant
+/// is another profile (content alone is no identity: anyone can send it).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProfileVersion {
     pub id: String,
     pub sha256: String,
+    /// The `toolhost serve` tenant whose profile this is; `None`: the local,
+    /// single-user use (the CLI), never a served tenant. Grants written
+    /// before tenants existed have none, so they stay local.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+/// A `toolhost serve` tenant's name: 1 to 64 of `a-z`, `0-9`, `-`, `_`
+/// (the tokens file's rule, and a grant's).
+pub fn is_tenant_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+impl ProfileVersion {
+    /// Whose profile this is, for messages: ``tenant `acme` `` or `the
+    /// local use` (a served tenant may be named `local`: never confused).
+    pub fn owner(&self) -> String {
+        match &self.tenant {
+            Some(tenant) => format!("tenant `{tenant}`"),
+            None => "the local use".to_owned(),
+        }
+    }
 }
 
 /// A resolved profile: every default filled in, every tool reference a
@@ -497,11 +524,18 @@ impl Profile {
         hex::encode(sha2::Sha256::digest(self.to_resolved_json().as_bytes()))
     }
 
-    /// This profile as a grant names it.
+    /// This profile as a grant names it, for the local use (no tenant).
     pub fn version(&self) -> ProfileVersion {
+        self.version_for(None)
+    }
+
+    /// This profile as a grant names it when `tenant` runs it (`None`: the
+    /// local use).
+    pub fn version_for(&self, tenant: Option<&str>) -> ProfileVersion {
         ProfileVersion {
             id: self.id.clone(),
             sha256: self.digest(),
+            tenant: tenant.map(str::to_owned),
         }
     }
 

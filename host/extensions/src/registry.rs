@@ -104,7 +104,9 @@ pub struct GrantRequest {
 
 /// A registry written before grants were bound to a profile's content
 /// lists bare ids; they load as versions no profile has (an empty digest),
-/// so such a grant covers nothing until it is given again.
+/// so such a grant covers nothing until it is given again. A version
+/// written before grants named a tenant has none: it covers the profile in
+/// the local use only, never in a served tenant's run.
 fn granted_profiles<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<BTreeSet<ProfileVersion>>, D::Error> {
@@ -123,6 +125,7 @@ fn granted_profiles<'de, D: serde::Deserializer<'de>>(
                 Granted::Id(id) => ProfileVersion {
                     id,
                     sha256: String::new(),
+                    tenant: None,
                 },
             })
             .collect()
@@ -160,6 +163,13 @@ impl InstalledExtension {
         let Some(granted) = self.granted_set() else {
             return Ok(());
         };
+        if let Some(profiles) = self
+            .grant
+            .as_ref()
+            .and_then(|grant| grant.profiles.as_ref())
+        {
+            check_tenants(profiles)?;
+        }
         if let Some(refused) = granted.iter().find(|c| c.refused_to_extensions().is_some()) {
             return Err(format!("an extension can never be granted {refused}"));
         }
@@ -402,10 +412,11 @@ impl ExtensionRegistry {
                 "its component imports {missing}; without it the component cannot load, so grant it or leave the extension disabled"
             )));
         }
-        if let Some(profiles) = &profiles
-            && profiles.is_empty()
-        {
-            return Err(invalid("a grant for no profile grants nothing".into()));
+        if let Some(profiles) = &profiles {
+            if profiles.is_empty() {
+                return Err(invalid("a grant for no profile grants nothing".into()));
+            }
+            check_tenants(profiles).map_err(invalid)?;
         }
         if tool_results && !capabilities.contains(Capability::WorkspaceRead) {
             return Err(invalid(
@@ -477,6 +488,21 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExtensionError> {
         path: path.to_owned(),
         source,
     })
+}
+
+/// A profile's tenant is a served tenant's name (`None`: the local use).
+fn check_tenants(profiles: &BTreeSet<ProfileVersion>) -> Result<(), String> {
+    match profiles
+        .iter()
+        .filter_map(|profile| profile.tenant.as_deref())
+        .find(|tenant| !toolhost_core::profile::is_tenant_name(tenant))
+    {
+        Some(tenant) => Err(format!(
+            "tenant `{}` must be 1 to 64 of a-z, 0-9, `-`, `_`",
+            tenant.chars().take(64).collect::<String>()
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Hosts go with `outbound-http` and only with it, and only those the

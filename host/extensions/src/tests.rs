@@ -61,6 +61,7 @@ fn version(id: &str, content: &str) -> ProfileVersion {
     ProfileVersion {
         id: id.to_owned(),
         sha256: sha256_hex(content.as_bytes()),
+        tenant: None,
     }
 }
 
@@ -297,6 +298,62 @@ fn a_grant_by_bare_profile_id_from_an_older_registry_covers_nothing() {
         granted.map(|p| p.iter().map(|v| v.sha256.as_str()).collect::<Vec<_>>()),
         Some(vec![""])
     );
+}
+
+#[test]
+fn a_grant_to_a_tenants_profile_covers_that_tenant_only_and_an_older_one_only_the_local_use() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    install_logger(dir.path(), b"component v2", false).expect("install");
+    let for_tenant = |tenant: Option<&str>| ProfileVersion {
+        tenant: tenant.map(str::to_owned),
+        ..version("researcher", "a")
+    };
+    let grant = |profiles: BTreeSet<ProfileVersion>| {
+        ExtensionRegistry::update(dir.path(), |registry| {
+            registry
+                .grant(
+                    "acme-wordcount",
+                    GrantRequest {
+                        profiles: Some(profiles),
+                        ..GrantRequest::default()
+                    },
+                )
+                .map(|_| ())
+        })
+    };
+    grant(BTreeSet::from([for_tenant(Some("alice"))])).expect("grant");
+    let registry = ExtensionRegistry::load(dir.path()).expect("load");
+    let extension = registry.get("acme-wordcount").expect("installed");
+    assert!(extension.visible_to(&for_tenant(Some("alice"))));
+    assert!(!extension.visible_to(&for_tenant(Some("bob"))));
+    assert!(!extension.visible_to(&for_tenant(None)));
+    let written = std::fs::read_to_string(dir.path().join("extensions.json")).expect("file");
+    assert!(written.contains("\"tenant\": \"alice\""), "{written}");
+
+    let refused = grant(BTreeSet::from([for_tenant(Some("Not A Tenant"))])).expect_err("name");
+    assert_eq!(refused.code(), "ext.grant_invalid");
+
+    // A version written before grants named a tenant stays valid for the
+    // local use, and for no served tenant.
+    let path = dir.path().join("extensions.json");
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("registry")).expect("json");
+    let sha256 = for_tenant(None).sha256;
+    document["extensions"][0]["grant"]["profiles"] =
+        serde_json::json!([{"id": "researcher", "sha256": sha256}]);
+    std::fs::write(&path, document.to_string()).expect("edit");
+    let registry = ExtensionRegistry::load(dir.path()).expect("an older registry loads");
+    let extension = registry.get("acme-wordcount").expect("installed");
+    assert!(extension.visible_to(&for_tenant(None)));
+    assert!(!extension.visible_to(&for_tenant(Some("local"))));
+    assert!(!extension.visible_to(&for_tenant(Some("alice"))));
+
+    // A hand-edited tenant is checked like a granted one.
+    document["extensions"][0]["grant"]["profiles"] =
+        serde_json::json!([{"id": "researcher", "sha256": sha256, "tenant": "../x"}]);
+    std::fs::write(&path, document.to_string()).expect("edit");
+    let error = ExtensionRegistry::load(dir.path()).expect_err("bad tenant");
+    assert_eq!(error.code(), "ext.registry_invalid");
 }
 
 /// `ext install` on a fifo used to wait forever for a writer.

@@ -222,6 +222,7 @@ async fn run_benches() {
         mcp_server_names: &names,
         unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
         restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
+        tenant: None,
         policies: &toolhost_core::policy::NO_POLICIES,
         source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
     };

@@ -72,6 +72,7 @@ impl Bench {
             chat: Arc::new(SillyTavernChatHost::new(Arc::clone(chat))),
             agents: AgentDirectory::default(),
             policies: None,
+            tenant: None,
         }
     }
 

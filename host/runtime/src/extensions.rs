@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use toolhost_core::limits::{Clamped, Limits};
-use toolhost_core::{CapabilitySet, ToolProvider};
+use toolhost_core::{CapabilitySet, ProfileVersion, ToolProvider};
 use toolhost_extensions::{ExtensionError, ExtensionRegistry, Grant, InstalledExtension, Manifest};
 use toolhost_sandbox::capability::newest_host_import;
 use toolhost_sandbox::{
@@ -170,13 +170,15 @@ pub async fn install(
 }
 
 /// The grant of a loaded extension as it is now, or why it may not run:
-/// its registry cannot be read, it was removed or revoked, or its component
-/// changed.
+/// its registry cannot be read, it was removed or revoked, its component
+/// changed, or its grant no longer names `profile` (the calling
+/// invocation's profile, with its tenant; `None` outside an invocation).
 pub(crate) fn recheck(
     dir: &Path,
     id: &str,
     sha256: &str,
     uses: &CapabilitySet,
+    profile: Option<&ProfileVersion>,
 ) -> Result<Grant, (&'static str, String)> {
     let registry =
         ExtensionRegistry::load(dir).map_err(|error| (error.code(), error.to_string()))?;
@@ -210,6 +212,31 @@ pub(crate) fn recheck(
                 lost.join(", ")
             ),
         ));
+    }
+    // The snapshot offered the tool for this profile when it was compiled;
+    // a grant since narrowed to other profiles (or tenants) stops it here.
+    if let Some(profiles) = &grant.profiles {
+        match profile {
+            Some(profile) if profiles.contains(profile) => {}
+            Some(profile) => {
+                return Err((
+                    "ext.not_granted_to_profile",
+                    format!(
+                        "extension `{id}` is not granted to profile `{}` of {} as it is now",
+                        profile.id,
+                        profile.owner()
+                    ),
+                ));
+            }
+            None => {
+                return Err((
+                    "ext.not_granted_to_profile",
+                    format!(
+                        "extension `{id}` is granted to some profiles only, and this call is made for none"
+                    ),
+                ));
+            }
+        }
     }
     Ok(grant.clone())
 }

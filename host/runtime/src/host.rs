@@ -442,18 +442,21 @@ impl ToolHost {
             mcp_server_names: &self.mcp_server_names,
             unavailable: &self.unavailable,
             restricted_to_profiles: &self.restricted_to_profiles,
+            tenant: None,
             policies: &self.policies,
             source_approvals: &self.source_approvals,
         }
     }
 
-    /// [`snapshot_sources`](Self::snapshot_sources) under other user and
-    /// platform policies when given (a tenant's, under `toolhost serve`).
+    /// [`snapshot_sources`](Self::snapshot_sources) for `tenant`'s run
+    /// (`None`: the local use), under other user and platform policies
+    /// when given (a tenant's, under `toolhost serve`).
     pub fn snapshot_sources_under<'a>(
         &'a self,
         policies: Option<&'a Policies>,
+        tenant: Option<&'a str>,
     ) -> SnapshotSources<'a> {
-        let sources = self.snapshot_sources();
+        let sources = self.snapshot_sources().for_tenant(tenant);
         match policies {
             Some(policies) => sources.with_policies(policies),
             None => sources,
@@ -622,21 +625,26 @@ impl ToolHost {
                 // The grant as it is now, not as it was when the host loaded:
                 // a revoke or an upgrade takes effect at the next call.
                 let uses = component.imported_capabilities();
-                let grant =
-                    match crate::extensions::recheck(registry, id, component.sha256_hex(), &uses) {
-                        Ok(grant) => grant,
-                        Err((code, message)) => {
-                            let (result, _) = AgentToolResult::from_outcome(
-                                invocation,
-                                ToolOutcome::Error(ToolFailure::new(code, message)),
-                            );
-                            return Ok(Execution {
-                                result,
-                                effect: None,
-                                report: None,
-                            });
-                        }
-                    };
+                let grant = match crate::extensions::recheck(
+                    registry,
+                    id,
+                    component.sha256_hex(),
+                    &uses,
+                    inputs.profile.as_deref(),
+                ) {
+                    Ok(grant) => grant,
+                    Err((code, message)) => {
+                        let (result, _) = AgentToolResult::from_outcome(
+                            invocation,
+                            ToolOutcome::Error(ToolFailure::new(code, message)),
+                        );
+                        return Ok(Execution {
+                            result,
+                            effect: None,
+                            report: None,
+                        });
+                    }
+                };
                 tool_results = grant.tool_results;
                 allowed_hosts = grant.allowed_hosts();
                 component

@@ -20,8 +20,8 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolhost_capabilities::{CallableAgent, InvocationInputs, SkillAccess};
 use toolhost_core::{
-    AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ToolBinding, ToolChoice,
-    ToolEffect, ToolFailure, ToolId, ToolInvocation, ToolOutcome, ToolRequestGate,
+    AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ProfileVersion, ToolBinding,
+    ToolChoice, ToolEffect, ToolFailure, ToolId, ToolInvocation, ToolOutcome, ToolRequestGate,
     ToolTurnContract, snapshot::SnapshotDiagnostic,
 };
 use toolhost_journal::{
@@ -133,6 +133,7 @@ impl InvocationSession {
         round: u32,
         workspace: Arc<WorkspaceSession>,
         skills: Arc<SkillAccess>,
+        profile: ProfileVersion,
     ) -> Self {
         let (chat, worldinfo) = run.call_inputs();
         let inputs = InvocationInputs {
@@ -142,6 +143,7 @@ impl InvocationSession {
             skills: Some(Arc::clone(&skills)),
             agents: None,
             snapshot: Some(Arc::clone(&snapshot)),
+            profile: Some(Arc::new(profile)),
         };
         Self {
             gate: gate.unwrap_or_else(|| ToolRequestGate::new(Arc::clone(&snapshot))),

@@ -75,6 +75,8 @@ struct Replayed {
     workspace: Arc<WorkspaceSession>,
     skills: Arc<SkillAccess>,
     agents: Arc<Vec<toolhost_capabilities::CallableAgent>>,
+    /// Its profile as a grant names it: a replay is the local use.
+    profile: Arc<toolhost_core::ProfileVersion>,
 }
 
 /// Replay the ended run at `run_dir` in `scratch` (absent or empty).
@@ -256,6 +258,7 @@ async fn replay_call(
         skills: Some(Arc::clone(&entry.skills)),
         agents: Some(Arc::clone(&entry.agents)),
         snapshot: Some(Arc::clone(&entry.snapshot)),
+        profile: Some(Arc::clone(&entry.profile)),
     };
     let execution = ToolExecutor::execute(host, &invocation, binding, entropy, inputs);
     let now = match execution.await {
@@ -299,6 +302,7 @@ fn open_invocation(
         workspace: Arc::new(WorkspaceSession::new(view)),
         skills: crate::run::skill_access(&loaded.skills, profile, 0),
         agents: Arc::new(agents.callable_by(profile)),
+        profile: Arc::new(profile.version()),
     })
 }
 

@@ -430,7 +430,8 @@ impl Run {
         exit_policy: ExitPolicy,
     ) -> Result<InvocationSession, RunFailure> {
         if self.resume_log.is_some()
-            && let Some(session) = self.restart_invocation(profile, invocation_id)?
+            && let Some(session) =
+                self.restart_invocation(profile, invocation_id, sources.tenant)?
         {
             return Ok(session);
         }
@@ -454,6 +455,7 @@ impl Run {
             0,
             workspace,
             self.skill_access(profile, 0),
+            profile.version_for(sources.tenant),
         )
         .with_diagnostics(compiled.diagnostics);
         session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
@@ -488,6 +490,7 @@ impl Run {
         self: &Arc<Self>,
         profile: &Profile,
         invocation_id: &str,
+        tenant: Option<&str>,
     ) -> Result<Option<InvocationSession>, RunFailure> {
         let Some(bytes) = self.dir().read_snapshot(invocation_id)? else {
             return Ok(None);
@@ -516,6 +519,7 @@ impl Run {
             0,
             self.workspace_session_for(profile)?,
             self.skill_access(profile, charged),
+            profile.version_for(tenant),
         );
         session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
         Ok(Some(match self.dir().read_read_state(invocation_id)? {
@@ -526,10 +530,13 @@ impl Run {
 
     /// Reopen an invocation of a reopened run: its stored snapshot, a gate
     /// that has already reserved every call the journal shows started, and
-    /// the skill characters its calls were charged.
+    /// the skill characters its calls were charged. Its calls are made for
+    /// the run's profile as `tenant` runs it (`None`: the local use): an
+    /// extension granted to some profiles checks that at every call.
     pub fn resume_invocation(
         self: &Arc<Self>,
         invocation_id: &str,
+        tenant: Option<&str>,
     ) -> Result<Option<InvocationSession>, RunFailure> {
         let stored = self.dir().read_snapshot(invocation_id)?;
         let Some(bytes) = stored else {
@@ -585,6 +592,7 @@ impl Run {
             round,
             self.workspace_session(),
             self.skill_access(&self.profile, skill_chars),
+            self.profile.version_for(tenant),
         );
         let stored = self.dir().read_read_state(invocation_id)?;
         Ok(Some(match stored {

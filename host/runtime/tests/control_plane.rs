@@ -124,6 +124,7 @@ fn fixture_with(profile: &Profile, catalog: &ToolCatalog, durability: Durability
         mcp_server_names: &names,
         unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
         restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
+        tenant: None,
         policies: &toolhost_core::policy::NO_POLICIES,
         source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
     };
@@ -509,6 +510,7 @@ async fn a_snapshot_is_written_once_per_invocation() {
                 mcp_server_names: &names,
                 unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
                 restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
+                tenant: None,
                 policies: &toolhost_core::policy::NO_POLICIES,
                 source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
             },
@@ -540,7 +542,7 @@ async fn a_reopened_run_keeps_its_snapshot_and_spent_budget() {
     let (run, recovery) = Run::open(&f.root).expect("reopen");
     assert_eq!(recovery.torn_bytes, None);
     let mut session = run
-        .resume_invocation("inv_root")
+        .resume_invocation("inv_root", None)
         .expect("resume")
         .expect("root invocation");
     assert_eq!(session.gate().total_used(), 2);
@@ -556,7 +558,7 @@ async fn a_reopened_run_keeps_its_snapshot_and_spent_budget() {
         Some("agent.tool_budget_exhausted")
     );
     assert!(
-        run.resume_invocation("inv_other")
+        run.resume_invocation("inv_other", None)
             .expect("resume")
             .is_none()
     );

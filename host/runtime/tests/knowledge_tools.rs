@@ -374,7 +374,7 @@ async fn the_skill_read_budget_holds_across_a_reopened_run() {
     // not a fresh 500.
     let (run, _) = Run::open(&root).expect("reopen");
     let session = run
-        .resume_invocation("inv_root")
+        .resume_invocation("inv_root", None)
         .expect("resume")
         .expect("stored invocation");
     let mut agent = Agent { session, next };

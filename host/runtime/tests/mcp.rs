@@ -130,6 +130,7 @@ async fn run_mcp_with(
         ))),
         agents: AgentDirectory::default(),
         policies: None,
+        tenant: None,
     };
     run_agent_loop(&run, parts, &config()).await
 }
@@ -223,6 +224,7 @@ async fn a_paused_server_is_refused_at_call_time_and_a_silent_one_fails_the_run(
         ))),
         agents: AgentDirectory::default(),
         policies: None,
+        tenant: None,
     };
     let summary = run_agent_loop(&paused_run, parts, &config()).await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
@@ -418,6 +420,7 @@ async fn an_ask_tool_waits_for_approval_even_when_switched_after_the_snapshot() 
             ))),
             agents: AgentDirectory::default(),
             policies: None,
+            tenant: None,
         };
         async move { run_agent_loop(&run, parts, &config()).await }
     };

@@ -389,7 +389,7 @@ async fn a_reopened_run_remembers_what_its_invocation_read() {
     }
     let (run, _) = Run::open(&root).expect("reopen");
     let session = run
-        .resume_invocation("inv_root")
+        .resume_invocation("inv_root", None)
         .expect("resume")
         .expect("root");
     let mut agent = Agent { session, next: 100 };

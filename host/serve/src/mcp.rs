@@ -87,6 +87,9 @@ struct Inner {
     /// The policies the snapshot is compiled under, when not the host's
     /// (a tenant's).
     policies: Option<Arc<Policies>>,
+    /// The tenant whose profile this is (`None`: the local `mcp serve`):
+    /// what an extension's per-profile grant is checked against.
+    tenant: Option<String>,
     profile: Profile,
     place: RunPlace,
     bindings: RunBindings,
@@ -140,6 +143,7 @@ impl McpTools {
     pub fn new(
         host: Arc<ToolHost>,
         policies: Option<Arc<Policies>>,
+        tenant: Option<String>,
         profile: Profile,
         place: RunPlace,
         bindings: RunBindings,
@@ -148,7 +152,7 @@ impl McpTools {
     ) -> Result<Self, RunFailure> {
         let compiled = snapshot::compile(
             &profile,
-            host.snapshot_sources_under(policies.as_deref()),
+            host.snapshot_sources_under(policies.as_deref(), tenant.as_deref()),
             ROOT_INVOCATION_ID,
             ExitPolicy::RunFinishAllowed,
         )?;
@@ -168,6 +172,7 @@ impl McpTools {
                 host,
                 needing_approval,
                 policies,
+                tenant,
                 profile,
                 place,
                 bindings,
@@ -252,7 +257,8 @@ impl Inner {
         }
         let session = run.start_invocation(
             &self.profile,
-            self.host.snapshot_sources_under(self.policies.as_deref()),
+            self.host
+                .snapshot_sources_under(self.policies.as_deref(), self.tenant.as_deref()),
             ROOT_INVOCATION_ID,
             ExitPolicy::RunFinishAllowed,
         );

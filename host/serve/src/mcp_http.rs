@@ -79,6 +79,7 @@ pub(crate) async fn endpoint(
             .entry(key)
             .or_insert_with(|| {
                 let runs_dir = dirs.runs();
+                let owner = tenant.clone();
                 let reserve = reserve_for(&state, &tenant);
                 let durability = state.durability;
                 let mut config = StreamableHttpServerConfig::default()
@@ -95,6 +96,7 @@ pub(crate) async fn endpoint(
                         McpTools::new(
                             Arc::clone(&host),
                             Some(Arc::clone(&policies)),
+                            Some(owner.clone()),
                             profile.clone(),
                             RunPlace::Under(runs_dir.clone()),
                             RunBindings::default(),

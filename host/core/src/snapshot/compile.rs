@@ -29,6 +29,10 @@ pub struct SnapshotSources<'a> {
     /// Providers whose tools only the listed profile versions may be offered
     /// (an extension granted to some profiles), by provider (`ext/<id>`).
     pub restricted_to_profiles: &'a BTreeMap<String, BTreeSet<ProfileVersion>>,
+    /// Whose run the snapshot is for: the `toolhost serve` tenant, `None`
+    /// for the local use. A profile-restricted grant covers the profile of
+    /// the tenant it was given for, never the same content sent by another.
+    pub tenant: Option<&'a str>,
     /// The user's and the platform's policies, above every profile.
     pub policies: &'a Policies,
     /// Tools whose source asks for approval of every call, and why (an
@@ -41,6 +45,11 @@ impl<'a> SnapshotSources<'a> {
     /// tenant's, under `toolhost serve`).
     pub fn with_policies(self, policies: &'a Policies) -> Self {
         Self { policies, ..self }
+    }
+
+    /// The same sources for `tenant`'s run (`None`: the local use).
+    pub fn for_tenant(self, tenant: Option<&'a str>) -> Self {
+        Self { tenant, ..self }
     }
 }
 
@@ -149,7 +158,8 @@ pub fn compile(
                     .restricted_to_profiles
                     .get(&provider)
                     .and_then(|granted| {
-                        let version = version.get_or_insert_with(|| profile.version());
+                        let version =
+                            version.get_or_insert_with(|| profile.version_for(sources.tenant));
                         (!granted.contains(version))
                             .then(|| not_granted_message(&provider, granted, version))
                     })
@@ -271,16 +281,37 @@ fn not_granted_message(
     granted: &BTreeSet<ProfileVersion>,
     version: &ProfileVersion,
 ) -> String {
-    if let Some(earlier) = granted.iter().find(|g| g.id == version.id) {
+    if let Some(earlier) = granted
+        .iter()
+        .find(|g| g.id == version.id && g.tenant == version.tenant)
+    {
         return format!(
-            "ext.not_granted_to_profile: {provider} was granted to profile `{}` as it was then (sha256 {}); its content has changed since (sha256 {}): grant it again with `toolhost ext grant {} --profile FILE`",
+            "ext.not_granted_to_profile: {provider} was granted to profile `{}` of {} as it was then (sha256 {}); its content has changed since (sha256 {}): grant it again with `toolhost ext grant {} --profile FILE{}`",
             version.id,
+            version.owner(),
             short(&earlier.sha256),
             short(&version.sha256),
             provider.strip_prefix("ext/").unwrap_or(provider),
+            version
+                .tenant
+                .as_deref()
+                .map(|tenant| format!(" --tenant {tenant}"))
+                .unwrap_or_default(),
         );
     }
-    let ids: BTreeSet<&str> = granted.iter().map(|g| g.id.as_str()).collect();
+    // Only the profiles of this run's owner are named: another tenant's
+    // profile names are none of this one's business.
+    let ids: BTreeSet<&str> = granted
+        .iter()
+        .filter(|g| g.tenant == version.tenant)
+        .map(|g| g.id.as_str())
+        .collect();
+    if ids.is_empty() {
+        return format!(
+            "ext.not_granted_to_profile: {provider} is granted to no profile of {}",
+            version.owner()
+        );
+    }
     format!(
         "ext.not_granted_to_profile: {provider} is granted to {} only, not to profile `{}`",
         ids.into_iter().collect::<Vec<_>>().join(", "),

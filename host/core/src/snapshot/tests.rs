@@ -37,6 +37,7 @@ fn compile_with(
             mcp_server_names: &names,
             unavailable: &super::NO_OMISSIONS,
             restricted_to_profiles: &super::NO_RESTRICTIONS,
+            tenant: None,
             policies: &crate::policy::NO_POLICIES,
             source_approvals: &super::NO_SOURCE_APPROVALS,
         },
@@ -192,6 +193,7 @@ fn external_aliases_collide_deterministically_and_never_shadow_builtins() {
         mcp_server_names: &names,
         unavailable: &super::NO_OMISSIONS,
         restricted_to_profiles: &super::NO_RESTRICTIONS,
+        tenant: None,
         policies: &crate::policy::NO_POLICIES,
         source_approvals: &super::NO_SOURCE_APPROVALS,
     };
@@ -378,17 +380,20 @@ fn extension_grants_decide_visibility_per_profile() {
         std::collections::BTreeSet::from([profile_for("researcher", "v1").version()]),
     )]);
     let names = names();
-    let compile_with = |profile: crate::Profile| {
+    let compile_as = |profile: crate::Profile, tenant: Option<&str>| {
         let sources = SnapshotSources {
             catalog: &catalog,
             mcp_server_names: &names,
             unavailable: &unavailable,
             restricted_to_profiles: &restricted,
+            tenant: None,
             policies: &crate::policy::NO_POLICIES,
             source_approvals: &super::NO_SOURCE_APPROVALS,
-        };
+        }
+        .for_tenant(tenant);
         compile(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed).expect("compiles")
     };
+    let compile_with = |profile: crate::Profile| compile_as(profile, None);
     let compile_for = |profile_id: &str| compile_with(profile_for(profile_id, "v1"));
     let tester = compile_for("tester");
     assert_eq!(
@@ -420,6 +425,51 @@ fn extension_grants_decide_visibility_per_profile() {
         message.contains("its content has changed since") && message.contains("grant it again"),
         "{message}"
     );
+
+    // The same content run by a served tenant is that tenant's profile, not
+    // the local one the grant names.
+    let served = compile_as(profile_for("researcher", "v1"), Some("bob"));
+    assert_eq!(served.snapshot.bindings().len(), 1);
+    assert_eq!(
+        served.diagnostics[0].message,
+        "ext.not_granted_to_profile: ext/narrow is granted to no profile of tenant `bob`"
+    );
+}
+
+#[test]
+fn a_grant_to_a_tenants_profile_is_not_another_tenants_with_the_same_content() {
+    let narrow = ToolId::new(&ToolProvider::Extension("narrow".into()), "lookup").expect("id");
+    let catalog = catalog_with(&[narrow.clone()]);
+    let profile = profile(json!({"id": "researcher", "tools": {"allow": [narrow.to_string()]}}));
+    let restricted = BTreeMap::from([(
+        "ext/narrow".to_owned(),
+        std::collections::BTreeSet::from([profile.version_for(Some("alice"))]),
+    )]);
+    let names = names();
+    let compile_for = |tenant: Option<&str>| {
+        let sources = SnapshotSources {
+            catalog: &catalog,
+            mcp_server_names: &names,
+            unavailable: &super::NO_OMISSIONS,
+            restricted_to_profiles: &restricted,
+            tenant,
+            policies: &crate::policy::NO_POLICIES,
+            source_approvals: &super::NO_SOURCE_APPROVALS,
+        };
+        compile(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed).expect("compiles")
+    };
+    assert_eq!(compile_for(Some("alice")).snapshot.bindings().len(), 1);
+    for other in [Some("bob"), None] {
+        let compiled = compile_for(other);
+        assert!(compiled.snapshot.bindings().is_empty(), "{other:?}");
+        assert_eq!(
+            compiled.diagnostics[0].message,
+            format!(
+                "ext.not_granted_to_profile: ext/narrow is granted to no profile of {}",
+                other.map_or("the local use".to_owned(), |t| format!("tenant `{t}`"))
+            )
+        );
+    }
 }
 
 #[test]
@@ -528,6 +578,7 @@ fn policies_decide_what_the_snapshot_offers_and_what_needs_approval() {
             mcp_server_names: &names,
             unavailable: &super::NO_OMISSIONS,
             restricted_to_profiles: &super::NO_RESTRICTIONS,
+            tenant: None,
             policies: &policies,
             source_approvals: &approvals,
         },

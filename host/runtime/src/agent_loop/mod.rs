@@ -115,6 +115,10 @@ pub struct LoopParts {
     /// snapshots when they are not the host's (a tenant's own under
     /// `toolhost serve`); `None`: the host's (docs/policy.md).
     pub policies: Option<Arc<Policies>>,
+    /// The `toolhost serve` tenant whose run this is; `None`: the local
+    /// use. An extension granted to a tenant's profile is offered and
+    /// called only in that tenant's runs (docs/extensions.md).
+    pub tenant: Option<String>,
 }
 
 /// How a run ended.

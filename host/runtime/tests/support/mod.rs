@@ -37,6 +37,7 @@ pub fn parts(run: &Arc<Run>, models: Arc<dyn ModelSource>, agents: AgentDirector
         ))),
         agents,
         policies: None,
+        tenant: None,
     }
 }
 

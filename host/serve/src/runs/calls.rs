@@ -99,6 +99,7 @@ pub(crate) async fn call(
         .id
         .clone();
     let _permit = state.runs.call_permit()?;
+    let caller = tenant.clone();
     let (run, mut session) = tokio::task::spawn_blocking(move || {
         let ended = journal::has_ended(&root.join(toolhost_journal::layout::JOURNAL_FILE))
             .map_err(|error| ApiError::internal("reading the journal", error))?;
@@ -110,7 +111,7 @@ pub(crate) async fn call(
         }
         let (run, _) = Run::open(&root).map_err(open_refused)?;
         let session = run
-            .resume_invocation(ROOT_INVOCATION_ID)
+            .resume_invocation(ROOT_INVOCATION_ID, Some(&caller))
             .map_err(|failure| ApiError::internal("reopening the invocation", failure))?
             .ok_or_else(|| {
                 ApiError::conflict("run.not_resumable", "the run has no root invocation")

@@ -71,6 +71,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         chat: chat_host,
         agents,
         policies: Some(policies),
+        tenant: Some(tenant.clone()),
     };
     let summaries = state.tenant_dirs(&tenant).summaries();
     let served = Arc::clone(state);

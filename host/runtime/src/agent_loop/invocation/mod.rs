@@ -72,10 +72,10 @@ pub(super) async fn run_invocation(
         InvocationRole::Foreground => ExitPolicy::RunFinishAllowed,
         InvocationRole::Child { .. } => ExitPolicy::TaskReturnRequired,
     };
-    let sources = shared
-        .parts
-        .host
-        .snapshot_sources_under(shared.parts.policies.as_deref());
+    let sources = shared.parts.host.snapshot_sources_under(
+        shared.parts.policies.as_deref(),
+        shared.parts.tenant.as_deref(),
+    );
     let mut session =
         shared
             .run
