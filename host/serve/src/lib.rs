@@ -6,6 +6,7 @@
 //! - `listen`: the connections, a deadline on every request's head;
 //! - `guard`: the checks every request passes (Host, Origin, token), with
 //!   failed tokens counted per client address (`attempts`);
+//! - `caps`: the operator's caps on what a tenant's runs may ask for;
 //! - `health`: readiness (`/v1/health`) and the builtins' warm-up;
 //! - `tools`: the catalog;
 //! - `runs`: the runs API (start, list, follow, cancel, resume, calls,
@@ -17,6 +18,7 @@
 
 mod attempts;
 mod body;
+pub mod caps;
 mod error;
 mod guard;
 pub mod health;
@@ -236,6 +238,14 @@ impl ServeState {
     }
 
     /// Who may use the server now.
+    /// The operator's caps on `tenant` (none without a tokens file).
+    pub fn caps_of(&self, tenant: &str) -> caps::TenantCaps {
+        match &*self.access() {
+            TenantAccess::Tokens(tokens) => tokens.caps_of(tenant),
+            TenantAccess::Local => caps::TenantCaps::default(),
+        }
+    }
+
     pub fn access(&self) -> Arc<TenantAccess> {
         // A panic while the lock was held cannot leave a half-written
         // value: it is replaced whole.

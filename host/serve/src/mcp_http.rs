@@ -49,6 +49,10 @@ pub(crate) async fn endpoint(
         Ok(profile) => profile,
         Err(_) => return ApiError::not_found("such profile").into_response(),
     };
+    // Its tools' limits are the profile's, as in a run: the same caps.
+    if let Err(exceeded) = state.caps_of(&tenant).check_limits("profile", &profile) {
+        return ApiError::from(exceeded).into_response();
+    }
     let (generation, host) = state.host_generation();
     let (policies, policy_digest) = match dirs.policies(&host) {
         Ok(found) => found,

@@ -2,19 +2,27 @@
 //!
 //! ```json
 //! {"schemaVersion": 1, "kind": "toolhost.tokens",
-//!  "tokens": [{"tenant": "acme", "sha256": "<64 hex digits: sha256 of the token>"}]}
+//!  "tokens": [{"tenant": "acme", "sha256": "<64 hex digits: sha256 of the token>",
+//!              "caps": {"maxRounds": 40}}]}
 //! ```
+//!
+//! `caps` (optional) bounds what the tenant's runs may ask for
+//! ([`TenantCaps`]); a tenant with several tokens may give them on any of
+//! its entries, but never two different ones.
 //!
 //! Only hashes are stored, so the file never holds a usable token; it is
 //! refused unless only its owner may read it (mode 0600 or stricter), like
 //! an SSH key. A presented token is hashed and compared with every entry in
 //! constant time.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+use crate::caps::TenantCaps;
 
 const TOKENS_KIND: &str = "toolhost.tokens";
 /// Largest tokens file read.
@@ -45,6 +53,8 @@ pub struct Tenant(pub String);
 pub struct Tokens {
     path: PathBuf,
     entries: Vec<([u8; 32], Tenant)>,
+    /// The operator's caps, by tenant (only those given some).
+    caps: BTreeMap<String, TenantCaps>,
 }
 
 #[derive(Deserialize)]
@@ -60,6 +70,8 @@ struct TokensFile {
 struct Entry {
     tenant: String,
     sha256: String,
+    #[serde(default)]
+    caps: Option<TenantCaps>,
 }
 
 impl Tokens {
@@ -96,8 +108,9 @@ impl Tokens {
             )));
         }
         let mut entries = Vec::with_capacity(file.tokens.len());
+        let mut caps = BTreeMap::new();
         for entry in file.tokens {
-            if !is_tenant_name(&entry.tenant) {
+            if !toolhost_core::profile::is_tenant_name(&entry.tenant) {
                 return Err(invalid(format!(
                     "tenant `{}` must be 1 to 64 of a-z, 0-9, `-`, `_`",
                     entry.tenant.chars().take(64).collect::<String>()
@@ -110,11 +123,21 @@ impl Tokens {
                     entry.tenant
                 ))
             })?;
+            if let Some(given) = entry.caps.filter(|given| !given.is_empty()) {
+                let earlier = caps.insert(entry.tenant.clone(), given);
+                if earlier.is_some_and(|earlier| earlier != given) {
+                    return Err(invalid(format!(
+                        "tenant `{}` is given two different caps: give them once",
+                        entry.tenant
+                    )));
+                }
+            }
             entries.push((digest, Tenant(entry.tenant)));
         }
         Ok(Self {
             path: path.to_owned(),
             entries,
+            caps,
         })
     }
 
@@ -130,6 +153,11 @@ impl Tokens {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// The operator's caps on `tenant` (none: only the host's).
+    pub fn caps_of(&self, tenant: &str) -> TenantCaps {
+        self.caps.get(tenant).copied().unwrap_or_default()
     }
 
     /// The tenant `token` belongs to. Every entry is compared, matched or
@@ -149,13 +177,6 @@ impl Tokens {
 /// The hex sha256 a tokens file records for `token`.
 pub fn token_digest(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
-}
-
-fn is_tenant_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
 }
 
 #[cfg(test)]
@@ -187,6 +208,18 @@ mod tests {
         );
         assert_eq!(tokens.tenant_of("acme-secret "), None);
         assert_eq!(tokens.tenant_of(""), None);
+        assert!(tokens.caps_of("acme").is_empty());
+
+        // Caps on one of a tenant's entries are that tenant's.
+        let capped = format!(
+            r#"{{"schemaVersion":1,"kind":"toolhost.tokens","tokens":[{{"tenant":"acme","sha256":"{}","caps":{{"maxRounds":12,"fuel":5000}}}},{{"tenant":"acme","sha256":"{}"}}]}}"#,
+            token_digest("acme-secret"),
+            token_digest("acme-second")
+        );
+        let tokens = Tokens::load(&write(dir.path(), &capped, 0o600)).expect("loads");
+        let caps = tokens.caps_of("acme");
+        assert_eq!((caps.max_rounds, caps.fuel), (Some(12), Some(5000)));
+        assert!(tokens.caps_of("globex").is_empty());
 
         let exposed =
             Tokens::load(&write(dir.path(), &text, 0o644)).expect_err("readable by others");
@@ -199,6 +232,9 @@ mod tests {
             r#"{"schemaVersion":1,"kind":"toolhost.tokens","tokens":[{"tenant":"acme","sha256":"zz"}]}"#,
             r#"{"schemaVersion":2,"kind":"toolhost.tokens","tokens":[]}"#,
             r#"{"schemaVersion":1,"kind":"toolhost.tokens","tokens":[],"extra":1}"#,
+            // A cap it does not know, and two caps for one tenant.
+            r#"{"schemaVersion":1,"kind":"toolhost.tokens","tokens":[{"tenant":"acme","sha256":"0000000000000000000000000000000000000000000000000000000000000000","caps":{"maxTurns":3}}]}"#,
+            r#"{"schemaVersion":1,"kind":"toolhost.tokens","tokens":[{"tenant":"acme","sha256":"0000000000000000000000000000000000000000000000000000000000000000","caps":{"maxRounds":3}},{"tenant":"acme","sha256":"1111111111111111111111111111111111111111111111111111111111111111","caps":{"maxRounds":4}}]}"#,
         ] {
             let error = Tokens::load(&write(dir.path(), bad, 0o600)).expect_err(bad);
             assert!(

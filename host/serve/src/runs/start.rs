@@ -96,7 +96,7 @@ fn invalid(code: &str, message: impl Into<String>) -> ApiError {
     request_body = StartRun,
     responses(
         (status = 201, description = "The run started", body = Started),
-        (status = 400, description = "Bad JSON, an unknown field, a model, profile or agent that is not the tenant's", body = ApiError),
+        (status = 400, description = "Bad JSON, an unknown field, a model, profile or agent that is not the tenant's, a profile or `maxRounds` beyond the tenant's caps (`serve.cap_exceeded`)", body = ApiError),
         (status = 404, description = "No such chat", body = ApiError),
         (status = 409, description = "`chat.busy`: another run is writing the chat", body = ApiError),
         (status = 413, description = "The body is over the limit", body = ApiError),
@@ -217,6 +217,10 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
         .iter()
         .map(|name| named_profile(&dirs, name))
         .collect::<Result<Vec<_>, _>>()?;
+    // The operator's caps on this tenant, before anything is made.
+    state
+        .caps_of(tenant)
+        .check_run(&profile, request.max_rounds, &agents)?;
     let agents = AgentDirectory::new(agents)
         .map_err(|error| invalid("agent.invalid_directory", error.to_string()))?;
     let chat = TenantDirs::named(dirs.chats(), &request.chat, ".jsonl")
