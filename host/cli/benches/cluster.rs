@@ -36,20 +36,12 @@ async fn throughput(binary: &std::path::Path, count: usize, delay_ms: u64) -> f6
     let temp = tempfile::tempdir().expect("tempdir");
     setup(temp.path(), RUNS, delay_ms);
     let nodes: Vec<Node> = (1..=count)
-        .map(|n| {
-            Node::launch(
-                temp.path(),
-                &nats.url(),
-                &format!("node-{n}"),
-                LEASE_MS,
-                ROOM,
-            )
-        })
+        .map(|n| Node::launch(temp.path(), &nats, &format!("node-{n}"), LEASE_MS, ROOM))
         .collect();
     for node in &nodes {
         ready(&node.base).await;
     }
-    let viewer = viewer(&nats.url()).await;
+    let viewer = viewer(&nats).await;
     let started = Instant::now();
     let ids = submit(&nodes, RUNS).await;
     all_completed_once(&viewer, temp.path(), &ids).await;
@@ -64,14 +56,14 @@ async fn failover(binary: &std::path::Path) -> f64 {
     setup(temp.path(), 1, 1500);
     let mut nodes = start_nodes(
         temp.path(),
-        &nats.url(),
+        &nats,
         &["node-1", "node-2"],
         LEASE_MS,
         ROOM,
         &[],
     )
     .await;
-    let viewer = viewer(&nats.url()).await;
+    let viewer = viewer(&nats).await;
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
     loop_started(&viewer, id).await;

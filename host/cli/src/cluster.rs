@@ -10,17 +10,84 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use toolhost_cluster::{Cluster, ClusterSettings, ClusterStatus, LeasedRun, NodeName};
+use toolhost_cluster::{
+    Cluster, ClusterAddress, ClusterSettings, ClusterStatus, Credential, LeasedRun, NodeName,
+    TlsFiles,
+};
 
 use crate::table;
+
+/// How to reach a cluster's NATS beyond its URL: a credential and TLS
+/// (docs/cluster.md, "Securing a cluster"). Beyond loopback both are
+/// required. Each file is read at start; a credential file must be
+/// readable by its owner only.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ClusterAccessArgs {
+    /// A NATS `.creds` file (user JWT and nkey seed).
+    #[arg(
+        long,
+        value_name = "FILE",
+        group = "cluster_credential",
+        requires = "cluster"
+    )]
+    pub cluster_creds: Option<PathBuf>,
+    /// A file holding an nkey user seed (`SU…`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        group = "cluster_credential",
+        requires = "cluster"
+    )]
+    pub cluster_nkey: Option<PathBuf>,
+    /// A file holding the server's authorization token.
+    #[arg(
+        long,
+        value_name = "FILE",
+        group = "cluster_credential",
+        requires = "cluster"
+    )]
+    pub cluster_token_file: Option<PathBuf>,
+    /// PEM certificates NATS's certificate must chain to (turns TLS on).
+    #[arg(long, value_name = "FILE", requires = "cluster")]
+    pub cluster_ca: Option<PathBuf>,
+    /// A PEM client certificate, for a NATS that verifies clients (with
+    /// --cluster-key).
+    #[arg(long, value_name = "FILE", requires = "cluster_key")]
+    pub cluster_cert: Option<PathBuf>,
+    /// The PEM private key of --cluster-cert.
+    #[arg(long, value_name = "FILE", requires = "cluster_cert")]
+    pub cluster_key: Option<PathBuf>,
+}
+
+impl ClusterAccessArgs {
+    /// `url` with these flags, checked: refused beyond loopback without a
+    /// credential and TLS.
+    pub fn address(&self, url: &str) -> Result<ClusterAddress> {
+        let credential = if let Some(path) = &self.cluster_creds {
+            Some(Credential::CredsFile(path.clone()))
+        } else if let Some(path) = &self.cluster_nkey {
+            Some(Credential::NkeySeedFile(path.clone()))
+        } else {
+            self.cluster_token_file.clone().map(Credential::TokenFile)
+        };
+        let tls = TlsFiles {
+            ca: self.cluster_ca.clone(),
+            client: self.cluster_cert.clone().zip(self.cluster_key.clone()),
+        };
+        Ok(ClusterAddress::new(url, credential, tls)?)
+    }
+}
 
 /// `toolhost serve` as a node of a cluster (docs/cluster.md).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ClusterArgs {
-    /// Be a node of the cluster on this NATS JetStream server: new runs go
-    /// to its queue, and this node takes runs from it while it has room.
+    /// Be a node of the cluster on this NATS JetStream server
+    /// (`nats://HOST:PORT`, `tls://HOST:PORT`): new runs go to its queue,
+    /// and this node takes runs from it while it has room.
     #[arg(long, value_name = "URL", env = "TOOLHOST_CLUSTER")]
     pub cluster: Option<String>,
+    #[command(flatten)]
+    pub access: ClusterAccessArgs,
     /// This node's name in the cluster [default: node-<pid>].
     #[arg(long, value_name = "NAME", requires = "cluster")]
     pub node: Option<String>,
@@ -83,6 +150,8 @@ pub enum ClusterCommand {
         /// The cluster's NATS server, e.g. nats://127.0.0.1:4222.
         #[arg(long, value_name = "URL", env = "TOOLHOST_CLUSTER")]
         cluster: String,
+        #[command(flatten)]
+        access: ClusterAccessArgs,
         /// The status as JSON.
         #[arg(long)]
         json: bool,
@@ -91,11 +160,16 @@ pub enum ClusterCommand {
 
 pub async fn run(command: ClusterCommand) -> Result<ExitCode> {
     match command {
-        ClusterCommand::Status { cluster, json } => {
+        ClusterCommand::Status {
+            cluster,
+            access,
+            json,
+        } => {
+            let address = access.address(&cluster)?;
             let viewer = NodeName::new(format!("status-{}", std::process::id()))?;
-            let connected = Cluster::attach(&cluster, viewer)
+            let connected = Cluster::attach(&address, viewer)
                 .await
-                .with_context(|| format!("reading the cluster at {cluster}"))?;
+                .with_context(|| format!("reading the cluster at {address}"))?;
             let status = connected.status().await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&status)?);

@@ -69,6 +69,7 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
     let mut state = ServeState::new(Arc::clone(&host), access, args.listen, options)?;
     state.warm(&host);
     if let Some(url) = &args.cluster.cluster {
+        let address = args.cluster.access.address(url)?;
         let (name, settings) = args.cluster.settings()?;
         let node_dir = match &args.cluster.node_dir {
             Some(dir) => dir.clone(),
@@ -76,11 +77,12 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         };
         std::fs::create_dir_all(&node_dir)
             .with_context(|| format!("creating {}", node_dir.display()))?;
-        let cluster = toolhost_cluster::Cluster::connect(url, name.clone(), settings).await?;
+        let cluster = toolhost_cluster::Cluster::connect(&address, name.clone(), settings).await?;
         let node =
             toolhost_serve::node::ClusterNode::join(cluster, node_dir, args.listen.to_string())
                 .await?;
-        eprintln!("toolhost serve: node {name} of the cluster at {url}");
+        // The address holds no secret: a URL with one was refused.
+        eprintln!("toolhost serve: node {name} of the cluster at {address}");
         state = state.with_node(Arc::new(node));
     }
     let state = Arc::new(state);

@@ -1,7 +1,10 @@
 //! `toolhost cluster status` against a real nats-server (installed into
 //! .venv by `make setup`): on a NATS no node has set up it fails and makes
 //! nothing; then it shows the nodes, their leases, a run leased to a node
-//! that stopped and the queue, as a table and as JSON.
+//! that stopped and the queue, as a table and as JSON. The server is
+//! secured (TLS with client certificates, an nkey user): the status reaches
+//! it only with the flags that say how, and a NATS beyond loopback is
+//! refused before any connection without a credential and TLS.
 
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -10,9 +13,9 @@ use serde_json::Value;
 use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
 use toolhost_cluster::{Cluster, ClusterSettings, NodeName, NodeRecord, RunKey, RunTicket};
 
-fn status(url: &str, json: bool) -> Output {
+fn status<S: AsRef<std::ffi::OsStr>>(flags: &[S], json: bool) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    command.args(["cluster", "status", "--cluster", url]);
+    command.args(["cluster", "status"]).args(flags);
     if json {
         command.arg("--json");
     }
@@ -25,20 +28,42 @@ async fn cluster_status_shows_nodes_leases_and_the_queue() {
         return;
     };
     let server = NatsServer::start(&binary).expect("nats-server");
-    let url = server.url();
+    let flags = server.flags();
+    let address = server.address();
 
-    let empty = status(&url, false);
+    let empty = status(&flags, false);
     assert_eq!(empty.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&empty.stderr);
     assert!(stderr.contains("cluster.not_found"), "{stderr}");
-    let unreachable = status("nats://127.0.0.1:1", false);
+    let unreachable = status(&["--cluster", "nats://127.0.0.1:1"], false);
     assert!(String::from_utf8_lossy(&unreachable.stderr).contains("cluster.unreachable"));
+    // The secured server with its URL alone: no TLS client certificate,
+    // no nkey — never in.
+    let bare = status(&["--cluster", &server.url()], false);
+    assert_eq!(bare.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bare.stderr);
+    assert!(
+        stderr.contains("cluster.unreachable") || stderr.contains("cluster.unauthorized"),
+        "{stderr}"
+    );
+    // Beyond loopback: refused before connecting, and a password in the
+    // URL is neither used nor printed.
+    let remote = status(&["--cluster", "nats://192.0.2.1:4222"], false);
+    let stderr = String::from_utf8_lossy(&remote.stderr);
+    assert!(
+        stderr.contains("cluster.access_refused") && stderr.contains("credential"),
+        "{stderr}"
+    );
+    let userinfo = status(&["--cluster", "nats://node:hunter2@127.0.0.1:4222"], false);
+    let stderr = String::from_utf8_lossy(&userinfo.stderr);
+    assert!(stderr.contains("cluster.access_refused"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
 
     let settings = ClusterSettings {
         lease: Duration::from_secs(30),
         ..ClusterSettings::default()
     };
-    let a = Cluster::connect(&url, NodeName::new("node-a").unwrap(), settings.clone())
+    let a = Cluster::connect(&address, NodeName::new("node-a").unwrap(), settings.clone())
         .await
         .unwrap();
     a.nodes()
@@ -58,7 +83,7 @@ async fn cluster_status_shows_nodes_leases_and_the_queue() {
         .await
         .unwrap()
         .unwrap();
-    let gone = Cluster::connect(&url, NodeName::new("node-b").unwrap(), settings)
+    let gone = Cluster::connect(&address, NodeName::new("node-b").unwrap(), settings)
         .await
         .unwrap();
     let orphan = RunKey::new("local", "run_b").unwrap();
@@ -79,7 +104,7 @@ async fn cluster_status_shows_nodes_leases_and_the_queue() {
         .await
         .unwrap();
 
-    let table = status(&url, false);
+    let table = status(&flags, false);
     assert!(
         table.status.success(),
         "{}",
@@ -91,7 +116,7 @@ async fn cluster_status_shows_nodes_leases_and_the_queue() {
     assert!(text.contains("local/run_b  node-b (stopped)"), "{text}");
     assert!(text.contains("1 queued; leases last 30000 ms"), "{text}");
 
-    let json = status(&url, true);
+    let json = status(&flags, true);
     let json: Value = serde_json::from_slice(&json.stdout).expect("JSON");
     assert_eq!(json["nodes"][0]["node"], "node-a");
     assert_eq!(json["nodes"][0]["runs"][0]["run"], "run_a");

@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost_cluster::testing::NatsServer;
 use toolhost_cluster::{Cluster, NodeName, RunKey, RunLog};
 
 /// The node holding `id`'s lease now, if any.
@@ -60,22 +61,64 @@ pub struct Node {
 
 impl Node {
     /// A node with a 3 s lease and room for 4 runs.
-    pub fn start(dir: &Path, nats: &str, name: &str) -> Self {
+    pub fn start(dir: &Path, nats: &NatsServer, name: &str) -> Self {
         Self::launch(dir, nats, name, 3000, 4)
     }
 
-    pub fn launch(dir: &Path, nats: &str, name: &str, lease_ms: u64, max_runs: usize) -> Self {
+    pub fn launch(
+        dir: &Path,
+        nats: &NatsServer,
+        name: &str,
+        lease_ms: u64,
+        max_runs: usize,
+    ) -> Self {
         Self::launch_with(dir, nats, name, lease_ms, max_runs, &[])
     }
 
     /// [`Node::launch`] with more `serve` flags.
     pub fn launch_with(
         dir: &Path,
-        nats: &str,
+        nats: &NatsServer,
         name: &str,
         lease_ms: u64,
         max_runs: usize,
         flags: &[&str],
+    ) -> Self {
+        Self::spawn(dir, nats, name, [lease_ms, max_runs as u64], flags, &[])
+    }
+
+    /// [`Node::launch`] with variables in its environment (a crash point).
+    pub fn launch_env(
+        dir: &Path,
+        nats: &NatsServer,
+        name: &str,
+        lease_ms: u64,
+        envs: &[(&str, &str)],
+    ) -> Self {
+        Self::spawn(dir, nats, name, [lease_ms, 4], &[], envs)
+    }
+
+    /// Whether the process is stopped (`T` in `/proc/PID/stat`).
+    pub fn is_stopped(&self) -> bool {
+        let Some(child) = self.child.as_ref() else {
+            return false;
+        };
+        std::fs::read_to_string(format!("/proc/{}/stat", child.id()))
+            .ok()
+            .and_then(|stat| {
+                let after = stat.rsplit_once(')')?.1;
+                after.split_whitespace().next().map(|state| state == "T")
+            })
+            .unwrap_or(false)
+    }
+
+    fn spawn(
+        dir: &Path,
+        nats: &NatsServer,
+        name: &str,
+        [lease_ms, max_runs]: [u64; 2],
+        flags: &[&str],
+        envs: &[(&str, &str)],
     ) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
@@ -89,9 +132,11 @@ impl Node {
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--models", "models.json", "--data-dir", "data"])
             .args(["--max-runs", &max_runs.to_string()])
-            .args(["--cluster", nats, "--node", name])
+            .args(nats.flags())
+            .args(["--node", name])
             .args(["--lease-ms", &lease_ms.to_string()])
             .args(flags)
+            .envs(envs.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::null())
             .stderr(Stdio::null())
@@ -198,10 +243,13 @@ pub fn setup(dir: &Path, runs: usize, delay_ms: u64) {
 
 /// The cluster at `nats` as an outside reader sees it (attaches only:
 /// makes nothing).
-pub async fn viewer(nats: &str) -> Cluster {
-    Cluster::attach(nats, NodeName::new("viewer").expect("a valid name"))
-        .await
-        .expect("attach")
+pub async fn viewer(nats: &NatsServer) -> Cluster {
+    Cluster::attach(
+        &nats.address(),
+        NodeName::new("viewer").expect("a valid name"),
+    )
+    .await
+    .expect("attach")
 }
 
 /// The events of a run's journal in the cluster.
@@ -308,7 +356,7 @@ pub async fn loop_started(viewer: &Cluster, id: &str) {
 /// and `flags`), once each answers.
 pub async fn start_nodes(
     dir: &Path,
-    nats: &str,
+    nats: &NatsServer,
     names: &[&str],
     lease_ms: u64,
     max_runs: usize,
