@@ -18,7 +18,7 @@ use toolhost_cluster::{RunKey, RunLog};
 mod harness;
 
 use harness::{
-    Node, REPLY, all_completed_once, client, journal, loop_started, owner, ready, setup,
+    Node, REPLY, TERMINAL, all_completed_once, client, journal, loop_started, owner, ready, setup,
     start_nodes, submit, until, viewer,
 };
 
@@ -44,7 +44,7 @@ async fn runs_spread_over_three_nodes_and_survive_one_being_killed() {
 
     // Kill a node while it drives runs (node-1, then node-2, …); each one
     // killed comes back before the next kill.
-    let viewer = viewer(&nats.url()).await;
+    let viewer = viewer(&nats).await;
     let mut held = BTreeSet::new();
     for kill in 0..kills {
         let victim = kill % names.len();
@@ -70,7 +70,7 @@ async fn runs_spread_over_three_nodes_and_survive_one_being_killed() {
         nodes[victim].kill();
         held.extend(driving);
         if kill + 1 < kills {
-            nodes[victim] = Node::start(temp.path(), &nats.url(), names[victim]);
+            nodes[victim] = Node::start(temp.path(), &nats, names[victim]);
             ready(&nodes[victim].base).await;
         }
     }
@@ -114,7 +114,7 @@ async fn start(
     let nats = NatsServer::start(&binary).expect("nats-server");
     let temp = tempfile::tempdir().expect("tempdir");
     setup(temp.path(), runs, delay_ms);
-    let nodes = start_nodes(temp.path(), &nats.url(), names, lease_ms, 4, flags).await;
+    let nodes = start_nodes(temp.path(), &nats, names, lease_ms, 4, flags).await;
     Some(Started { nodes, temp, nats })
 }
 
@@ -144,7 +144,7 @@ async fn a_node_paused_past_its_lease_cannot_append_or_commit_when_it_wakes() {
         .as_str()
         .expect("id")
         .to_owned();
-    let viewer = viewer(&nats.url()).await;
+    let viewer = viewer(&nats).await;
 
     // Pause whichever node took it once its loop asked the model, before
     // the model answers.
@@ -252,14 +252,14 @@ async fn runs_pause_while_nats_restarts_and_finish_with_no_gap_or_duplicate() {
     };
     let ids = submit(&nodes, 6).await;
     {
-        let viewer = viewer(&nats.url()).await;
+        let viewer = viewer(&nats).await;
         loop_started(&viewer, &ids[0]).await;
     }
     // NATS goes away for two seconds, in the middle of the runs.
     nats.stop();
     tokio::time::sleep(Duration::from_secs(2)).await;
     nats.restart().expect("nats-server again");
-    let viewer = viewer(&nats.url()).await;
+    let viewer = viewer(&nats).await;
     let resumed = all_completed_once(&viewer, temp.path(), &ids).await;
     eprintln!(
         "{} runs after a NATS restart, {} resumed",
@@ -280,7 +280,7 @@ async fn any_node_answers_reads_of_a_run_another_node_drives() {
     };
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
-    let viewer = viewer(&nats.url()).await;
+    let viewer = viewer(&nats).await;
     loop_started(&viewer, id).await;
     let driver = owner(&viewer, id).await.expect("a driver");
     let reader = nodes
@@ -385,18 +385,10 @@ async fn a_pending_approval_moves_with_its_run() {
         .to_string(),
     )
     .expect("policy");
-    let mut nodes = start_nodes(
-        temp.path(),
-        &nats.url(),
-        &["node-1", "node-2"],
-        3000,
-        4,
-        &[],
-    )
-    .await;
+    let mut nodes = start_nodes(temp.path(), &nats, &["node-1", "node-2"], 3000, 4, &[]).await;
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
-    let viewer = viewer(&nats.url()).await;
+    let viewer = viewer(&nats).await;
     let pending = |base: String| {
         let id = id.clone();
         async move {
@@ -509,14 +501,14 @@ async fn runs_stopped_by_a_long_nats_outage_resume_when_it_is_back() {
     let refused: Value = refused.json().await.expect("json");
     assert_eq!(refused["code"], "cluster.queue_full");
     {
-        let viewer = viewer(&nats.url()).await;
+        let viewer = viewer(&nats).await;
         loop_started(&viewer, &ids[0]).await;
     }
     // Away for longer than the append window: the runs stop, interrupted.
     nats.stop();
     tokio::time::sleep(Duration::from_secs(4)).await;
     nats.restart().expect("nats-server again");
-    let viewer = viewer(&nats.url()).await;
+    let viewer = viewer(&nats).await;
     let resumed = all_completed_once(&viewer, temp.path(), &ids).await;
     assert!(!resumed.is_empty(), "no run was stopped and resumed");
     eprintln!(
@@ -524,4 +516,72 @@ async fn runs_stopped_by_a_long_nats_outage_resume_when_it_is_back() {
         ids.len(),
         resumed.len()
     );
+}
+
+/// A node stalled between journalling a commit and writing the chat (it
+/// stops itself there: the crash point `stop:chat_commit`) wakes after
+/// another node took the run over and committed the reply: its write is
+/// fenced — under the chat's lock the lease is not its own — and the reply
+/// is in the chat once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_stalled_at_its_chat_write_cannot_write_after_a_takeover() {
+    let Some(binary) = nats_server_or_skip() else {
+        return;
+    };
+    let nats = NatsServer::start(&binary).expect("nats-server");
+    let temp = tempfile::tempdir().expect("tempdir");
+    setup(temp.path(), 1, 0);
+    let stale = Node::launch_env(
+        temp.path(),
+        &nats,
+        "node-1",
+        2000,
+        &[("TOOLHOST_CRASH_AT", "stop:chat_commit")],
+    );
+    ready(&stale.base).await;
+    let id = submit(std::slice::from_ref(&stale), 1).await.remove(0);
+    let viewer = viewer(&nats).await;
+    until("node-1 never stopped at its chat write", 90, || async {
+        stale.is_stopped()
+    })
+    .await;
+    assert!(
+        journal(&viewer, &id)
+            .await
+            .iter()
+            .any(|event| event["type"] == "chat_commit_requested"),
+        "stopped before its commit was journalled"
+    );
+    let chat_path = temp.path().join("data/tenants/local/chats/chat-00.jsonl");
+    let chat = || std::fs::read_to_string(&chat_path).expect("chat");
+    assert_eq!(chat().matches(REPLY).count(), 0, "not written yet");
+
+    let other = Node::launch(temp.path(), &nats, "node-2", 2000, 4);
+    ready(&other.base).await;
+    until("the run never ended on node-2", 120, || async {
+        journal(&viewer, &id)
+            .await
+            .iter()
+            .any(|event| TERMINAL.contains(&event["type"].as_str().unwrap_or_default()))
+    })
+    .await;
+    assert_eq!(chat().matches(REPLY).count(), 1, "node-2 committed it");
+
+    // node-1 wakes where it stopped and asks for its write at once (no
+    // NATS round trip stands between the stop and an unfenced write).
+    stale.signal("CONT");
+    ready(&stale.base).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // When its loop ended rather than being dropped for the lost lease,
+    // its summary says why it stopped.
+    let summary = temp.path().join(format!(
+        "data/nodes/node-1/tenants/local/summaries/{id}.json"
+    ));
+    if let Ok(summary) = std::fs::read_to_string(&summary) {
+        assert!(
+            summary.contains("cluster.lease_lost") || summary.contains("cluster.fenced"),
+            "{summary}"
+        );
+    }
+    assert_eq!(chat().matches(REPLY).count(), 1, "committed once");
 }

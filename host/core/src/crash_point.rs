@@ -6,7 +6,10 @@
 //! event not yet), `write_intent` (a write's intent recorded, the file not
 //! changed yet), `persist_projected` (one file of the chat's persist
 //! directory copied into the run, the others not), `persist_promoted` (half-way through a promotion: one
-//! file renamed into the chat's directory, the others not). Without the
+//! file renamed into the chat's directory, the others not), `chat_commit`
+//! (a commit requested in the journal, the chat host not yet asked). With
+//! `stop:POINT` the process stops itself there (`SIGSTOP`) instead, as a
+//! node stalled at the worst moment would, until a `SIGCONT`. Without the
 //! variable a hit is one atomic load.
 
 use std::sync::OnceLock;
@@ -19,6 +22,8 @@ struct Target {
     point: String,
     nth: u64,
     hits: AtomicU64,
+    /// Stop (`SIGSTOP`) rather than die.
+    stop: bool,
 }
 
 fn target() -> Option<&'static Target> {
@@ -26,6 +31,10 @@ fn target() -> Option<&'static Target> {
     TARGET
         .get_or_init(|| {
             let value = std::env::var(CRASH_AT_VARIABLE).ok()?;
+            let (value, stop) = match value.strip_prefix("stop:") {
+                Some(point) => (point.to_owned(), true),
+                None => (value, false),
+            };
             let (point, nth) = match value.split_once('#') {
                 Some((point, nth)) => (point.to_owned(), nth.parse().ok()?),
                 None => (value, 1),
@@ -34,6 +43,7 @@ fn target() -> Option<&'static Target> {
                 point,
                 nth,
                 hits: AtomicU64::new(0),
+                stop,
             })
         })
         .as_ref()
@@ -45,7 +55,15 @@ pub fn hit(point: &str) {
         && target.point == point
         && target.hits.fetch_add(1, Ordering::SeqCst) + 1 == target.nth
     {
-        die();
+        if target.stop {
+            // Goes on here when someone sends SIGCONT.
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::STOP,
+            );
+        } else {
+            die();
+        }
     }
 }
 

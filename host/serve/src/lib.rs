@@ -20,6 +20,7 @@ mod attempts;
 mod body;
 pub mod caps;
 mod error;
+pub mod fence;
 mod guard;
 pub mod health;
 mod listen;

@@ -26,6 +26,7 @@ use toolhost_runtime::{LOOP_RECORD_PATH, ReplicaFactory};
 
 use crate::ServeState;
 use crate::error::ApiError;
+use crate::fence::ChatFence;
 use crate::runs::{StartRun, restart_taken, resume_taken, start_taken};
 
 /// A run's summary in the cluster, kept by the node that drove it to its end.
@@ -47,6 +48,9 @@ pub struct ClusterNode {
     copies: tokio::sync::Mutex<HashMap<(String, String), ReadCopy>>,
     /// Runs whose lease this node keeps now (taken, not yet let go).
     keeping: Arc<std::sync::atomic::AtomicUsize>,
+    /// The lease token of each run this node took, by tenant and id: what
+    /// its chat commits are fenced with.
+    tokens: std::sync::Mutex<HashMap<(String, String), u64>>,
 }
 
 impl ClusterNode {
@@ -64,6 +68,7 @@ impl ClusterNode {
             listen,
             copies: tokio::sync::Mutex::default(),
             keeping: Arc::default(),
+            tokens: std::sync::Mutex::default(),
         })
     }
 
@@ -159,6 +164,39 @@ impl ClusterNode {
             .map(|seen| seen.record.listen)
             .unwrap_or_default();
         Ok(Some((name, listen)))
+    }
+
+    /// The fence of `tenant`'s run `id`'s chat commits, when this node
+    /// took it (`None`: not a run of this node's).
+    pub fn chat_fence(&self, state: &ServeState, tenant: &str, id: &str) -> Option<ChatFence> {
+        let token = *self
+            .tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&(tenant.to_owned(), id.to_owned()))?;
+        Some(ChatFence {
+            leases: self.leases.clone(),
+            key: RunKey::new(tenant, id).ok()?,
+            token,
+            locks: state.tenant_dirs(tenant).root().join("locks"),
+            runtime: tokio::runtime::Handle::try_current().ok()?,
+        })
+    }
+
+    fn hold_token(&self, key: &RunKey, token: Option<u64>) {
+        let mut tokens = self
+            .tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let at = (key.tenant().to_owned(), key.run().to_owned());
+        match token {
+            Some(token) => {
+                tokens.insert(at, token);
+            }
+            None => {
+                tokens.remove(&at);
+            }
+        }
     }
 
     pub fn cluster(&self) -> &Cluster {
@@ -309,7 +347,12 @@ async fn take(state: &Arc<ServeState>, node: &Arc<ClusterNode>, queued: QueuedRu
         }
     };
     let ticket = queued.ticket.clone();
-    match begin(state, node, &key, &ticket, &lease).await {
+    node.hold_token(&key, Some(lease.token()));
+    let begun = begin(state, node, &key, &ticket, &lease).await;
+    if !matches!(begun, Ok(Begun::Running)) {
+        node.hold_token(&key, None);
+    }
+    match begun {
         Ok(Begun::Running) => {
             tracing::info!(run = %key, token = lease.token(), "took the run");
             node.keeping
@@ -454,6 +497,14 @@ async fn keep(
         }
     }
     let _kept = Kept(Arc::clone(&node.keeping));
+    /// Forgets the run's token however this ends.
+    struct Held<'a>(&'a ClusterNode, &'a RunKey);
+    impl Drop for Held<'_> {
+        fn drop(&mut self) {
+            self.0.hold_token(self.1, None);
+        }
+    }
+    let _held = Held(node.as_ref(), &key);
     let (tenant, id) = (key.tenant().to_owned(), key.run().to_owned());
     if let Some(live) = state.runs.live(&tenant, &id) {
         let mut progress = live.progress.subscribe();

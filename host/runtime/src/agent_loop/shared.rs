@@ -170,6 +170,7 @@ impl RunShared {
         let committed = match (landed, &file) {
             (Some(index), _) => Ok(index),
             (None, Some(file)) => {
+                toolhost_core::crash_point::hit("chat_commit");
                 self.parts
                     .chat
                     .commit(&file.text, mode, ledger.run_message, &commit_id)

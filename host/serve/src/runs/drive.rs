@@ -17,13 +17,14 @@ use toolhost_journal::Observer;
 use toolhost_model::ModelSource;
 use toolhost_runtime::approval::DecisionFiles;
 use toolhost_runtime::{
-    AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunCancel, SillyTavernChatHost,
-    run_agent_loop,
+    AgentDirectory, ChatHost, LoopConfig, LoopParts, LoopSummary, Run, RunCancel,
+    SillyTavernChatHost, run_agent_loop,
 };
 
 use super::registry::{LiveRun, Progress, Registry, Slot};
 use crate::ServeState;
 use crate::error::ApiError;
+use crate::fence::FencedChatHost;
 
 /// What a loop needs besides its run.
 pub struct Launch {
@@ -49,7 +50,16 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
     let chat = run
         .chat()
         .ok_or_else(|| ApiError::bad_request("serve.invalid_request", "the run has no chat"))?;
-    let chat_host = Arc::new(SillyTavernChatHost::new(Arc::clone(chat)));
+    let file_host: Arc<dyn ChatHost> = Arc::new(SillyTavernChatHost::new(Arc::clone(chat)));
+    // A cluster run's commits are fenced by its lease at the write itself.
+    let chat_host = match state
+        .node
+        .as_ref()
+        .and_then(|node| node.chat_fence(state, &tenant, run.run_id()))
+    {
+        Some(fence) => Arc::new(FencedChatHost::new(file_host, chat.path(), fence)),
+        None => file_host,
+    };
     let live = Arc::new(LiveRun {
         tenant: tenant.clone(),
         id: run.run_id().to_owned(),

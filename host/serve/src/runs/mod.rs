@@ -10,6 +10,7 @@ mod events;
 mod files;
 pub mod journal;
 pub mod registry;
+mod recorded;
 mod start;
 
 use std::io::Read as _;

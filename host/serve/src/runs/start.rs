@@ -367,9 +367,17 @@ async fn resume_with(
     if state.runs.live(tenant, id).is_some() {
         return Err(ApiError::conflict("run.running", "the run is running"));
     }
-    let slot = state
-        .runs
-        .reserve(tenant, recorded_chat(&root).as_deref())?;
+    // What the record names must be this tenant's before anything of it
+    // is opened (on a cluster node it was rebuilt from NATS).
+    let record = manifest(&root).map_err(|error| {
+        ApiError::conflict(
+            "run.not_resumable",
+            format!("the run's run.json cannot be read: {error}"),
+        )
+    })?;
+    super::recorded::check(&record, &state.tenant_dirs(tenant), id)?;
+    let chat = record.inputs.chat.map(|chat| PathBuf::from(chat.path));
+    let slot = state.runs.reserve(tenant, chat.as_deref())?;
     let (run, record) = tokio::task::spawn_blocking(move || match replica {
         Some(replica) => Run::resume_replicated(&root, replica),
         None => Run::resume(&root),
@@ -451,12 +459,6 @@ fn staged(tmp: &Path, value: &Value) -> Result<tempfile::NamedTempFile, ApiError
     serde_json::to_writer(&mut file, value)
         .map_err(|error| ApiError::internal("staging the world info", error))?;
     Ok(file)
-}
-
-/// The chat a run's `run.json` records, for its slot.
-fn recorded_chat(root: &Path) -> Option<PathBuf> {
-    let chat = manifest(root).ok()?.inputs.chat?;
-    Some(PathBuf::from(chat.path))
 }
 
 /// A run that could not be created: the request's inputs were refused

@@ -1,0 +1,121 @@
+//! What a resumed run's `run.json` may record, for a tenant. A served run
+//! is resumed from its directory — on a cluster node, a directory rebuilt
+//! from what NATS held — and its manifest names the chat it commits to and
+//! the skills it reads as paths. Those paths must be what a start of this
+//! tenant's could have recorded: its own `chats/<name>.jsonl` and
+//! `skills/<name>/`, and the run's own id. Anything else — another
+//! tenant's chat, a file elsewhere on the host — is refused before the run
+//! is opened, whatever wrote the manifest.
+
+use std::path::{Path, PathBuf};
+
+use toolhost_journal::RunManifest;
+
+use crate::error::ApiError;
+use crate::tenant::{TenantDirs, is_plain_name};
+
+/// Refuse a manifest whose run id or inputs are not `tenant`'s run `id`'s.
+pub(crate) fn check(manifest: &RunManifest, dirs: &TenantDirs, id: &str) -> Result<(), ApiError> {
+    let refused = |what: String| {
+        ApiError::conflict(
+            "run.foreign_inputs",
+            format!("the run's record cannot be resumed: {what}"),
+        )
+    };
+    if manifest.run_id != id {
+        return Err(refused(format!(
+            "it is the record of run `{}`",
+            manifest.run_id
+        )));
+    }
+    if let Some(chat) = &manifest.inputs.chat
+        && !is_named_in(Path::new(&chat.path), &dirs.chats(), ".jsonl")
+    {
+        return Err(refused(format!(
+            "its chat `{}` is not one of this tenant's chats",
+            chat.path
+        )));
+    }
+    for source in &manifest.inputs.skills {
+        if !is_named_in(Path::new(&source.dir), &dirs.skills(), "") {
+            return Err(refused(format!(
+                "its skills `{}` are not one of this tenant's skills directories",
+                source.dir
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `path` is `dir/<plain name><suffix>`, as a start records it
+/// (made absolute against the working directory, never resolved).
+fn is_named_in(path: &Path, dir: &Path, suffix: &str) -> bool {
+    let Ok(dir) = absolute(dir) else {
+        return false;
+    };
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+    else {
+        return false;
+    };
+    parent == dir && name.ends_with(suffix) && is_plain_name(name)
+}
+
+fn absolute(path: &Path) -> std::io::Result<PathBuf> {
+    std::path::absolute(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_journal::manifest::{ChatBinding, SkillSourceRef};
+
+    fn manifest(id: &str, chat: &Path, skills: &[&Path]) -> RunManifest {
+        let mut manifest = RunManifest::new(id, "default-writer", b"{}", Vec::new());
+        manifest.inputs.chat = Some(ChatBinding {
+            path: chat.display().to_string(),
+            visible_messages: 3,
+            prefix_sha256: "0".repeat(64),
+        });
+        manifest.inputs.skills = skills
+            .iter()
+            .map(|dir| SkillSourceRef {
+                scope: "global".into(),
+                dir: dir.display().to_string(),
+            })
+            .collect();
+        manifest
+    }
+
+    #[test]
+    fn only_the_tenants_own_inputs_and_id_are_resumed() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let (mine, theirs) = (
+            TenantDirs::new(data.path(), "alice"),
+            TenantDirs::new(data.path(), "bob"),
+        );
+        let chat = mine.chats().join("chat-00.jsonl");
+        let skills = mine.skills().join("house");
+        check(&manifest("run_1", &chat, &[&skills]), &mine, "run_1").expect("alice's own");
+
+        let cases = [
+            manifest("run_1", &theirs.chats().join("chat-00.jsonl"), &[]),
+            manifest("run_1", Path::new("/etc/passwd"), &[]),
+            manifest(
+                "run_1",
+                &mine.chats().join("../../bob/chats/chat-00.jsonl"),
+                &[],
+            ),
+            manifest("run_1", &mine.chats().join("chat-00.txt"), &[]),
+            manifest("run_1", &chat, &[&theirs.skills().join("house")]),
+            manifest("run_1", &chat, &[Path::new("/")]),
+            manifest("run_2", &chat, &[]),
+        ];
+        for (index, foreign) in cases.iter().enumerate() {
+            let error = check(foreign, &mine, "run_1").expect_err(&format!("case {index}"));
+            assert_eq!(
+                (error.status, error.code.as_str()),
+                (409, "run.foreign_inputs")
+            );
+        }
+    }
+}
