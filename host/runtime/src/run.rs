@@ -429,13 +429,13 @@ impl Run {
         invocation_id: &str,
         exit_policy: ExitPolicy,
     ) -> Result<InvocationSession, RunFailure> {
+        let compiled = snapshot::compile(profile, sources, invocation_id, exit_policy)?;
         if self.resume_log.is_some()
             && let Some(session) =
-                self.restart_invocation(profile, invocation_id, sources.tenant)?
+                self.restart_invocation(profile, invocation_id, sources.tenant, &compiled)?
         {
             return Ok(session);
         }
-        let compiled = snapshot::compile(profile, sources, invocation_id, exit_policy)?;
         let snapshot = Arc::new(compiled.snapshot);
         let diagnostics: Vec<Value> = compiled
             .diagnostics
@@ -483,7 +483,8 @@ impl Run {
     }
 
     /// An invocation of a resumed run that had started: its stored snapshot
-    /// (never compiled again: the model saw it), its read-state and the
+    /// (kept: the model saw it; only checked against `fresh`, the same
+    /// invocation compiled now, for what it may not grant), its read-state and the
     /// skill characters its calls were charged; a fresh gate, which the
     /// replayed calls fill again. `None` when it had not started.
     fn restart_invocation(
@@ -491,6 +492,7 @@ impl Run {
         profile: &Profile,
         invocation_id: &str,
         tenant: Option<&str>,
+        fresh: &snapshot::CompiledSnapshot,
     ) -> Result<Option<InvocationSession>, RunFailure> {
         let Some(bytes) = self.dir().read_snapshot(invocation_id)? else {
             return Ok(None);
@@ -500,6 +502,10 @@ impl Run {
                 "the stored snapshot of `{invocation_id}` does not load: {error}"
             ))
         })?;
+        // A file of the run directory (on a cluster node, rebuilt from
+        // NATS): it may not grant what today's profile, catalog and
+        // policies would not.
+        snapshot.recheck_against(fresh)?;
         let snapshot = Arc::new(snapshot);
         let snapshot_path = self
             .layout

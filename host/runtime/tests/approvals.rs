@@ -366,6 +366,80 @@ async fn a_pending_approval_is_pending_again_after_an_interruption() {
     );
 }
 
+/// A run's stored snapshot is a file an edit can reach (on a cluster node,
+/// one rebuilt from NATS): one edited to drop the approval the policy
+/// requires — its binding and its decision alike, so it still loads — is
+/// refused when the run resumes, and the call never runs.
+#[tokio::test]
+async fn a_stored_snapshot_edited_to_drop_an_approval_is_refused_on_resume() {
+    let fixture = Fixture::new();
+    let journal = fixture.run_dir.join("events.jsonl");
+    let messages = fixture.chat().messages().len();
+    tokio::select! {
+        summary = run(
+            &fixture,
+            json!([{"toolCalls": [write("w", REPLY), commit("c")]}]),
+            Some(Arc::new(DecisionFiles {
+                poll: Duration::from_millis(10),
+                timeout: Duration::from_secs(60),
+            })),
+        ) => panic!("the run ended while its call waited: {summary:?}"),
+        () = async {
+            while !std::fs::read_to_string(&journal)
+                .unwrap_or_default()
+                .contains("tool_call_approval_requested")
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        } => {}
+    }
+
+    let stored = fixture
+        .run_dir
+        .join("input/invocations/inv_root/tool_snapshot.json");
+    let mut snapshot: Value =
+        serde_json::from_slice(&std::fs::read(&stored).expect("stored")).expect("json");
+    let mut dropped = 0;
+    for binding in snapshot["bindings"].as_array_mut().expect("bindings") {
+        if binding["descriptor"]["id"] == "builtin:workspace.commit" {
+            dropped += usize::from(
+                binding
+                    .as_object_mut()
+                    .expect("object")
+                    .remove("approval")
+                    .is_some(),
+            );
+        }
+    }
+    for decision in snapshot["decisions"].as_array_mut().expect("decisions") {
+        if decision["toolId"] == "builtin:workspace.commit" {
+            decision["approvalRequired"] = json!(false);
+        }
+    }
+    assert_eq!(dropped, 1, "the commit's binding had its approval");
+    // The stored file is read-only, as the run left it: replaced whole.
+    std::fs::remove_file(&stored).expect("remove");
+    std::fs::write(&stored, snapshot.to_string()).expect("edit");
+
+    let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
+    let mut parts = parts(
+        &run,
+        Arc::new(SameModel(Arc::new(script(
+            json!([{"toolCalls": [write("w", REPLY), commit("c")]}, {"toolCalls": [finish("f")]}]),
+        )))),
+        record.agents().expect("agents"),
+    );
+    parts.policies = Some(commits_need_approval());
+    let summary = run_agent_loop(&run, parts, &record.config()).await;
+    assert_eq!(summary.status, RunStatus::Failed, "{summary:?}");
+    assert_eq!(
+        summary.code.as_deref(),
+        Some("tool.snapshot_loosened"),
+        "{summary:?}"
+    );
+    assert_eq!(fixture.chat().messages().len(), messages, "nothing committed");
+}
+
 /// A call's budget is reserved when it is requested, before anyone is
 /// asked: a denied call still counts, and the next one is over budget
 /// without asking again.

@@ -5,15 +5,25 @@
 //! compared with the snapshot compiled afresh for the same invocation:
 //! every tool it binds must still be bound, with an approval wherever one
 //! is required now, no larger budget and the same sandbox limits; its
-//! total budget no larger. Narrower is fine (a tool the policy has since
-//! denied drops out of the fresh one, and the resume is refused — the run
-//! can be started again under today's rules).
+//! total budget no larger. Narrower is fine. A tool the policy or profile
+//! has since denied is refused (the run can be started again under today's
+//! rules); one that is only unavailable now (an MCP server away, an
+//! extension not loaded) is not a loosening: its calls fail or are
+//! rechecked when they are made.
 
-use super::{InvocationToolSnapshot, SnapshotError};
+use super::{CompiledSnapshot, InvocationToolSnapshot, OmitReason, SnapshotError};
 
 impl InvocationToolSnapshot {
-    /// `Ok` when this (stored) snapshot grants nothing `fresh` does not.
-    pub fn recheck_against(&self, fresh: &Self) -> Result<(), SnapshotError> {
+    /// `Ok` when this (stored) snapshot grants nothing `compiled` (the
+    /// same invocation compiled now) does not.
+    pub fn recheck_against(&self, compiled: &CompiledSnapshot) -> Result<(), SnapshotError> {
+        let fresh = &compiled.snapshot;
+        let unavailable = |id: &crate::ToolId| {
+            compiled
+                .diagnostics
+                .iter()
+                .any(|left| &left.tool_id == id && left.reason == OmitReason::Unavailable)
+        };
         let loosened = |tool: &str, what: String| SnapshotError::Loosened {
             tool: tool.to_owned(),
             what,
@@ -31,6 +41,9 @@ impl InvocationToolSnapshot {
         for stored in self.bindings() {
             let id = stored.tool_id();
             let Some(now) = fresh.binding(id) else {
+                if unavailable(id) {
+                    continue;
+                }
                 return Err(loosened(
                     id.as_str(),
                     "it is not offered to this invocation now".to_owned(),
@@ -90,17 +103,49 @@ mod tests {
         InvocationToolSnapshot::new("inv_1", bindings, total).expect("a valid snapshot")
     }
 
+    fn compiled(snapshot: InvocationToolSnapshot, unavailable: &[&str]) -> CompiledSnapshot {
+        CompiledSnapshot {
+            snapshot,
+            diagnostics: unavailable
+                .iter()
+                .map(|tool| super::super::SnapshotDiagnostic {
+                    tool_id: id(tool),
+                    reason: OmitReason::Unavailable,
+                    message: "no source provides it now".to_owned(),
+                })
+                .collect(),
+        }
+    }
+
     #[test]
     fn a_stored_snapshot_may_not_grant_more_than_a_fresh_one() {
-        let fresh = snapshot(
+        let fresh = compiled(
+            snapshot(
+                vec![
+                    binding("builtin:workspace.write_file", Some(3), Some("mutating")),
+                    binding("builtin:dice.roll", None, None),
+                ],
+                20,
+            ),
+            &["mcp/3f2b8c1e-9a4d-4e2f-8b6a-1c2d3e4f5a6b:search"],
+        );
+        // The same, or narrower: resumed.
+        fresh.snapshot.recheck_against(&fresh).expect("the same");
+        // A tool only unavailable now (its MCP server away) is no loosening.
+        let with_mcp = snapshot(
             vec![
-                binding("builtin:workspace.write_file", Some(3), Some("mutating")),
                 binding("builtin:dice.roll", None, None),
+                binding(
+                    "mcp/3f2b8c1e-9a4d-4e2f-8b6a-1c2d3e4f5a6b:search",
+                    None,
+                    None,
+                ),
             ],
             20,
         );
-        // The same, or narrower: resumed.
-        fresh.recheck_against(&fresh).expect("the same");
+        with_mcp
+            .recheck_against(&fresh)
+            .expect("unavailable, not denied");
         let narrower = snapshot(
             vec![binding(
                 "builtin:workspace.write_file",
