@@ -437,7 +437,11 @@ async fn a_stored_snapshot_edited_to_drop_an_approval_is_refused_on_resume() {
         Some("tool.snapshot_loosened"),
         "{summary:?}"
     );
-    assert_eq!(fixture.chat().messages().len(), messages, "nothing committed");
+    assert_eq!(
+        fixture.chat().messages().len(),
+        messages,
+        "nothing committed"
+    );
 }
 
 /// A call's budget is reserved when it is requested, before anyone is

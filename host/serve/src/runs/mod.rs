@@ -9,8 +9,8 @@ mod drive;
 mod events;
 mod files;
 pub mod journal;
-pub mod registry;
 mod recorded;
+pub mod registry;
 mod start;
 
 use std::io::Read as _;
