@@ -116,6 +116,8 @@ pub async fn run_agent(run_dir: &Path, chat: Arc<MemoryChat>) -> Result<LoopSumm
         chat,
         agents: AgentDirectory::default(),
         policies: None,
+        // One user, no tenants.
+        tenant: None,
     };
     let config = LoopConfig {
         task: "Who acts first, the goblin or the party?".to_owned(),

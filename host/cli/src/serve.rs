@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 use toolhost_journal::Durability;
 use toolhost_runtime::{RunBindings, ToolHost};
-use toolhost_serve::mcp::{McpTools, NeedingApproval, RunPlace};
+use toolhost_serve::mcp::{McpTools, NeedingApproval, RunPlace, ServedFor};
 
 use crate::load;
 
@@ -48,9 +48,8 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
     };
     let tools = McpTools::new(
         host,
-        None,
-        // The local use: no tenant.
-        None,
+        // The local use: no tenant, no policies beyond the host's.
+        ServedFor::default(),
         profile,
         place,
         args.bindings,

@@ -124,13 +124,19 @@ pub struct InvocationSession {
     mcp_inline_limit: usize,
 }
 
+/// Where a reopened invocation's gate and rounds stand (`None` for a new
+/// invocation: a fresh gate, round 0).
+pub(crate) struct Reopened {
+    pub gate: ToolRequestGate,
+    pub round: u32,
+}
+
 impl InvocationSession {
     pub(crate) fn new(
         run: Arc<Run>,
         invocation_id: &str,
         snapshot: Arc<InvocationToolSnapshot>,
-        gate: Option<ToolRequestGate>,
-        round: u32,
+        reopened: Option<Reopened>,
         workspace: Arc<WorkspaceSession>,
         skills: Arc<SkillAccess>,
         profile: ProfileVersion,
@@ -145,8 +151,12 @@ impl InvocationSession {
             snapshot: Some(Arc::clone(&snapshot)),
             profile: Some(Arc::new(profile)),
         };
+        let (gate, round) = match reopened {
+            Some(Reopened { gate, round }) => (gate, round),
+            None => (ToolRequestGate::new(Arc::clone(&snapshot)), 0),
+        };
         Self {
-            gate: gate.unwrap_or_else(|| ToolRequestGate::new(Arc::clone(&snapshot))),
+            gate,
             run,
             invocation_id: invocation_id.to_owned(),
             snapshot,

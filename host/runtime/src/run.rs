@@ -29,7 +29,7 @@ use crate::agent_loop::{LOOP_RECORD_PATH, LoopRecord};
 use crate::approval::{Answer, Approver};
 use crate::failure::RunFailure;
 use crate::inputs::{self, Loaded, RunBindings};
-use crate::invocation::InvocationSession;
+use crate::invocation::{InvocationSession, Reopened};
 use crate::resume::{ResumeLog, TERMINAL_EVENTS};
 
 /// Makes the journal replica of the run directory at the given root, before
@@ -452,7 +452,6 @@ impl Run {
             invocation_id,
             snapshot,
             None,
-            0,
             workspace,
             self.skill_access(profile, 0),
             profile.version_for(sources.tenant),
@@ -522,7 +521,6 @@ impl Run {
             invocation_id,
             snapshot,
             None,
-            0,
             self.workspace_session_for(profile)?,
             self.skill_access(profile, charged),
             profile.version_for(tenant),
@@ -594,8 +592,7 @@ impl Run {
             Arc::clone(self),
             invocation_id,
             snapshot,
-            Some(gate),
-            round,
+            Some(Reopened { gate, round }),
             self.workspace_session(),
             self.skill_access(&self.profile, skill_chars),
             self.profile.version_for(tenant),

@@ -39,6 +39,14 @@ use toolhost_runtime::{
 };
 use toolhost_sandbox::CallEntropy;
 
+/// Whose tools they are: the `toolhost serve` tenant (`None`: the local
+/// use) and the policies its snapshots are compiled under.
+#[derive(Clone, Default)]
+pub struct ServedFor {
+    pub tenant: Option<String>,
+    pub policies: Option<Arc<Policies>>,
+}
+
 /// Where the handler's run is made.
 #[derive(Debug, Clone)]
 pub enum RunPlace {
@@ -142,14 +150,14 @@ impl McpTools {
     /// `place` when the first call comes.
     pub fn new(
         host: Arc<ToolHost>,
-        policies: Option<Arc<Policies>>,
-        tenant: Option<String>,
+        served_for: ServedFor,
         profile: Profile,
         place: RunPlace,
         bindings: RunBindings,
         durability: Durability,
         needing_approval: NeedingApproval,
     ) -> Result<Self, RunFailure> {
+        let ServedFor { tenant, policies } = served_for;
         let compiled = snapshot::compile(
             &profile,
             host.snapshot_sources_under(policies.as_deref(), tenant.as_deref()),

@@ -21,7 +21,7 @@ use tower_service::Service as _;
 
 use crate::ServeState;
 use crate::error::ApiError;
-use crate::mcp::{McpTools, NeedingApproval, RunPlace};
+use crate::mcp::{McpTools, NeedingApproval, RunPlace, ServedFor};
 use crate::runs::named_profile;
 use crate::tokens::Tenant;
 
@@ -99,8 +99,10 @@ pub(crate) async fn endpoint(
                     move || {
                         McpTools::new(
                             Arc::clone(&host),
-                            Some(Arc::clone(&policies)),
-                            Some(owner.clone()),
+                            ServedFor {
+                                tenant: Some(owner.clone()),
+                                policies: Some(Arc::clone(&policies)),
+                            },
                             profile.clone(),
                             RunPlace::Under(runs_dir.clone()),
                             RunBindings::default(),
@@ -109,10 +111,7 @@ pub(crate) async fn endpoint(
                             // served here (the runs API and the UI decide).
                             NeedingApproval::LeftOut,
                         )
-                        .map(|tools| {
-                            tools.counted().count(Arc::clone(&reserve));
-                            tools
-                        })
+                        .inspect(|tools| tools.counted().count(Arc::clone(&reserve)))
                         .map_err(std::io::Error::other)
                     },
                     Arc::new(sessions),

@@ -439,7 +439,7 @@ fn extension_grants_decide_visibility_per_profile() {
 #[test]
 fn a_grant_to_a_tenants_profile_is_not_another_tenants_with_the_same_content() {
     let narrow = ToolId::new(&ToolProvider::Extension("narrow".into()), "lookup").expect("id");
-    let catalog = catalog_with(&[narrow.clone()]);
+    let catalog = catalog_with(std::slice::from_ref(&narrow));
     let profile = profile(json!({"id": "researcher", "tools": {"allow": [narrow.to_string()]}}));
     let restricted = BTreeMap::from([(
         "ext/narrow".to_owned(),
