@@ -102,17 +102,22 @@ async fn mutual_tls_and_an_nkey_are_both_needed() {
         client: None,
     };
     let address = ClusterAddress::new(&server.url(), seed(), no_cert).expect("address");
-    assert!(
-        connect(&address).await.is_err(),
-        "in without a client certificate"
-    );
+    let error = connect(&address)
+        .await
+        .expect_err("in without a client certificate");
+    assert!(matches!(error, ClusterError::Unreachable { .. }), "{error}");
     // The server's certificate from a CA the node was not told of.
     let no_ca = TlsFiles {
         ca: None,
         client: Some((file("--cluster-cert"), file("--cluster-key"))),
     };
     let address = ClusterAddress::new(&server.url(), seed(), no_ca).expect("address");
-    assert!(connect(&address).await.is_err(), "trusted an unknown CA");
+    let error = connect(&address).await.expect_err("trusted an unknown CA");
+    assert!(matches!(error, ClusterError::Unreachable { .. }), "{error}");
+    assert!(
+        error.to_string().to_lowercase().contains("certificate"),
+        "{error}"
+    );
     // Certificates but another user's seed.
     let dir = tempfile::tempdir().expect("temp dir");
     let stranger = nkeys::KeyPair::new_user().seed().expect("seed");

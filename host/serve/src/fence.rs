@@ -22,6 +22,9 @@ use toolhost_cluster::{Leases, RunKey};
 use toolhost_core::CommitMode;
 use toolhost_runtime::{ChatHost, ChatHostError};
 
+/// Longest wait for the chat's lock.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// What a commit of one cluster run checks before it writes.
 #[derive(Clone)]
 pub struct ChatFence {
@@ -74,9 +77,27 @@ impl FencedChatHost {
             .write(true)
             .open(self.lock_path())
             .map_err(failed)?;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|errno| failed(errno.into()))?;
-        Ok(file)
+        // Bounded: a node that stalls (or dies on a network file system)
+        // holding the lock must not hold every commit to this chat forever.
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => return Ok(file),
+                Err(errno) if errno == rustix::io::Errno::WOULDBLOCK => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(ChatHostError {
+                            code: "chat.lock_busy".to_owned(),
+                            message: format!(
+                                "another node held the chat's lock for {} s; the chat was not written",
+                                LOCK_WAIT.as_secs()
+                            ),
+                        });
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(errno) => return Err(failed(errno.into())),
+            }
+        }
     }
 
     /// The lease is this node's, with the token it drives the run with.

@@ -238,7 +238,6 @@ impl ServeState {
         self.mcp_stop.cancel();
     }
 
-    /// Who may use the server now.
     /// The operator's caps on `tenant` (none without a tokens file).
     pub fn caps_of(&self, tenant: &str) -> caps::TenantCaps {
         match &*self.access() {
@@ -247,6 +246,7 @@ impl ServeState {
         }
     }
 
+    /// Who may use the server now.
     pub fn access(&self) -> Arc<TenantAccess> {
         // A panic while the lock was held cannot leave a half-written
         // value: it is replaced whole.

@@ -32,6 +32,8 @@ type Endpoint = StreamableHttpService<McpTools, LocalSessionManager>;
 #[derive(Default)]
 pub struct Endpoints {
     by_profile: Mutex<HashMap<(String, String, u64), Endpoint>>,
+    /// Sessions with a call in flight (`mcp_limits`).
+    pub(crate) busy: crate::mcp_limits::BusySessions,
 }
 
 /// Largest number of (tenant, profile version) endpoints kept; past it the

@@ -16,6 +16,7 @@
 //! although the request named a session) takes one at its first call, and
 //! is refused with a JSON-RPC error then.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::body::Body;
@@ -75,10 +76,70 @@ impl Counted {
 /// The call permit [`admit`] took for a `tools/call`: the handler takes it
 /// out and holds it for the call; untaken, it goes with the request.
 #[derive(Clone)]
-struct CallPermit(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
+struct CallPermit(Arc<Mutex<Option<CallHold>>>);
 
-/// The permit the HTTP request of this call brought, if any.
-pub(crate) fn call_permit(extensions: &rmcp::model::Extensions) -> Option<OwnedSemaphorePermit> {
+/// A call's hold on the server's calls, and on its session's one call in
+/// flight.
+pub(crate) struct CallHold {
+    _permit: OwnedSemaphorePermit,
+    _session: Option<SessionCall>,
+}
+
+/// The sessions with a call in flight, by tenant and session id. A
+/// session's calls run one at a time (they share its run), so a second
+/// call while one is in flight would only wait — holding one of the
+/// server's calls, which a single client could so take them all.
+#[derive(Default)]
+pub(crate) struct BusySessions(Arc<Mutex<HashSet<(String, String)>>>);
+
+/// A session's call in flight; the session is free again when dropped.
+#[derive(Debug)]
+struct SessionCall {
+    busy: Arc<Mutex<HashSet<(String, String)>>>,
+    key: (String, String),
+}
+
+impl Drop for SessionCall {
+    fn drop(&mut self) {
+        self.busy
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.key);
+    }
+}
+
+impl BusySessions {
+    /// Mark `session` of `tenant` busy, or refuse: it has a call in flight.
+    fn enter(
+        &self,
+        tenant: &str,
+        session: &str,
+        retry_after: u64,
+    ) -> Result<SessionCall, ApiError> {
+        let key = (
+            tenant.to_owned(),
+            session.chars().take(256).collect::<String>(),
+        );
+        let mut busy = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !busy.insert(key.clone()) {
+            return Err(ApiError::too_many(
+                "serve.session_busy",
+                "this MCP session has a call in flight; its calls run one at a time",
+                retry_after,
+            ));
+        }
+        Ok(SessionCall {
+            busy: Arc::clone(&self.0),
+            key,
+        })
+    }
+}
+
+/// The hold the HTTP request of this call brought, if any.
+pub(crate) fn call_permit(extensions: &rmcp::model::Extensions) -> Option<CallHold> {
     let parts = extensions.get::<axum::http::request::Parts>()?;
     let permit = parts.extensions.get::<CallPermit>()?;
     permit
@@ -145,10 +206,50 @@ pub(crate) async fn admit(
         None
     };
     if asks("tools/call") {
-        let permit = state.runs.call_permit()?;
+        // The session first: a refusal here takes none of the server's calls.
+        let session = match parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+        {
+            Some(id) => Some(state.mcp.busy.enter(
+                tenant,
+                id,
+                state.runs.limits.retry_after_secs,
+            )?),
+            None => None,
+        };
+        let hold = CallHold {
+            _permit: state.runs.call_permit()?,
+            _session: session,
+        };
         parts
             .extensions
-            .insert(CallPermit(Arc::new(Mutex::new(Some(permit)))));
+            .insert(CallPermit(Arc::new(Mutex::new(Some(hold)))));
     }
     Ok((Request::from_parts(parts, Body::from(bytes)), slot))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One call in flight per session: a second one while the first runs
+    /// is 429 before it takes one of the server's calls, and the session
+    /// is free again once the first ends. Other sessions, and the same
+    /// session id of another tenant, are not held up.
+    #[test]
+    fn a_session_has_one_call_in_flight() {
+        let busy = BusySessions::default();
+        let first = busy.enter("acme", "s-1", 2).expect("free");
+        let refused = busy.enter("acme", "s-1", 2).expect_err("in flight");
+        assert_eq!(
+            (refused.status, refused.retry_after, refused.code.as_str()),
+            (429, Some(2), "serve.session_busy")
+        );
+        busy.enter("acme", "s-2", 2).expect("another session");
+        busy.enter("globex", "s-1", 2).expect("another tenant's");
+        drop(first);
+        busy.enter("acme", "s-1", 2).expect("free again");
+    }
 }

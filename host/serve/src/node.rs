@@ -183,19 +183,23 @@ impl ClusterNode {
         })
     }
 
-    fn hold_token(&self, key: &RunKey, token: Option<u64>) {
+    fn hold_token(&self, key: &RunKey, token: u64) {
+        self.tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert((key.tenant().to_owned(), key.run().to_owned()), token);
+    }
+
+    /// Forget `key`'s token if it is still `token`: the run may have been
+    /// taken here again meanwhile, under a new one.
+    fn forget_token(&self, key: &RunKey, token: u64) {
         let mut tokens = self
             .tokens
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let at = (key.tenant().to_owned(), key.run().to_owned());
-        match token {
-            Some(token) => {
-                tokens.insert(at, token);
-            }
-            None => {
-                tokens.remove(&at);
-            }
+        if tokens.get(&at) == Some(&token) {
+            tokens.remove(&at);
         }
     }
 
@@ -347,10 +351,10 @@ async fn take(state: &Arc<ServeState>, node: &Arc<ClusterNode>, queued: QueuedRu
         }
     };
     let ticket = queued.ticket.clone();
-    node.hold_token(&key, Some(lease.token()));
+    node.hold_token(&key, lease.token());
     let begun = begin(state, node, &key, &ticket, &lease).await;
     if !matches!(begun, Ok(Begun::Running)) {
-        node.hold_token(&key, None);
+        node.forget_token(&key, lease.token());
     }
     match begun {
         Ok(Begun::Running) => {
@@ -498,13 +502,13 @@ async fn keep(
     }
     let _kept = Kept(Arc::clone(&node.keeping));
     /// Forgets the run's token however this ends.
-    struct Held<'a>(&'a ClusterNode, &'a RunKey);
+    struct Held<'a>(&'a ClusterNode, &'a RunKey, u64);
     impl Drop for Held<'_> {
         fn drop(&mut self) {
-            self.0.hold_token(self.1, None);
+            self.0.forget_token(self.1, self.2);
         }
     }
-    let _held = Held(node.as_ref(), &key);
+    let _held = Held(node.as_ref(), &key, lease.token());
     let (tenant, id) = (key.tenant().to_owned(), key.run().to_owned());
     if let Some(live) = state.runs.live(&tenant, &id) {
         let mut progress = live.progress.subscribe();

@@ -652,6 +652,55 @@ async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() 
     );
 }
 
+/// A run's `run.json` names the chat it commits to as a path: one edited
+/// (or, on a cluster node, rebuilt from NATS) to name another tenant's chat
+/// is refused at the resume, before anything of it is opened, and that
+/// chat is untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_whose_record_names_another_tenants_chat_is_refused() {
+    let setup = Setup::start().await;
+    let server = setup.serve(Limits::default()).await;
+    let id = start_run(
+        &server,
+        json!({"profile": "writer", "model": "silent", "chat": "chat"}),
+    )
+    .await;
+    for _ in 0..200 {
+        if status(&server, &id).await["lastSeq"].as_u64().unwrap_or(0) >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    server.state.interrupt_runs();
+    wait_for_status(&server, &id, "interrupted").await;
+    drop(server);
+
+    let record = setup
+        .data()
+        .join(format!("tenants/acme/runs/{id}/run.json"));
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(&record).expect("run.json")).expect("json");
+    let theirs = TenantDirs::new(&setup.data(), "globex")
+        .chats()
+        .join("chat.jsonl");
+    let theirs = std::path::absolute(&theirs).expect("absolute");
+    manifest["inputs"]["chat"]["path"] = json!(theirs.display().to_string());
+    std::fs::remove_file(&record).expect("remove");
+    std::fs::write(&record, manifest.to_string()).expect("edit");
+    let before = std::fs::read(&theirs).expect("globex's chat");
+
+    setup.write_models(true);
+    let server = setup.serve(Limits::default()).await;
+    assert_eq!(
+        refusal(acme(
+            client().post(server.url(&format!("/v1/runs/{id}/resume")))
+        ))
+        .await,
+        (409, "run.foreign_inputs".to_owned())
+    );
+    assert_eq!(std::fs::read(&theirs).expect("globex's chat"), before);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_describes_the_runs_api() {
     let setup = Setup::start().await;

@@ -16,8 +16,11 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Most fields shown; the rest are counted in [`ArgumentsSummary::omitted`].
+/// Most fields shown besides the deciding ones (which are always shown);
+/// the rest are counted in [`ArgumentsSummary::omitted`].
 pub const MAX_FIELDS: usize = 24;
+/// Shortest a deciding value is cut to when many share the summary.
+pub const MIN_DECIDING_CHARS: usize = 48;
 /// Longest argument name shown, in characters.
 pub const NAME_CHARS: usize = 64;
 /// Longest deciding value shown, in characters: a whole workspace path
@@ -25,8 +28,10 @@ pub const NAME_CHARS: usize = 64;
 pub const DECIDING_CHARS: usize = 1024;
 /// Longest other value shown, in characters.
 pub const OTHER_CHARS: usize = 80;
-/// Longest summary, in characters of its text form; fields past it are
-/// counted, not shown. Deciding fields come first, so they fit.
+/// Longest summary, in characters of its text form; other fields past it
+/// are counted, not shown. Deciding fields are never left out: when many
+/// share it (decoys a model added before the real `path`), each is cut
+/// shorter, down to [`MIN_DECIDING_CHARS`].
 pub const SUMMARY_CHARS: usize = 4000;
 
 /// The words of an argument's name that say it decides the call's effect:
@@ -120,7 +125,7 @@ impl ArgumentsSummary {
             Value::Object(object) => object,
             other => {
                 return Self {
-                    fields: vec![field("(arguments)", other, false)],
+                    fields: vec![field("(arguments)", other, false, OTHER_CHARS)],
                     omitted: 0,
                 };
             }
@@ -133,18 +138,27 @@ impl ArgumentsSummary {
         };
         let mut summary = Self::default();
         let mut used = 0;
-        for (name, value, deciding) in group(true).chain(group(false)) {
-            if summary.fields.len() == MAX_FIELDS {
+        let deciding = group(true).count();
+        let share = (SUMMARY_CHARS / deciding.max(1)).clamp(MIN_DECIDING_CHARS, DECIDING_CHARS);
+        for (name, value, _) in group(true) {
+            let shown = field(name, value, true, share);
+            used += shown.to_string().chars().count() + 2;
+            summary.fields.push(shown);
+        }
+        let mut others = 0;
+        for (name, value, _) in group(false) {
+            if others == MAX_FIELDS {
                 summary.omitted += 1;
                 continue;
             }
-            let shown = field(name, value, deciding);
+            let shown = field(name, value, false, OTHER_CHARS);
             let chars = shown.to_string().chars().count() + 2;
             if used + chars > SUMMARY_CHARS {
                 summary.omitted += 1;
                 continue;
             }
             used += chars;
+            others += 1;
             summary.fields.push(shown);
         }
         summary
@@ -193,12 +207,7 @@ fn decides(name: &str) -> bool {
     false
 }
 
-fn field(name: &str, value: &Value, deciding: bool) -> ArgumentField {
-    let limit = if deciding {
-        DECIDING_CHARS
-    } else {
-        OTHER_CHARS
-    };
+fn field(name: &str, value: &Value, deciding: bool, limit: usize) -> ArgumentField {
     let (value, size) = match value {
         Value::String(text) => string_value(text, limit),
         other => json_value(other, limit),
@@ -432,10 +441,45 @@ mod tests {
         assert_eq!(summary.fields[0].name, "path");
         assert_eq!(summary.fields[0].size.as_deref(), Some("4.9 KiB, 1 line"));
         assert_eq!(summary.fields.len() + summary.omitted, 1001);
-        assert!(summary.fields.len() <= MAX_FIELDS);
+        // The one deciding field, and at most MAX_FIELDS others.
+        assert!(summary.fields.len() <= MAX_FIELDS + 1);
         assert!(summary.to_string().chars().count() <= SUMMARY_CHARS + 40);
         // A name cannot forge a line.
         assert!(summary.fields.iter().all(|f| !f.name.contains('\n')));
         assert!(summary.to_string().ends_with("more fields not shown"));
+    }
+
+    /// Decoys a model put before the real `path` (an MCP tool's schema may
+    /// allow any property) cannot push it out of the card: deciding fields
+    /// are never left out, only cut shorter when many share the summary.
+    #[test]
+    fn decoy_deciding_fields_cannot_hide_the_real_path() {
+        let mut arguments = serde_json::Map::new();
+        for index in 0..40 {
+            arguments.insert(
+                format!("a{index:02}_path"),
+                json!(format!("decoys/{}", "x".repeat(2000))),
+            );
+        }
+        arguments.insert("path".into(), json!("../../etc/cron.d/evil"));
+        arguments.insert("content".into(), json!("* * * * * root sh"));
+        let summary = ArgumentsSummary::of(&Value::Object(arguments));
+        let path = summary
+            .fields
+            .iter()
+            .find(|field| field.name == "path")
+            .expect("the real path is shown");
+        assert_eq!(path.value, "\"../../etc/cron.d/evil\"");
+        assert_eq!(
+            summary.fields.iter().filter(|field| field.deciding).count(),
+            41
+        );
+        let decoy = &summary.fields[0];
+        // 41 deciding fields share the summary: each is cut to its share
+        // (quoted, with the cut marked).
+        let share = SUMMARY_CHARS / 41;
+        assert!(share >= MIN_DECIDING_CHARS);
+        assert!(decoy.value.chars().count() <= share + 3, "{}", decoy.value);
+        assert!(decoy.size.is_some(), "a cut decoy says its size");
     }
 }

@@ -51,14 +51,20 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         .chat()
         .ok_or_else(|| ApiError::bad_request("serve.invalid_request", "the run has no chat"))?;
     let file_host: Arc<dyn ChatHost> = Arc::new(SillyTavernChatHost::new(Arc::clone(chat)));
-    // A cluster run's commits are fenced by its lease at the write itself.
-    let chat_host = match state
-        .node
-        .as_ref()
-        .and_then(|node| node.chat_fence(state, &tenant, run.run_id()))
-    {
-        Some(fence) => Arc::new(FencedChatHost::new(file_host, chat.path(), fence)),
+    // A cluster run's commits are fenced by its lease at the write itself;
+    // on a node, a run without a fence never starts (it would write the
+    // shared chat unfenced).
+    let chat_host = match &state.node {
         None => file_host,
+        Some(node) => match node.chat_fence(state, &tenant, run.run_id()) {
+            Some(fence) => Arc::new(FencedChatHost::new(file_host, chat.path(), fence)),
+            None => {
+                return Err(ApiError::conflict(
+                    "cluster.fence_unavailable",
+                    "this node holds no lease of the run, so it cannot commit to its chat",
+                ));
+            }
+        },
     };
     let live = Arc::new(LiveRun {
         tenant: tenant.clone(),

@@ -168,6 +168,28 @@ pub async fn restart_taken(
 ) -> Result<(), ApiError> {
     let prepared = prepare(state, tenant, &request)?;
     let root = run_root(state, tenant, id)?;
+    // The rebuilt record is opened, not made from the request: it must be
+    // this tenant's, and be the run the request describes (its chat, its
+    // profile), before anything of it is used.
+    let record = manifest(&root).map_err(|error| {
+        ApiError::conflict(
+            "run.not_resumable",
+            format!("the run's run.json cannot be read: {error}"),
+        )
+    })?;
+    super::recorded::check(&record, &state.tenant_dirs(tenant), id)?;
+    let chat = record
+        .inputs
+        .chat
+        .as_ref()
+        .map(|chat| PathBuf::from(&chat.path));
+    let requested = std::path::absolute(&prepared.chat).ok();
+    if chat != requested || record.profile.sha256 != prepared.profile.digest() {
+        return Err(ApiError::conflict(
+            "run.foreign_inputs",
+            "the run's record cannot be restarted: its chat or profile is not the one its request names",
+        ));
+    }
     create_and_launch(state, tenant, request, prepared, move |_, _, _| {
         Run::open_replicated(&root, replica).map(|(run, _)| run)
     })
@@ -401,6 +423,15 @@ async fn resume_with(
         .map_err(|error| ApiError::internal("opening the model", error))?;
     let agents = record.agents().map_err(resume_refused)?;
     let config = record.config();
+    // Held to the operator's caps as at its start: what the run resumes
+    // with was read from its directory (on a cluster node, from NATS).
+    let profiles: Vec<Profile> = agents
+        .profiles()
+        .map(|profile| profile.as_ref().clone())
+        .collect();
+    state
+        .caps_of(tenant)
+        .check_run(run.profile(), config.max_rounds, &profiles)?;
     launch(
         state,
         run,
