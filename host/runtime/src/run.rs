@@ -284,6 +284,14 @@ impl Run {
     }
 
     fn wrap(dir: RunDirectory, inputs: Loaded, profile: Profile) -> Result<Self, RunFailure> {
+        // A reopened run.json (edited, or rebuilt from a cluster) may not
+        // show or open for writing a root its profile does not.
+        if dir.manifest().roots != roots(&profile) {
+            return Err(RunFailure::State(
+                "run.json's workspace roots (what is shown and writable) are not the ones its profile gives"
+                    .to_owned(),
+            ));
+        }
         let roots = WorkspaceRoots::from_specs(&dir.manifest().roots)?;
         let workspace = Workspace::open(dir.layout().root(), roots, WorkspaceLimits::default())?;
         Ok(Self {

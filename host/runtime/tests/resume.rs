@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
 use support::*;
+use toolhost_core::Classified as _;
 use toolhost_model::SameModel;
 use toolhost_runtime::{AgentDirectory, Run, RunStatus, run_agent_loop};
 
@@ -130,4 +131,40 @@ async fn a_resume_with_other_settings_is_refused_and_stays_resumable() {
         error.to_string().starts_with("run.already_ended"),
         "{error}"
     );
+}
+
+/// `run.json` records which workspace roots the run shows and may write,
+/// and the reopened run's workspace is opened from it: one edited to open
+/// a root its profile keeps closed (`persist/` writable, say) is refused
+/// when the run is reopened.
+#[tokio::test]
+async fn a_record_that_opens_a_root_its_profile_keeps_closed_is_refused() {
+    let fixture = Fixture::new();
+    let mut narrow = profile(10, "foreground");
+    narrow.workspace.writable_roots = vec!["output".to_owned()];
+    let summary = fixture
+        .run_with(&narrow, Arc::new(script(replies())), config())
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    cut_the_end(&fixture);
+    let record = fixture.run_dir.join("run.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let mut opened = 0;
+    for root in manifest["roots"].as_array_mut().unwrap() {
+        if root["writable"] == json!(false) && root["path"] != json!("tool-results") {
+            root["visible"] = json!(true);
+            root["writable"] = json!(true);
+            opened += 1;
+        }
+    }
+    assert!(opened > 0, "the profile keeps some root closed");
+    std::fs::remove_file(&record).unwrap();
+    std::fs::write(&record, manifest.to_string()).unwrap();
+    let refused = match Run::resume(&fixture.run_dir) {
+        Ok(_) => panic!("a run whose record opens a closed root was resumed"),
+        Err(error) => error,
+    };
+    assert_eq!(refused.code(), "run.state_invalid", "{refused}");
+    assert!(refused.to_string().contains("workspace roots"), "{refused}");
 }
