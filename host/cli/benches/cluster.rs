@@ -2,14 +2,16 @@
 //! --cluster` nodes on one nats-server, for a model that answers at once
 //! (the machine's CPU is the limit) and one whose replies take 250 ms (the
 //! nodes' room is), in interleaved rounds; and the time from a node's
-//! SIGKILL to its run's `run_resumed` on another node, against the lease.
-//! Every run is checked to complete exactly once. Output is Markdown, ready
-//! for docs/benchmarks.md.
+//! SIGKILL to its run's `run_resumed` on another node, against the lease;
+//! and what the cluster's security costs: two nodes on a NATS with TLS,
+//! client certificates and an nkey user (how every other row runs) against
+//! the same on an open NATS, interleaved. Every run is checked to complete
+//! exactly once. Output is Markdown, ready for docs/benchmarks.md.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use toolhost_cluster::testing::{NatsServer, nats_server_binary};
+use toolhost_cluster::testing::{NatsServer, Security, nats_server_binary};
 
 #[path = "../tests/common/cluster.rs"]
 mod harness;
@@ -31,8 +33,13 @@ fn median(values: &mut [f64]) -> f64 {
 
 /// Runs per minute: `RUNS` runs through `count` nodes, from the first
 /// submit to the last run's end.
-async fn throughput(binary: &std::path::Path, count: usize, delay_ms: u64) -> f64 {
-    let nats = NatsServer::start(binary).expect("nats-server");
+async fn throughput(
+    binary: &std::path::Path,
+    count: usize,
+    delay_ms: u64,
+    security: Security,
+) -> f64 {
+    let nats = NatsServer::start_with(binary, security).expect("nats-server");
     let temp = tempfile::tempdir().expect("tempdir");
     setup(temp.path(), RUNS, delay_ms);
     let nodes: Vec<Node> = (1..=count)
@@ -106,7 +113,8 @@ fn main() {
             let mut per_count: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
             for _ in 0..ROUNDS {
                 for count in 1..=3 {
-                    let rate = throughput(&binary, count, delay_ms).await;
+                    let rate =
+                        throughput(&binary, count, delay_ms, Security::NkeyMutualTls).await;
                     eprintln!("  {count} node(s), {delay_ms} ms replies: {rate:.0} runs/min");
                     per_count.entry(count).or_default().push(rate);
                 }
@@ -122,6 +130,24 @@ fn main() {
                 medians[2] / medians[0]
             );
         }
+        // What TLS, client certificates and an nkey cost, side by side.
+        let mut secured = Vec::new();
+        let mut open = Vec::new();
+        for _ in 0..ROUNDS {
+            for (security, rates) in [
+                (Security::NkeyMutualTls, &mut secured),
+                (Security::Open, &mut open),
+            ] {
+                let rate = throughput(&binary, 2, 0, security).await;
+                eprintln!("  2 nodes, 0 ms replies, {security:?}: {rate:.0} runs/min");
+                rates.push(rate);
+            }
+        }
+        let (secured, open) = (median(&mut secured), median(&mut open));
+        println!(
+            "\n## Cluster: TLS with client certificates and an nkey user against an open NATS (2 nodes, 0 ms replies, medians of {ROUNDS} interleaved rounds)\n\n| NATS | runs/min |\n|---|---|\n| TLS + client certificate + nkey | {secured:.0} |\n| open (loopback only) | {open:.0} |\n| secured / open | {:.2}× |",
+            secured / open
+        );
         let mut times: Vec<f64> = Vec::new();
         for _ in 0..ROUNDS {
             let seconds = failover(&binary).await;

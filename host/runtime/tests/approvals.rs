@@ -306,22 +306,13 @@ async fn a_decision_file_lets_a_waiting_call_go_on() {
     assert_eq!(events[2].1["note"], "fine");
 }
 
-/// A run interrupted while a call waits for its approval asks again when
-/// it resumes: the request is journalled once, the decision made after the
-/// resume lets the call go on.
-#[tokio::test]
-async fn a_pending_approval_is_pending_again_after_an_interruption() {
-    let fixture = Fixture::new();
-    let waiting = || -> Arc<dyn Approver> {
-        Arc::new(DecisionFiles {
-            poll: Duration::from_millis(10),
-            timeout: Duration::from_secs(60),
-        })
-    };
+/// Run `fixture` (a write, then a commit that needs approval) until its
+/// commit waits for a decision file, and drop it there: interrupted.
+async fn interrupted_while_waiting(fixture: &Fixture) {
     let journal = fixture.run_dir.join("events.jsonl");
     tokio::select! {
         summary = run(
-            &fixture,
+            fixture,
             json!([{"toolCalls": [write("w", REPLY), commit("c")]}]),
             Some(waiting()),
         ) => panic!("the run ended while its call waited: {summary:?}"),
@@ -335,14 +326,20 @@ async fn a_pending_approval_is_pending_again_after_an_interruption() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         } => {}
     }
+}
 
+/// Decisions from files in the run directory, waited for up to a minute.
+fn waiting() -> Arc<dyn Approver> {
+    Arc::new(DecisionFiles {
+        poll: Duration::from_millis(10),
+        timeout: Duration::from_secs(60),
+    })
+}
+
+/// Resume `fixture`'s interrupted run and drive it to its end.
+async fn resume_to_the_end(fixture: &Fixture) -> LoopSummary {
     let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
     run.set_approver(waiting());
-    write_decision(
-        &fixture.run_dir,
-        &DecisionFile::new("c", Verdict::Approved, "a person", None),
-    )
-    .expect("decided");
     let mut parts = parts(
         &run,
         // Replies go by round: the first was stored before the
@@ -353,7 +350,22 @@ async fn a_pending_approval_is_pending_again_after_an_interruption() {
         record.agents().expect("agents"),
     );
     parts.policies = Some(commits_need_approval());
-    let summary = run_agent_loop(&run, parts, &record.config()).await;
+    run_agent_loop(&run, parts, &record.config()).await
+}
+
+/// A run interrupted while a call waits for its approval asks again when
+/// it resumes: the request is journalled once, the decision made after the
+/// resume lets the call go on.
+#[tokio::test]
+async fn a_pending_approval_is_pending_again_after_an_interruption() {
+    let fixture = Fixture::new();
+    interrupted_while_waiting(&fixture).await;
+    write_decision(
+        &fixture.run_dir,
+        &DecisionFile::new("c", Verdict::Approved, "a person", None),
+    )
+    .expect("decided");
+    let summary = resume_to_the_end(&fixture).await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     let events = call_events(&fixture, "c");
     let count = |kind: &str| types(&events).iter().filter(|k| **k == kind).count();
@@ -373,26 +385,8 @@ async fn a_pending_approval_is_pending_again_after_an_interruption() {
 #[tokio::test]
 async fn a_stored_snapshot_edited_to_drop_an_approval_is_refused_on_resume() {
     let fixture = Fixture::new();
-    let journal = fixture.run_dir.join("events.jsonl");
     let messages = fixture.chat().messages().len();
-    tokio::select! {
-        summary = run(
-            &fixture,
-            json!([{"toolCalls": [write("w", REPLY), commit("c")]}]),
-            Some(Arc::new(DecisionFiles {
-                poll: Duration::from_millis(10),
-                timeout: Duration::from_secs(60),
-            })),
-        ) => panic!("the run ended while its call waited: {summary:?}"),
-        () = async {
-            while !std::fs::read_to_string(&journal)
-                .unwrap_or_default()
-                .contains("tool_call_approval_requested")
-            {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        } => {}
-    }
+    interrupted_while_waiting(&fixture).await;
 
     let stored = fixture
         .run_dir
@@ -421,16 +415,7 @@ async fn a_stored_snapshot_edited_to_drop_an_approval_is_refused_on_resume() {
     std::fs::remove_file(&stored).expect("remove");
     std::fs::write(&stored, snapshot.to_string()).expect("edit");
 
-    let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
-    let mut parts = parts(
-        &run,
-        Arc::new(SameModel(Arc::new(script(
-            json!([{"toolCalls": [write("w", REPLY), commit("c")]}, {"toolCalls": [finish("f")]}]),
-        )))),
-        record.agents().expect("agents"),
-    );
-    parts.policies = Some(commits_need_approval());
-    let summary = run_agent_loop(&run, parts, &record.config()).await;
+    let summary = resume_to_the_end(&fixture).await;
     assert_eq!(summary.status, RunStatus::Failed, "{summary:?}");
     assert_eq!(
         summary.code.as_deref(),

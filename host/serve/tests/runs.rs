@@ -587,11 +587,10 @@ async fn limits_answer_429_a_busy_chat_409_and_a_run_in_its_loop_takes_no_call()
     }
 }
 
-/// A server that stops mid-run leaves the run interrupted (no terminal
-/// event); the next server over the same data resumes it to its end.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() {
-    let setup = Setup::start().await;
+/// A run of acme's on `chat` whose model never answers, interrupted (the
+/// server told to stop its loops) once it asked the model; the server is
+/// still up.
+async fn interrupted_run(setup: &Setup) -> (Server, String) {
     let server = setup.serve(Limits::default()).await;
     let id = start_run(
         &server,
@@ -606,6 +605,15 @@ async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() 
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     server.state.interrupt_runs();
+    (server, id)
+}
+
+/// A server that stops mid-run leaves the run interrupted (no terminal
+/// event); the next server over the same data resumes it to its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() {
+    let setup = Setup::start().await;
+    let (server, id) = interrupted_run(&setup).await;
     let events = stream(&server, &id, None).await;
     assert!(
         events
@@ -659,19 +667,7 @@ async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_whose_record_names_another_tenants_chat_is_refused() {
     let setup = Setup::start().await;
-    let server = setup.serve(Limits::default()).await;
-    let id = start_run(
-        &server,
-        json!({"profile": "writer", "model": "silent", "chat": "chat"}),
-    )
-    .await;
-    for _ in 0..200 {
-        if status(&server, &id).await["lastSeq"].as_u64().unwrap_or(0) >= 4 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    server.state.interrupt_runs();
+    let (server, id) = interrupted_run(&setup).await;
     wait_for_status(&server, &id, "interrupted").await;
     drop(server);
 
@@ -966,14 +962,11 @@ async fn a_tenants_policy_decides_its_runs_snapshots_and_no_one_elses() {
     .await;
 }
 
-/// A run's call that needs approval waits for a person's decision through
-/// the API: it is listed to its tenant only, decided once, and the run
-/// goes on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_waits_for_approval_through_the_api() {
-    let setup = Setup::start().await;
+/// A run of acme's whose first call of `tool` waits for approval (acme's
+/// policy asks for it): the server, the run and the waiting call as listed.
+async fn waiting_for_approval(setup: &Setup, tool: &str) -> (Server, String, Value) {
     let policy = json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
-                        "requireApproval": ["workspace.commit"]});
+                        "requireApproval": [tool]});
     std::fs::write(
         TenantDirs::new(&setup.data(), "acme").policy(),
         policy.to_string(),
@@ -986,16 +979,26 @@ async fn a_call_waits_for_approval_through_the_api() {
     )
     .await;
     let approvals = server.url(&format!("/v1/runs/{id}/approvals"));
-    let mut waiting = Value::Null;
     for _ in 0..400 {
         let (status, listed) = send(acme(client().get(&approvals))).await;
         assert_eq!(status, 200, "{listed}");
         if let Some(first) = listed["approvals"].as_array().and_then(|all| all.first()) {
-            waiting = first.clone();
-            break;
+            let waiting = first.clone();
+            return (server, id, waiting);
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+    panic!("no call of {tool} waited for approval");
+}
+
+/// A run's call that needs approval waits for a person's decision through
+/// the API: it is listed to its tenant only, decided once, and the run
+/// goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waits_for_approval_through_the_api() {
+    let setup = Setup::start().await;
+    let (server, id, waiting) = waiting_for_approval(&setup, "workspace.commit").await;
+    let approvals = server.url(&format!("/v1/runs/{id}/approvals"));
     assert_eq!(waiting["callId"], "c2", "{waiting}");
     assert_eq!(waiting["toolId"], "builtin:workspace.commit");
     assert_eq!(waiting["decided"], false);
@@ -1082,30 +1085,7 @@ async fn a_call_waits_for_approval_through_the_api() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_write_lists_its_path_first() {
     let setup = Setup::start().await;
-    let policy = json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy",
-                        "requireApproval": ["workspace.write_file"]});
-    std::fs::write(
-        TenantDirs::new(&setup.data(), "acme").policy(),
-        policy.to_string(),
-    )
-    .expect("policy");
-    let server = setup.serve(Limits::default()).await;
-    let id = start_run(
-        &server,
-        json!({"profile": "writer", "model": "demo", "chat": "chat"}),
-    )
-    .await;
-    let approvals = server.url(&format!("/v1/runs/{id}/approvals"));
-    let mut waiting = Value::Null;
-    for _ in 0..400 {
-        let (status, listed) = send(acme(client().get(&approvals))).await;
-        assert_eq!(status, 200, "{listed}");
-        if let Some(first) = listed["approvals"].as_array().and_then(|all| all.first()) {
-            waiting = first.clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let (server, id, waiting) = waiting_for_approval(&setup, "workspace.write_file").await;
     assert_eq!(waiting["callId"], "c1", "{waiting}");
     assert_eq!(
         waiting["argumentsShown"],

@@ -14,6 +14,18 @@ use toolhost_journal::RunManifest;
 use crate::error::ApiError;
 use crate::tenant::{TenantDirs, is_plain_name};
 
+/// The run's `run.json` at `root`, read and checked with [`check`].
+pub(crate) fn read(root: &Path, dirs: &TenantDirs, id: &str) -> Result<RunManifest, ApiError> {
+    let record = super::manifest(root).map_err(|error| {
+        ApiError::conflict(
+            "run.not_resumable",
+            format!("the run's run.json cannot be read: {error}"),
+        )
+    })?;
+    check(&record, dirs, id)?;
+    Ok(record)
+}
+
 /// Refuse a manifest whose run id or inputs are not `tenant`'s run `id`'s.
 pub(crate) fn check(manifest: &RunManifest, dirs: &TenantDirs, id: &str) -> Result<(), ApiError> {
     let refused = |what: String| {

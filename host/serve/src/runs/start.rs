@@ -20,7 +20,7 @@ use toolhost_runtime::{AgentDirectory, LoopConfig, ReplicaFactory, Run, RunBindi
 use toolhost_skills::{Scope, SkillSource};
 
 use super::drive::{Launch, launch};
-use super::{manifest, read_bounded, run_root};
+use super::{read_bounded, run_root};
 use crate::ServeState;
 use crate::body::Body;
 use crate::error::ApiError;
@@ -171,13 +171,7 @@ pub async fn restart_taken(
     // The rebuilt record is opened, not made from the request: it must be
     // this tenant's, and be the run the request describes (its chat, its
     // profile), before anything of it is used.
-    let record = manifest(&root).map_err(|error| {
-        ApiError::conflict(
-            "run.not_resumable",
-            format!("the run's run.json cannot be read: {error}"),
-        )
-    })?;
-    super::recorded::check(&record, &state.tenant_dirs(tenant), id)?;
+    let record = super::recorded::read(&root, &state.tenant_dirs(tenant), id)?;
     let chat = record
         .inputs
         .chat
@@ -391,13 +385,7 @@ async fn resume_with(
     }
     // What the record names must be this tenant's before anything of it
     // is opened (on a cluster node it was rebuilt from NATS).
-    let record = manifest(&root).map_err(|error| {
-        ApiError::conflict(
-            "run.not_resumable",
-            format!("the run's run.json cannot be read: {error}"),
-        )
-    })?;
-    super::recorded::check(&record, &state.tenant_dirs(tenant), id)?;
+    let record = super::recorded::read(&root, &state.tenant_dirs(tenant), id)?;
     let chat = record.inputs.chat.map(|chat| PathBuf::from(chat.path));
     let slot = state.runs.reserve(tenant, chat.as_deref())?;
     let (run, record) = tokio::task::spawn_blocking(move || match replica {
