@@ -355,6 +355,25 @@ async fn a_run_streams_its_events_ends_with_its_summary_and_takes_calls_after() 
         refusal(acme(client().post(&calls)).json(&json!({"tool": "no.such_tool"}))).await,
         (400, "tool.not_found".to_owned())
     );
+    // The run's stored snapshot offers dice.roll; once the tenant's policy
+    // denies it, the snapshot grants more than today's rules and no call
+    // goes through it.
+    let policy = TenantDirs::new(&setup.data(), "acme").policy();
+    std::fs::write(
+        &policy,
+        json!({"schemaVersion": 1, "kind": "toolhost.toolPolicy", "deny": ["dice.roll"]})
+            .to_string(),
+    )
+    .expect("policy");
+    assert_eq!(
+        refusal(
+            acme(client().post(&calls))
+                .json(&json!({"tool": "dice.roll", "arguments": {"formula": "1d6"}}))
+        )
+        .await,
+        (409, "tool.snapshot_loosened".to_owned())
+    );
+    std::fs::remove_file(&policy).expect("policy gone");
     // The run's status stays what its loop ended with; its counts (kept
     // when the loop ended) follow the journal the call appended to.
     let after = status(&server, &id).await;

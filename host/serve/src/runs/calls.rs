@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolhost_core::{Classified, ErrorClass};
+use toolhost_core::{Classified, ErrorClass, ExitPolicy, snapshot};
 use toolhost_journal::ROOT_INVOCATION_ID;
 use toolhost_runtime::{DirectCaller, Run, RunFailure};
 use toolhost_sandbox::CallEntropy;
@@ -66,7 +66,7 @@ pub struct CallResponse {
         (status = 400, description = "Bad JSON, an unknown tool, arguments the gate refused", body = ApiError),
         (status = 403, description = "The run's snapshot does not offer the tool", body = ApiError),
         (status = 404, description = "No such run of this tenant", body = ApiError),
-        (status = 409, description = "The run is in its agent loop, interrupted, or another call holds it", body = ApiError),
+        (status = 409, description = "The run is in its agent loop, interrupted, another call holds it, or its stored snapshot grants more than its profile and the tenant's policies do now (`tool.snapshot_loosened`)", body = ApiError),
         (status = 429, description = "Too many calls in flight; see `Retry-After`", body = ApiError),
     ),
     security(("bearer" = []))
@@ -120,6 +120,21 @@ pub(crate) async fn call(
     })
     .await
     .map_err(|error| ApiError::internal("opening the run", error))??;
+    // The stored snapshot is a file of the run: it may grant nothing that
+    // the run's profile, today's catalog and the tenant's policies would
+    // not (a tool since denied, an approval since required, an edit).
+    let (policies, _) = state.tenant_dirs(&tenant).policies(&host)?;
+    let fresh = snapshot::compile(
+        run.profile(),
+        host.snapshot_sources_under(Some(policies.as_ref()), Some(&tenant)),
+        ROOT_INVOCATION_ID,
+        ExitPolicy::RunFinishAllowed,
+    )
+    .map_err(|error| ApiError::internal("compiling the run's snapshot", error))?;
+    session
+        .snapshot()
+        .recheck_against(&fresh)
+        .map_err(|error| ApiError::conflict(error.code(), error.to_string()))?;
     if !session.snapshot().contains(&tool) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
