@@ -14,12 +14,19 @@
 //! lease gone when it wakes; a node stalled after the check holds the lock,
 //! so the new owner's commit waits for it and then finds its commit in the
 //! chat.
+//!
+//! A refused commit also stops the run's journal ([`RevocableReplica`]):
+//! like an append the lease fenced out, the run ends here with no terminal
+//! event — interrupted, not failed — and whichever node holds the lease
+//! next resumes it (this one, when its lease had only lapsed under load).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use toolhost_cluster::{Leases, RunKey};
 use toolhost_core::CommitMode;
+use toolhost_journal::Replica;
 use toolhost_runtime::{ChatHost, ChatHostError};
 
 /// Longest wait for the chat's lock.
@@ -36,6 +43,34 @@ pub struct ChatFence {
     pub locks: PathBuf,
     /// The runtime the lease is read on.
     pub runtime: tokio::runtime::Handle,
+    /// Set when a commit is refused: the run's journal takes no more lines.
+    pub revoked: Arc<AtomicBool>,
+}
+
+/// A run's journal replica that takes no more lines once its fence refused
+/// a commit: the refusal poisons the journal, so the run stops without a
+/// terminal event, as when an append is fenced out.
+pub struct RevocableReplica {
+    inner: Box<dyn Replica>,
+    revoked: Arc<AtomicBool>,
+}
+
+impl RevocableReplica {
+    pub fn new(inner: Box<dyn Replica>, revoked: Arc<AtomicBool>) -> Self {
+        Self { inner, revoked }
+    }
+}
+
+impl Replica for RevocableReplica {
+    fn replicate(&mut self, first_seq: u64, lines: &[u8]) -> Result<(), String> {
+        if self.revoked.load(Ordering::SeqCst) {
+            return Err(
+                "cluster.lease_lost: a chat commit found this node no longer drives the run"
+                    .to_owned(),
+            );
+        }
+        self.inner.replicate(first_seq, lines)
+    }
 }
 
 /// A chat host whose commits are fenced by a [`ChatFence`].
@@ -133,8 +168,19 @@ impl FencedChatHost {
         run_message: Option<u32>,
         commit_id: &str,
     ) -> Result<u32, ChatHostError> {
-        let _lock = self.locked()?;
-        self.check_lease()?;
+        let checked = self.locked().and_then(|lock| {
+            self.check_lease()?;
+            Ok(lock)
+        });
+        let _lock = match checked {
+            Ok(lock) => lock,
+            Err(refused) => {
+                // Not this node's to write now: stop the run here,
+                // resumable, rather than end it.
+                self.fence.revoked.store(true, Ordering::SeqCst);
+                return Err(refused);
+            }
+        };
         if let Some(index) = self.inner.find_commit(commit_id)? {
             return Ok(index);
         }

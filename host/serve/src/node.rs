@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use toolhost_cluster::{
@@ -26,7 +27,7 @@ use toolhost_runtime::{LOOP_RECORD_PATH, ReplicaFactory};
 
 use crate::ServeState;
 use crate::error::ApiError;
-use crate::fence::ChatFence;
+use crate::fence::{ChatFence, RevocableReplica};
 use crate::runs::{StartRun, restart_taken, resume_taken, start_taken};
 
 /// A run's summary in the cluster, kept by the node that drove it to its end.
@@ -37,6 +38,10 @@ const PULL_WAIT: Duration = Duration::from_secs(1);
 
 /// Most read copies a node keeps track of; past it they are all made again.
 const MAX_READ_COPIES: usize = 10_000;
+
+/// A run's lease token on this node, and the flag its fence sets to stop
+/// its journal.
+type HeldToken = (u64, Arc<AtomicBool>);
 
 /// A node's place in its cluster.
 pub struct ClusterNode {
@@ -49,8 +54,9 @@ pub struct ClusterNode {
     /// Runs whose lease this node keeps now (taken, not yet let go).
     keeping: Arc<std::sync::atomic::AtomicUsize>,
     /// The lease token of each run this node took, by tenant and id: what
-    /// its chat commits are fenced with.
-    tokens: std::sync::Mutex<HashMap<(String, String), u64>>,
+    /// its chat commits are fenced with, and the flag that stops its
+    /// journal once a commit found the lease gone.
+    tokens: std::sync::Mutex<HashMap<(String, String), HeldToken>>,
 }
 
 impl ClusterNode {
@@ -169,25 +175,33 @@ impl ClusterNode {
     /// The fence of `tenant`'s run `id`'s chat commits, when this node
     /// took it (`None`: not a run of this node's).
     pub fn chat_fence(&self, state: &ServeState, tenant: &str, id: &str) -> Option<ChatFence> {
-        let token = *self
+        let (token, revoked) = self
             .tokens
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(&(tenant.to_owned(), id.to_owned()))?;
+            .get(&(tenant.to_owned(), id.to_owned()))
+            .cloned()?;
         Some(ChatFence {
             leases: self.leases.clone(),
             key: RunKey::new(tenant, id).ok()?,
             token,
             locks: state.tenant_dirs(tenant).root().join("locks"),
             runtime: tokio::runtime::Handle::try_current().ok()?,
+            revoked,
         })
     }
 
-    fn hold_token(&self, key: &RunKey, token: u64) {
+    /// Remember `key`'s token; the flag its fence and its journal share.
+    fn hold_token(&self, key: &RunKey, token: u64) -> Arc<AtomicBool> {
+        let revoked = Arc::new(AtomicBool::new(false));
         self.tokens
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert((key.tenant().to_owned(), key.run().to_owned()), token);
+            .insert(
+                (key.tenant().to_owned(), key.run().to_owned()),
+                (token, Arc::clone(&revoked)),
+            );
+        revoked
     }
 
     /// Forget `key`'s token if it is still `token`: the run may have been
@@ -198,7 +212,7 @@ impl ClusterNode {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let at = (key.tenant().to_owned(), key.run().to_owned());
-        if tokens.get(&at) == Some(&token) {
+        if tokens.get(&at).is_some_and(|(held, _)| *held == token) {
             tokens.remove(&at);
         }
     }
@@ -351,8 +365,8 @@ async fn take(state: &Arc<ServeState>, node: &Arc<ClusterNode>, queued: QueuedRu
         }
     };
     let ticket = queued.ticket.clone();
-    node.hold_token(&key, lease.token());
-    let begun = begin(state, node, &key, &ticket, &lease).await;
+    let revoked = node.hold_token(&key, lease.token());
+    let begun = begin(state, node, &key, &ticket, &lease, revoked).await;
     if !matches!(begun, Ok(Begun::Running)) {
         node.forget_token(&key, lease.token());
     }
@@ -393,6 +407,7 @@ async fn begin(
     key: &RunKey,
     ticket: &RunTicket,
     lease: &Lease,
+    revoked: Arc<AtomicBool>,
 ) -> Result<Begun, Refused> {
     let (tenant, id) = (key.tenant(), key.run());
     let dirs = state.tenant_dirs(tenant);
@@ -425,7 +440,7 @@ async fn begin(
     };
     let log = RunLog::open(&node.cluster, lease).await.map_err(later)?;
     if log.last_sequence() == 0 {
-        let replica = replica_factory(node, lease, log);
+        let replica = replica_factory(node, lease, log, Arc::clone(&revoked));
         start_taken(state, tenant, id, request()?, replica)
             .await
             .map_err(refused)?;
@@ -449,7 +464,7 @@ async fn begin(
     if ended {
         return Ok(Begun::Ended);
     }
-    let replica = replica_factory(node, lease, log);
+    let replica = replica_factory(node, lease, log, Arc::clone(&revoked));
     if looped {
         resume_taken(state, tenant, id, replica)
             .await
@@ -474,13 +489,22 @@ fn refused(error: ApiError) -> Refused {
 
 /// The journal replica of a run this node holds `lease` on: its log, and
 /// its directory checkpointed before each line that follows a change.
-fn replica_factory(node: &ClusterNode, lease: &Lease, log: RunLog) -> ReplicaFactory {
+fn replica_factory(
+    node: &ClusterNode,
+    lease: &Lease,
+    log: RunLog,
+    revoked: Arc<AtomicBool>,
+) -> ReplicaFactory {
     let files = node.cluster.files(lease.key());
     let token = lease.token();
     Box::new(move |root: &Path| {
         let mirror = RunMirror::new(files, root, token);
-        JournalReplica::new(log)
-            .map(|replica| Box::new(replica.with_mirror(mirror)) as Box<dyn Replica>)
+        JournalReplica::new(log).map(|replica| {
+            Box::new(RevocableReplica::new(
+                Box::new(replica.with_mirror(mirror)),
+                revoked,
+            )) as Box<dyn Replica>
+        })
     })
 }
 

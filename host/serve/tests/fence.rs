@@ -61,6 +61,7 @@ async fn a_commit_is_refused_once_the_lease_is_another_nodes() {
     let lease = take_free_lease(&a, &key).await;
     let locks = tempfile::tempdir().expect("temp dir");
     let chat = Arc::new(Recorded::default());
+    let revoked = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let fenced = FencedChatHost::new(
         Arc::clone(&chat) as Arc<dyn ChatHost>,
         Path::new("chats/chat-00.jsonl"),
@@ -70,6 +71,7 @@ async fn a_commit_is_refused_once_the_lease_is_another_nodes() {
             token: lease.token(),
             locks: locks.path().to_owned(),
             runtime: tokio::runtime::Handle::current(),
+            revoked: Arc::clone(&revoked),
         },
     );
 
@@ -113,4 +115,6 @@ async fn a_commit_is_refused_once_the_lease_is_another_nodes() {
     assert_eq!(error.code, "cluster.lease_lost", "{}", error.message);
     assert!(error.message.contains("node-b"), "{}", error.message);
     assert_eq!(chat.commits.lock().expect("lock").len(), 1, "never asked");
+    // And the run's journal takes no more lines: it stops, resumable.
+    assert!(revoked.load(std::sync::atomic::Ordering::SeqCst));
 }
