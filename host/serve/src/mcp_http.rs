@@ -13,16 +13,19 @@ use std::sync::{Arc, Mutex};
 
 use axum::Extension;
 use axum::extract::{Path as UrlPath, Request, State};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use toolhost_core::Profile;
 use toolhost_runtime::RunBindings;
 use tower_service::Service as _;
 
 use crate::ServeState;
 use crate::error::ApiError;
 use crate::mcp::{McpTools, NeedingApproval, RunPlace, ServedFor};
-use crate::runs::named_profile;
+use crate::runs::{UNKNOWN_PROFILE, named_profile};
+use crate::tenant::TenantDirs;
 use crate::tokens::Tenant;
 
 type Endpoint = StreamableHttpService<McpTools, LocalSessionManager>;
@@ -47,9 +50,9 @@ pub(crate) async fn endpoint(
     request: Request,
 ) -> Response {
     let dirs = state.tenant_dirs(&tenant);
-    let profile = match named_profile(&dirs, &profile_name) {
+    let profile = match served_profile(&dirs, &profile_name) {
         Ok(profile) => profile,
-        Err(_) => return ApiError::not_found("such profile").into_response(),
+        Err(refused) => return refused.into_response(),
     };
     // Its tools' limits are the profile's, as in a run: the same caps.
     if let Err(exceeded) = state.caps_of(&tenant).check_limits("profile", &profile) {
@@ -126,12 +129,38 @@ pub(crate) async fn endpoint(
         Ok(admitted) => admitted,
         Err(refused) => return refused.into_response(),
     };
+    let deleting = request.method() == Method::DELETE;
     let served = crate::mcp_limits::RESERVED.scope(slot, service.call(request));
-    match served.await {
+    let response = match served.await {
         Ok(response) => response.map(axum::body::Body::new),
         Err(never) => match never {},
+    };
+    if deleting && response.status() == StatusCode::ACCEPTED {
+        // rmcp answers a closed session `202`; the transport's clients
+        // expect `204` (the Python SDK logs "Session termination failed:
+        // 202"), and there is nothing more to say.
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    response
+}
+
+/// The profile this endpoint serves: the tenant's own of that name, else,
+/// for [`DEFAULT_PROFILE`], the built-in default profile — so a fresh
+/// server answers an MCP client at `/mcp/default` before any profile is
+/// written.
+fn served_profile(dirs: &TenantDirs, name: &str) -> Result<Profile, ApiError> {
+    match named_profile(dirs, name) {
+        Ok(profile) => Ok(profile),
+        Err(error) if name == DEFAULT_PROFILE && error.code == UNKNOWN_PROFILE => {
+            Profile::default_writer()
+                .map_err(|error| ApiError::internal("the default profile", error))
+        }
+        Err(_) => Err(ApiError::not_found("such profile")),
     }
 }
+
+/// The name under which the built-in default profile is served.
+pub(crate) const DEFAULT_PROFILE: &str = "default";
 
 /// How a handler of `tenant`'s takes a place among the runs when the
 /// request that made it took none. Weak: the endpoints live in the state.

@@ -34,7 +34,9 @@ pub(crate) use calls::{__path_call, call};
 pub use calls::{CallRequest, CallResponse};
 pub(crate) use events::{__path_events, events};
 pub(crate) use files::{__path_file, file};
-pub(crate) use start::{__path_resume, __path_start, named_profile, resume, start};
+pub(crate) use start::{
+    __path_resume, __path_start, UNKNOWN_PROFILE, named_profile, resume, start,
+};
 pub use start::{
     ProfileChoice, StartRun, Started, restart_taken, resume_run, resume_taken, start_taken,
 };

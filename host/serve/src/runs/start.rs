@@ -448,10 +448,13 @@ fn created_response(id: String) -> Response {
 }
 
 /// The profile `profiles/<name>.json` of the tenant.
+/// The code of a profile name the tenant has no file for.
+pub(crate) const UNKNOWN_PROFILE: &str = "serve.unknown_profile";
+
 pub(crate) fn named_profile(dirs: &TenantDirs, name: &str) -> Result<Profile, ApiError> {
     let unknown = || {
         invalid(
-            "serve.unknown_profile",
+            UNKNOWN_PROFILE,
             format!("no profile `{}`", name.chars().take(64).collect::<String>()),
         )
     };

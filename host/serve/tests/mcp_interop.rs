@@ -1,0 +1,178 @@
+//! `/mcp/{profile}` as the official MCP clients meet it: a fresh server
+//! serves the built-in default profile at `/mcp/default`, a tenant's own
+//! `default` profile comes first, and closing a session with `DELETE`
+//! answers `204` (the Python SDK logs "Session termination failed: 202"
+//! for anything but 200/204).
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use toolhost_serve::{Limits, ModelTable, TenantDirs};
+
+const PROTOCOL: &str = "2025-06-18";
+
+async fn serve(dir: &std::path::Path) -> Server {
+    let data = dir.join("data");
+    start_with(
+        tokens(dir),
+        options(&data, ModelTable::empty(), Limits::default()),
+    )
+    .await
+}
+
+/// Tenant `acme`'s profile `name` offering `tools`.
+fn write_profile(dir: &std::path::Path, name: &str, tools: Value) {
+    let dirs = TenantDirs::new(&dir.join("data"), "acme");
+    dirs.ensure().expect("dirs");
+    let profile = json!({"schemaVersion": 1, "kind": "toolhost.agentProfile",
+                         "id": format!("{name}-profile"), "tools": tools});
+    std::fs::write(
+        dirs.profiles().join(format!("{name}.json")),
+        profile.to_string(),
+    )
+    .expect("profile");
+}
+
+fn post(
+    server: &Server,
+    path: &str,
+    session: Option<&str>,
+    body: Value,
+) -> reqwest::RequestBuilder {
+    let mut request = client()
+        .post(server.url(path))
+        .bearer_auth("acme-secret")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", PROTOCOL)
+        .json(&body);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request
+}
+
+/// The JSON-RPC message of an answer, sent as JSON or as one SSE event.
+async fn message(response: reqwest::Response) -> Value {
+    let text = response.text().await.expect("a body");
+    let data = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|data| !data.is_empty())
+        .unwrap_or(text.as_str());
+    serde_json::from_str(data).unwrap_or_else(|_| panic!("a JSON-RPC message: {text}"))
+}
+
+/// A legacy session at `path` (initialize, initialized); its id, or the
+/// refusal's status and body.
+async fn open(server: &Server, path: &str) -> Result<String, (u16, String)> {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL, "capabilities": {},
+        "clientInfo": {"name": "mcp-interop-test", "version": "0"}}});
+    let response = post(server, path, None, initialize)
+        .send()
+        .await
+        .expect("the server answers");
+    let status = response.status().as_u16();
+    if status != 200 {
+        return Err((status, response.text().await.unwrap_or_default()));
+    }
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    let _ = message(response).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let sent = post(server, path, Some(&session), initialized).send().await;
+    assert_eq!(sent.expect("initialized").status().as_u16(), 202);
+    Ok(session)
+}
+
+/// The tool names the session is offered.
+async fn tool_names(server: &Server, path: &str, session: &str) -> Vec<String> {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let response = post(server, path, Some(session), list)
+        .send()
+        .await
+        .expect("tools/list");
+    assert_eq!(response.status().as_u16(), 200);
+    let answer = message(response).await;
+    answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a tool list: {answer}"))
+        .iter()
+        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn delete(server: &Server, path: &str, session: &str) -> (u16, String) {
+    let response = client()
+        .delete(server.url(path))
+        .bearer_auth("acme-secret")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", PROTOCOL)
+        .send()
+        .await
+        .expect("delete");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("body"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_server_serves_the_built_in_default_profile_at_mcp_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = serve(dir.path()).await;
+    let session = open(&server, "/mcp/default")
+        .await
+        .expect("a session on the built-in default profile");
+    let names = tool_names(&server, "/mcp/default", &session).await;
+    // The default writer reads the workspace; dice stay off (its profile).
+    assert!(
+        names.iter().any(|name| name.contains("read_file")),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|name| name.contains("dice")), "{names:?}");
+    // Any other missing name is still unknown.
+    let refused = open(&server, "/mcp/writer")
+        .await
+        .expect_err("no such profile");
+    assert_eq!(refused.0, 404, "{refused:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_profile_named_default_comes_before_the_built_in_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_profile(
+        dir.path(),
+        "default",
+        json!({"allow": ["dice.roll"], "maxRounds": 4}),
+    );
+    let server = serve(dir.path()).await;
+    let session = open(&server, "/mcp/default").await.expect("a session");
+    let names = tool_names(&server, "/mcp/default", &session).await;
+    assert_eq!(names, ["dice_roll"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_session_answers_204_and_ends_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_profile(
+        dir.path(),
+        "roller",
+        json!({"allow": ["dice.roll"], "maxRounds": 4}),
+    );
+    let server = serve(dir.path()).await;
+    let session = open(&server, "/mcp/roller").await.expect("a session");
+    let (status, body) = delete(&server, "/mcp/roller", &session).await;
+    assert_eq!((status, body.as_str()), (204, ""));
+    // The session is gone: the transport's answer to a stale id is 404.
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let response = post(&server, "/mcp/roller", Some(&session), list)
+        .send()
+        .await
+        .expect("tools/list");
+    assert_eq!(response.status().as_u16(), 404);
+}
