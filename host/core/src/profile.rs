@@ -24,6 +24,19 @@ pub const WORKSPACE_ROOTS: [&str; 5] = ["output", "scratch", "plan", "summaries"
 
 const MAX_ID_BYTES: usize = 128;
 
+/// The message body when a profile names none: what a commit without a
+/// path publishes and what an auto-publish watches.
+pub const DEFAULT_MESSAGE_BODY: &str = "output/main.md";
+
+/// The file, in the message body's root, where the text of a reply without
+/// tool calls is kept; a message body may not be this file.
+pub const DIRECT_OUTPUT_FILE: &str = "direct_output.md";
+
+/// Longest `tools.toolDescriptions` text, in characters: a description is
+/// sent with every model request, so one profile cannot make every request
+/// huge.
+pub const MAX_TOOL_DESCRIPTION_CHARS: usize = 4096;
+
 /// `profiles/default.json`, built in: the profile a run uses when none is
 /// given. It writes replies; `dice.roll` is off, as in the reference.
 pub const DEFAULT_PROFILE_JSON: &str = include_str!("../../../profiles/default.json");
@@ -138,6 +151,10 @@ pub struct Profile {
     pub model: ModelSettings,
     #[serde(default)]
     pub sandbox: SandboxPolicy,
+    /// Left out of the resolved form while it is the default, so adding it
+    /// changed no existing profile's digest (grants are bound to it).
+    #[serde(default, skip_serializing_if = "OutputPolicy::is_default")]
+    pub output: OutputPolicy,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,6 +182,17 @@ pub struct ToolPolicy {
     /// view and previewed.
     #[serde(default = "default_mcp_inline_limit")]
     pub mcp_result_inline_char_limit: u32,
+    /// This profile's description of a tool, by tool, in place of its
+    /// source's: frozen into the snapshot's binding, so the model reads it
+    /// and a resumed run keeps it. Each key must be a visible tool. Left
+    /// out of the resolved form when empty (digests of profiles without it
+    /// stay as they were).
+    #[serde(
+        default,
+        deserialize_with = "tool_map",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub tool_descriptions: BTreeMap<ToolId, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -174,6 +202,45 @@ pub struct WorkspacePolicy {
     pub visible_roots: Vec<String>,
     #[serde(default = "all_roots")]
     pub writable_roots: Vec<String>,
+}
+
+/// What the run's message is made of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutputPolicy {
+    /// The message body: the workspace file a commit without a path
+    /// publishes and an auto-publish watches. Its root also keeps the text
+    /// of a reply without tool calls (`<root>/direct_output.md`). Default
+    /// `output/main.md`; when its root is hidden from this profile, the
+    /// profile has no message body in view.
+    #[serde(default = "default_message_body")]
+    pub message_body: String,
+}
+
+impl Default for OutputPolicy {
+    fn default() -> Self {
+        Self {
+            message_body: default_message_body(),
+        }
+    }
+}
+
+impl OutputPolicy {
+    pub fn is_default(&self) -> bool {
+        self.message_body == DEFAULT_MESSAGE_BODY
+    }
+
+    /// The root the message body lives in (`output`).
+    pub fn message_body_root(&self) -> &str {
+        self.message_body
+            .split_once('/')
+            .map_or(self.message_body.as_str(), |(root, _)| root)
+    }
+
+    /// Where drift text is kept: `<message body root>/direct_output.md`.
+    pub fn direct_output_path(&self) -> String {
+        format!("{}/{DIRECT_OUTPUT_FILE}", self.message_body_root())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,6 +331,9 @@ pub struct SandboxPolicy {
     pub limits: BTreeMap<ToolId, LimitOverrides>,
 }
 
+fn default_message_body() -> String {
+    DEFAULT_MESSAGE_BODY.to_owned()
+}
 fn default_max_rounds() -> u32 {
     80
 }
@@ -499,6 +569,7 @@ impl Profile {
                 max_calls_per_run: default_max_calls(),
                 max_calls_per_tool: BTreeMap::new(),
                 mcp_result_inline_char_limit: default_mcp_inline_limit(),
+                tool_descriptions: BTreeMap::new(),
             },
             workspace: WorkspacePolicy::default(),
             skills: SkillPolicy::default(),
@@ -506,6 +577,7 @@ impl Profile {
             run: RunPolicy::default(),
             model: ModelSettings::default(),
             sandbox: SandboxPolicy::default(),
+            output: OutputPolicy::default(),
         }
     }
 
@@ -571,7 +643,8 @@ impl Profile {
         self.validate_skills()?;
         self.validate_delegation()?;
         self.validate_model()?;
-        self.validate_sandbox()
+        self.validate_sandbox()?;
+        self.validate_output()
     }
 
     fn validate_tools(&self) -> Result<(), ProfileError> {
@@ -612,12 +685,33 @@ impl Profile {
         for (id, limit) in &tools.max_calls_per_tool {
             let field = format!("tools.maxCallsPerTool.{id}");
             positive(&field, *limit)?;
-            self.require_visible(&field, id)?;
+            self.require_visible(&field, id, "sets a limit for")?;
+        }
+        for (id, text) in &tools.tool_descriptions {
+            let field = format!("tools.toolDescriptions.{id}");
+            self.require_visible(&field, id, "describes")?;
+            if text.trim().is_empty() {
+                return Err(ProfileError::field(
+                    field,
+                    "agent.profile_tool_description_invalid",
+                    "must not be empty: leave the tool out to keep its own description",
+                ));
+            }
+            let chars = text.chars().count();
+            if chars > MAX_TOOL_DESCRIPTION_CHARS {
+                return Err(ProfileError::field(
+                    field,
+                    "agent.profile_tool_description_invalid",
+                    format!(
+                        "is {chars} characters long; at most {MAX_TOOL_DESCRIPTION_CHARS} (it is sent with every model request)"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
 
-    fn require_visible(&self, field: &str, id: &ToolId) -> Result<(), ProfileError> {
+    fn require_visible(&self, field: &str, id: &ToolId, what: &str) -> Result<(), ProfileError> {
         if self.is_visible(id) {
             return Ok(());
         }
@@ -629,7 +723,7 @@ impl Profile {
         Err(ProfileError::field(
             field,
             "agent.profile_tool_not_visible",
-            format!("sets a limit for `{id}`, but {why}"),
+            format!("{what} `{id}`, but {why}"),
         ))
     }
 
@@ -822,7 +916,7 @@ impl Profile {
                     "MCP tools run in their server, not in the sandbox: they take no sandbox limits",
                 ));
             }
-            self.require_visible(&field, id)?;
+            self.require_visible(&field, id, "sets a limit for")?;
             if let Some(limit) = overrides.zero_limit() {
                 return Err(ProfileError::invalid(
                     format!("{field}.{limit}"),
@@ -831,6 +925,59 @@ impl Profile {
             }
         }
         Ok(())
+    }
+}
+
+impl Profile {
+    /// `output.messageBody`: a normalized file path strictly inside one of
+    /// the workspace roots, not the drift file. A body set explicitly must
+    /// be in a visible root; the default may sit in a hidden one (the
+    /// profile then has no message body in view: it commits named files).
+    fn validate_output(&self) -> Result<(), ProfileError> {
+        const FIELD: &str = "output.messageBody";
+        let output = &self.output;
+        let body = output.message_body.as_str();
+        let segments = crate::model_path::segments(body, crate::model_path::Names::File)
+            .map_err(|problem| ProfileError::invalid(FIELD, problem.describe("the workspace")))?;
+        if segments.join("/") != body {
+            return Err(ProfileError::invalid(
+                FIELD,
+                format!("write it as `{}`", segments.join("/")),
+            ));
+        }
+        let root = output.message_body_root();
+        if segments.len() < 2 || !WORKSPACE_ROOTS.contains(&root) {
+            return Err(ProfileError::invalid(
+                FIELD,
+                format!(
+                    "`{body}` is not a file inside a workspace root ({})",
+                    WORKSPACE_ROOTS.join(", ")
+                ),
+            ));
+        }
+        if body == output.direct_output_path() {
+            return Err(ProfileError::invalid(
+                FIELD,
+                format!("`{body}` is where the text of a reply without tool calls is kept"),
+            ));
+        }
+        if !output.is_default() && !self.workspace.visible_roots.iter().any(|r| r == root) {
+            return Err(ProfileError::invalid(
+                FIELD,
+                format!("`{root}` is not in workspace.visibleRoots"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The message body when this profile can see it: its root is visible.
+    pub fn visible_message_body(&self) -> Option<&str> {
+        let root = self.output.message_body_root();
+        self.workspace
+            .visible_roots
+            .iter()
+            .any(|visible| visible == root)
+            .then_some(self.output.message_body.as_str())
     }
 }
 

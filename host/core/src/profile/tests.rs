@@ -350,3 +350,120 @@ fn shipped_default_profile_is_valid_and_leaves_dice_off() {
     assert!(profile.is_visible(&id("builtin:workspace.finish")));
     assert!(!profile.is_visible(&id("builtin:task.return")));
 }
+
+#[test]
+fn tool_descriptions_must_describe_visible_tools_with_bounded_text() {
+    let profile = Profile::from_json(&profile_json(json!({
+        "tools": {"toolDescriptions": {"dice.roll": "Roll for initiative only."}}
+    })))
+    .expect("valid");
+    assert_eq!(
+        profile.tools.tool_descriptions[&id("builtin:dice.roll")],
+        "Roll for initiative only."
+    );
+
+    let (field, code, message) = field_error(json!({
+        "tools": {"toolDescriptions": {"workspace.write_file": "Write."}}
+    }));
+    assert_eq!(field, "tools.toolDescriptions.builtin:workspace.write_file");
+    assert_eq!(code, "agent.profile_tool_not_visible");
+    assert!(message.contains("not in tools.allow"), "{message}");
+
+    let (field, code, message) = field_error(json!({
+        "tools": {"deny": ["dice.roll"], "toolDescriptions": {"dice.roll": "Roll."}}
+    }));
+    assert_eq!(field, "tools.toolDescriptions.builtin:dice.roll");
+    assert_eq!(code, "agent.profile_tool_not_visible");
+    assert!(message.contains("denied"), "{message}");
+
+    for text in ["", "  \n"] {
+        let (field, code, _) = field_error(json!({
+            "tools": {"toolDescriptions": {"dice.roll": text}}
+        }));
+        assert_eq!(field, "tools.toolDescriptions.builtin:dice.roll");
+        assert_eq!(code, "agent.profile_tool_description_invalid");
+    }
+    let long = "é".repeat(MAX_TOOL_DESCRIPTION_CHARS + 1);
+    let (field, code, message) = field_error(json!({
+        "tools": {"toolDescriptions": {"dice.roll": long}}
+    }));
+    assert_eq!(field, "tools.toolDescriptions.builtin:dice.roll");
+    assert_eq!(code, "agent.profile_tool_description_invalid");
+    assert!(message.contains("4097 characters"), "{message}");
+    // Counted in characters, not bytes.
+    let at_limit = "é".repeat(MAX_TOOL_DESCRIPTION_CHARS);
+    Profile::from_json(&profile_json(json!({
+        "tools": {"toolDescriptions": {"dice.roll": at_limit}}
+    })))
+    .expect("at the limit");
+
+    let (field, code, _) = field_error(json!({
+        "tools": {"toolDescriptions": {"dice.rol": "Roll."}}
+    }));
+    assert_eq!(field, "tools.toolDescriptions");
+    assert_eq!(code, "agent.profile_unknown_tool");
+}
+
+#[test]
+fn new_optional_sections_leave_the_digest_of_older_profiles_alone() {
+    let plain = Profile::from_json(&profile_json(json!({}))).expect("valid");
+    let resolved: Value = serde_json::from_str(&plain.to_resolved_json()).expect("json");
+    assert!(resolved.get("output").is_none(), "{resolved}");
+    assert!(resolved["tools"].get("toolDescriptions").is_none());
+    let spelled = Profile::from_json(&profile_json(json!({
+        "output": {"messageBody": "output/main.md"},
+        "tools": {"toolDescriptions": {}}
+    })))
+    .expect("valid");
+    assert_eq!(spelled.digest(), plain.digest());
+}
+
+#[test]
+fn the_message_body_is_a_file_in_a_visible_root() {
+    let profile = Profile::from_json(&profile_json(json!({}))).expect("valid");
+    assert_eq!(profile.output.message_body, "output/main.md");
+    assert_eq!(profile.visible_message_body(), Some("output/main.md"));
+    assert_eq!(
+        profile.output.direct_output_path(),
+        "output/direct_output.md"
+    );
+
+    let notes = Profile::from_json(&profile_json(json!({
+        "output": {"messageBody": "scratch/reply.md"}
+    })))
+    .expect("valid");
+    assert_eq!(notes.visible_message_body(), Some("scratch/reply.md"));
+    assert_eq!(
+        notes.output.direct_output_path(),
+        "scratch/direct_output.md"
+    );
+    let resolved: Value = serde_json::from_str(&notes.to_resolved_json()).expect("json");
+    assert_eq!(resolved["output"]["messageBody"], "scratch/reply.md");
+
+    // The default in a hidden root: no message body in view, not an error.
+    let hidden = Profile::from_json(&profile_json(json!({
+        "workspace": {"visibleRoots": ["scratch"], "writableRoots": ["scratch"]}
+    })))
+    .expect("valid");
+    assert_eq!(hidden.visible_message_body(), None);
+
+    for body in [
+        "main.md",
+        "output",
+        "elsewhere/main.md",
+        "/output/main.md",
+        "output/../main.md",
+        "./output/main.md",
+        "output/direct_output.md",
+    ] {
+        let (field, code, _) = field_error(json!({"output": {"messageBody": body}}));
+        assert_eq!(field, "output.messageBody", "{body}");
+        assert_eq!(code, "agent.profile_invalid", "{body}");
+    }
+    let (field, _, message) = field_error(json!({
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
+        "output": {"messageBody": "scratch/reply.md"}
+    }));
+    assert_eq!(field, "output.messageBody");
+    assert!(message.contains("visibleRoots"), "{message}");
+}

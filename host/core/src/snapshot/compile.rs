@@ -195,6 +195,12 @@ pub fn compile(
         let Some(descriptor) = descriptor else {
             continue;
         };
+        let mut descriptor = descriptor.clone();
+        if let Some(text) = profile.tools.tool_descriptions.get(tool) {
+            // The profile's words for this tool, frozen here: a resumed run
+            // reads the snapshot, not the profile.
+            descriptor.description = Some(text.clone());
+        }
         let model_alias = match tool.provider() {
             ToolProvider::Builtin => builtin_alias(tool.native_name()),
             ToolProvider::Mcp(registration) => {
@@ -209,7 +215,7 @@ pub fn compile(
             }
         };
         bindings.push(ToolBinding {
-            descriptor: descriptor.clone(),
+            descriptor,
             model_alias,
             max_calls: profile.tools.max_calls_per_tool.get(tool).copied(),
             limits: profile.sandbox.limits.get(tool).copied(),
@@ -256,15 +262,21 @@ pub fn compile(
             .find(|(native, _)| native == name)
             .map(|(_, alias)| alias.clone())
     };
-    for binding in bindings
-        .iter_mut()
-        .filter(|binding| binding.descriptor.id.is_builtin())
-    {
+    for binding in &mut bindings {
+        let tool = binding.descriptor.id.clone();
+        let overridden = profile.tools.tool_descriptions.contains_key(&tool);
+        // A builtin's own text and the profile's are rendered; an MCP
+        // server's or an extension's own text is never rewritten.
+        if !tool.is_builtin() && !overridden {
+            continue;
+        }
         let descriptor = &mut binding.descriptor;
         if let Some(description) = &descriptor.description {
             descriptor.description = Some(tool_refs::render(description, &alias));
         }
-        tool_refs::render_schema(&mut descriptor.input_schema, &alias);
+        if tool.is_builtin() {
+            tool_refs::render_schema(&mut descriptor.input_schema, &alias);
+        }
     }
     let snapshot = InvocationToolSnapshot::new(id, bindings, profile.tools.max_calls_per_run)?
         .with_decisions(decisions)?;

@@ -619,3 +619,51 @@ fn policies_decide_what_the_snapshot_offers_and_what_needs_approval() {
         serde_json::from_str(&snapshot.to_json_pretty()).expect("round trip");
     assert_eq!(back, snapshot);
 }
+
+/// A profile's `toolDescriptions` replace the source's text in the frozen
+/// binding — an MCP tool's too, rendered like a builtin's since it is the
+/// profile's text — and the snapshot read back keeps them.
+#[test]
+fn a_profiles_tool_descriptions_are_frozen_into_the_snapshot() {
+    let catalog = catalog_with(&[mcp("search")]);
+    let mcp_id = mcp("search").to_string();
+    let profile = profile(json!({"tools": {
+        "allow": ["dice.roll", "workspace.read_file", mcp_id.clone()],
+        "toolDescriptions": {
+            "dice.roll": "Roll only for combat; then {tool:workspace.read_file}.",
+            mcp_id.clone(): "Search the lore wiki."
+        }
+    }}));
+    let compiled = compile_with(&profile, &catalog, ExitPolicy::RunFinishAllowed);
+    let description = |tool: &str| {
+        compiled
+            .snapshot
+            .binding(&id(tool))
+            .and_then(|binding| binding.descriptor.description.clone())
+    };
+    assert_eq!(
+        description("builtin:dice.roll").as_deref(),
+        Some("Roll only for combat; then workspace_read_file.")
+    );
+    assert_eq!(
+        description(&mcp_id).as_deref(),
+        Some("Search the lore wiki.")
+    );
+    assert_eq!(
+        description("builtin:workspace.read_file"),
+        catalog
+            .get(&id("builtin:workspace.read_file"))
+            .and_then(|descriptor| descriptor.description.clone()),
+        "a tool the profile does not describe keeps its source's text"
+    );
+
+    let stored = compiled.snapshot.to_json_pretty();
+    let loaded: InvocationToolSnapshot = serde_json::from_str(&stored).expect("loads");
+    assert_eq!(loaded, compiled.snapshot);
+    assert_eq!(
+        loaded
+            .binding(&id("builtin:dice.roll"))
+            .and_then(|binding| binding.descriptor.description.as_deref()),
+        Some("Roll only for combat; then workspace_read_file.")
+    );
+}

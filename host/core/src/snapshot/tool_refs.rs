@@ -4,8 +4,9 @@
 //! builtin the snapshot does not offer is written as the alias it would
 //! have (builtins always get their native name with `.` → `_`). Anything
 //! else between the braces (not a builtin's name, an unclosed brace) stays
-//! as it is. Only builtins' own text is rendered: an MCP server's or an
-//! extension's description is third-party text and is never rewritten.
+//! as it is. Only builtins' own text and a profile's `toolDescriptions` are
+//! rendered: an MCP server's or an extension's description is third-party
+//! text and is never rewritten.
 
 use serde_json::Value;
 
