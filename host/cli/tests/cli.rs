@@ -643,7 +643,7 @@ fn run_drives_a_scripted_agent_to_a_committed_reply() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let summary: Value = serde_json::from_slice(&output.stdout).expect("summary json");
     assert_eq!(summary["status"], "completed");
-    assert_eq!(summary["rounds"], 5);
+    assert_eq!(summary["foregroundRounds"], 5);
     assert_eq!(summary["toolCalls"], 13);
     assert_eq!(summary["tasks"][0]["agentId"], "researcher");
     assert_eq!(summary["tasks"][0]["status"], "completed");

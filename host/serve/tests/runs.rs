@@ -1041,11 +1041,11 @@ async fn a_call_waits_for_approval_through_the_api() {
     );
     assert_eq!(running["pendingApprovals"], 1, "{running}");
     assert_eq!(
-        running["rounds"],
+        running["totalRounds"],
         counted("model_request_created"),
         "{running}"
     );
-    assert_eq!(running["rounds"], 1, "{running}");
+    assert_eq!(running["totalRounds"], 1, "{running}");
     assert_eq!(
         running["toolCalls"],
         counted("tool_call_completed"),
@@ -1204,7 +1204,7 @@ async fn runs_of_an_http_model_share_its_connections() {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(ended["rounds"].as_u64() >= Some(1), "run {round}: {ended}");
+        assert!(ended["totalRounds"].as_u64() >= Some(1), "run {round}: {ended}");
     }
     assert!(requests.load(Ordering::SeqCst) >= 2);
     assert_eq!(connections.load(Ordering::SeqCst), 1);

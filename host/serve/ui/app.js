@@ -82,7 +82,7 @@ async function loadRuns() {
         el("td", { class: "status-" + run.status }, run.status),
         el("td", {}, run.profile),
         el("td", {}, age(run.createdAt)),
-        el("td", {}, String(run.rounds)),
+        el("td", {}, String(run.totalRounds)),
         el("td", {}, String(run.toolCalls)),
         el("td", {}, String(run.commits)),
         el("td", {}, run.pendingApprovals ? String(run.pendingApprovals) : ""));

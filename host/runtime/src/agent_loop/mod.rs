@@ -6,7 +6,8 @@
 //! root invocation (then each handoff target, same run, fresh snapshot):
 //!   round r ≤ maxRounds:
 //!     begin_turn → model (retried while retryable) → model-responses/…/round-NNN.json
-//!     no tool call ─ drift: text → output/direct_output.md, reminder, next round
+//!     no tool call ─ drift: text → direct_output.md in the message body's root
+//!                    (output/ by default; not kept when hidden), reminder, next round
 //!                    (last round: model.tool_call_required)
 //!     each call in order:
 //!       terminal but not last → agent.tool_after_finish (recoverable, not run)
@@ -15,8 +16,9 @@
 //!         delegate → child task started in the background; await → waits;
 //!         handoff → policy, depth, pending tasks → the target goes on
 //!     ended tasks not awaited → their results before the next request
-//!     foreground, no explicit commit yet → the round's last write of
-//!     output/main.md is auto-published (once; not enough to finish)
+//!     foreground, no explicit commit yet → the round's last write of the
+//!     profile's message body (output/main.md by default) is auto-published
+//!     (once; not enough to finish)
 //!   rounds exhausted → agent.max_tool_rounds_exceeded
 //! delegated task (return mode): the same rounds, ends with task.return
 //!   → agent-results/<child>.json + summaries/<key>-result.md
@@ -51,11 +53,13 @@ use crate::run::Run;
 use invocation::{InvocationEnd, InvocationRole, InvocationSpec};
 use shared::RunShared;
 
-/// The run's message body: what a commit without a path publishes, and the
-/// only file an auto-publish takes.
-pub const MESSAGE_BODY_PATH: &str = "output/main.md";
+/// The default message body: what a commit without a path publishes, and
+/// the only file an auto-publish takes, unless the profile's
+/// `output.messageBody` names another.
+pub const MESSAGE_BODY_PATH: &str = toolhost_core::profile::DEFAULT_MESSAGE_BODY;
 
-/// Where the text of a reply without tool calls is kept.
+/// Where the text of a reply without tool calls is kept with the default
+/// message body: `direct_output.md` in the message body's root.
 pub const DIRECT_OUTPUT_PATH: &str = "output/direct_output.md";
 
 /// Model calls that fail with a retryable error are tried again.
@@ -162,7 +166,10 @@ pub struct LoopSummary {
     pub code: Option<String>,
     pub message: Option<String>,
     pub user_retryable: bool,
-    /// Rounds of the foreground agents (the root and handoff targets).
+    /// Rounds of the foreground agents (the root and handoff targets), not
+    /// of delegated children: `foregroundRounds` in JSON, so it is never
+    /// read as the run's total (the service's `totalRounds` counts those).
+    #[serde(rename = "foregroundRounds")]
     pub rounds: u32,
     /// Tool calls of every agent, delegated ones included.
     pub tool_calls: u32,

@@ -7,6 +7,10 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use toolhost_journal::tail::{scan_types, tail_has};
+use toolhost_journal::{
+    ChatCommitCompleted, Event as _, ModelRequestCreated, ToolCallApprovalDecided,
+    ToolCallApprovalRequested, ToolCallCompleted, ToolCallFailed,
+};
 use toolhost_runtime::TERMINAL_EVENTS;
 
 /// What a run's journal counts so far: read from the file, or kept live by
@@ -16,7 +20,8 @@ pub struct JournalCounts {
     pub last_seq: u64,
     /// `chat_commit_completed` events.
     pub commits: usize,
-    /// Model requests, over all invocations.
+    /// Model turns (`model_request_created`) over all invocations: the
+    /// foreground agents', delegated children's, one per direct call.
     pub rounds: usize,
     /// Tool calls with a journalled end (`tool_call_completed` or `_failed`).
     pub tool_calls: usize,
@@ -31,11 +36,11 @@ impl JournalCounts {
     pub fn record(&mut self, seq: u64, event_type: &str) {
         self.last_seq = seq;
         match event_type {
-            "chat_commit_completed" => self.commits += 1,
-            "model_request_created" => self.rounds += 1,
-            "tool_call_completed" | "tool_call_failed" => self.tool_calls += 1,
-            "tool_call_approval_requested" => self.pending_approvals += 1,
-            "tool_call_approval_decided" => {
+            ChatCommitCompleted::TYPE => self.commits += 1,
+            ModelRequestCreated::TYPE => self.rounds += 1,
+            ToolCallCompleted::TYPE | ToolCallFailed::TYPE => self.tool_calls += 1,
+            ToolCallApprovalRequested::TYPE => self.pending_approvals += 1,
+            ToolCallApprovalDecided::TYPE => {
                 self.pending_approvals = self.pending_approvals.saturating_sub(1)
             }
             _ => {

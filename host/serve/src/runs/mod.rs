@@ -66,8 +66,10 @@ pub struct RunView {
     pub last_seq: u64,
     /// Commits that reached the chat.
     pub commits: usize,
-    /// Model requests so far, over all the run's invocations.
-    pub rounds: usize,
+    /// Model turns so far over every invocation of the run: the foreground
+    /// agents', delegated children's, and one per direct call. The
+    /// summary's `foregroundRounds` counts the foreground agents' only.
+    pub total_rounds: usize,
     /// Tool calls ended so far.
     pub tool_calls: usize,
     /// Calls waiting for a person's approval (`GET …/approvals`).
@@ -271,7 +273,7 @@ fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Res
         created_at: manifest.created_at,
         last_seq: counts.last_seq,
         commits: counts.commits,
-        rounds: counts.rounds,
+        total_rounds: counts.rounds,
         tool_calls: counts.tool_calls,
         pending_approvals: counts.pending_approvals,
         summary,
