@@ -139,12 +139,17 @@ async fn calls_project_text_structured_content_images_and_errors() {
     else {
         panic!("get-structured-content did not complete");
     };
+    // The SDK sends the same JSON as text and as structuredContent: the
+    // model reads it once, the audit keeps both.
     let projected = project(&structured);
     assert!(
-        projected.content.contains("## Details"),
+        !projected.content.contains("## Details"),
         "{}",
         projected.content
     );
+    let shown: Value = serde_json::from_str(&projected.content).expect("the text, as sent");
+    assert_eq!(shown, structured["structuredContent"]);
+    assert_eq!(projected.content.matches("Cloudy").count(), 1);
 
     let CallOutcome::Completed(image) =
         call_tool(&registration, "get-tiny-image", Map::new(), TIMEOUT).await
