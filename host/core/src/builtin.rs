@@ -5,11 +5,12 @@
 //! Everything that asks "which builtins are there, and what kind is this
 //! one" reads it: profiles are checked against it (a typo in `tools.allow`
 //! is an error naming the entry), the snapshot compiler takes the
-//! child-excluded flag from it, the run loop the terminal and write flags,
-//! a resume the write and control flags, and the catalog can describe a
-//! builtin without instantiating its component. Whether a builtin's
-//! component is shipped in this build is the catalog's business; a test
-//! fails when a component's own `describe()` disagrees with its entry here.
+//! child-excluded flag from it, the gate the end-tool flag, the run loop
+//! the terminal and write flags, a resume the write and control flags, and
+//! the catalog can describe a builtin without instantiating its component.
+//! Whether a builtin's component is shipped in this build is the catalog's
+//! business; a test fails when a component's own `describe()` disagrees
+//! with its entry here.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -33,6 +34,12 @@ pub struct Builtin {
     /// `task.return` instead of committing, finishing, delegating or
     /// handing off.
     pub child_excluded: bool,
+    /// One of the calls that end the invocation's work (commit, finish,
+    /// task return): the gate keeps it callable after the invocation's
+    /// total call budget is spent and never counts it against that total,
+    /// so a spent budget cannot keep a run from ending well. Its own
+    /// per-tool budget and rules still hold.
+    pub end_tool: bool,
     /// Returns an effect only the run loop applies (commit, finish,
     /// delegate, await, handoff, task return): served only inside a loop.
     pub control: bool,
@@ -153,6 +160,10 @@ mod tests {
             ]
         );
         assert_eq!(
+            flagged(|b| b.end_tool),
+            ["task.return", "workspace.commit", "workspace.finish"]
+        );
+        assert_eq!(
             flagged(|b| b.control),
             [
                 "agent.await",
@@ -166,6 +177,7 @@ mod tests {
         // Terminal tools end a loop by their effect; a writer never does.
         for builtin in all() {
             assert!(!builtin.terminal || builtin.control, "{}", builtin.name);
+            assert!(!builtin.end_tool || builtin.control, "{}", builtin.name);
             assert!(
                 !(builtin.writes_workspace && builtin.control),
                 "{}",

@@ -7,6 +7,11 @@
 //!
 //! Counters are keyed by canonical ToolId: a builtin `search` and an MCP
 //! `search` are different tools with different budgets.
+//!
+//! The end tools (builtins flagged `endTool`: commit, finish, task return)
+//! are outside the total: a spent total must never keep an invocation from
+//! committing and ending, or the run burns its remaining rounds and fails.
+//! They still pass every other check, their own per-tool budget included.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +21,7 @@ use serde_json::json;
 use crate::error::{Classified, ErrorClass};
 use crate::snapshot::InvocationToolSnapshot;
 use crate::turn::{ToolChoice, ToolTurnContract};
-use crate::{ToolFailure, ToolId};
+use crate::{ToolFailure, ToolId, builtin};
 
 /// Which budget ran out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +131,9 @@ impl ToolRequestGate {
     ) -> Self {
         let mut gate = Self::new(snapshot);
         for tool in reserved {
-            gate.total = gate.total.saturating_add(1);
+            if !is_end_tool(tool) {
+                gate.total = gate.total.saturating_add(1);
+            }
             *gate.per_tool.entry(tool.clone()).or_default() += 1;
         }
         gate
@@ -179,15 +186,10 @@ impl ToolRequestGate {
             }
             _ => {}
         }
+        let end_tool = is_end_tool(tool);
         let limit = self.snapshot.max_calls_per_invocation();
-        if self.total >= limit {
-            return Err(GateRejection::BudgetExhausted {
-                scope: BudgetScope::Invocation,
-                limit,
-                message: format!(
-                    "you have used all {limit} tool calls you are allowed; no tool can be called any more, so finish with what you have"
-                ),
-            });
+        if !end_tool && self.total >= limit {
+            return Err(self.total_spent());
         }
         let used = self.tool_used(tool);
         if let Some(limit) = binding.max_calls
@@ -202,7 +204,9 @@ impl ToolRequestGate {
                 ),
             });
         }
-        self.total += 1;
+        if !end_tool {
+            self.total += 1;
+        }
         let tool_used = used + 1;
         match self.per_tool.get_mut(tool) {
             Some(count) => *count = tool_used,
@@ -216,6 +220,47 @@ impl ToolRequestGate {
             tool_used,
         })
     }
+
+    /// The refusal of a call once the total is spent. It names, by this
+    /// snapshot's aliases, exactly the end tools that can still be called
+    /// (offered here and with per-tool budget left), so the model knows
+    /// how to end instead of trying tools it cannot have.
+    fn total_spent(&self) -> GateRejection {
+        let limit = self.snapshot.max_calls_per_invocation();
+        let callable: Vec<String> = self
+            .snapshot
+            .bindings()
+            .iter()
+            .filter(|binding| is_end_tool(binding.tool_id()))
+            .filter(|binding| {
+                binding
+                    .max_calls
+                    .is_none_or(|max| self.tool_used(binding.tool_id()) < max)
+            })
+            .map(|binding| format!("`{}`", binding.model_alias))
+            .collect();
+        let message = if callable.is_empty() {
+            format!(
+                "you have used all {limit} tool calls you are allowed; no tool can be called any more, so finish with what you have"
+            )
+        } else {
+            format!(
+                "you have used all {limit} tool calls you are allowed; only {} can still be called, so end with what you have",
+                callable.join(", ")
+            )
+        };
+        GateRejection::BudgetExhausted {
+            scope: BudgetScope::Invocation,
+            limit,
+            message,
+        }
+    }
+}
+
+/// Whether `tool` is one of the builtins flagged `endTool` in their
+/// `tool.json` (the one list of them).
+pub fn is_end_tool(tool: &ToolId) -> bool {
+    builtin::of(tool).is_some_and(|builtin| builtin.end_tool)
 }
 
 #[cfg(test)]

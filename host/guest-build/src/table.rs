@@ -19,7 +19,7 @@ use serde_json::Value;
 pub const TOOL_FILE: &str = "tool.json";
 
 /// What a builtin may be flagged with in its `tool.json`.
-const FLAGS: [&str; 3] = ["terminal", "writesWorkspace", "childExcluded"];
+const FLAGS: [&str; 4] = ["terminal", "writesWorkspace", "childExcluded", "endTool"];
 
 /// One builtin as its `tool.json` declares it.
 #[derive(Debug, Clone)]
@@ -36,6 +36,10 @@ pub struct BuiltinTool {
     pub writes_workspace: bool,
     /// A return-mode child does not get it.
     pub child_excluded: bool,
+    /// Ends the invocation's work (commit, finish, task return): callable
+    /// after the invocation's total call budget is spent, never counted
+    /// against it.
+    pub end_tool: bool,
     /// Returns an effect only the run loop applies (its annotation
     /// `control`).
     pub control: bool,
@@ -171,6 +175,7 @@ fn read_tool(file: &Path) -> BuiltinTool {
         terminal: flags.iter().any(|flag| flag == "terminal"),
         writes_workspace,
         child_excluded: flags.iter().any(|flag| flag == "childExcluded"),
+        end_tool: flags.iter().any(|flag| flag == "endTool"),
         control,
         name,
     }
@@ -197,19 +202,21 @@ fn world_of(tool_file: &Path) -> String {
 /// Rust source for `pub static <static_name>: &[Builtin] = &[...];`, one
 /// entry per tool (its file via `include_str!`), for a crate that has a
 /// `Builtin` type with the fields `name`, `package`, `title`, `terminal`,
-/// `writes_workspace`, `child_excluded`, `control` and `tool_json`.
+/// `writes_workspace`, `child_excluded`, `end_tool`, `control` and
+/// `tool_json`.
 pub fn render_builtin_table(tools: &[BuiltinTool], static_name: &str) -> String {
     let mut source = format!("pub static {static_name}: &[Builtin] = &[\n");
     for tool in tools {
         let _ = writeln!(
             source,
-            "    Builtin {{ name: {:?}, package: {:?}, title: {:?}, terminal: {}, writes_workspace: {}, child_excluded: {}, control: {}, tool_json: include_str!({:?}) }},",
+            "    Builtin {{ name: {:?}, package: {:?}, title: {:?}, terminal: {}, writes_workspace: {}, child_excluded: {}, end_tool: {}, control: {}, tool_json: include_str!({:?}) }},",
             tool.name,
             tool.package,
             tool.title,
             tool.terminal,
             tool.writes_workspace,
             tool.child_excluded,
+            tool.end_tool,
             tool.control,
             tool.tool_file.display().to_string(),
         );

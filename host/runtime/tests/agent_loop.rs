@@ -354,6 +354,36 @@ async fn retryable_model_failures_are_retried_then_give_up() {
     assert_eq!(failed["userRetryable"], true);
 }
 
+/// Issue 37: a spent total budget must not keep the run from ending. Forty
+/// rounds of two calls spend the default 80; the commit and the finish of
+/// round 41 still pass, so the run completes instead of burning its rounds.
+#[tokio::test]
+async fn a_spent_call_budget_still_lets_the_run_commit_and_finish() {
+    let fixture = Fixture::new();
+    let mut replies = vec![json!({"toolCalls": [
+        write("w1", REPLY),
+        call("r1", "workspace_read_file", json!({"path": "output/main.md"})),
+    ]})];
+    for round in 2..=40 {
+        replies.push(json!({"toolCalls": [
+            call(&format!("a{round}"), "workspace_read_file", json!({"path": "output/main.md"})),
+            call(&format!("b{round}"), "workspace_read_file", json!({"path": "output/main.md"})),
+        ]}));
+    }
+    replies.push(json!({"toolCalls": [commit("commit"), finish("finish")]}));
+    let summary = fixture.run(45, Value::Array(replies)).await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(summary.rounds, 41);
+    assert_eq!(fixture.tool_result("commit")["isError"], false);
+    assert_eq!(fixture.tool_result("finish")["isError"], false);
+    let chat = fixture.chat();
+    assert_eq!(chat.messages().last().expect("message").text(), REPLY);
+    assert_eq!(
+        fixture.types().last().map(String::as_str),
+        Some("run_completed")
+    );
+}
+
 #[tokio::test]
 async fn a_model_calling_an_unknown_tool_fails_fast() {
     let fixture = Fixture::new();

@@ -199,3 +199,160 @@ fn resume_restores_counters() {
         }
     ));
 }
+
+/// A foreground invocation's tools: two work tools and the two end tools it
+/// is offered (`task.return` is a child's), under aliases that differ from
+/// the native names, as a profile's aliases may.
+fn foreground(total: u32, commit_calls: Option<u32>) -> Arc<InvocationToolSnapshot> {
+    snapshot(
+        total,
+        &[
+            (&id("builtin:dice.roll"), "dice_roll", None),
+            (&id("builtin:workspace.commit"), "commit", commit_calls),
+            (&id("builtin:workspace.finish"), "finish", None),
+            (&mcp("search"), "mcp__srv__search", None),
+        ],
+    )
+}
+
+#[test]
+fn end_tools_stay_callable_after_the_total_is_spent_and_are_never_counted() {
+    let dice = id("builtin:dice.roll");
+    let commit = id("builtin:workspace.commit");
+    let finish = id("builtin:workspace.finish");
+    let snapshot = foreground(2, None);
+    let turn = auto(&snapshot);
+    let mut gate = ToolRequestGate::new(snapshot);
+    // An end tool before the total is spent does not use it up either.
+    assert_eq!(
+        gate.authorize_and_reserve(&turn, &commit),
+        Ok(Reservation {
+            total_used: 0,
+            tool_used: 1
+        })
+    );
+    assert!(gate.authorize_and_reserve(&turn, &dice).is_ok());
+    assert!(gate.authorize_and_reserve(&turn, &dice).is_ok());
+    let rejection = gate.authorize_and_reserve(&turn, &dice).expect_err("spent");
+    let GateRejection::BudgetExhausted {
+        scope: BudgetScope::Invocation,
+        message,
+        ..
+    } = &rejection
+    else {
+        panic!("unexpected {rejection:?}");
+    };
+    // Exactly the end tools offered, by this snapshot's aliases.
+    assert!(
+        message.contains("only `commit`, `finish` can still be called"),
+        "{message}"
+    );
+    assert!(!message.contains("no tool can be called"), "{message}");
+    assert!(!message.contains("workspace"), "aliases only: {message}");
+    assert!(!message.contains("task"), "not offered here: {message}");
+    assert!(
+        rejection.to_tool_failure().is_some(),
+        "the model reads it, the run goes on"
+    );
+    // Commit again, then finish: both pass, the total stays where it was.
+    assert_eq!(
+        gate.authorize_and_reserve(&turn, &commit),
+        Ok(Reservation {
+            total_used: 2,
+            tool_used: 2
+        })
+    );
+    assert_eq!(
+        gate.authorize_and_reserve(&turn, &finish),
+        Ok(Reservation {
+            total_used: 2,
+            tool_used: 1
+        })
+    );
+    assert_eq!(gate.total_used(), 2);
+    // Any other tool, MCP included, is still refused.
+    let search = mcp("search");
+    assert!(gate.authorize_and_reserve(&turn, &search).is_err());
+}
+
+#[test]
+fn an_end_tool_keeps_its_own_budget_after_the_total_is_spent() {
+    let dice = id("builtin:dice.roll");
+    let commit = id("builtin:workspace.commit");
+    let finish = id("builtin:workspace.finish");
+    let snapshot = foreground(1, Some(1));
+    let turn = auto(&snapshot);
+    let mut gate = ToolRequestGate::new(snapshot);
+    assert!(gate.authorize_and_reserve(&turn, &dice).is_ok());
+    assert!(gate.authorize_and_reserve(&turn, &commit).is_ok());
+    let rejection = gate
+        .authorize_and_reserve(&turn, &commit)
+        .expect_err("its own budget");
+    assert!(matches!(
+        rejection,
+        GateRejection::BudgetExhausted {
+            scope: BudgetScope::Tool(ref tool),
+            limit: 1,
+            ..
+        } if *tool == commit
+    ));
+    // A spent end tool is no longer named as a way to end.
+    match gate.authorize_and_reserve(&turn, &dice) {
+        Err(GateRejection::BudgetExhausted { message, .. }) => {
+            assert!(message.contains("only `finish` can"), "{message}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(gate.authorize_and_reserve(&turn, &finish).is_ok());
+}
+
+#[test]
+fn with_no_end_tool_offered_the_spent_total_says_nothing_can_be_called() {
+    // A child's snapshot without `task.return` (hidden), and a choice that
+    // is no way around the total either.
+    let dice = id("builtin:dice.roll");
+    let snapshot = snapshot(1, &[(&dice, "dice_roll", None)]);
+    let turn = auto(&snapshot);
+    let mut gate = ToolRequestGate::new(snapshot);
+    assert!(gate.authorize_and_reserve(&turn, &dice).is_ok());
+    match gate.authorize_and_reserve(&turn, &dice) {
+        Err(GateRejection::BudgetExhausted { message, .. }) => {
+            assert!(message.contains("no tool can be called"), "{message}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    // A child: `task.return` is its end tool, named by its alias.
+    let child = snapshot_with_return();
+    let turn = auto(&child);
+    let mut gate = ToolRequestGate::resume(Arc::clone(&child), [&dice]);
+    match gate.authorize_and_reserve(&turn, &dice) {
+        Err(GateRejection::BudgetExhausted { message, .. }) => {
+            assert!(message.contains("only `task_return` can"), "{message}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(
+        gate.authorize_and_reserve(&turn, &id("builtin:task.return"))
+            .is_ok()
+    );
+}
+
+fn snapshot_with_return() -> Arc<InvocationToolSnapshot> {
+    snapshot(
+        1,
+        &[
+            (&id("builtin:dice.roll"), "dice_roll", None),
+            (&id("builtin:task.return"), "task_return", None),
+        ],
+    )
+}
+
+#[test]
+fn a_resumed_gate_does_not_count_end_tools_against_the_total() {
+    let dice = id("builtin:dice.roll");
+    let commit = id("builtin:workspace.commit");
+    let snapshot = foreground(2, None);
+    let gate = ToolRequestGate::resume(snapshot, [&dice, &commit, &commit]);
+    assert_eq!(gate.total_used(), 1);
+    assert_eq!(gate.tool_used(&commit), 2);
+}
