@@ -137,11 +137,9 @@ pub async fn replay_run(
                 let response: toolhost_core::AgentModelResponse =
                     serde_json::from_value(record["response"].clone())
                         .map_err(|error| RunFailure::State(format!("{reply}: {error}")))?;
-                workspace.write_text(
-                    DIRECT_OUTPUT_PATH,
-                    &response.message.text(),
-                    WriteGuard::Unchecked,
-                )?;
+                // Where the run kept it (its profile's message body root).
+                let path = event.payload["path"].as_str().unwrap_or(DIRECT_OUTPUT_PATH);
+                workspace.write_text(path, &response.message.text(), WriteGuard::Unchecked)?;
             }
             "task_return_completed" => {
                 let result_ref = event.payload["resultRef"].as_str().unwrap_or("");

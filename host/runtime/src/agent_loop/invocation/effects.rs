@@ -10,13 +10,12 @@ use toolhost_core::{
 };
 use toolhost_journal::AgentHandoffAccepted;
 
-use crate::agent_loop::MESSAGE_BODY_PATH;
 use crate::agent_loop::shared::CommitOrigin;
 use crate::agents::refusal;
 use crate::failure::RunFailure;
 use crate::invocation::ExecutedCall;
 
-use super::prompt::handoff_brief;
+use super::prompt::{handoff_brief, message_body};
 use super::*;
 
 impl InvocationLoop<'_> {
@@ -30,7 +29,9 @@ impl InvocationLoop<'_> {
     ) -> Result<Applied, RunFailure> {
         let outcome = match effect {
             ToolEffect::Commit { path, mode, reason } => {
-                let path = path.unwrap_or_else(|| MESSAGE_BODY_PATH.to_owned());
+                // No path: the profile's message body (`output/main.md`
+                // unless it names another).
+                let path = path.unwrap_or_else(|| self.spec.profile.output.message_body.clone());
                 let workspace = Arc::clone(self.session.workspace().workspace());
                 let origin = CommitOrigin {
                     invocation_id: self.id(),
@@ -44,8 +45,11 @@ impl InvocationLoop<'_> {
                         let count = self.shared.ledger().commits.len();
                         success(
                             format!(
-                                "Committed {} to the chat ({}): your message is #{} now. Commits in this run: {count}.",
-                                record.path, record.mode, record.message_index
+                                "Committed {} to the chat ({}): your message is #{} now. Commits in this run: {count}. You may revise it and commit again; end the run with {} as the last call of a reply.",
+                                record.path,
+                                record.mode,
+                                record.message_index,
+                                self.alias("workspace.finish")
                             ),
                             json!({"path": record.path, "mode": record.mode,
                                    "messageIndex": record.message_index, "commitCount": count}),
@@ -123,7 +127,8 @@ impl InvocationLoop<'_> {
             executed.replace_outcome(ToolOutcome::Error(ToolFailure::new(
                 "agent.foreground_commit_required",
                 format!(
-                    "commit your reply before finishing: write it to {MESSAGE_BODY_PATH}, call {}, then {}",
+                    "commit your reply before finishing: write it to {}, call {}, then {}",
+                    message_body(&self.spec.profile, &self.session).unwrap_or("a file"),
                     self.alias("workspace.commit"),
                     self.alias("workspace.finish")
                 ),
@@ -239,7 +244,7 @@ impl InvocationLoop<'_> {
         })))
     }
 
-    /// The round's last write of the message body reaches the chat before
+    /// The round's last write of the profile's message body reaches the chat before
     /// the first explicit commit (foreground, once per run) — unless the
     /// policy holds commits back: when `workspace.commit` needs a person's
     /// approval, only an approved commit reaches the chat, and when a
@@ -254,9 +259,13 @@ impl InvocationLoop<'_> {
                 && decision.tool_id.native_name() == "workspace.commit"
                 && (decision.approval_required || !decision.visible)
         });
+        // The profile's message body, when this invocation sees it.
+        let Some(body) = message_body(&self.spec.profile, &self.session) else {
+            return Ok(());
+        };
         if !self.foreground()
             || self.spec.profile.run.presentation != Presentation::Foreground
-            || last_write != Some(MESSAGE_BODY_PATH)
+            || last_write != Some(body)
             || commit_held_back
         {
             return Ok(());
@@ -277,10 +286,7 @@ impl InvocationLoop<'_> {
             round,
         };
         // A file that vanished meanwhile is simply not published.
-        if let Err(refused) = self
-            .shared
-            .commit(MESSAGE_BODY_PATH, CommitMode::Replace, origin)?
-        {
+        if let Err(refused) = self.shared.commit(body, CommitMode::Replace, origin)? {
             tracing::info!(code = %refused.code, "auto-publish skipped: {}", refused.message);
         }
         Ok(())

@@ -182,7 +182,7 @@ impl InvocationLoop<'_> {
             history.push(message);
 
             if calls.is_empty() {
-                self.capture_direct_output(&text, round, &response_path)?;
+                let saved = self.capture_direct_output(&text, round, &response_path)?;
                 if round >= max_rounds {
                     break;
                 }
@@ -196,7 +196,9 @@ impl InvocationLoop<'_> {
                     committed_count: self.shared.ledger().commits.len(),
                     reason_code: "model.tool_call_required",
                 })?;
-                history.push(AgentModelMessage::user_text(self.reminder(round)));
+                history.push(AgentModelMessage::user_text(
+                    self.reminder(round, saved.as_deref()),
+                ));
                 continue;
             }
 

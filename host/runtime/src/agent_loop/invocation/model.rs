@@ -10,9 +10,9 @@ use toolhost_journal::{
 use toolhost_model::ModelReply;
 use toolhost_workspace::WriteGuard;
 
-use crate::agent_loop::{DIRECT_OUTPUT_PATH, MESSAGE_BODY_PATH};
 use crate::failure::RunFailure;
 
+use super::prompt::message_body;
 use super::*;
 
 impl InvocationLoop<'_> {
@@ -129,36 +129,47 @@ impl InvocationLoop<'_> {
     }
 
     /// Keep a reply's text that no tool call carried, so nothing the model
-    /// wrote is lost (foreground agents; a child's drift text stays in its
-    /// stored reply).
+    /// wrote is lost: in `direct_output.md` of the message body's root
+    /// (foreground agents whose profile shows that root; a child's drift
+    /// text stays in its stored reply). The path written, if any.
     pub(super) fn capture_direct_output(
         &self,
         text: &str,
         round: u32,
         response_path: &str,
-    ) -> Result<(), RunFailure> {
-        if text.trim().is_empty() || !self.foreground() {
-            return Ok(());
+    ) -> Result<Option<String>, RunFailure> {
+        let profile = &self.spec.profile;
+        if text.trim().is_empty()
+            || !self.foreground()
+            || message_body(profile, &self.session).is_none()
+        {
+            return Ok(None);
         }
+        let path = profile.output.direct_output_path();
         self.shared
             .run
             .workspace()
-            .write_text(DIRECT_OUTPUT_PATH, text, WriteGuard::Unchecked)?;
+            .write_text(&path, text, WriteGuard::Unchecked)?;
         self.shared.run.record(&DirectOutputCaptured {
             round,
             invocation_id: self.id().to_owned(),
-            path: DIRECT_OUTPUT_PATH.to_owned(),
+            path: path.clone(),
             chars: text.chars().count(),
             sha256: sha256_hex(text.as_bytes()),
             model_response_path: response_path.to_owned(),
         })?;
-        Ok(())
+        Ok(Some(path))
     }
 
-    pub(super) fn reminder(&self, attempt: u32) -> String {
-        let head = format!(
+    /// What the model is told after a reply without a tool call; `saved`
+    /// is where its text was kept, if it was (never claimed otherwise).
+    pub(super) fn reminder(&self, attempt: u32, saved: Option<&str>) -> String {
+        let mut head = format!(
             "[system reminder, direct output recovery attempt {attempt}] Your last reply had no tool call, so nobody saw it."
         );
+        if let Some(path) = saved {
+            head.push_str(&format!(" Its text was saved to {path}."));
+        }
         if !self.foreground() {
             return format!(
                 "{head} Work only through tool calls, and report your result with {}.",
@@ -167,12 +178,16 @@ impl InvocationLoop<'_> {
         }
         if self.shared.ledger().explicit_commits() > 0 {
             format!(
-                "{head} Its text was saved to {DIRECT_OUTPUT_PATH}. Your reply is already committed to the chat: call {} to end the run, or write and commit again first.",
+                "{head} Your reply is already committed to the chat: call {} to end the run, or write and commit again first.",
                 self.alias("workspace.finish")
             )
         } else {
+            let write_it = match message_body(&self.spec.profile, &self.session) {
+                Some(body) => format!("write your reply to {body}"),
+                None => "write your reply to a file".to_owned(),
+            };
             format!(
-                "{head} Its text was saved to {DIRECT_OUTPUT_PATH}. Work only through tool calls: write your reply to {MESSAGE_BODY_PATH} with {}, publish it with {}, then call {}.",
+                "{head} Work only through tool calls: {write_it} with {}, publish it with {}, then call {}.",
                 self.alias("workspace.write_file"),
                 self.alias("workspace.commit"),
                 self.alias("workspace.finish")

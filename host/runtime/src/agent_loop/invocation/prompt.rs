@@ -1,14 +1,20 @@
 //! What the model reads before its first round: the system prompt, and the
-//! task or handoff brief, naming tools by their aliases in the snapshot.
+//! task or handoff brief, naming tools by their aliases in the snapshot and
+//! only the workspace roots the invocation sees.
 
 use serde_json::Value;
 use toolhost_core::alias::builtin_alias;
 use toolhost_core::profile::Profile;
+use toolhost_journal::layout::TOOL_RESULTS_DIR;
+use toolhost_workspace::Root;
 
 use crate::invocation::InvocationSession;
 
-/// The system prompt: who the agent is and how its part ends, naming the
-/// tools by this snapshot's aliases.
+/// The system prompt: who the agent is, the workspace roots it sees (and
+/// which it may write), and how its part ends, naming the tools by this
+/// snapshot's aliases. The roots are the invocation's own view — the
+/// profile's roots within the run's — so the prompt names no root a call
+/// would find hidden.
 pub(super) fn system_prompt(
     profile: &Profile,
     session: &InvocationSession,
@@ -20,15 +26,53 @@ pub(super) fn system_prompt(
         prompt.push(' ');
         prompt.push_str(description);
     }
-    prompt.push_str(
-        "\n\nYou act only through tool calls; text outside them is not shown to anyone. \
-         Your workspace has output/ (the reply goes in output/main.md), scratch/, plan/, \
-         summaries/ and persist/.",
-    );
+    prompt
+        .push_str("\n\nYou act only through tool calls; text outside them is not shown to anyone.");
+    let roots = session.workspace().workspace().roots();
+    // `tool-results/` is the runtime's, shown to everyone; the results
+    // that need it name their own paths there.
+    let shown: Vec<&Root> = roots
+        .roots()
+        .iter()
+        .filter(|root| root.visible && root.name != TOOL_RESULTS_DIR)
+        .collect();
+    let body = message_body(profile, session).filter(|_| foreground);
+    if !shown.is_empty() {
+        let described: Vec<String> = shown
+            .iter()
+            .map(|root| {
+                let access = if root.writable {
+                    "writable"
+                } else {
+                    "read-only"
+                };
+                match body {
+                    Some(body) if body.split('/').next() == Some(root.name.as_str()) => {
+                        format!("{}/ ({access}; your reply goes in {body})", root.name)
+                    }
+                    _ => format!("{}/ ({access})", root.name),
+                }
+            })
+            .collect();
+        prompt.push_str(&format!(" Your workspace has {}.", join(&described)));
+    }
     let snapshot = session.snapshot();
     // Only what this snapshot offers is named.
     let alias = |native: &str| snapshot.builtin_alias_of(native).map(str::to_owned);
     if !foreground {
+        // The seed: a return-mode child keeps its notes in summaries/ and
+        // scratch/, and writes the shared roots only when its task asks.
+        let notes: Vec<String> = shown
+            .iter()
+            .filter(|root| root.writable && ["summaries", "scratch"].contains(&root.name.as_str()))
+            .map(|root| format!("{}/", root.name))
+            .collect();
+        if !notes.is_empty() {
+            prompt.push_str(&format!(
+                " Keep your notes in {}; write elsewhere only when your task asks for a file there.",
+                notes.join(" or ")
+            ));
+        }
         if let Some(task_return) = alias("task.return") {
             prompt.push_str(&format!(
                 " You work on a task another agent delegated to you: when it is done, report \
@@ -42,12 +86,41 @@ pub(super) fn system_prompt(
         alias("workspace.commit"),
         alias("workspace.finish"),
     ) {
+        let write_it = match body {
+            Some(body) => format!("write it to {body} with {write}"),
+            None => format!("write it to a file with {write}"),
+        };
         prompt.push_str(&format!(
-            " When your reply is ready: write it with {write}, publish it with {commit}, \
+            " When your reply is ready: {write_it}, publish it with {commit}, \
              then end the run with {finish} as the last call of that reply."
         ));
     }
     prompt
+}
+
+/// The invocation's message body, when its root is one the invocation
+/// sees (the profile names it, `output/main.md` by default).
+pub(super) fn message_body<'p>(
+    profile: &'p Profile,
+    session: &InvocationSession,
+) -> Option<&'p str> {
+    let root = profile.output.message_body_root();
+    session
+        .workspace()
+        .workspace()
+        .roots()
+        .visible()
+        .any(|visible| visible == root)
+        .then_some(profile.output.message_body.as_str())
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// Sections of a brief the renderers know, in order; other keys go under
