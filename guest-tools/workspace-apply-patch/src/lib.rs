@@ -46,12 +46,12 @@ pub fn apply_patch(
     let new = args.raw_str("new_string")?;
     let replace_all = args.optional_bool("replace_all")?.unwrap_or(false);
     let patched = workspace.patch(path, old, new, replace_all)?;
+    // The count of replacements confirms what was changed; the file's size
+    // and hashes are for programs (structured), not the model (seed §4).
     let text = format!(
-        "Patched {} with {} replacement(s); the file now has {} chars / {} words.",
+        "Patched {} with {} replacement(s).",
         code(&patched.path),
-        patched.replacements,
-        patched.chars,
-        patched.words
+        patched.replacements
     );
     let structured = Structured {
         path: &patched.path,
@@ -77,7 +77,7 @@ mod tests {
     }
 
     #[test]
-    fn reports_the_replacements_and_the_new_size() {
+    fn reports_the_replacements_and_keeps_the_statistics_structured() {
         let workspace = MemoryWorkspace::with(&[("output/a.md", "one two two")]);
         let output = patch(
             &workspace,
@@ -86,10 +86,17 @@ mod tests {
         .expect("patch");
         assert_eq!(
             output.content,
-            "Patched `output/a.md` with 2 replacement(s); the file now has 7 chars / 3 words."
+            "Patched `output/a.md` with 2 replacement(s)."
         );
         assert_eq!(workspace.text("output/a.md").as_deref(), Some("one 2 2"));
-        assert_eq!(output.structured_value().expect("s")["replacements"], 2);
+        let structured = output.structured_value().expect("s");
+        assert_eq!(structured["replacements"], 2);
+        assert_eq!(structured["chars"], 7);
+        assert_eq!(structured["words"], 3);
+        for hash in ["sha256", "oldSha256"] {
+            let hash = structured[hash].as_str().expect("hash");
+            assert!(!output.content.contains(hash), "{}", output.content);
+        }
     }
 
     #[test]

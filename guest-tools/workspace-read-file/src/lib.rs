@@ -6,6 +6,11 @@
 //! where it stopped and how to continue (`nextStartLine`). What the model was
 //! shown is reported to the host (`record-read`), which checks later edits of
 //! this invocation against it.
+//!
+//! The text says what the next read needs — line numbers, the total lines,
+//! where to continue — and no statistics (characters, words, the version
+//! hash): the model does not act on them (seed §4). The structured result
+//! keeps them for programs.
 
 use serde::Serialize;
 use toolhost_guest::markdown::{code, fenced_into};
@@ -58,7 +63,6 @@ pub fn read_file(args: &Arguments, workspace: &impl Workspace) -> Result<Output,
     let seen = (!window.is_full()).then_some(window.text);
     workspace.record_read(&file.path, &file.sha256, seen)?;
 
-    let total = metrics(&file.text);
     let shown = code(&file.path);
     let mut content = String::with_capacity(window.text.len() + 256);
     if window.total_lines == 0 {
@@ -66,13 +70,13 @@ pub fn read_file(args: &Arguments, workspace: &impl Workspace) -> Result<Output,
     } else {
         if window.is_full() {
             content.push_str(&format!(
-                "{shown}, the whole file: {} line(s), {} chars, {} words.\n\n",
-                window.total_lines, total.chars, total.words
+                "{shown}, the whole file: {} line(s).\n\n",
+                window.total_lines
             ));
         } else {
             content.push_str(&format!(
-                "{shown} lines {}-{} of {} ({} of {} chars shown).\n\n",
-                window.start_line, window.end_line, window.total_lines, window.chars, total.chars
+                "{shown} lines {}-{} of {}.\n\n",
+                window.start_line, window.end_line, window.total_lines
             ));
         }
         fenced_into(&window.render_numbered(), &mut content);
@@ -89,6 +93,7 @@ pub fn read_file(args: &Arguments, workspace: &impl Workspace) -> Result<Output,
             ));
         }
     }
+    let total = metrics(&file.text);
     let structured = Structured {
         path: &file.path,
         sha256: &file.sha256,
@@ -143,7 +148,7 @@ mod tests {
         let output = read(&workspace, json!({"path": "output/a.md"})).expect("read");
         assert_eq!(
             output.content,
-            "`output/a.md`, the whole file: 3 line(s), 27 chars, 4 words.\n\n```\n1 | # Title\n2 | \n3 | Body with `code`.\n```"
+            "`output/a.md`, the whole file: 3 line(s).\n\n```\n1 | # Title\n2 | \n3 | Body with `code`.\n```"
         );
         let reads = workspace.reads.borrow();
         assert_eq!(reads.len(), 1);
@@ -164,7 +169,9 @@ mod tests {
         )
         .expect("read");
         assert!(
-            output.content.starts_with("`plan/p.md` lines 3-4 of 10"),
+            output
+                .content
+                .starts_with("`plan/p.md` lines 3-4 of 10.\n\n"),
             "{}",
             output.content
         );
@@ -218,6 +225,25 @@ mod tests {
             workspace.reads.borrow().is_empty(),
             "nothing shown, nothing recorded"
         );
+    }
+
+    #[test]
+    fn the_text_carries_no_statistics_and_the_structured_result_keeps_them() {
+        let text: String = (1..=10).map(|n| format!("word {n}\n")).collect();
+        let workspace = MemoryWorkspace::with(&[("plan/p.md", &text)]);
+        for args in [
+            json!({"path": "plan/p.md"}),
+            json!({"path": "plan/p.md", "start_line": 2, "line_count": 3}),
+        ] {
+            let output = read(&workspace, args).expect("read");
+            let structured = output.structured_value().expect("structured");
+            let sha256 = structured["sha256"].as_str().expect("sha256");
+            for statistic in ["chars", "words", sha256] {
+                assert!(!output.content.contains(statistic), "{}", output.content);
+            }
+            assert!(structured["totalChars"].as_u64().is_some());
+            assert!(structured["totalWords"].as_u64().is_some());
+        }
     }
 
     #[test]

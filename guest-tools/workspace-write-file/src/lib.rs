@@ -51,15 +51,12 @@ pub fn write_file(args: &Arguments, workspace: &impl WorkspaceWriter) -> Result<
     let written = workspace.write(path, content, mode)?;
     let (verb, mode_name) = match mode {
         WriteMode::Replace => ("Wrote", "replace"),
-        WriteMode::Append => ("Appended", "append"),
+        WriteMode::Append => ("Appended to", "append"),
     };
+    // Where it went and whether the file is new; the size and the hash are
+    // for programs (structured), not the model (seed §4).
     let created = if written.created { " (a new file)" } else { "" };
-    let text = format!(
-        "{verb} {} chars / {} words to {}{created}.",
-        written.chars,
-        written.words,
-        code(&written.path)
-    );
+    let text = format!("{verb} {}{created}.", code(&written.path));
     let structured = Structured {
         path: &written.path,
         mode: mode_name,
@@ -91,19 +88,20 @@ mod tests {
             json!({"path": "output/a.md", "content": "Hello world"}),
         )
         .expect("write");
+        assert_eq!(output.content, "Wrote `output/a.md` (a new file).");
+        let structured = output.structured_value().expect("structured");
         assert_eq!(
-            output.content,
-            "Wrote 11 chars / 2 words to `output/a.md` (a new file)."
+            (&structured["chars"], &structured["words"]),
+            (&json!(11), &json!(2))
         );
+        let sha256 = structured["sha256"].as_str().expect("sha256");
+        assert!(!output.content.contains(sha256));
         let output = write(
             &workspace,
             json!({"path": "output/a.md", "content": "\nMore", "mode": "append"}),
         )
         .expect("append");
-        assert_eq!(
-            output.content,
-            "Appended 5 chars / 1 words to `output/a.md`."
-        );
+        assert_eq!(output.content, "Appended to `output/a.md`.");
         assert_eq!(
             workspace.text("output/a.md").as_deref(),
             Some("Hello world\nMore")

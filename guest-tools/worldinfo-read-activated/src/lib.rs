@@ -217,8 +217,9 @@ fn index(activation: &knowledge::Activation) -> Output {
             activation.entries.len(),
             if activation.entries.len() == 1 { "y" } else { "ies" }
         ));
+        // Each entry's lines (what a windowed read addresses); its size in
+        // characters stays in the structured result (seed §4).
         for entry in &activation.entries {
-            let total = metrics(&entry.content);
             let lines = lines::total_lines(&entry.content);
             let constant = if entry.constant { ", constant" } else { "" };
             let position = entry
@@ -227,10 +228,9 @@ fn index(activation: &knowledge::Activation) -> Output {
                 .map(|position| format!(", position {position}"))
                 .unwrap_or_default();
             content.push_str(&format!(
-                "\n- {} {}{constant}{position}: {lines} line(s), {} chars",
+                "\n- {} {}{constant}{position}: {lines} line(s)",
                 entry.reference,
-                title(entry),
-                total.chars
+                title(entry)
             ));
         }
     }
@@ -304,7 +304,8 @@ mod tests {
     fn no_arguments_lists_the_index() {
         let output = call(&world_info(), json!({})).expect("index");
         assert!(output.content.starts_with("3 world-info entries activated"));
-        assert!(output.content.contains("- worldinfo:Eldoria#12 `The Silver Lantern` in `Eldoria`, constant, position before_char: 2 line(s), 54 chars"), "{}", output.content);
+        assert!(output.content.contains("- worldinfo:Eldoria#12 `The Silver Lantern` in `Eldoria`, constant, position before_char: 2 line(s)"), "{}", output.content);
+        assert!(!output.content.contains("chars"), "{}", output.content);
         assert!(output.content.contains("worldinfo:activated#1"));
         let structured = output.structured_value().expect("structured");
         assert_eq!(structured["mode"], "index");

@@ -64,7 +64,8 @@ pub struct Written {
     /// `None` when the file was created.
     pub previous_sha256: Option<String>,
     /// Characters and words of the content written (for an append, of the
-    /// appended text: "Appended C chars / W words to P").
+    /// appended text), for the structured result; the model's text leaves
+    /// them out.
     pub chars: u64,
     pub words: u64,
     pub created: bool,
