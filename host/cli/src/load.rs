@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use toolhost_core::Profile;
 use toolhost_core::policy::{Policies, ToolPolicy};
-use toolhost_runtime::{ToolHost, ToolHostConfig};
+use toolhost_core::{Profile, ToolProvider};
+use toolhost_runtime::{AgentDirectory, ToolHost, ToolHostConfig};
 use toolhost_sandbox::{LoadEvent, SandboxConfig};
 
 /// The component cache directory: the flag, else `$TOOLHOST_CACHE_DIR`, else
@@ -124,6 +124,34 @@ pub async fn host(
     }
     progress.finish();
     Ok(host)
+}
+
+/// Whether a command that uses only `profile` (a file, or the built-in
+/// default) and the agent profiles in `agents` may reach an MCP tool. When
+/// none of them allows an `mcp/…` tool the MCP directory is not read at
+/// all: such a run goes on whatever state that storage is in, and costs
+/// nothing for it. A profile or directory that does not load answers
+/// `true`: the command itself then says why.
+pub fn selects_mcp(profile: Option<&Path>, agents: Option<&Path>) -> bool {
+    let allows_mcp = |profile: &Profile| {
+        profile
+            .tools
+            .allow
+            .iter()
+            .any(|id| matches!(id.provider(), ToolProvider::Mcp(_)))
+    };
+    let Ok(profile) = self::profile(profile) else {
+        return true;
+    };
+    if allows_mcp(&profile) {
+        return true;
+    }
+    match agents {
+        None => false,
+        Some(dir) => AgentDirectory::load(dir).map_or(true, |agents| {
+            agents.profiles().any(|agent| allows_mcp(agent))
+        }),
+    }
 }
 
 /// A profile file, or the built-in default profile when no path is given.

@@ -563,7 +563,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         else {
             return mcp::run(&dir, command).await;
         };
-        let host = load::host(cache_dir, Some(dir), ext_dir, &policy).await?;
+        let dir = load::selects_mcp(profile.as_deref(), None).then_some(dir);
+        let host = load::host(cache_dir, dir, ext_dir, &policy).await?;
         let args = serve::ServeArgs {
             profile,
             run_dir,
@@ -576,10 +577,30 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         };
         return serve::serve(std::sync::Arc::new(host), args).await;
     }
+    // A new run, a call or a snapshot of profiles that allow no MCP tool
+    // never reads the MCP directory; anything else (a resumed run, a call
+    // offering the whole catalog, `serve`, `tools`) may need it.
+    let selects_mcp = match &cli.command {
+        Command::Run {
+            profile,
+            agents,
+            resume: None,
+            ..
+        } => load::selects_mcp(profile.as_deref(), agents.as_deref()),
+        Command::Call {
+            profile: Some(profile),
+            run_dir: None,
+            ..
+        } => load::selects_mcp(Some(profile), None),
+        Command::Snapshot { profile, .. } => load::selects_mcp(profile.as_deref(), None),
+        _ => true,
+    };
     // Where the tools come from: loaded now, and watched by `serve`.
     let sources = catalog_watch::Sources {
         cache_dir,
-        mcp_dir: mcp::mcp_dir(cli.mcp_dir.as_deref()).ok(),
+        mcp_dir: mcp::mcp_dir(cli.mcp_dir.as_deref())
+            .ok()
+            .filter(|_| selects_mcp),
         ext_dir,
         policy,
     };

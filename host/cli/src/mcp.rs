@@ -15,9 +15,14 @@ use crate::terminal::line;
 pub enum McpCommand {
     /// Register a server: `toolhost mcp add NAME -- COMMAND [ARGS…]` (stdio),
     /// or `toolhost mcp add NAME --url URL` (streamable HTTP: `https://`
-    /// anywhere, `http://` only on this machine).
+    /// anywhere, `http://` only on this machine). Each tool it lists is off
+    /// until allowed with `mcp grant NAME TOOL allow`.
     Add {
         name: String,
+        /// Allow every tool the server lists, now and later, unless denied
+        /// by name.
+        #[arg(long)]
+        allow_all: bool,
         /// A streamable-HTTP endpoint instead of a command.
         #[arg(long, conflicts_with = "command")]
         url: Option<String>,
@@ -116,6 +121,7 @@ pub async fn run(dir: &Path, command: McpCommand) -> Result<ExitCode> {
     match command {
         McpCommand::Add {
             name,
+            allow_all,
             url,
             auth_env,
             ca_file,
@@ -143,9 +149,19 @@ pub async fn run(dir: &Path, command: McpCommand) -> Result<ExitCode> {
                 },
                 (None, None) => bail!("give the server's command after `--`, or --url"),
             };
-            let id = registry.add(&name, transport)?;
+            let id = if allow_all {
+                registry.add_allowing_all(&name, transport)?
+            } else {
+                registry.add(&name, transport)?
+            };
+            let allowing = if allow_all {
+                "every tool allowed"
+            } else {
+                "each tool off until `toolhost mcp grant NAME TOOL allow`"
+            };
             println!(
-                "registered {name} as {id}; run `toolhost mcp refresh {name}` to list its tools"
+                "registered {} as {id} ({allowing}); run `toolhost mcp refresh` to list its tools",
+                line(&name)
             );
         }
         McpCommand::List { json } => list(&registry, json)?,

@@ -755,12 +755,28 @@ fn mcp_commands_register_refresh_grant_pause_and_remove_a_real_server() {
     assert_eq!(refreshed.status.code(), Some(0), "{}", stderr(&refreshed));
     assert!(stdout(&refreshed).contains("everything: 13 tool(s) cached"));
 
+    // Listed, yet off until allowed: nothing offered, each one saying so.
+    let listed = mcp(&["list"]);
+    assert!(
+        stdout(&listed).contains("tools: none offered"),
+        "{}",
+        stdout(&listed)
+    );
+    assert!(
+        stderr(&listed).contains("mcp.tool_not_allowed"),
+        "{}",
+        stderr(&listed)
+    );
+    mcp(&["grant", "everything", "echo", "allow"]);
+
     let ask = mcp(&["grant", "everything", "get-env", "ask"]);
     assert!(stdout(&ask).contains("waits for a person's approval"));
     mcp(&["grant", "everything", "get-env", "deny"]);
     let listed = mcp(&["list", "--json"]);
     let value: Value = serde_json::from_slice(&listed.stdout).expect("json");
     let tools = value["servers"][0]["tools"].as_array().expect("tools");
+    // Only what was allowed by name.
+    assert_eq!(tools.len(), 1, "{tools:?}");
     assert!(
         tools
             .iter()
@@ -771,6 +787,19 @@ fn mcp_commands_register_refresh_grant_pause_and_remove_a_real_server() {
             .iter()
             .any(|tool| tool.as_str().is_some_and(|t| t.ends_with(":get-env")))
     );
+
+    // `--allow-all`: every listed tool but those denied by name.
+    let added = mcp(&["add", "all", "--allow-all", "--", "node", script, "stdio"]);
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    assert_eq!(mcp(&["refresh", "all"]).status.code(), Some(0));
+    let listed = mcp(&["list", "--json"]);
+    let value: Value = serde_json::from_slice(&listed.stdout).expect("json");
+    assert_eq!(
+        value["servers"][1]["tools"].as_array().map(Vec::len),
+        Some(13),
+        "{value}"
+    );
+    assert_eq!(mcp(&["remove", "all"]).status.code(), Some(0));
 
     mcp(&["pause", "everything"]);
     assert!(stderr(&mcp(&["list"])).contains("mcp.server_paused"));

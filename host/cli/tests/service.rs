@@ -407,6 +407,7 @@ async fn an_mcp_server_added_while_serving_reaches_the_catalog() {
     mcp(&[
         "add",
         "everything",
+        "--allow-all",
         "--",
         "node",
         script.to_str().expect("utf-8"),

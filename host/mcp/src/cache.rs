@@ -151,6 +151,16 @@ pub fn offered_tools(registry: &McpRegistry) -> (Vec<OfferedTool>, Vec<Omitted>)
                 code,
                 reason,
             };
+            if registration.is_off_until_allowed(&tool.name) {
+                omitted.push(leave(
+                    "mcp.tool_not_allowed",
+                    format!(
+                        "a newly listed tool is off until allowed: `toolhost mcp grant {} {} allow`",
+                        registration.display_name, tool.name
+                    ),
+                ));
+                continue;
+            }
             if registration.permission(&tool.name) == Permission::Deny {
                 omitted.push(leave(
                     "mcp.tool_denied",

@@ -22,4 +22,4 @@ pub use cache::{OfferedTool, Omitted, ToolCache, load_cache, offered_tools, refr
 pub use client::{CallOutcome, McpErrorInfo, McpTool, call_tool, list_tools};
 pub use error::McpError;
 pub use projection::{Projected, project};
-pub use registry::{McpRegistry, Permission, Registration, State, Transport};
+pub use registry::{McpRegistry, NewTools, Permission, Registration, State, Transport};

@@ -120,6 +120,26 @@ pub enum Permission {
     Deny,
 }
 
+/// What a tool the server lists that has no permission of its own gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NewTools {
+    /// Off until allowed one by one (`mcp grant`): a server that starts
+    /// listing a new tool never hands it to a run unasked. `mcp add`'s
+    /// default, as the reference's.
+    Off,
+    /// Allowed like a listed `Allow` (`mcp add --allow-all`).
+    Allow,
+}
+
+impl NewTools {
+    /// A registration written before `newTools` existed was made with
+    /// every tool allowed; it keeps that.
+    fn recorded_before() -> Self {
+        NewTools::Allow
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Registration {
@@ -127,17 +147,28 @@ pub struct Registration {
     pub display_name: String,
     pub transport: Transport,
     pub state: State,
-    /// Per native tool name; a tool not listed is allowed.
+    /// Per native tool name; a tool not listed gets `new_tools`.
     #[serde(default)]
     pub permissions: BTreeMap<String, Permission>,
+    #[serde(default = "NewTools::recorded_before")]
+    pub new_tools: NewTools,
 }
 
 impl Registration {
+    /// What runs may do with `native_name`: its own permission, else
+    /// `Deny` while the registration's new tools are off.
     pub fn permission(&self, native_name: &str) -> Permission {
-        self.permissions
-            .get(native_name)
-            .copied()
-            .unwrap_or(Permission::Allow)
+        match (self.permissions.get(native_name), self.new_tools) {
+            (Some(permission), _) => *permission,
+            (None, NewTools::Allow) => Permission::Allow,
+            (None, NewTools::Off) => Permission::Deny,
+        }
+    }
+
+    /// Whether `native_name` is off only because nobody allowed it yet
+    /// (not denied by name).
+    pub fn is_off_until_allowed(&self, native_name: &str) -> bool {
+        self.new_tools == NewTools::Off && !self.permissions.contains_key(native_name)
     }
 }
 
@@ -224,8 +255,28 @@ impl McpRegistry {
         Ok(value)
     }
 
-    /// Register a server (active, every tool allowed) and save.
+    /// Register a server (active; each tool it lists off until allowed
+    /// with [`grant`](Self::grant)) and save.
     pub fn add(&mut self, display_name: &str, transport: Transport) -> Result<Uuid, McpError> {
+        self.add_with(display_name, transport, NewTools::Off)
+    }
+
+    /// Register a server (active) whose every tool is allowed unless
+    /// denied by name, and save.
+    pub fn add_allowing_all(
+        &mut self,
+        display_name: &str,
+        transport: Transport,
+    ) -> Result<Uuid, McpError> {
+        self.add_with(display_name, transport, NewTools::Allow)
+    }
+
+    fn add_with(
+        &mut self,
+        display_name: &str,
+        transport: Transport,
+        new_tools: NewTools,
+    ) -> Result<Uuid, McpError> {
         let display_name = display_name.trim().to_owned();
         if display_name.is_empty() {
             return Err(McpError::Invalid("a registration needs a name".into()));
@@ -248,6 +299,7 @@ impl McpRegistry {
                 transport,
                 state: State::Active,
                 permissions: BTreeMap::new(),
+                new_tools,
             });
             Ok(id)
         })

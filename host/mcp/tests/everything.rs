@@ -26,7 +26,7 @@ fn http(url: impl Into<String>) -> Transport {
 
 /// Register `transport` as `name` and return the registration.
 fn add(registry: &mut McpRegistry, name: &str, transport: Transport) -> Registration {
-    registry.add(name, transport).expect("add");
+    registry.add_allowing_all(name, transport).expect("add");
     registry.find(name).expect("found").clone()
 }
 
@@ -43,7 +43,9 @@ fn everything(script: &Path) -> Transport {
 fn registered(script: &Path) -> (tempfile::TempDir, Registration) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut registry = McpRegistry::load(dir.path()).expect("registry");
-    registry.add("everything", everything(script)).expect("add");
+    registry
+        .add_allowing_all("everything", everything(script))
+        .expect("add");
     let registration = registry.find("everything").expect("found").clone();
     (dir, registration)
 }
@@ -60,7 +62,7 @@ async fn refresh_caches_the_tools_and_runs_are_offered_only_what_may_be_used() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut registry = McpRegistry::load(dir.path()).expect("empty registry");
     let id = registry
-        .add("everything", everything(&script))
+        .add_allowing_all("everything", everything(&script))
         .expect("add");
 
     // Not refreshed yet: nothing offered, and the reason says what to do.
@@ -199,7 +201,9 @@ fn the_registry_round_trips_and_refuses_a_broken_file() {
         args: vec!["server.js".into()],
         env: [("TOKEN".to_owned(), "x".to_owned())].into(),
     };
-    let id = registry.add("notes", transport.clone()).expect("add");
+    let id = registry
+        .add_allowing_all("notes", transport.clone())
+        .expect("add");
     assert_eq!(
         registry
             .add("notes", transport.clone())
@@ -332,7 +336,7 @@ fn concurrent_grants_are_all_kept() {
     let dir = tempfile::tempdir().expect("tempdir");
     McpRegistry::load(dir.path())
         .expect("empty")
-        .add(
+        .add_allowing_all(
             "notes",
             Transport::Stdio {
                 command: "node".into(),
@@ -370,7 +374,7 @@ async fn a_stdio_server_gets_its_registered_env_but_none_of_toolhosts_secrets() 
     let dir = tempfile::tempdir().expect("tempdir");
     let mut registry = McpRegistry::load(dir.path()).expect("registry");
     registry
-        .add(
+        .add_allowing_all(
             "everything",
             Transport::Stdio {
                 command: "node".into(),

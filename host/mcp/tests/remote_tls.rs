@@ -104,7 +104,7 @@ fn registered(dir: &Path, port: u16, auth_env: &str, ca_pem: &str) -> (McpRegist
     std::fs::write(&ca_file, ca_pem).expect("ca file");
     let mut registry = McpRegistry::load(&dir.join("mcp")).expect("registry");
     registry
-        .add(
+        .add_allowing_all(
             "remote",
             Transport::Http {
                 url: format!("https://127.0.0.1:{port}/mcp"),

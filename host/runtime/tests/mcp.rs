@@ -43,7 +43,7 @@ fn server_script() -> Option<PathBuf> {
 async fn registry(dir: &std::path::Path, script: &std::path::Path) -> McpRegistry {
     let mut registry = McpRegistry::load(dir).expect("registry");
     registry
-        .add(
+        .add_allowing_all(
             "everything",
             Transport::Stdio {
                 command: "node".into(),
@@ -350,7 +350,7 @@ async fn a_cache_listing_a_tool_twice_leaves_that_tool_out_not_the_host() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut registry = McpRegistry::load(dir.path()).expect("registry");
     let id = registry
-        .add(
+        .add_allowing_all(
             "twice",
             Transport::Stdio {
                 command: "true".into(),
