@@ -650,9 +650,11 @@ impl InvocationSession {
 
     /// An MCP result longer than the inline limit: the whole text goes to
     /// `tool-results/<call>.view.txt` (create-only, readable by every
-    /// invocation) and the model reads a preview, the size and how to read
-    /// the rest with this snapshot's tools. The structured result stays the
-    /// full audit fact.
+    /// invocation), its over-long lines hard-wrapped so that line windows
+    /// reach all of it ([`readable_view`](crate::readable_view)), and the
+    /// model reads a preview, the size and how to read the rest with this
+    /// snapshot's tools. The structured result stays the full, exact audit
+    /// fact.
     fn externalize_mcp_result(
         &self,
         mut result: AgentToolResult,
@@ -667,9 +669,9 @@ impl InvocationSession {
         }
         let stem = toolhost_journal::audit_stem(&result.call_id);
         let path = format!("tool-results/{stem}.view.txt");
-        self.run
-            .dir()
-            .write_create_only(&path, result.content.as_bytes())?;
+        let view =
+            crate::readable_view::hard_wrap(&result.content, crate::readable_view::VIEW_LINE_CHARS);
+        self.run.dir().write_create_only(&path, view.as_bytes())?;
         let alias = |native: &str| {
             ToolId::builtin(native)
                 .ok()

@@ -15,6 +15,7 @@ mod host;
 mod inputs;
 mod invocation;
 mod lazy_builtin;
+mod readable_view;
 mod replay;
 mod resume;
 mod run;
