@@ -45,7 +45,9 @@ impl InvocationLoop<'_> {
                         let count = self.shared.ledger().commits.len();
                         success(
                             format!(
-                                "Committed {} to the chat ({}): your message is #{} now. Commits in this run: {count}. You may revise it and commit again; end the run with {} as the last call of a reply.",
+                                // The commit count is structured only: the
+                                // model does not act on it (seed §4).
+                                "Committed {} to the chat ({}): your message is #{} now. You may revise it and commit again; end the run with {} as the last call of a reply.",
                                 record.path,
                                 record.mode,
                                 record.message_index,
