@@ -9,7 +9,10 @@ has a profile `writer`, a chat per run, a policy asking approval for every
 reads it back, commits, and finishes. Checks, in order: a run started
 through the API appears in the list by itself; its timeline fills live;
 the write's approval card shows its path first and the content cut with
-its size; a tool result holding `<script>` is shown as text and never
+its size and the tool's side effects; each call shows its alias, its
+canonical id with its source, and its duration; the tools the profile
+allows yet the snapshot left out are shown with why; a tool result
+holding `<script>` is shown as text and never
 runs, its bidi override shown as ⟨U+202E⟩; a pending commit is approved
 from its card and the run completes; another
 run's commit is denied with a note, which the model reads; every control is
@@ -22,6 +25,7 @@ sideways. Screenshots of the run list and a timeline go to --screenshots.
 import argparse
 import json
 import os
+import re
 import sys
 import time
 import urllib.request
@@ -109,6 +113,11 @@ def main():
         first = start_run(args.base, "chat-1")
         open_run(driver, first)
         wait("the first round", lambda: "Round 1" in timeline_text(driver))
+        # The snapshot's omissions: the unregistered MCP tool, and why.
+        omitted = wait("the left-out tool", lambda: [
+            e.text for e in driver.find_elements(By.CSS_SELECTOR, ".entry.omitted")
+            if "mcp/6f1c2e4a-0b7d-4c1e-9a53-2d8e0f4b7a61:echo" in e.text])
+        assert "Left out" in omitted[0] and "refresh" in omitted[0], omitted
 
         # 2. The write's card: the path first, the long content cut with
         # its size, the bidi override visible rather than obeyed.
@@ -117,6 +126,15 @@ def main():
         assert fields and fields[0] == 'path: "output/main.md"', fields
         assert fields[1].startswith('content: "Before <script>') and "KiB" in fields[1], fields
         assert "\u202e" not in write.text, write.text
+        # Its side effects, as the tool's annotations say (seed §10).
+        effects = write.find_element(By.CSS_SELECTOR, ".effects").text
+        assert "read-only: no" in effects and "open world: no" in effects, effects
+        assert "destructive:" in effects, effects
+        # The call in the timeline: alias, canonical id and source.
+        requested = wait("the write's call", lambda: [
+            e.text for e in driver.find_elements(By.CSS_SELECTOR, ".entry.call")
+            if "workspace_write_file" in e.text])
+        assert "builtin:workspace.write_file" in requested[0] and "builtin" in requested[0], requested
         write.find_element(By.CSS_SELECTOR, "button.approve").click()
         pending = card(driver, "workspace.commit")
         driver.save_screenshot(os.path.join(args.screenshots, "timeline.png"))
@@ -136,6 +154,11 @@ def main():
         pending.find_element(By.CSS_SELECTOR, "button.approve").click()
         wait("the run's end", lambda: "Run completed" in timeline_text(driver))
         assert "Committed output/main.md" in timeline_text(driver)
+        # Each ended call says how long it took.
+        ended = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".entry")
+                 if e.text.startswith("✓ workspace_read_file")]
+        assert ended and re.search(r"\d+(\.\d+)? ms", ended[0]), ended
+        assert "builtin:workspace.read_file" in ended[0], ended
         assert api(args.base, f"/v1/runs/{first}")["status"] == "completed"
 
         # 5. Deny with a note: the model reads it in the call's result.

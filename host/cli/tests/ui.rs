@@ -76,8 +76,12 @@ fn the_timeline_and_approvals_in_a_real_browser() {
     std::fs::write(
         tenant.join("profiles/writer.json"),
         json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
+               // The MCP tool is never registered: the timeline shows it
+               // left out, with the reason.
                "tools": {"allow": ["workspace.write_file", "workspace.read_file",
-                                   "workspace.commit", "workspace.finish"], "maxRounds": 6}})
+                                   "workspace.commit", "workspace.finish",
+                                   "mcp/6f1c2e4a-0b7d-4c1e-9a53-2d8e0f4b7a61:echo"],
+                         "maxRounds": 6}})
         .to_string(),
     )
     .expect("profile");

@@ -5,7 +5,7 @@
 // ⟨U+202E⟩, so a name cannot read as another (`visible`).
 "use strict";
 
-const state = { token: "", run: null, stream: null, timers: [], lanes: new Map(), results: new Map() };
+const state = { token: "", run: null, stream: null, timers: [], lanes: new Map(), results: new Map(), aliases: new Map(), sources: new Map() };
 
 // The characters that reorder text as it is shown: the Arabic letter mark,
 // the LRM/RLM marks, the embeddings and overrides, and the isolates.
@@ -145,6 +145,66 @@ function modelRead(text) {
   try { return JSON.parse(text).result.content; } catch (_) { return text; }
 }
 
+// ---- Which tool a call is ----
+
+// The catalog's sources by tool id (an MCP server's name, an extension's
+// id), read once per opened run; a tool gone from the catalog since shows
+// the kind its id says.
+async function loadSources() {
+  try {
+    const list = await api("/v1/tools");
+    state.sources = new Map(list.tools.map((tool) => [tool.id, tool.source.kind + " " + tool.source.name]));
+  } catch (_) {
+    state.sources = new Map();
+  }
+}
+
+function sourceOf(toolId) {
+  const known = state.sources.get(toolId);
+  if (known) return known;
+  if (toolId.startsWith("builtin:")) return "builtin";
+  if (toolId.startsWith("mcp/")) return "mcp server " + toolId.slice(4).split(":")[0];
+  if (toolId.startsWith("ext/")) return "extension " + toolId.slice(4).split(":")[0];
+  return "unknown source";
+}
+
+// A call as the model named it (its alias in this invocation's snapshot)
+// and as the host knows it (the canonical id, and where it comes from):
+// two servers' `search` differ here.
+function callName(invocation, toolId, name) {
+  const alias = state.aliases.get(invocation + " " + toolId) || name;
+  return alias + " · " + toolId + " · " + sourceOf(toolId);
+}
+
+// How long a call took, from its end event.
+function duration(p) {
+  if (typeof p.elapsedUs === "number") return p.elapsedUs < 10000 ? (p.elapsedUs / 1000).toFixed(1) + " ms" : Math.round(p.elapsedUs / 1000) + " ms";
+  if (typeof p.elapsedMs === "number") return p.elapsedMs + " ms";
+  return "";
+}
+
+// A tool's side effects as its annotations state them (builtins say
+// `readOnly`, MCP servers `readOnlyHint`…). An MCP tool that states
+// nothing gets the MCP defaults — may change things, destructive, open
+// world — marked as such.
+function sideEffects(toolId, annotations) {
+  const a = annotations && typeof annotations === "object" ? annotations : {};
+  const mcp = toolId.startsWith("mcp/");
+  const stated = (plain, hint) => (typeof a[plain] === "boolean" ? a[plain] : typeof a[hint] === "boolean" ? a[hint] : undefined);
+  const readOnly = stated("readOnly", "readOnlyHint");
+  let destructive = stated("destructive", "destructiveHint");
+  if (destructive === undefined && readOnly === true) destructive = false;
+  const openWorld = stated("openWorld", "openWorldHint");
+  const say = (value, fallback) => value === true ? "yes" : value === false ? "no" : mcp ? fallback + " (MCP default)" : "not stated";
+  const parts = [
+    "read-only: " + say(readOnly, "no"),
+    "destructive: " + say(mcp && readOnly === true ? false : destructive, "yes"),
+    "open world: " + say(openWorld, "yes"),
+  ];
+  if (typeof a.mutating === "boolean") parts.push("changes state: " + (a.mutating ? "yes" : "no"));
+  return "Side effects: " + parts.join(" · ");
+}
+
 function entry(invocation, className, ...parts) {
   const item = el("div", { class: "entry " + className }, ...parts);
   lane(invocation).list.append(item);
@@ -158,6 +218,18 @@ function render(event) {
     case "run_started":
       entry(invocation, "", "Run started, profile " + (p.profileId || ""));
       break;
+    case "context_assembled": {
+      // The tools this invocation offers (each alias by id), and the ones
+      // its profile allows that were left out, with why.
+      const tools = (p.snapshot && p.snapshot.tools) || [];
+      for (const tool of tools) state.aliases.set(invocation + " " + tool.toolId, tool.alias);
+      const omitted = p.diagnostics || [];
+      entry(invocation, "", "Tools offered: " + tools.length + (omitted.length ? ", " + omitted.length + " left out" : ""));
+      for (const diagnostic of omitted) {
+        entry(invocation, "omitted", "Left out: " + diagnostic.toolId + " (" + diagnostic.reason + "): " + diagnostic.message);
+      }
+      break;
+    }
     case "model_request_created":
       entry(invocation, "round", "Round " + p.round);
       break;
@@ -166,7 +238,7 @@ function render(event) {
         el("button", { type: "button", onclick: () => showFile("Model reply, round " + p.round, p.modelResponsePath) }, "Reply"));
       break;
     case "tool_call_requested":
-      entry(invocation, "", "→ " + p.name + " (" + p.callId + ") ",
+      entry(invocation, "call", "→ " + callName(invocation, p.toolId, p.name) + " (" + p.callId + ") ",
         el("button", { type: "button", onclick: () => showFile("Arguments of " + p.callId, p.argumentsRef) }, "Arguments"));
       break;
     case "tool_call_approval_requested":
@@ -191,9 +263,11 @@ function render(event) {
         el("button", { type: "button", onclick: () => showFile("Audit record of " + p.callId, path) }, "Audit JSON"),
       ] : [];
       const code = p.code || p.errorCode || "";
-      const head = endsRun ? "✗ " + p.name + " failed the run: " + code + " " + (p.message || "")
-        : failed ? "✗ " + p.name + ": " + code + " " + (p.message || "")
-        : "✓ " + p.name;
+      const name = p.toolId ? callName(invocation, p.toolId, p.name) : p.name;
+      const took = duration(p) ? " (" + duration(p) + ")" : "";
+      const head = endsRun ? "✗ " + name + took + " failed the run: " + code + " " + (p.message || "")
+        : failed ? "✗ " + name + took + ": " + code + " " + (p.message || "")
+        : "✓ " + name + took;
       entry(invocation, failed ? "error" : "", head + " ", ...buttons);
       break;
     }
@@ -299,6 +373,7 @@ async function loadApprovals() {
       cards.append(el("div", { class: "card", "data-call": call.callId, role: "group", "aria-label": "approval of " + call.callId },
         el("strong", {}, (call.title || call.toolId) + " "), el("span", {}, "(" + call.toolId + ", " + call.source + ")"),
         argumentsShown(call),
+        el("div", { class: "effects" }, sideEffects(call.toolId, call.annotations)),
         el("div", {}, "Why: " + call.reason),
         el("div", { class: "actions" },
           note,
@@ -315,8 +390,10 @@ async function loadApprovals() {
 function openRun(id) {
   stopTimers();
   state.run = id;
+  const opened = (state.opened = (state.opened || 0) + 1);
   state.lanes = new Map();
   state.results = new Map();
+  state.aliases = new Map();
   document.getElementById("lanes").replaceChildren();
   document.getElementById("approval-cards").replaceChildren();
   document.getElementById("approvals").hidden = true;
@@ -326,7 +403,9 @@ function openRun(id) {
   document.getElementById("runs-view").hidden = true;
   document.getElementById("run-view").hidden = false;
   document.getElementById("back").focus();
-  follow(id);
+  // The sources first, so the first calls drawn name theirs.
+  // Only the latest opening follows: a run opened twice is read once.
+  loadSources().then(() => { if (state.opened === opened) follow(id); });
   loadApprovals();
   state.timers.push(setInterval(loadApprovals, 1000));
 }
