@@ -34,14 +34,13 @@ pub fn project(result: &Value) -> Projected {
     for block in result["content"].as_array().into_iter().flatten() {
         match block["type"].as_str().unwrap_or("") {
             "text" => text.push(block["text"].as_str().unwrap_or("").to_owned()),
-            "image" | "audio" => {
-                let size = block["data"].as_str().map_or(0, str::len);
-                notes.push(format!(
-                    "{} ({}, {size} bytes of base64, not shown)",
-                    block["type"].as_str().unwrap_or(""),
-                    block["mimeType"].as_str().unwrap_or("unknown type")
-                ));
-            }
+            // What it is, not its size: the model does not act on a
+            // byte count (seed §4); the audit keeps the data.
+            "image" | "audio" => notes.push(format!(
+                "{} ({}, not shown)",
+                block["type"].as_str().unwrap_or(""),
+                block["mimeType"].as_str().unwrap_or("unknown type")
+            )),
             "resource_link" => notes.push(format!(
                 "resource link {} ({})",
                 block["uri"].as_str().unwrap_or(""),
@@ -129,7 +128,7 @@ mod tests {
         assert!(
             projected
                 .content
-                .contains("- image (image/png, 4 bytes of base64, not shown)")
+                .contains("- image (image/png, not shown)\n")
         );
         assert!(
             projected

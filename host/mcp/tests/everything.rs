@@ -160,7 +160,9 @@ async fn calls_project_text_structured_content_images_and_errors() {
     };
     let projected = project(&image);
     assert!(
-        projected.content.contains("## Notes\n- image (image/png"),
+        projected
+            .content
+            .contains("## Notes\n- image (image/png, not shown)"),
         "{}",
         projected.content
     );
