@@ -19,7 +19,7 @@ mod harness;
 
 use harness::{
     Node, REPLY, TERMINAL, all_completed_once, client, journal, loop_started, owner, ready, setup,
-    start_nodes, submit, until, viewer,
+    start_nodes, stream_client, submit, until, viewer,
 };
 
 /// Runs in the test (`make cluster-test` sets more).
@@ -323,11 +323,20 @@ async fn any_node_answers_reads_of_a_run_another_node_drives() {
         "{refused}"
     );
 
-    // Its events, followed live from this node until the run ends.
-    let (status, stream) = tokio::time::timeout(
-        Duration::from_secs(90),
-        get(reader.base.clone(), format!("/v1/runs/{id}/events")),
-    )
+    // Its events, followed live from this node until the run ends: a
+    // stream, so no total timeout cuts it (the 90 s below bounds it).
+    let (status, stream) = tokio::time::timeout(Duration::from_secs(90), async {
+        let response = stream_client()
+            .get(format!("{}/v1/runs/{id}/events", reader.base))
+            .send()
+            .await
+            .expect("get the events");
+        let status = response.status().as_u16();
+        (
+            status,
+            response.text().await.expect("the whole event stream"),
+        )
+    })
     .await
     .expect("the event stream ends with the run");
     assert_eq!(status, 200);

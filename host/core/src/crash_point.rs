@@ -56,11 +56,7 @@ pub fn hit(point: &str) {
         && target.hits.fetch_add(1, Ordering::SeqCst) + 1 == target.nth
     {
         if target.stop {
-            // Goes on here when someone sends SIGCONT.
-            let _ = rustix::process::kill_process(
-                rustix::process::getpid(),
-                rustix::process::Signal::STOP,
-            );
+            stop_here();
         } else {
             die();
         }
@@ -74,6 +70,18 @@ pub fn hit_event(seq: u64) {
     {
         die();
     }
+}
+
+/// Stop the whole process with this thread stopped right here; it goes on
+/// when someone sends SIGCONT. `kill(getpid(), SIGSTOP)` is not enough: a
+/// process-directed signal may be taken by another thread, and this one runs
+/// on for a moment — far enough, once in a few runs, to take the chat's lock
+/// it was to stop before. A thread-directed signal is taken by this thread
+/// on its way back from the call, before it runs another instruction.
+fn stop_here() {
+    // SAFETY: raise(3) only sends a signal to the calling thread (tgkill);
+    // it touches no memory of ours.
+    let _ = unsafe { libc::raise(libc::SIGSTOP) };
 }
 
 fn die() {

@@ -56,6 +56,8 @@ pub fn cache_dir() -> PathBuf {
 pub struct Node {
     pub name: String,
     pub base: String,
+    /// Where the node's stderr goes: printed when a test fails.
+    log: PathBuf,
     child: Option<Child>,
 }
 
@@ -124,6 +126,12 @@ impl Node {
             .and_then(|listener| listener.local_addr())
             .expect("free port")
             .port();
+        let log = dir.join(format!("{name}.log"));
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("node log");
         let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
             .arg("--cache-dir")
             .arg(cache_dir())
@@ -136,15 +144,17 @@ impl Node {
             .args(["--node", name])
             .args(["--lease-ms", &lease_ms.to_string()])
             .args(flags)
+            .env("TOOLHOST_LOG", "info")
             .envs(envs.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("toolhost serve");
         Self {
             name: name.to_owned(),
             base: format!("http://127.0.0.1:{port}"),
+            log,
             child: Some(child),
         }
     }
@@ -171,6 +181,16 @@ impl Node {
 impl Drop for Node {
     fn drop(&mut self) {
         self.kill();
+        // A failing test shows what each node said: the only way to see why
+        // a run did not end on a machine we cannot log into.
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(80).collect();
+            eprintln!("--- the last lines of {} ---", self.name);
+            for line in tail.iter().rev() {
+                eprintln!("{line}");
+            }
+        }
     }
 }
 
@@ -181,6 +201,19 @@ pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
+/// A client for an event stream, which lasts as long as its run: no
+/// request of it is cut after a total time, only after 30 s of silence
+/// (the server sends keep-alives).
+pub fn stream_client() -> reqwest::Client {
+    toolhost_net::install_crypto_provider();
+    reqwest::Client::builder()
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(30))
+        .read_timeout(Duration::from_secs(30))
         .build()
         .expect("client")
 }
