@@ -38,8 +38,12 @@ pub enum GateRejection {
         "tool.turn_snapshot_mismatch: a turn of snapshot `{turn}` reached the gate of snapshot `{snapshot}`"
     )]
     SnapshotMismatch { turn: String, snapshot: String },
-    #[error("model.unknown_tool_call: `{0}` is not in this invocation's tools")]
-    NotInSnapshot(ToolId),
+    #[error("model.unknown_tool_call: {message}")]
+    NotInSnapshot {
+        tool: ToolId,
+        /// Model-readable: this invocation's tools, by alias.
+        message: String,
+    },
     #[error("model.unknown_tool_call: `{0}` was not offered in this request")]
     NotInTurn(ToolId),
     #[error("model.tool_choice_violation: `{tool}` called under tool choice {choice:?}")]
@@ -57,7 +61,7 @@ impl Classified for GateRejection {
     fn code(&self) -> &'static str {
         match self {
             Self::SnapshotMismatch { .. } => "tool.turn_snapshot_mismatch",
-            Self::NotInSnapshot(_) | Self::NotInTurn(_) => "model.unknown_tool_call",
+            Self::NotInSnapshot { .. } | Self::NotInTurn(_) => "model.unknown_tool_call",
             Self::ChoiceViolation { .. } => "model.tool_choice_violation",
             Self::BudgetExhausted { .. } => "agent.tool_budget_exhausted",
         }
@@ -66,11 +70,15 @@ impl Classified for GateRejection {
     fn class(&self) -> ErrorClass {
         match self {
             Self::SnapshotMismatch { .. } => ErrorClass::SystemFailure,
-            Self::NotInSnapshot(_) | Self::NotInTurn(_) | Self::ChoiceViolation { .. } => {
+            // A turn the runtime built was broken: its own bug.
+            Self::NotInTurn(_) | Self::ChoiceViolation { .. } => {
                 ErrorClass::PolicyDenied { fail_fast: true }
             }
-            // The model reads it and works on without that tool.
-            Self::BudgetExhausted { .. } => ErrorClass::PolicyDenied { fail_fast: false },
+            // The model reads it and works on: with the tools it has
+            // (charged, so never retried for free), or without that tool.
+            Self::NotInSnapshot { .. } | Self::BudgetExhausted { .. } => {
+                ErrorClass::PolicyDenied { fail_fast: false }
+            }
         }
     }
 }
@@ -78,6 +86,9 @@ impl Classified for GateRejection {
 impl GateRejection {
     /// The result the model reads for a rejection the run survives.
     pub fn to_tool_failure(&self) -> Option<ToolFailure> {
+        if let Self::NotInSnapshot { message, .. } = self {
+            return Some(ToolFailure::new(self.code(), message.clone()));
+        }
         let Self::BudgetExhausted {
             scope,
             limit,
@@ -164,9 +175,22 @@ impl ToolRequestGate {
             });
         }
         let Some(binding) = self.snapshot.binding(tool) else {
-            // Charged, so a model can never retry unknown calls for free.
-            self.total = self.total.saturating_add(1);
-            return Err(GateRejection::NotInSnapshot(tool.clone()));
+            // Charged, so a model can never retry unknown calls for free;
+            // once the total is spent it is refused like any call.
+            self.charge_unknown()?;
+            let aliases: Vec<String> = self
+                .snapshot
+                .bindings()
+                .iter()
+                .map(|binding| format!("`{}`", binding.model_alias))
+                .collect();
+            return Err(GateRejection::NotInSnapshot {
+                tool: tool.clone(),
+                message: format!(
+                    "`{tool}` is not a tool of this invocation; the tools you can call are {}",
+                    aliases.join(", ")
+                ),
+            });
         };
         if !turn.contains(tool) {
             return Err(GateRejection::NotInTurn(tool.clone()));
@@ -219,6 +243,25 @@ impl ToolRequestGate {
             total_used: self.total,
             tool_used,
         })
+    }
+
+    /// Charge a call under a name the request did not offer (the decoder
+    /// kept it as an `UnknownToolCall`; nothing runs) to the total, so a
+    /// model cannot retry invented names for free. Once the total is spent
+    /// it is refused like any call. `Ok`: the total used, counting it.
+    pub fn charge_unknown(&mut self) -> Result<u32, GateRejection> {
+        if self.total >= self.snapshot.max_calls_per_invocation() {
+            return Err(self.total_spent());
+        }
+        self.total += 1;
+        Ok(self.total)
+    }
+
+    /// A reopened gate that also counts `charged` unknown calls the
+    /// journal shows (`tool_call_unknown` with `charged`).
+    pub fn with_unknown_charged(mut self, charged: u32) -> Self {
+        self.total = self.total.saturating_add(charged);
+        self
     }
 
     /// The refusal of a call once the total is spent. It names, by this

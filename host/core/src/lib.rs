@@ -46,7 +46,8 @@ pub use host_call::HostCallError;
 pub use id::{IdError, ToolId, ToolProvider};
 pub use model::{
     AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelResponse,
-    AgentModelRole, AgentModelSettings, FinishReason, TokenUsage,
+    AgentModelRole, AgentModelSettings, FinishReason, ModelCall, TokenUsage, UnknownToolCall,
+    UnknownToolResult,
 };
 pub use profile::{Profile, ProfileError, ProfileVersion};
 pub use result::{

@@ -12,8 +12,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::turn::ModelTurn;
-use crate::{AgentToolResult, ToolInvocation};
+use crate::turn::{ModelCallError, ModelTurn};
+use crate::{AgentToolResult, TOOL_ERROR_HEADING, ToolInvocation};
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +41,78 @@ pub enum AgentModelContentPart {
     ToolResult {
         result: AgentToolResult,
     },
+    /// A call under a name the request did not offer (assistant messages):
+    /// kept as the model made it, never resolved to a tool.
+    UnknownToolCall {
+        call: UnknownToolCall,
+    },
+    /// The error that answers an [`UnknownToolCall`] (tool messages).
+    UnknownToolResult {
+        result: UnknownToolResult,
+    },
+}
+
+impl AgentModelContentPart {
+    /// The call a call or result part belongs to.
+    pub fn call_id(&self) -> Option<&str> {
+        match self {
+            Self::Text { .. } => None,
+            Self::ToolCall { call } => Some(&call.call_id),
+            Self::ToolResult { result } => Some(&result.call_id),
+            Self::UnknownToolCall { call } => Some(&call.call_id),
+            Self::UnknownToolResult { result } => Some(&result.call_id),
+        }
+    }
+}
+
+/// A call the model made under a name its request did not offer: a name it
+/// invented, a canonical id, another invocation's alias. Decoding keeps it
+/// typed instead of failing the reply, and the run loop decides what it
+/// becomes (a recoverable, budget-charged error the model reads). Nothing
+/// ever maps it to a tool: no fuzzy match, no global lookup.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnknownToolCall {
+    pub call_id: String,
+    /// The name exactly as the model sent it; sent back under it.
+    pub name: String,
+    pub arguments: Value,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub provider_metadata: Value,
+    /// What the decoder could say about the name without accepting it (a
+    /// canonical name's alias in this request), or empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub hint: String,
+}
+
+impl UnknownToolCall {
+    /// The typed error this call stands for.
+    pub fn error(&self) -> ModelCallError {
+        ModelCallError::UnknownToolCall {
+            name: self.name.clone(),
+            hint: self.hint.clone(),
+        }
+    }
+}
+
+/// The answer to an [`UnknownToolCall`]: always an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnknownToolResult {
+    pub call_id: String,
+    /// The call's name, as the model sent it.
+    pub name: String,
+    /// `model.unknown_tool_call`, or `agent.tool_budget_exhausted` once the
+    /// invocation's total is spent.
+    pub error_code: String,
+    pub content: String,
+}
+
+impl UnknownToolResult {
+    /// Exactly the text the model sees, headed like any tool error.
+    pub fn model_text(&self) -> String {
+        format!("{TOOL_ERROR_HEADING}\n\n{}", self.content)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,12 +147,29 @@ impl AgentModelMessage {
             .join("")
     }
 
+    /// The calls resolved to a tool of the request.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolInvocation> {
         self.parts.iter().filter_map(|part| match part {
             AgentModelContentPart::ToolCall { call } => Some(call),
             _ => None,
         })
     }
+
+    /// Every call, known or not, in the order the model made them.
+    pub fn calls(&self) -> impl Iterator<Item = ModelCall<'_>> {
+        self.parts.iter().filter_map(|part| match part {
+            AgentModelContentPart::ToolCall { call } => Some(ModelCall::Tool(call)),
+            AgentModelContentPart::UnknownToolCall { call } => Some(ModelCall::Unknown(call)),
+            _ => None,
+        })
+    }
+}
+
+/// One call of an assistant message.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ModelCall<'a> {
+    Tool(&'a ToolInvocation),
+    Unknown(&'a UnknownToolCall),
 }
 
 /// Sampling settings for one request (from the profile's `model` section).

@@ -5,7 +5,10 @@
 //!
 //! The decoder resolves aliases through this turn only. A name that is not
 //! one of this request's aliases — a canonical name, a native name, another
-//! snapshot's alias, a typo — is a contract violation: fail fast, no guessing.
+//! snapshot's alias, a typo — is never guessed at: a model's reply keeps it
+//! as an [`UnknownToolCall`] the run loop answers with an error
+//! ([`ModelTurn::decode_part`]); a call no model made fails
+//! ([`ModelTurn::decode_call`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -13,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Classified, ErrorClass};
+use crate::model::{AgentModelContentPart, UnknownToolCall};
 use crate::snapshot::InvocationToolSnapshot;
 use crate::{ToolId, ToolInvocation};
 
@@ -180,7 +184,9 @@ pub struct ProviderToolCall {
     pub provider_metadata: Value,
 }
 
-/// A provider reply that breaks the request's contract. The run fails fast.
+/// A provider reply that breaks the request's contract. A malformed call
+/// fails the run; an unknown name in a model's reply is kept as an
+/// [`UnknownToolCall`] and answered instead (the run loop decides).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelCallError {
     #[error("model.invalid_tool_call: {0}")]
@@ -273,8 +279,32 @@ impl ModelTurn {
         })
     }
 
-    /// Decode a provider's tool call into a canonical invocation.
+    /// Decode a provider's tool call into a canonical invocation; a name
+    /// this request did not offer is an error (a call no model made:
+    /// `toolhost call`, the API).
     pub fn decode_call(&self, call: ProviderToolCall) -> Result<ToolInvocation, ModelCallError> {
+        self.decode(call)?.map_err(|unknown| unknown.error())
+    }
+
+    /// Decode a model's tool call into a reply's part: a canonical
+    /// invocation, or — for a name this request did not offer — an
+    /// [`UnknownToolCall`] that keeps the name and the hint, for the run
+    /// loop to answer. A call without id or name is still an error: there
+    /// is nothing to answer it under.
+    pub fn decode_part(
+        &self,
+        call: ProviderToolCall,
+    ) -> Result<AgentModelContentPart, ModelCallError> {
+        Ok(match self.decode(call)? {
+            Ok(call) => AgentModelContentPart::ToolCall { call },
+            Err(call) => AgentModelContentPart::UnknownToolCall { call },
+        })
+    }
+
+    fn decode(
+        &self,
+        call: ProviderToolCall,
+    ) -> Result<Result<ToolInvocation, UnknownToolCall>, ModelCallError> {
         let call_id = call
             .call_id
             .filter(|id| !id.trim().is_empty())
@@ -285,13 +315,54 @@ impl ModelTurn {
             .ok_or_else(|| {
                 ModelCallError::InvalidToolCall(format!("tool call `{call_id}` has no name"))
             })?;
-        let tool = self.resolve(&name)?;
-        Ok(ToolInvocation {
-            call_id,
-            tool_id: tool.tool_id.clone(),
-            arguments: normalize_arguments(call.arguments),
-            provider_metadata: call.provider_metadata,
+        let arguments = normalize_arguments(call.arguments);
+        Ok(match self.resolve(&name) {
+            Ok(tool) => Ok(ToolInvocation {
+                call_id,
+                tool_id: tool.tool_id.clone(),
+                arguments,
+                provider_metadata: call.provider_metadata,
+            }),
+            Err(ModelCallError::UnknownToolCall { hint, .. }) => Err(UnknownToolCall {
+                call_id,
+                name,
+                arguments,
+                provider_metadata: call.provider_metadata,
+                hint,
+            }),
+            Err(other) => return Err(other),
         })
+    }
+
+    /// What the model reads when it called `name`, which this request did
+    /// not offer: the decoder's hint, and this request's aliases (the only
+    /// names that resolve).
+    pub fn unknown_call_message(&self, call: &UnknownToolCall) -> String {
+        let aliases: Vec<String> = self
+            .tools
+            .iter()
+            .map(|tool| format!("`{}`", tool.model_alias))
+            .collect();
+        let offered = if aliases.is_empty() {
+            "no tool is offered in this request".to_owned()
+        } else {
+            format!("the tools you can call are {}", aliases.join(", "))
+        };
+        format!(
+            "`{}` is not a tool of this request{}; {offered}. Call one of them by exactly that name.",
+            shown_name(&call.name),
+            call.hint
+        )
+    }
+}
+
+/// A model's name as its error shows it: an invented name is the model's
+/// text, so a long one is cut (it is kept whole in the stored reply).
+pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
+    const SHOWN: usize = 128;
+    match name.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}…", &name[..end]).into(),
+        None => name.into(),
     }
 }
 

@@ -82,7 +82,7 @@ pub use agent_loop::{
     AgentTaskEnded, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
     ChildResultsInjected, DirectOutputCaptured, DriftRecoveryAttempted, ModelCallAttemptFailed,
     ModelCompleted, PersistentChangesCommitted, PreservedCommit, RunCancelled, RunPartialSuccess,
-    TaskReturnCompleted,
+    TaskReturnCompleted, ToolCallUnknown,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

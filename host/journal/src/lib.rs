@@ -31,7 +31,7 @@ pub use events::{
     PreservedCommit, RunCancelled, RunCompleted, RunFailed, RunPartialSuccess, RunResumed,
     RunStarted, TaskReturnCompleted, ToolCallApprovalDecided, ToolCallApprovalRequested,
     ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested, ToolCallStarted,
-    ToolCallSystemFailed, ToolResultStored,
+    ToolCallSystemFailed, ToolCallUnknown, ToolResultStored,
 };
 pub use journal::{
     Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent, Observer,

@@ -248,16 +248,18 @@ impl ScriptedModel {
             {
                 return Err(DecodeError::DuplicateCallId(id.clone()).into());
             }
-            let invocation = request
+            // Decoded as a provider's reply is: an unknown name comes back
+            // as an `UnknownToolCall` part for the run loop to answer.
+            let part = request
                 .turn
-                .decode_call(ProviderToolCall {
+                .decode_part(ProviderToolCall {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                     provider_metadata: Value::Null,
                 })
                 .map_err(DecodeError::from)?;
-            parts.push(AgentModelContentPart::ToolCall { call: invocation });
+            parts.push(part);
         }
         let finish_reason = if reply.tool_calls.is_empty() {
             FinishReason::Stop

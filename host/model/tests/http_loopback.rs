@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{Canned, golden, provider_fixture, serve};
-use toolhost_core::{AgentModelMessage, Classified, ToolId};
-use toolhost_model::{AgentModel, HttpModel, HttpModelConfig, ModelError};
+use toolhost_core::{AgentModelMessage, Classified, ModelCall, ToolId};
+use toolhost_model::{AgentModel, HttpModel, HttpModelConfig};
 use toolhost_providers::{GeminiSchemaMode, Provider};
 
 const KEY: &str = "sk-test-loopback";
@@ -217,10 +217,19 @@ async fn http_failures_are_typed_and_say_whether_to_retry() {
     let garbage = model.complete(&request).await.expect_err("not json");
     assert_eq!(garbage.code(), "model.invalid_response");
 
-    // A canonical name is not an alias of this request: fail fast.
-    let unknown = model.complete(&request).await.expect_err("unknown alias");
-    assert_eq!(unknown.code(), "model.unknown_tool_call");
-    assert!(matches!(unknown, ModelError::Decode(_)));
+    // A canonical name is not an alias of this request: never resolved,
+    // kept typed for the run loop to answer.
+    let unknown = model.complete(&request).await.expect("a reply");
+    let mut calls = unknown.response.message.calls();
+    match calls.next() {
+        Some(ModelCall::Unknown(call)) => {
+            assert_eq!(call.name, "builtin:dice.roll");
+            assert_eq!(call.error().code(), "model.unknown_tool_call");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(calls.next().is_none());
+    assert_eq!(unknown.response.message.tool_calls().count(), 0);
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ mod support;
 
 use serde_json::json;
 use support::golden;
-use toolhost_core::{AgentModelMessage, Classified, FinishReason};
+use toolhost_core::{AgentModelMessage, Classified, FinishReason, ModelCall};
 use toolhost_model::{AgentModel, ScriptedModel};
 
 fn request() -> toolhost_core::AgentModelRequest {
@@ -58,10 +58,6 @@ async fn replies_come_in_order_and_calls_resolve_through_the_turn() {
 async fn a_script_breaking_the_turn_fails_like_a_provider_would() {
     let cases = [
         (
-            json!([{"toolCalls": [{"id": "c", "name": "builtin:dice.roll"}]}]),
-            "model.unknown_tool_call",
-        ),
-        (
             json!([{"toolCalls": [{"name": "dice_roll"}]}]),
             "model.invalid_tool_call",
         ),
@@ -79,6 +75,27 @@ async fn a_script_breaking_the_turn_fails_like_a_provider_would() {
         let error = model.complete(&request()).await.expect_err("refused");
         assert_eq!(error.code(), code, "{replies}");
     }
+}
+
+#[tokio::test]
+async fn a_scripted_unknown_name_comes_back_typed_like_a_providers() {
+    let model = ScriptedModel::parse(
+        &script(json!([{"toolCalls": [
+            {"id": "c1", "name": "builtin:dice.roll"},
+            {"id": "c2", "name": "dice_roll"},
+        ]}])),
+        "inline",
+    )
+    .expect("script");
+    let reply = model.complete(&request()).await.expect("a reply");
+    let calls: Vec<ModelCall<'_>> = reply.response.message.calls().collect();
+    assert_eq!(calls.len(), 2);
+    let ModelCall::Unknown(unknown) = calls[0] else {
+        panic!("{:?}", calls[0]);
+    };
+    assert_eq!(unknown.name, "builtin:dice.roll");
+    assert!(unknown.hint.contains("dice_roll"), "{}", unknown.hint);
+    assert!(matches!(calls[1], ModelCall::Tool(call) if call.tool_id == golden::dice()));
 }
 
 #[test]

@@ -26,7 +26,7 @@ use crate::error::{DecodeError, EncodeError, invalid};
 use crate::json::{self, Object};
 use crate::metadata;
 use crate::schema::{self, OPENAI_ANTHROPIC_NAMES};
-use crate::sse::{self, SseEvent, StreamAssembler};
+use crate::sse::{SseEvent, StreamAssembler};
 
 pub const PROVIDER: &str = "anthropic";
 
@@ -313,10 +313,10 @@ impl StreamAssembler for AnthropicStream<'_> {
             "content_block_start" => {
                 let index = json::required_index(map, "index", "event")?;
                 let block = json::required_object(map, "content_block", "event")?;
-                if block.get("type").and_then(Value::as_str) == Some("tool_use")
-                    && let Some(name) = json::optional_str(block, "name", "event.content_block")?
-                {
-                    sse::check_name_early(self.turn, name)?;
+                if block.get("type").and_then(Value::as_str) == Some("tool_use") {
+                    // Its name is decoded with the rest of the call: an
+                    // unknown one is kept for the run loop to answer.
+                    json::optional_str(block, "name", "event.content_block")?;
                 }
                 if self
                     .blocks

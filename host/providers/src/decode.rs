@@ -51,7 +51,7 @@ impl<'t> Reply<'t> {
     }
 
     /// Decode one call: its arguments against the wire contract, then id,
-    /// name and alias through [`ModelTurn::decode_call`], then uniqueness.
+    /// name and alias through [`ModelTurn::decode_part`], then uniqueness.
     pub(crate) fn call(&mut self, mut call: ProviderToolCall) -> Result<(), DecodeError> {
         // An empty argument text is no arguments, as `null` is: a call
         // without parameters, streamed or not, decodes to `{}`.
@@ -80,12 +80,15 @@ impl<'t> Reply<'t> {
                 )));
             }
         }
-        let invocation = self.turn.decode_call(call)?;
-        if !self.call_ids.insert(invocation.call_id.clone()) {
-            return Err(DecodeError::DuplicateCallId(invocation.call_id));
+        // A name the request did not offer comes back typed, as an
+        // `UnknownToolCall` part: the run loop decides what it becomes.
+        let part = self.turn.decode_part(call)?;
+        if let Some(call_id) = part.call_id()
+            && !self.call_ids.insert(call_id.to_owned())
+        {
+            return Err(DecodeError::DuplicateCallId(call_id.to_owned()));
         }
-        self.parts
-            .push(AgentModelContentPart::ToolCall { call: invocation });
+        self.parts.push(part);
         Ok(())
     }
 

@@ -8,6 +8,8 @@
 //!
 //! - a past call is sent under the CURRENT request's alias of its ToolId; a
 //!   ToolId the request no longer offers fails (`provider.historical_tool_missing`);
+//!   a call under a name no request offered goes back under that name, with
+//!   the error that answered it;
 //! - every call has exactly one result, in the tool messages right after
 //!   its assistant message, and the result's `call_id + tool_id` equal the
 //!   call's (SPEC §2);
@@ -18,8 +20,8 @@ use std::collections::HashSet;
 use serde_json::Value;
 use toolhost_core::turn::ModelTurn;
 use toolhost_core::{
-    AgentModelContentPart, AgentModelRequest, AgentModelRole, AgentModelTool, AgentToolResult,
-    ToolChoice, ToolInvocation,
+    AgentModelContentPart, AgentModelRequest, AgentModelRole, AgentModelTool, ToolChoice,
+    ToolInvocation,
 };
 
 use crate::error::EncodeError;
@@ -53,14 +55,44 @@ pub(crate) enum Item<'a> {
     /// signatures by it).
     Text { text: &'a str, part: usize },
     Call {
-        call: &'a ToolInvocation,
+        call: CallView<'a>,
         alias: &'a str,
         metadata: Option<&'a Object>,
     },
     Result {
-        result: &'a AgentToolResult,
+        result: ResultView<'a>,
         alias: &'a str,
     },
+}
+
+/// A past call as the wire needs it. `alias` beside it is the current
+/// alias of its tool, or — for a call under a name the request did not
+/// offer — that name as the model sent it, so its answer pairs with it.
+pub(crate) struct CallView<'a> {
+    pub call_id: &'a str,
+    pub arguments: &'a Value,
+}
+
+/// A past result as the wire needs it.
+pub(crate) struct ResultView<'a> {
+    pub call_id: &'a str,
+    pub is_error: bool,
+    text: String,
+}
+
+impl ResultView<'_> {
+    /// Exactly what the model reads.
+    pub fn model_text(&self) -> String {
+        self.text.clone()
+    }
+}
+
+/// A call of the last assistant message still waiting for its result.
+struct Pending<'a> {
+    call_id: &'a str,
+    alias: &'a str,
+    /// `None` for an unknown call.
+    known: Option<&'a ToolInvocation>,
 }
 
 /// Check the history of `request` and resolve it against its turn.
@@ -76,7 +108,7 @@ pub(crate) fn prepare<'a>(
     let turn = &request.turn;
     let mut seen_calls = HashSet::new();
     // Calls of the last assistant message still waiting for their result.
-    let mut pending: Vec<&ToolInvocation> = Vec::new();
+    let mut pending: Vec<Pending<'a>> = Vec::new();
     let mut turns = Vec::with_capacity(request.messages.len());
     for (index, message) in request.messages.iter().enumerate() {
         if message.parts.is_empty() {
@@ -101,38 +133,79 @@ pub(crate) fn prepare<'a>(
                     AgentModelContentPart::Text { text },
                 ) => Item::Text { text, part },
                 (AgentModelRole::Assistant, AgentModelContentPart::ToolCall { call }) => {
-                    if !seen_calls.insert(call.call_id.as_str()) {
-                        return Err(EncodeError::InvalidHistory(format!(
-                            "call id `{}` appears twice in the history",
-                            call.call_id
-                        )));
-                    }
-                    pending.push(call);
+                    let alias = alias(turn, call)?;
+                    expect_new(&mut seen_calls, &call.call_id)?;
+                    pending.push(Pending {
+                        call_id: &call.call_id,
+                        alias,
+                        known: Some(call),
+                    });
                     Item::Call {
-                        call,
-                        alias: alias(turn, call)?,
+                        call: CallView {
+                            call_id: &call.call_id,
+                            arguments: &call.arguments,
+                        },
+                        alias,
+                        metadata: metadata::own(provider, &call.provider_metadata, || {
+                            format!("tool call `{}`", call.call_id)
+                        })?,
+                    }
+                }
+                // A name the request did not offer goes back as the model
+                // sent it: it resolves to nothing, now as then.
+                (AgentModelRole::Assistant, AgentModelContentPart::UnknownToolCall { call }) => {
+                    expect_new(&mut seen_calls, &call.call_id)?;
+                    pending.push(Pending {
+                        call_id: &call.call_id,
+                        alias: &call.name,
+                        known: None,
+                    });
+                    Item::Call {
+                        call: CallView {
+                            call_id: &call.call_id,
+                            arguments: &call.arguments,
+                        },
+                        alias: &call.name,
                         metadata: metadata::own(provider, &call.provider_metadata, || {
                             format!("tool call `{}`", call.call_id)
                         })?,
                     }
                 }
                 (AgentModelRole::Tool, AgentModelContentPart::ToolResult { result }) => {
-                    let position = pending
-                        .iter()
-                        .position(|call| call.call_id == result.call_id)
-                        .ok_or_else(|| {
-                            EncodeError::InvalidHistory(format!(
-                                "message {index} holds a result for call `{}`, which no earlier assistant message is waiting for",
-                                result.call_id
-                            ))
-                        })?;
-                    let call = pending.remove(position);
+                    let call = take_pending(&mut pending, &result.call_id, index)?;
+                    let Some(invocation) = call.known else {
+                        return Err(EncodeError::InvalidHistory(format!(
+                            "message {index} answers call `{}`, whose name was unknown, with a tool's result",
+                            result.call_id
+                        )));
+                    };
                     result
-                        .check_identity(call)
+                        .check_identity(invocation)
                         .map_err(|mismatch| EncodeError::InvalidHistory(mismatch.to_string()))?;
                     Item::Result {
-                        result,
-                        alias: alias(turn, call)?,
+                        result: ResultView {
+                            call_id: &result.call_id,
+                            is_error: result.is_error,
+                            text: result.model_text(),
+                        },
+                        alias: call.alias,
+                    }
+                }
+                (AgentModelRole::Tool, AgentModelContentPart::UnknownToolResult { result }) => {
+                    let call = take_pending(&mut pending, &result.call_id, index)?;
+                    if call.known.is_some() || call.alias != result.name {
+                        return Err(EncodeError::InvalidHistory(format!(
+                            "message {index} answers call `{}` as the unknown `{}`, which it is not",
+                            result.call_id, result.name
+                        )));
+                    }
+                    Item::Result {
+                        result: ResultView {
+                            call_id: &result.call_id,
+                            is_error: true,
+                            text: result.model_text(),
+                        },
+                        alias: call.alias,
                     }
                 }
                 (role, content) => {
@@ -169,12 +242,39 @@ fn alias<'a>(turn: &'a ModelTurn, call: &ToolInvocation) -> Result<&'a str, Enco
         })
 }
 
-fn call_list(calls: &[&ToolInvocation]) -> String {
+fn call_list(calls: &[Pending<'_>]) -> String {
     calls
         .iter()
         .map(|call| format!("`{}`", call.call_id))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn expect_new<'a>(seen: &mut HashSet<&'a str>, call_id: &'a str) -> Result<(), EncodeError> {
+    if seen.insert(call_id) {
+        Ok(())
+    } else {
+        Err(EncodeError::InvalidHistory(format!(
+            "call id `{call_id}` appears twice in the history"
+        )))
+    }
+}
+
+/// The waiting call `call_id` answers, taken off the list.
+fn take_pending<'a>(
+    pending: &mut Vec<Pending<'a>>,
+    call_id: &str,
+    index: usize,
+) -> Result<Pending<'a>, EncodeError> {
+    let position = pending
+        .iter()
+        .position(|call| call.call_id == call_id)
+        .ok_or_else(|| {
+            EncodeError::InvalidHistory(format!(
+                "message {index} holds a result for call `{call_id}`, which no earlier assistant message is waiting for"
+            ))
+        })?;
+    Ok(pending.remove(position))
 }
 
 fn role_name(role: AgentModelRole) -> &'static str {
@@ -190,6 +290,8 @@ fn part_name(part: &AgentModelContentPart) -> &'static str {
         AgentModelContentPart::Text { .. } => "text",
         AgentModelContentPart::ToolCall { .. } => "tool call",
         AgentModelContentPart::ToolResult { .. } => "tool result",
+        AgentModelContentPart::UnknownToolCall { .. } => "unknown tool call",
+        AgentModelContentPart::UnknownToolResult { .. } => "unknown tool result",
     }
 }
 
@@ -247,8 +349,8 @@ pub(crate) fn choice(turn: &ModelTurn) -> Result<Choice<'_>, EncodeError> {
 /// string is the text it sent, so it goes back verbatim. Anything else is
 /// serialized (keys in serde_json's order: the text may differ from the
 /// model's bytes, never its meaning).
-pub(crate) fn arguments_text(call: &ToolInvocation) -> String {
-    match &call.arguments {
+pub(crate) fn arguments_text(call: &CallView<'_>) -> String {
+    match call.arguments {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     }
@@ -257,13 +359,13 @@ pub(crate) fn arguments_text(call: &ToolInvocation) -> String {
 /// A call's arguments for providers whose wire form is an object.
 pub(crate) fn arguments_object(
     provider: &'static str,
-    call: &ToolInvocation,
+    call: &CallView<'_>,
 ) -> Result<Value, EncodeError> {
-    match &call.arguments {
+    match call.arguments {
         Value::Object(_) => Ok(call.arguments.clone()),
         other => Err(EncodeError::ArgumentsNotObject {
             provider,
-            call_id: call.call_id.clone(),
+            call_id: call.call_id.to_owned(),
             found: kind(other),
         }),
     }

@@ -86,9 +86,10 @@ impl Classified for EncodeError {
 /// A provider reply this adapter refuses to interpret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    /// Missing call id, empty name (`model.invalid_tool_call`) or a name that
-    /// is not one of this request's aliases (`model.unknown_tool_call`), as
-    /// [`toolhost_core::ModelTurn::decode_call`] decided.
+    /// Missing call id or empty name (`model.invalid_tool_call`), as
+    /// [`toolhost_core::ModelTurn::decode_part`] decided. (A name that is
+    /// not one of this request's aliases is not an error here: it decodes
+    /// to an `UnknownToolCall` part the run loop answers.)
     #[error(transparent)]
     ToolCall(#[from] ModelCallError),
     /// A call whose shape breaks the provider's own contract (arguments that

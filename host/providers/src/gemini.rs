@@ -345,9 +345,9 @@ impl<'t> GeminiStream<'t> {
         let map = json::object(part, path)?;
         if let Some(call) = map.get("functionCall") {
             let call = json::object(call, path)?;
-            if let Some(name) = json::optional_str(call, "name", path)? {
-                sse::check_name_early(self.turn, name)?;
-            }
+            // Its name is decoded with the rest of the call: an unknown
+            // one is kept for the run loop to answer.
+            json::optional_str(call, "name", path)?;
         }
         let is_plain_text = |map: &Object| map.contains_key("text") && !map.contains_key("thought");
         if is_plain_text(map) {

@@ -271,9 +271,6 @@ impl<'t> ChatStream<'t> {
                 let function = json::object(function, path)?;
                 let name = json::optional_str(function, "name", path)?;
                 sse::set_once(&mut call.name, name, &what("name"))?;
-                if let Some(name) = name {
-                    sse::check_name_early(self.turn, name)?;
-                }
                 if let Some(arguments) = json::optional_str(function, "arguments", path)? {
                     call.arguments.push_str(arguments);
                 }

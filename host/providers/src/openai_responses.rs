@@ -29,7 +29,7 @@ use crate::error::{DecodeError, EncodeError, invalid};
 use crate::json::{self, Object};
 use crate::metadata;
 use crate::schema::{self, OPENAI_ANTHROPIC_NAMES};
-use crate::sse::{self, SseEvent, StreamAssembler};
+use crate::sse::{SseEvent, StreamAssembler};
 
 pub const PROVIDER: &str = "openai_responses";
 
@@ -133,7 +133,7 @@ fn assistant_items(
                 if let Some(item_id) = metadata.and_then(|fields| fields.get("itemId")) {
                     wire.insert("id".into(), item_id.clone());
                 }
-                wire.insert("call_id".into(), call.call_id.clone().into());
+                wire.insert("call_id".into(), call.call_id.into());
                 wire.insert("name".into(), (*alias).into());
                 wire.insert("arguments".into(), encode::arguments_text(call).into());
                 input.push(Value::Object(wire));
@@ -302,10 +302,10 @@ impl<'t> ResponsesStream<'t> {
     fn add_item(&mut self, event: &Object, done: bool) -> Result<(), DecodeError> {
         let index = json::required_index(event, "output_index", "event")?;
         let item = json::required_object(event, "item", "event")?;
-        if item.get("type").and_then(Value::as_str) == Some("function_call")
-            && let Some(name) = json::optional_str(item, "name", "event.item")?
-        {
-            sse::check_name_early(self.turn, name)?;
+        if item.get("type").and_then(Value::as_str) == Some("function_call") {
+            // Its name is decoded with the rest of the call: an unknown one
+            // is kept for the run loop to answer.
+            json::optional_str(item, "name", "event.item")?;
         }
         match (self.items.get(&index), done) {
             (Some(_), false) => {

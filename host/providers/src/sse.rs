@@ -12,7 +12,6 @@
 //! chunk instead, so no runtime or futures dependency is needed here.
 
 use toolhost_core::AgentModelResponse;
-use toolhost_core::turn::ModelTurn;
 
 use crate::error::{DecodeError, invalid};
 
@@ -128,26 +127,15 @@ pub fn frame_sse(body: &str) -> Result<Vec<SseEvent>, DecodeError> {
 
 /// Turns one provider's stream of events into the reply a non-streaming
 /// call would have decoded to. Feed every event in order, then `finish`.
-/// Names are resolved through the request's turn only, as in
-/// `decode_response`; a call to an unknown alias fails as soon as its name
-/// arrives.
+/// Names are resolved through the request's turn only, when the call is
+/// whole, as in `decode_response`: a call to an unknown alias is kept as an
+/// `UnknownToolCall` part for the run loop to answer.
 pub trait StreamAssembler {
     fn push(&mut self, event: &SseEvent) -> Result<(), DecodeError>;
 
     /// The stream ended: the reply, or `model.stream_incomplete` when the
     /// provider's terminal event never came.
     fn finish(self: Box<Self>) -> Result<AgentModelResponse, DecodeError>;
-}
-
-/// A call's name, checked as soon as it arrives: a stream that calls a
-/// tool this request does not offer is abandoned at once rather than read
-/// to the end. (Blank names are left to the final decode, which reports
-/// them as `model.invalid_tool_call` exactly as a whole response would.)
-pub(crate) fn check_name_early(turn: &ModelTurn, name: &str) -> Result<(), DecodeError> {
-    if !name.trim().is_empty() {
-        turn.resolve(name)?;
-    }
-    Ok(())
 }
 
 /// A field a stream sends once per call (its id, its name) and may repeat,

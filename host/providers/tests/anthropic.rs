@@ -259,17 +259,20 @@ fn hostile_responses_fail_fast_with_typed_errors() {
             "a tool call has no call id".into()
         ))
     );
+    // A name the request did not offer is kept typed, never resolved.
+    let kept = |name: &str| {
+        let mut body = response_fixture();
+        body["content"][2]["name"] = json!(name);
+        only_unknown(&decode(&body).expect("kept")).error()
+    };
     assert_eq!(
-        mutate(2, "name", json!("mcp__other__get-forecast")),
-        DecodeError::ToolCall(ModelCallError::UnknownToolCall {
+        kept("mcp__other__get-forecast"),
+        ModelCallError::UnknownToolCall {
             name: "mcp__other__get-forecast".into(),
             hint: String::new()
-        })
+        }
     );
-    assert_eq!(
-        mutate(2, "name", json!("dice.roll")).code(),
-        "model.unknown_tool_call"
-    );
+    assert_eq!(kept("dice.roll").code(), "model.unknown_tool_call");
     // `input` must be an object: a JSON text, an array or nothing is refused.
     for (input, found) in [
         (json!("{\"formula\":\"1d20\"}"), "a string"),
@@ -363,15 +366,13 @@ fn truncated_and_hostile_streams() {
         assembler.push(&input_delta(5, "{")).expect_err("orphan"),
         DecodeError::InvalidResponse("a delta for content block 5, which was never started".into())
     );
-    // An unknown alias fails at its block start.
+    // An unknown alias is not refused at its block start: the whole call
+    // is kept typed for the run loop.
     let mut assembler = ANTHROPIC.stream_assembler(&turn);
-    assert_eq!(
-        assembler
-            .push(&tool_use_start(0, "toolu_1", "get_weather"))
-            .expect_err("unknown")
-            .code(),
-        "model.unknown_tool_call"
-    );
+    assembler.push(&message_start()).expect("start");
+    assembler
+        .push(&tool_use_start(0, "toolu_1", "get_weather"))
+        .expect("kept");
     // A mid-stream error event.
     let mut assembler = ANTHROPIC.stream_assembler(&turn);
     assert_eq!(
@@ -413,4 +414,22 @@ fn history_arguments_must_be_objects() {
             found: "a string",
         }
     );
+}
+
+#[test]
+fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
+    let messages = unknown_exchange("toolu_9", "get_weather", Value::Null);
+    let body = ANTHROPIC
+        .encode_request(&request(MODEL, messages, turn()), false)
+        .expect("encodes");
+    let sent = &body["messages"];
+    let call = &sent[1]["content"][0];
+    assert_eq!(call["type"], "tool_use");
+    assert_eq!(call["id"], "toolu_9");
+    assert_eq!(call["name"], "get_weather");
+    assert_eq!(call["input"], json!({"city": "Paris"}));
+    let answer = &sent[2]["content"][0];
+    assert_eq!(answer["type"], "tool_result");
+    assert_eq!(answer["tool_use_id"], "toolu_9");
+    assert_eq!(answer["is_error"], true);
 }

@@ -263,15 +263,17 @@ fn hostile_responses_fail_fast_with_typed_errors() {
             "a tool call has no call id".into()
         ))
     );
+    // A name the request did not offer is kept typed, never resolved.
     assert_eq!(
-        mutate(1, "name", json!("roll_dice")).expect_err("unknown"),
-        DecodeError::ToolCall(ModelCallError::UnknownToolCall {
+        only_unknown(&mutate(1, "name", json!("roll_dice")).expect("kept")).error(),
+        ModelCallError::UnknownToolCall {
             name: "roll_dice".into(),
             hint: String::new()
-        })
+        }
     );
-    // Dots are legal Gemini names: the canonical native name is still refused.
-    let canonical = mutate(1, "name", json!("dice.roll")).expect_err("canonical");
+    // Dots are legal Gemini names: the canonical native name is still not
+    // resolved.
+    let canonical = only_unknown(&mutate(1, "name", json!("dice.roll")).expect("kept")).error();
     assert_eq!(canonical.code(), "model.unknown_tool_call");
     assert!(
         canonical
@@ -337,15 +339,13 @@ fn truncated_and_hostile_streams() {
         assemble(GEMINI.stream_assembler(&turn), &events[..events.len() - 1]).expect_err("cut"),
         DecodeError::StreamIncomplete("the stream ended without a finishReason".into())
     );
-    let mut assembler = GEMINI.stream_assembler(&turn);
-    let unknown = chunk(
+    // An unknown alias streams to the end and is kept typed.
+    let unknown = [chunk(
         json!([{"functionCall": {"id": "x", "name": "get_weather", "args": {}}}]),
-        None,
-    );
-    assert_eq!(
-        assembler.push(&unknown).expect_err("unknown").code(),
-        "model.unknown_tool_call"
-    );
+        Some("STOP"),
+    )];
+    let reply = assemble(GEMINI.stream_assembler(&turn), &unknown).expect("kept");
+    assert_eq!(only_unknown(&reply).name, "get_weather");
     let duplicate = [
         chunk(
             json!([{"functionCall": {"id": "x", "name": "dice_roll", "args": {"formula": "d4"}}}]),
@@ -438,4 +438,21 @@ fn consecutive_turns_merge_by_role() {
         json!([{"text": "One."}, {"text": "Two."}])
     );
     assert_eq!(body["contents"][4]["parts"][1], json!({"text": "Three."}));
+}
+
+#[test]
+fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
+    let messages = unknown_exchange("x9", "get_weather", signed("CiwBjz1rX0Kx"));
+    let body = GEMINI
+        .encode_request(&request(MODEL, messages, turn()), false)
+        .expect("encodes");
+    let contents = &body["contents"];
+    let call = &contents[1]["parts"][0];
+    assert_eq!(call["functionCall"]["id"], "x9");
+    assert_eq!(call["functionCall"]["name"], "get_weather");
+    assert_eq!(call["thoughtSignature"], "CiwBjz1rX0Kx");
+    let answer = &contents[2]["parts"][0]["functionResponse"];
+    assert_eq!(answer["id"], "x9");
+    assert_eq!(answer["name"], "get_weather");
+    assert!(answer["response"]["error"].is_string(), "{answer}");
 }

@@ -246,14 +246,21 @@ fn hostile_responses_fail_fast_with_typed_errors() {
             "a tool call has no call id".into()
         ))
     );
+    // A name the request did not offer is kept typed for the run loop,
+    // never resolved.
+    let kept = |name: &str| {
+        let mut body = response_fixture();
+        set_call(&mut body, 0, "name", json!(name));
+        decode(&body).expect("kept")
+    };
     assert_eq!(
-        mutate(0, "name", json!("get_weather")),
-        DecodeError::ToolCall(ModelCallError::UnknownToolCall {
+        only_unknown(&kept("get_weather")).error(),
+        ModelCallError::UnknownToolCall {
             name: "get_weather".into(),
             hint: String::new()
-        })
+        }
     );
-    let canonical = mutate(0, "name", json!("builtin:dice.roll"));
+    let canonical = only_unknown(&kept("builtin:dice.roll")).error();
     assert_eq!(
         canonical.to_string(),
         "model.unknown_tool_call: `builtin:dice.roll` is not a tool of this request (`builtin:dice.roll` is a tool's canonical name; this request calls it `dice_roll`)"
@@ -343,22 +350,24 @@ fn hostile_streams() {
         assemble(CHAT.stream_assembler(&turn), &after_done).expect_err("after done"),
         DecodeError::InvalidResponse("an event arrived after `[DONE]`".into())
     );
-    // An unknown alias fails when its first fragment arrives.
-    let mut assembler = CHAT.stream_assembler(&turn);
-    let unknown = SseEvent::new(
-        None,
-        json!({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 0, "id": "call_1", "function": {"name": "get_weather", "arguments": ""}}
-        ]}}]})
-        .to_string(),
-    );
-    assert_eq!(
-        assembler.push(&unknown).expect_err("unknown"),
-        DecodeError::ToolCall(ModelCallError::UnknownToolCall {
-            name: "get_weather".into(),
-            hint: String::new()
-        })
-    );
+    // An unknown alias streams to the end and is kept typed.
+    let unknown = [
+        SseEvent::new(
+            None,
+            json!({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "id": "call_1", "function": {"name": "get_weather", "arguments": ""}}
+            ]}}]})
+            .to_string(),
+        ),
+        SseEvent::new(
+            None,
+            json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+                .to_string(),
+        ),
+        SseEvent::new(None, "[DONE]"),
+    ];
+    let reply = assemble(CHAT.stream_assembler(&turn), &unknown).expect("kept");
+    assert_eq!(only_unknown(&reply).name, "get_weather");
     // A call whose id changes mid-stream.
     let mut changed = events.clone();
     changed.insert(
@@ -413,5 +422,27 @@ fn hostile_streams() {
             ))
             .expect_err("error"),
         DecodeError::ProviderError("overloaded".into())
+    );
+}
+
+#[test]
+fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
+    let messages = unknown_exchange("call_9", "get_weather", Value::Null);
+    let body = CHAT
+        .encode_request(&request("gpt-4.1", messages, turn()), false)
+        .expect("encodes");
+    let sent = &body["messages"];
+    let call = &sent[2]["tool_calls"][0];
+    assert_eq!(call["id"], "call_9");
+    assert_eq!(call["function"]["name"], "get_weather");
+    assert_eq!(call["function"]["arguments"], r#"{"city":"Paris"}"#);
+    assert_eq!(sent[3]["role"], "tool");
+    assert_eq!(sent[3]["tool_call_id"], "call_9");
+    assert!(
+        sent[3]["content"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("## Tool error")
+                && text.contains("`get_weather` is not a tool")),
+        "{sent}"
     );
 }

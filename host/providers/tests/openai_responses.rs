@@ -216,12 +216,15 @@ fn hostile_responses_fail_fast_with_typed_errors() {
             "a tool call has no call id".into()
         ))
     );
+    // A name the request did not offer is kept typed, never resolved.
+    let kept = |name: &str| {
+        let mut body = response_fixture();
+        body["output"][1]["name"] = json!(name);
+        only_unknown(&decode(&body).expect("kept")).error()
+    };
+    assert_eq!(kept("roll").code(), "model.unknown_tool_call");
     assert_eq!(
-        mutate(1, "name", json!("roll")).code(),
-        "model.unknown_tool_call"
-    );
-    assert_eq!(
-        mutate(1, "name", json!("dice.roll")).to_string(),
+        kept("dice.roll").to_string(),
         "model.unknown_tool_call: `dice.roll` is not a tool of this request (`dice.roll` is a tool's canonical name; this request calls it `dice_roll`)"
     );
     assert_eq!(
@@ -321,13 +324,13 @@ fn truncated_and_hostile_streams() {
             "an event refers to output item 4, which is not an open `function_call` item".into()
         )
     );
-    // An unknown alias fails when its item is added.
+    // An unknown alias is not refused when its item is added: the whole
+    // call is kept typed for the run loop.
     let mut assembler = RESPONSES.stream_assembler(&turn);
-    let error = assembler
+    assembler
         .push(&event(json!({"type": "response.output_item.added", "output_index": 0, "item": {
             "type": "function_call", "call_id": "call_1", "name": "workspace.read_file", "arguments": ""}})))
-        .expect_err("unknown");
-    assert_eq!(error.code(), "model.unknown_tool_call");
+        .expect("kept");
     // Failure events.
     let mut assembler = RESPONSES.stream_assembler(&turn);
     assert_eq!(
@@ -390,5 +393,31 @@ fn metadata_of_another_provider_or_unreadable_is_refused() {
         body["input"][2],
         json!({"type": "function_call", "call_id": "call_Rr1ollA9", "name": "dice_roll",
                "arguments": "{\"formula\":\"2d6\"}"})
+    );
+}
+
+#[test]
+fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
+    let messages = unknown_exchange("call_9", "get_weather", Value::Null);
+    let body = RESPONSES
+        .encode_request(&request("o4-mini", messages, turn()), false)
+        .expect("encodes");
+    let items = body["input"].as_array().expect("input");
+    let call = items
+        .iter()
+        .find(|item| item["type"] == "function_call")
+        .expect("the call");
+    assert_eq!(call["call_id"], "call_9");
+    assert_eq!(call["name"], "get_weather");
+    let output = items
+        .iter()
+        .find(|item| item["type"] == "function_call_output")
+        .expect("its answer");
+    assert_eq!(output["call_id"], "call_9");
+    assert!(
+        output["output"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("## Tool error")),
+        "{output}"
     );
 }

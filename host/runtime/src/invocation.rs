@@ -237,6 +237,13 @@ impl InvocationSession {
         &self.gate
     }
 
+    /// Charge a call under a name its turn did not offer to the total
+    /// ([`ToolRequestGate::charge_unknown`]): nothing runs, the run loop
+    /// answers it.
+    pub fn charge_unknown(&mut self) -> Result<u32, toolhost_core::GateRejection> {
+        self.gate.charge_unknown()
+    }
+
     pub fn round(&self) -> u32 {
         self.round
     }

@@ -17,7 +17,7 @@ use toolhost_journal::Replica;
 use toolhost_journal::{
     ContextAssembled, Durability, Event, Observer, PreservedCommit, Recovery, RootSpec,
     RunCompleted, RunDirectory, RunFailed, RunLayout, RunManifest, RunPartialSuccess, RunResumed,
-    RunStarted, read_events,
+    RunStarted, ToolCallUnknown, read_events,
 };
 
 use toolhost_capabilities::SkillAccess;
@@ -561,6 +561,7 @@ impl Run {
         })?;
         let events = read_events(self.layout.journal().absolute)?;
         let mut started = Vec::new();
+        let mut unknown_charged = 0_u32;
         let mut round = 0;
         let mut skill_chars = 0_u64;
         for event in &events {
@@ -571,6 +572,12 @@ impl Run {
                 continue;
             }
             match event.r#type.as_str() {
+                // An invented name the model called used the total too.
+                kind if kind == ToolCallUnknown::TYPE => {
+                    if event.payload.get("charged").and_then(Value::as_bool) == Some(true) {
+                        unknown_charged = unknown_charged.saturating_add(1);
+                    }
+                }
                 "tool_call_started" => {
                     let tool = event.payload.get("toolId").and_then(Value::as_str);
                     match tool.map(ToolId::parse) {
@@ -595,7 +602,8 @@ impl Run {
             }
         }
         let snapshot = Arc::new(snapshot);
-        let gate = ToolRequestGate::resume(Arc::clone(&snapshot), started.iter());
+        let gate = ToolRequestGate::resume(Arc::clone(&snapshot), started.iter())
+            .with_unknown_charged(unknown_charged);
         let session = InvocationSession::new(
             Arc::clone(self),
             invocation_id,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 use toolhost_chat::Role;
-use toolhost_journal::Durability;
+use toolhost_journal::{Durability, Event as _, ToolCallStarted, ToolCallUnknown};
 use toolhost_model::testing::{Canned, serve};
 use toolhost_model::{AgentModel, HttpModel, HttpModelConfig, SameModel};
 use toolhost_providers::Provider;
@@ -383,18 +383,184 @@ async fn a_spent_call_budget_still_lets_the_run_commit_and_finish() {
     );
 }
 
+/// Issue 37: a name the model invented is a recoverable error, not the end
+/// of the run. A canonical name is unknown too, with the hint.
 #[tokio::test]
-async fn a_model_calling_an_unknown_tool_fails_fast() {
+async fn a_model_calling_an_unknown_tool_reads_an_error_and_goes_on() {
     let fixture = Fixture::new();
     let summary = fixture
         .run(
             5,
-            json!([{"toolCalls": [call("c1", "workspace.write_file", json!({}))]}]),
+            json!([
+                {"toolCalls": [call("c1", "workspace.write_file", json!({}))]},
+                {"toolCalls": [write("c2", REPLY), commit("c3"), finish("c4")]}
+            ]),
         )
         .await;
-    assert_eq!(summary.status, RunStatus::Failed);
-    assert_eq!(summary.code.as_deref(), Some("model.unknown_tool_call"));
-    assert!(!summary.user_retryable);
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(summary.tool_calls, 4);
+    let unknown = fixture.event(ToolCallUnknown::TYPE);
+    assert_eq!(unknown["callId"], "c1");
+    assert_eq!(unknown["name"], "workspace.write_file");
+    assert_eq!(unknown["code"], "model.unknown_tool_call");
+    assert_eq!(unknown["charged"], true);
+    assert_eq!(unknown["totalUsed"], 1);
+    let message = unknown["message"].as_str().expect("message");
+    assert!(
+        message.contains("this request calls it `workspace_write_file`"),
+        "{message}"
+    );
+    // Nothing ran under the unknown name: three calls started, not four.
+    assert_eq!(
+        fixture
+            .events()
+            .iter()
+            .filter(|event| event.r#type == ToolCallStarted::TYPE)
+            .count(),
+        3
+    );
+}
+
+/// A profile of `support::profile` with its total call budget.
+fn profile_with_budget(max_rounds: u32, total: u32) -> toolhost_core::Profile {
+    let mut profile = profile(max_rounds, "foreground");
+    profile.tools.max_calls_per_run = total;
+    profile
+}
+
+/// The model's next request carries the error for the invented name, under
+/// its call id, listing this request's aliases; the call used one call of
+/// the budget; the journal has its own event.
+#[tokio::test]
+async fn an_invented_name_is_answered_in_the_next_request_and_charged() {
+    let fixture = Fixture::new();
+    let fake = serve(vec![
+        openai_reply(
+            "chatcmpl-1",
+            &[
+                ("call_x", "summon_dragon", json!({"size": "large"})),
+                (
+                    "call_w",
+                    "workspace_write_file",
+                    json!({"path": "output/main.md", "content": REPLY}),
+                ),
+            ],
+        ),
+        openai_reply(
+            "chatcmpl-2",
+            &[
+                ("call_c", "workspace_commit", json!({})),
+                ("call_f", "workspace_finish", json!({})),
+            ],
+        ),
+    ])
+    .await;
+    let model = loopback_model(Provider::OpenaiChat, &fake.base_url);
+    let config = LoopConfig {
+        model_name: Some("gpt-test".into()),
+        ..config()
+    };
+    let summary = fixture
+        .run_with(&profile_with_budget(5, 10), model, config)
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+
+    let seen = fake.seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 2);
+    let history = seen[1].body["messages"].as_array().expect("messages");
+    let assistant = history
+        .iter()
+        .find(|message| message["role"] == "assistant")
+        .expect("the first reply");
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["name"], "summon_dragon",
+        "sent back under the model's own name"
+    );
+    let answer = history
+        .iter()
+        .find(|message| message["role"] == "tool" && message["tool_call_id"] == "call_x")
+        .expect("an answer for the invented call");
+    let text = answer["content"].as_str().expect("text");
+    assert!(text.starts_with("## Tool error"), "{text}");
+    assert!(text.contains("model.unknown_tool_call"), "{text}");
+    for alias in [
+        "`chat_read_messages`",
+        "`workspace_read_file`",
+        "`workspace_write_file`",
+        "`workspace_commit`",
+        "`workspace_finish`",
+    ] {
+        assert!(text.contains(alias), "{alias} in {text}");
+    }
+    // The write after it ran.
+    assert!(
+        history
+            .iter()
+            .any(|message| message["role"] == "tool" && message["tool_call_id"] == "call_w")
+    );
+
+    let unknown = fixture.event(ToolCallUnknown::TYPE);
+    assert_eq!(unknown["name"], "summon_dragon");
+    assert_eq!(unknown["charged"], true);
+    assert_eq!(
+        (
+            unknown["totalUsed"].as_u64(),
+            unknown["totalLimit"].as_u64()
+        ),
+        (Some(1), Some(10))
+    );
+}
+
+/// Invented names are never free: they spend the total like any call, and
+/// once it is spent they (and every other tool) are refused; the end tools
+/// still end the run.
+#[tokio::test]
+async fn repeated_invented_names_exhaust_the_budget() {
+    let fixture = Fixture::new();
+    let model = Arc::new(script(json!([
+        {"toolCalls": [
+            write("w1", REPLY),
+            call("x1", "make_coffee", json!({})),
+            call("x2", "make_coffee", json!({})),
+        ]},
+        {"toolCalls": [
+            call("x3", "make_coffee", json!({})),
+            call("r1", "workspace_read_file", json!({"path": "output/main.md"})),
+        ]},
+        {"toolCalls": [commit("c1"), finish("f1")]}
+    ])));
+    let summary = fixture
+        .run_with(&profile_with_budget(5, 3), model, config())
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let unknown: Vec<Value> = fixture
+        .events()
+        .into_iter()
+        .filter(|event| event.r#type == ToolCallUnknown::TYPE)
+        .map(|event| event.payload)
+        .collect();
+    assert_eq!(unknown.len(), 3);
+    assert_eq!(unknown[0]["totalUsed"], 2);
+    assert_eq!(unknown[1]["totalUsed"], 3);
+    assert_eq!(unknown[2]["charged"], false);
+    assert_eq!(unknown[2]["code"], "agent.tool_budget_exhausted");
+    assert_eq!(unknown[2]["totalUsed"], 3);
+    let message = unknown[2]["message"].as_str().expect("message");
+    assert!(
+        message.contains("only `workspace_commit`, `workspace_finish` can still be called"),
+        "{message}"
+    );
+    let read = fixture.tool_result("r1");
+    assert_eq!(read["isError"], true);
+    assert_eq!(read["errorCode"], "agent.tool_budget_exhausted");
+    // Reopened (a later direct call), the gate counts the charged names
+    // and not the end tools: the write and two invented names.
+    let (run, _) = Run::open(&fixture.run_dir).expect("reopen");
+    let session = run
+        .resume_invocation("inv_root", None)
+        .expect("resume")
+        .expect("the root invocation");
+    assert_eq!(session.gate().total_used(), 3);
 }
 
 #[tokio::test]

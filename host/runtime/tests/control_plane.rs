@@ -12,7 +12,9 @@ use toolhost_core::{
     SnapshotSources, ToolBinding, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolInvocation,
     ToolOutcome, ToolSuccess,
 };
-use toolhost_journal::{AuditError, Durability, JournalEvent, Level, read_events};
+use toolhost_journal::{
+    AuditError, Durability, Event as _, JournalEvent, Level, ToolCallFailed, read_events,
+};
 use toolhost_runtime::{
     ExecuteError, Execution, InvocationSession, Run, RunFailure, ToolExecutor, ToolHost,
     ToolHostConfig,
@@ -430,8 +432,11 @@ async fn budget_exhaustion_is_a_result_the_model_reads_and_no_call_runs() {
     );
 }
 
+/// A tool outside the snapshot reaching the gate is answered, not fatal
+/// (the reference's later version): charged to the total, never run, and
+/// the model reads this invocation's tools.
 #[tokio::test]
-async fn a_tool_outside_the_snapshot_fails_fast() {
+async fn a_tool_outside_the_snapshot_is_charged_and_answered() {
     let profile = profile(json!({"allow": ["dice.roll"]}));
     let mut f = fixture(
         &profile,
@@ -442,30 +447,38 @@ async fn a_tool_outside_the_snapshot_fails_fast() {
         .session
         .begin_turn(ToolChoice::Auto, "test")
         .expect("turn");
-    // A provider adapter can never produce this (the decoder refuses the
-    // alias); an invocation built by hand still meets the gate.
+    // A provider adapter never produces this (the decoder keeps an unknown
+    // name as an `UnknownToolCall`); an invocation built by hand still
+    // meets the gate.
     let smuggled = ToolInvocation {
         call_id: "call_x".into(),
         tool_id: id("builtin:chat.search"),
         arguments: json!({}),
         provider_metadata: Value::Null,
     };
-    let failure = f
+    let outcome = f
         .session
         .call(&executor, &turn, smuggled, CallEntropy::seeded(1))
         .await
-        .expect_err("fail fast");
-    assert_eq!(failure.code(), "model.unknown_tool_call");
+        .expect("the run goes on");
+    assert!(outcome.result.is_error);
     assert_eq!(
-        failure.class(),
-        ErrorClass::PolicyDenied { fail_fast: true }
+        outcome.result.error_code.as_deref(),
+        Some("model.unknown_tool_call")
+    );
+    assert!(
+        outcome
+            .model_text()
+            .contains("the tools you can call are `dice_roll`"),
+        "{}",
+        outcome.model_text()
     );
     assert_eq!(executor.calls(), 0);
-    f.run.fail(&failure).expect("journal the end");
+    assert_eq!(f.session.gate().total_used(), 1, "charged");
     let events = events(&f.root);
     let last = events.last().expect("event");
-    assert_eq!(last.r#type, "run_failed");
-    assert_eq!(last.payload["code"], "model.unknown_tool_call");
+    assert_eq!(last.r#type, ToolCallFailed::TYPE);
+    assert_eq!(last.payload["errorCode"], "model.unknown_tool_call");
 }
 
 #[tokio::test]

@@ -107,20 +107,37 @@ fn per_tool_budgets_count_by_canonical_id() {
 }
 
 #[test]
-fn unknown_tools_are_charged_and_fail_fast() {
+fn tools_outside_the_snapshot_are_charged_and_answered() {
     let dice = id("builtin:dice.roll");
-    let snapshot = snapshot(5, &[(&dice, "dice_roll", None)]);
+    let snapshot = snapshot(2, &[(&dice, "dice_roll", None)]);
     let turn = auto(&snapshot);
     let mut gate = ToolRequestGate::new(snapshot);
     let stranger = id("builtin:chat.search");
     let rejection = gate
         .authorize_and_reserve(&turn, &stranger)
         .expect_err("unknown");
-    assert_eq!(rejection, GateRejection::NotInSnapshot(stranger));
+    assert!(matches!(
+        &rejection,
+        GateRejection::NotInSnapshot { tool, .. } if *tool == stranger
+    ));
     assert_eq!(rejection.code(), "model.unknown_tool_call");
-    assert!(!rejection.class().run_continues());
-    assert!(rejection.to_tool_failure().is_none());
+    assert!(rejection.class().run_continues());
+    let failure = rejection.to_tool_failure().expect("the model reads it");
+    assert!(
+        failure
+            .message
+            .contains("the tools you can call are `dice_roll`"),
+        "{}",
+        failure.message
+    );
     assert_eq!(gate.total_used(), 1, "no free retries");
+    assert!(gate.authorize_and_reserve(&turn, &dice).is_ok());
+    // Spent: refused like any call, and not charged past the limit.
+    let rejection = gate
+        .authorize_and_reserve(&turn, &stranger)
+        .expect_err("spent");
+    assert_eq!(rejection.code(), "agent.tool_budget_exhausted");
+    assert_eq!(gate.total_used(), 2);
 }
 
 #[test]
@@ -355,4 +372,25 @@ fn a_resumed_gate_does_not_count_end_tools_against_the_total() {
     let gate = ToolRequestGate::resume(snapshot, [&dice, &commit, &commit]);
     assert_eq!(gate.total_used(), 1);
     assert_eq!(gate.tool_used(&commit), 2);
+}
+
+#[test]
+fn unknown_names_are_charged_to_the_total_until_it_is_spent() {
+    let dice = id("builtin:dice.roll");
+    let snapshot = foreground(2, None);
+    let turn = auto(&snapshot);
+    let mut gate = ToolRequestGate::new(snapshot);
+    assert_eq!(gate.charge_unknown(), Ok(1));
+    assert!(gate.authorize_and_reserve(&turn, &dice).is_ok());
+    let rejection = gate.charge_unknown().expect_err("spent");
+    assert_eq!(rejection.code(), "agent.tool_budget_exhausted");
+    assert!(rejection.to_tool_failure().is_some());
+    assert_eq!(gate.total_used(), 2);
+    // The end tools still pass, and a reopened gate counts the charge.
+    assert!(
+        gate.authorize_and_reserve(&turn, &id("builtin:workspace.finish"))
+            .is_ok()
+    );
+    let reopened = ToolRequestGate::resume(foreground(2, None), [&dice]).with_unknown_charged(1);
+    assert_eq!(reopened.total_used(), 2);
 }

@@ -207,3 +207,53 @@ fn arguments_are_normalized_like_the_reference() {
     );
     assert_eq!(normalize_arguments(Some(json!([1, 2]))), json!([1, 2]));
 }
+
+#[test]
+fn a_models_unknown_name_is_kept_typed_never_resolved() {
+    let ours = snapshot(
+        "inv_root",
+        &[
+            ("builtin:workspace.write_file", "workspace_write_file"),
+            ("builtin:dice.roll", "dice_roll"),
+        ],
+    );
+    let turn = turn(&ours);
+    for (name, hinted) in [
+        ("summon_dragon", false),               // invented
+        ("builtin:workspace.write_file", true), // canonical id
+        ("Workspace_Write_File", false),        // near miss: not guessed
+    ] {
+        let part = turn
+            .decode_part(call(Some("c7"), Some(name), Some(json!("{\"x\":1}"))))
+            .expect(name);
+        let AgentModelContentPart::UnknownToolCall { call: unknown } = part else {
+            panic!("{name}: {part:?}");
+        };
+        assert_eq!(unknown.call_id, "c7");
+        assert_eq!(unknown.name, name);
+        assert_eq!(unknown.arguments, json!({"x": 1}));
+        assert_eq!(unknown.provider_metadata, json!({"signature": "abc"}));
+        assert_eq!(unknown.error().code(), "model.unknown_tool_call");
+        let message = turn.unknown_call_message(&unknown);
+        assert!(
+            message.contains("the tools you can call are `workspace_write_file`, `dice_roll`"),
+            "{message}"
+        );
+        assert_eq!(
+            message.contains("this request calls it `workspace_write_file`"),
+            hinted,
+            "{message}"
+        );
+    }
+    // A known alias decodes as before; a call without an id still fails.
+    assert!(matches!(
+        turn.decode_part(call(Some("c8"), Some("dice_roll"), None)),
+        Ok(AgentModelContentPart::ToolCall { .. })
+    ));
+    assert_eq!(
+        turn.decode_part(call(None, Some("summon_dragon"), None))
+            .expect_err("no id")
+            .code(),
+        "model.invalid_tool_call"
+    );
+}

@@ -26,6 +26,30 @@ pub struct ModelCompleted {
 }
 invocation_scoped!(ModelCompleted, "model_completed", Level::Info);
 
+/// The model called a name its request did not offer (an invented name, a
+/// canonical id, another invocation's alias). Nothing ran and nothing was
+/// guessed: the model reads an error listing the request's aliases. The
+/// call is charged to the invocation's total budget (`charged`), so a model
+/// cannot retry invented names for free; once the total is spent it is
+/// refused like any call (`code` is then `agent.tool_budget_exhausted`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallUnknown {
+    pub round: u32,
+    pub invocation_id: String,
+    pub call_id: String,
+    /// The name as the model sent it.
+    pub name: String,
+    pub code: String,
+    /// What the model reads.
+    pub message: String,
+    pub charged: bool,
+    /// The invocation's total after this call, and its limit.
+    pub total_used: u32,
+    pub total_limit: u32,
+}
+invocation_scoped!(ToolCallUnknown, "tool_call_unknown", Level::Warn);
+
 /// One model call attempt failed; `willRetry` says whether another follows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -9,9 +9,10 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use toolhost_core::turn::ModelTurn;
 use toolhost_core::{
-    AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelRole,
-    AgentModelSettings, AgentToolResult, InvocationToolSnapshot, ToolBinding, ToolChoice,
-    ToolDescriptor, ToolId, ToolInvocation, ToolTurnContract,
+    AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelResponse,
+    AgentModelRole, AgentModelSettings, AgentToolResult, InvocationToolSnapshot, ModelCall,
+    ToolBinding, ToolChoice, ToolDescriptor, ToolId, ToolInvocation, ToolTurnContract,
+    UnknownToolCall, UnknownToolResult,
 };
 use toolhost_providers::{SseEvent, StreamAssembler, frame_sse};
 
@@ -179,6 +180,52 @@ pub fn tool_message(results: Vec<AgentToolResult>) -> AgentModelMessage {
             .collect(),
         provider_metadata: Value::Null,
     }
+}
+
+/// The one call of `response` under a name its request did not offer.
+pub fn only_unknown(response: &AgentModelResponse) -> &UnknownToolCall {
+    let unknown: Vec<&UnknownToolCall> = response
+        .message
+        .calls()
+        .filter_map(|call| match call {
+            ModelCall::Unknown(unknown) => Some(unknown),
+            ModelCall::Tool(_) => None,
+        })
+        .collect();
+    assert_eq!(unknown.len(), 1, "{response:?}");
+    unknown[0]
+}
+
+/// A question, an assistant message calling `name` (which no request
+/// offers) as `call_id`, and the error that answered it.
+pub fn unknown_exchange(call_id: &str, name: &str, metadata: Value) -> Vec<AgentModelMessage> {
+    vec![
+        AgentModelMessage::user_text(USER),
+        assistant(
+            vec![AgentModelContentPart::UnknownToolCall {
+                call: UnknownToolCall {
+                    call_id: call_id.into(),
+                    name: name.into(),
+                    arguments: json!({"city": "Paris"}),
+                    provider_metadata: metadata,
+                    hint: String::new(),
+                },
+            }],
+            Value::Null,
+        ),
+        AgentModelMessage {
+            role: AgentModelRole::Tool,
+            parts: vec![AgentModelContentPart::UnknownToolResult {
+                result: UnknownToolResult {
+                    call_id: call_id.into(),
+                    name: name.into(),
+                    error_code: "model.unknown_tool_call".into(),
+                    content: format!("model.unknown_tool_call: `{name}` is not a tool"),
+                },
+            }],
+            provider_metadata: Value::Null,
+        },
+    ]
 }
 
 /// The history every request fixture encodes: a question, an assistant

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use toolhost_core::{
     AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelRole,
-    AgentModelSettings, ExitPolicy, ToolChoice, ToolFailure, ToolId, ToolInvocation, ToolSuccess,
-    builtin, profile::Profile,
+    AgentModelSettings, ExitPolicy, ToolChoice, ToolFailure, ToolId, ToolSuccess, builtin,
+    profile::Profile,
 };
 use toolhost_journal::{AgentLoopFinished, DriftRecoveryAttempted};
 use toolhost_model::AgentModel;
@@ -22,9 +22,11 @@ mod effects;
 mod model;
 mod prompt;
 mod task_return;
+mod unknown;
 
 use prompt::system_prompt;
 pub(crate) use task_return::task_summary_markdown;
+use unknown::ReplyCall;
 
 /// How long a replayed step waits for a replayed child to end again.
 const REPLAY_WAIT: Duration = Duration::from_secs(600);
@@ -177,7 +179,7 @@ impl InvocationLoop<'_> {
             let reply = reply?;
             let response_path = self.store_reply(&reply, round)?;
             let message = reply.response.message;
-            let calls: Vec<ToolInvocation> = message.tool_calls().cloned().collect();
+            let calls: Vec<ReplyCall> = message.calls().map(ReplyCall::from).collect();
             let text = message.text();
             history.push(message);
 
@@ -208,6 +210,16 @@ impl InvocationLoop<'_> {
             let mut last_write = None;
             for (index, call) in calls.into_iter().enumerate() {
                 self.shared.ledger().tool_calls += 1;
+                let call = match call {
+                    ReplyCall::Tool(call) => call,
+                    // A name the request did not offer: answered, charged,
+                    // and the reply's other calls still run.
+                    ReplyCall::Unknown(unknown) => {
+                        let result = self.answer_unknown(&turn, &unknown, round)?;
+                        results.push(AgentModelContentPart::UnknownToolResult { result });
+                        continue;
+                    }
+                };
                 let outcome = if is_terminal(&call.tool_id) && index != last {
                     let name = call.tool_id.native_name().to_owned();
                     self.session.refuse(

@@ -119,7 +119,7 @@ impl InvocationLoop<'_> {
             model_response_path: path.clone(),
             response_id: response.response_id.clone(),
             finish_reason: serde_json::to_value(&response.finish_reason).unwrap_or(Value::Null),
-            tool_call_count: response.message.tool_calls().count(),
+            tool_call_count: response.message.calls().count(),
             has_assistant_text: !text.trim().is_empty(),
             assistant_text_chars: text.chars().count(),
             input_tokens: response.usage.map(|usage| usage.input_tokens),
