@@ -61,6 +61,8 @@ function age(iso) {
 }
 
 function stopTimers() {
+  // What an opening of a run still has to start, it no longer starts.
+  state.opened = (state.opened || 0) + 1;
   state.timers.forEach(clearInterval);
   state.timers = [];
   if (state.stream) state.stream.abort();
@@ -371,7 +373,7 @@ async function loadApprovals() {
         }
       };
       cards.append(el("div", { class: "card", "data-call": call.callId, role: "group", "aria-label": "approval of " + call.callId },
-        el("strong", {}, (call.title || call.toolId) + " "), el("span", {}, "(" + call.toolId + ", " + call.source + ")"),
+        el("strong", {}, (call.title || call.toolId) + " "), el("span", {}, "(" + call.toolId + ", " + (state.sources.get(call.toolId) || call.source) + ")"),
         argumentsShown(call),
         el("div", { class: "effects" }, sideEffects(call.toolId, call.annotations)),
         el("div", {}, "Why: " + call.reason),
@@ -390,7 +392,7 @@ async function loadApprovals() {
 function openRun(id) {
   stopTimers();
   state.run = id;
-  const opened = (state.opened = (state.opened || 0) + 1);
+  const opened = state.opened;
   state.lanes = new Map();
   state.results = new Map();
   state.aliases = new Map();
@@ -403,11 +405,14 @@ function openRun(id) {
   document.getElementById("runs-view").hidden = true;
   document.getElementById("run-view").hidden = false;
   document.getElementById("back").focus();
-  // The sources first, so the first calls drawn name theirs.
-  // Only the latest opening follows: a run opened twice is read once.
-  loadSources().then(() => { if (state.opened === opened) follow(id); });
-  loadApprovals();
-  state.timers.push(setInterval(loadApprovals, 1000));
+  // The sources first, so the first calls and cards drawn name theirs.
+  // Only the opening still shown goes on: a run opened twice is read once.
+  loadSources().then(() => {
+    if (state.opened !== opened) return;
+    follow(id);
+    loadApprovals();
+    state.timers.push(setInterval(loadApprovals, 1000));
+  });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
