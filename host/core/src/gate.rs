@@ -11,7 +11,10 @@
 //! The end tools (builtins flagged `endTool`: commit, finish, task return)
 //! are outside the total: a spent total must never keep an invocation from
 //! committing and ending, or the run burns its remaining rounds and fails.
-//! They still pass every other check, their own per-tool budget included.
+//! They still pass every other check, their own per-tool budget included,
+//! and have a pool of their own (as large as the total, at least
+//! [`END_CALLS_FLOOR`]), so a model that calls them without end still does
+//! bounded work.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -122,6 +125,8 @@ pub struct Reservation {
 pub struct ToolRequestGate {
     snapshot: Arc<InvocationToolSnapshot>,
     total: u32,
+    /// Calls of end tools: their own pool ([`ToolRequestGate::end_pool`]).
+    end_calls: u32,
     per_tool: HashMap<ToolId, u32>,
 }
 
@@ -130,6 +135,7 @@ impl ToolRequestGate {
         Self {
             snapshot,
             total: 0,
+            end_calls: 0,
             per_tool: HashMap::new(),
         }
     }
@@ -142,7 +148,9 @@ impl ToolRequestGate {
     ) -> Self {
         let mut gate = Self::new(snapshot);
         for tool in reserved {
-            if !is_end_tool(tool) {
+            if is_end_tool(tool) {
+                gate.end_calls = gate.end_calls.saturating_add(1);
+            } else {
                 gate.total = gate.total.saturating_add(1);
             }
             *gate.per_tool.entry(tool.clone()).or_default() += 1;
@@ -215,6 +223,16 @@ impl ToolRequestGate {
         if !end_tool && self.total >= limit {
             return Err(self.total_spent());
         }
+        let pool = self.end_pool();
+        if end_tool && self.end_calls >= pool {
+            return Err(GateRejection::BudgetExhausted {
+                scope: BudgetScope::Invocation,
+                limit: pool,
+                message: format!(
+                    "you have called the tools that end your work {pool} times, all that are allowed; no tool can be called any more"
+                ),
+            });
+        }
         let used = self.tool_used(tool);
         if let Some(limit) = binding.max_calls
             && used >= limit
@@ -228,7 +246,9 @@ impl ToolRequestGate {
                 ),
             });
         }
-        if !end_tool {
+        if end_tool {
+            self.end_calls += 1;
+        } else {
             self.total += 1;
         }
         let tool_used = used + 1;
@@ -264,6 +284,15 @@ impl ToolRequestGate {
         self
     }
 
+    /// How many end-tool calls this invocation may make: as many as the
+    /// total, and never fewer than [`END_CALLS_FLOOR`], so even a tiny
+    /// total leaves room to commit, fix a refused commit, and finish.
+    pub fn end_pool(&self) -> u32 {
+        self.snapshot
+            .max_calls_per_invocation()
+            .max(END_CALLS_FLOOR)
+    }
+
     /// The refusal of a call once the total is spent. It names, by this
     /// snapshot's aliases, exactly the end tools that can still be called
     /// (offered here and with per-tool budget left), so the model knows
@@ -274,7 +303,7 @@ impl ToolRequestGate {
             .snapshot
             .bindings()
             .iter()
-            .filter(|binding| is_end_tool(binding.tool_id()))
+            .filter(|binding| is_end_tool(binding.tool_id()) && self.end_calls < self.end_pool())
             .filter(|binding| {
                 binding
                     .max_calls
@@ -299,6 +328,10 @@ impl ToolRequestGate {
         }
     }
 }
+
+/// The least number of end-tool calls an invocation may make, whatever its
+/// total.
+pub const END_CALLS_FLOOR: u32 = 16;
 
 /// Whether `tool` is one of the builtins flagged `endTool` in their
 /// `tool.json` (the one list of them).

@@ -394,3 +394,33 @@ fn unknown_names_are_charged_to_the_total_until_it_is_spent() {
     let reopened = ToolRequestGate::resume(foreground(2, None), [&dice]).with_unknown_charged(1);
     assert_eq!(reopened.total_used(), 2);
 }
+
+#[test]
+fn end_tools_have_a_pool_of_their_own() {
+    // Outside the total is not unbounded: a model calling commit without
+    // end is stopped after as many calls as the pool allows (the total,
+    // at least END_CALLS_FLOOR).
+    let commit = id("builtin:workspace.commit");
+    let finish = id("builtin:workspace.finish");
+    let snapshot = foreground(2, None);
+    let turn = auto(&snapshot);
+    let mut gate = ToolRequestGate::new(snapshot);
+    assert_eq!(gate.end_pool(), END_CALLS_FLOOR);
+    for _ in 0..END_CALLS_FLOOR {
+        assert!(gate.authorize_and_reserve(&turn, &commit).is_ok());
+    }
+    let rejection = gate
+        .authorize_and_reserve(&turn, &finish)
+        .expect_err("the pool is spent");
+    assert_eq!(rejection.code(), "agent.tool_budget_exhausted");
+    assert_eq!(gate.total_used(), 0);
+    assert_eq!(gate.tool_used(&finish), 0);
+    let spent = vec![&commit; END_CALLS_FLOOR as usize];
+    let mut resumed = ToolRequestGate::resume(foreground(2, None), spent);
+    assert!(resumed.authorize_and_reserve(&turn, &finish).is_err());
+    assert_eq!(
+        ToolRequestGate::new(foreground(100, None)).end_pool(),
+        100,
+        "as large as the total"
+    );
+}
