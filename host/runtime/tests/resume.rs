@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::json;
 use support::*;
 use toolhost_core::Classified as _;
+use toolhost_journal::Event as _;
 use toolhost_model::SameModel;
 use toolhost_runtime::{AgentDirectory, Run, RunStatus, run_agent_loop};
 
@@ -167,4 +168,43 @@ async fn a_record_that_opens_a_root_its_profile_keeps_closed_is_refused() {
     };
     assert_eq!(refused.code(), "run.state_invalid", "{refused}");
     assert!(refused.to_string().contains("workspace roots"), "{refused}");
+}
+
+/// A stored reply with a name the model invented is taken up again as it
+/// was: answered from the record, charged again by the replayed gate, its
+/// `tool_call_unknown` not journalled twice.
+#[tokio::test]
+async fn a_resumed_run_answers_an_invented_name_once() {
+    let fixture = Fixture::new();
+    let replies = json!([
+        {"toolCalls": [call("x1", "summon_dragon", json!({})), write("c1", "Hi.")]},
+        {"toolCalls": [commit("c2"), finish("c3")]}
+    ]);
+    let summary = fixture.run(5, replies.clone()).await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let before = counts(&fixture);
+    assert_eq!(before[toolhost_journal::ToolCallUnknown::TYPE], 1);
+    cut_the_end(&fixture);
+
+    let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
+    let model = Arc::new(Flaky {
+        failures: 1,
+        seen: AtomicU32::new(0),
+        inner: script(replies),
+    });
+    let summary = run_agent_loop(
+        &run,
+        parts(
+            &run,
+            Arc::new(SameModel(model.clone())),
+            record.agents().unwrap(),
+        ),
+        &record.config(),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    assert_eq!(model.seen.load(Ordering::SeqCst), 0, "the model was asked");
+    let mut after = counts(&fixture);
+    assert_eq!(after.remove("run_resumed"), Some(1));
+    assert_eq!(after, before);
 }
