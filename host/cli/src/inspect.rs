@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::Value;
 use toolhost_core::{ExitPolicy, Profile, snapshot};
-use toolhost_journal::{JournalEvent, RunLayout, read_events};
+use toolhost_journal::{Event as _, JournalEvent, RunLayout, ToolCallUnknown, read_events};
 use toolhost_runtime::ToolHost;
 
 use crate::table;
@@ -155,6 +155,17 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 format!("{} {code}: {}", text("toolId"), first_line(message))
             }
         }
+        kind if kind == ToolCallUnknown::TYPE => format!(
+            "unknown tool `{}` {}, {} of {} calls used",
+            first_line(text("name")),
+            if payload["charged"] == true {
+                "answered"
+            } else {
+                "refused"
+            },
+            number("totalUsed"),
+            number("totalLimit")
+        ),
         "model_completed" => {
             let calls = number("toolCallCount");
             let text_chars = number("assistantTextChars");
@@ -290,4 +301,23 @@ fn first_line(text: &str) -> String {
         cut.push('…');
     }
     cut
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_unknown_tool_call_reads_as_one_line() {
+        let line = details(
+            ToolCallUnknown::TYPE,
+            &json!({"name": "summon_dragon", "charged": true, "totalUsed": 3, "totalLimit": 80}),
+        );
+        assert_eq!(
+            line,
+            "unknown tool `summon_dragon` answered, 3 of 80 calls used"
+        );
+    }
 }
