@@ -1204,7 +1204,10 @@ async fn runs_of_an_http_model_share_its_connections() {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(ended["totalRounds"].as_u64() >= Some(1), "run {round}: {ended}");
+        assert!(
+            ended["totalRounds"].as_u64() >= Some(1),
+            "run {round}: {ended}"
+        );
     }
     assert!(requests.load(Ordering::SeqCst) >= 2);
     assert_eq!(connections.load(Ordering::SeqCst), 1);
