@@ -573,10 +573,10 @@ impl Run {
             }
             match event.r#type.as_str() {
                 // An invented name the model called used the total too.
-                kind if kind == ToolCallUnknown::TYPE => {
-                    if event.payload.get("charged").and_then(Value::as_bool) == Some(true) {
-                        unknown_charged = unknown_charged.saturating_add(1);
-                    }
+                kind if kind == ToolCallUnknown::TYPE
+                    && event.payload.get("charged").and_then(Value::as_bool) == Some(true) =>
+                {
+                    unknown_charged = unknown_charged.saturating_add(1);
                 }
                 "tool_call_started" => {
                     let tool = event.payload.get("toolId").and_then(Value::as_str);
