@@ -15,6 +15,7 @@
 //!   call's (SPEC §2);
 //! - metadata another provider produced is refused (`provider.lost_metadata`).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde_json::Value;
@@ -56,12 +57,12 @@ pub(crate) enum Item<'a> {
     Text { text: &'a str, part: usize },
     Call {
         call: CallView<'a>,
-        alias: &'a str,
+        alias: Cow<'a, str>,
         metadata: Option<&'a Object>,
     },
     Result {
         result: ResultView<'a>,
-        alias: &'a str,
+        alias: Cow<'a, str>,
     },
 }
 
@@ -90,9 +91,11 @@ impl ResultView<'_> {
 /// A call of the last assistant message still waiting for its result.
 struct Pending<'a> {
     call_id: &'a str,
-    alias: &'a str,
-    /// `None` for an unknown call.
+    /// The name the call goes out under.
+    alias: Cow<'a, str>,
+    /// `None` for an unknown call, which has `name`: the one the model sent.
     known: Option<&'a ToolInvocation>,
+    name: &'a str,
 }
 
 /// Check the history of `request` and resolve it against its turn.
@@ -137,35 +140,39 @@ pub(crate) fn prepare<'a>(
                     expect_new(&mut seen_calls, &call.call_id)?;
                     pending.push(Pending {
                         call_id: &call.call_id,
-                        alias,
+                        alias: Cow::Borrowed(alias),
                         known: Some(call),
+                        name: alias,
                     });
                     Item::Call {
                         call: CallView {
                             call_id: &call.call_id,
                             arguments: &call.arguments,
                         },
-                        alias,
+                        alias: Cow::Borrowed(alias),
                         metadata: metadata::own(provider, &call.provider_metadata, || {
                             format!("tool call `{}`", call.call_id)
                         })?,
                     }
                 }
                 // A name the request did not offer goes back as the model
-                // sent it: it resolves to nothing, now as then.
+                // sent it when the wire takes it: it resolves to nothing,
+                // now as then.
                 (AgentModelRole::Assistant, AgentModelContentPart::UnknownToolCall { call }) => {
                     expect_new(&mut seen_calls, &call.call_id)?;
+                    let wire = unknown_wire_name(turn, &call.name);
                     pending.push(Pending {
                         call_id: &call.call_id,
-                        alias: &call.name,
+                        alias: wire.clone(),
                         known: None,
+                        name: &call.name,
                     });
                     Item::Call {
                         call: CallView {
                             call_id: &call.call_id,
                             arguments: &call.arguments,
                         },
-                        alias: &call.name,
+                        alias: wire,
                         metadata: metadata::own(provider, &call.provider_metadata, || {
                             format!("tool call `{}`", call.call_id)
                         })?,
@@ -193,7 +200,7 @@ pub(crate) fn prepare<'a>(
                 }
                 (AgentModelRole::Tool, AgentModelContentPart::UnknownToolResult { result }) => {
                     let call = take_pending(&mut pending, &result.call_id, index)?;
-                    if call.known.is_some() || call.alias != result.name {
+                    if call.known.is_some() || call.name != result.name {
                         return Err(EncodeError::InvalidHistory(format!(
                             "message {index} answers call `{}` as the unknown `{}`, which it is not",
                             result.call_id, result.name
@@ -231,6 +238,61 @@ pub(crate) fn prepare<'a>(
         )));
     }
     Ok(turns)
+}
+
+/// The longest tool name every provider takes.
+const WIRE_NAME_MAX: usize = 64;
+
+/// Whether every provider takes `name` as a tool name, in the tool list and
+/// in the history alike (`^[a-zA-Z0-9_-]{1,64}$`; OpenAI checks each
+/// `messages[i].tool_calls[j].function.name` and answers 400 otherwise).
+fn wire_safe(name: &str) -> bool {
+    (1..=WIRE_NAME_MAX).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The name an invented call goes back under. As the model sent it when
+/// the wire takes it and it is none of this request's aliases; otherwise
+/// (a canonical id with a dot or a colon, a space, 200 characters, or a
+/// name this turn now offers) each character the wire refuses becomes `_`,
+/// cut to 64, and `unknown_N_` goes in front if it would be an alias —
+/// so the next request is not refused for the model's own mistake, and
+/// the history never shows a real tool answering "unknown". What the model
+/// reads in the answer quotes the name it sent.
+fn unknown_wire_name<'a>(turn: &ModelTurn, name: &'a str) -> Cow<'a, str> {
+    let offered = |candidate: &str| turn.resolve(candidate).is_ok();
+    if wire_safe(name) && !offered(name) {
+        return Cow::Borrowed(name);
+    }
+    let mut wire: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(WIRE_NAME_MAX)
+        .collect();
+    if wire.is_empty() {
+        wire.push_str("unknown");
+    }
+    if !offered(&wire) {
+        return Cow::Owned(wire);
+    }
+    // One more candidate than there are aliases, each with its own prefix
+    // (distinct after the cut too): one of them is free.
+    (0..=turn.tools().len())
+        .map(|n| {
+            let mut candidate = format!("unknown_{n}_{wire}");
+            candidate.truncate(WIRE_NAME_MAX);
+            candidate
+        })
+        .find(|candidate| !offered(candidate))
+        .map_or(Cow::Borrowed("unknown"), Cow::Owned)
 }
 
 /// The current alias of a past call's tool, or the fail-fast error.

@@ -134,7 +134,7 @@ fn assistant_items(
                     wire.insert("id".into(), item_id.clone());
                 }
                 wire.insert("call_id".into(), call.call_id.into());
-                wire.insert("name".into(), (*alias).into());
+                wire.insert("name".into(), alias.to_string().into());
                 wire.insert("arguments".into(), encode::arguments_text(call).into());
                 input.push(Value::Object(wire));
             }

@@ -446,3 +446,58 @@ fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
         "{sent}"
     );
 }
+
+/// A name the model invented goes back in the history, and OpenAI refuses a
+/// request whose history names a function outside `^[a-zA-Z0-9_-]+$`
+/// (`messages[i].tool_calls[j].function.name`, 400): such a name goes back
+/// under one the wire takes — never one of this turn's aliases, so no real
+/// tool is shown answering "unknown" — while the answer quotes it as sent.
+#[test]
+fn an_invented_name_the_wire_refuses_goes_back_under_one_it_takes() {
+    let turn = turn();
+    let aliases: Vec<&str> = turn
+        .tools()
+        .iter()
+        .map(|tool| tool.model_alias.as_str())
+        .collect();
+    let long = "x".repeat(300);
+    for invented in [
+        "builtin:dice.roll",
+        "dice.roll",
+        "read the file",
+        "ünïcode_tool",
+        long.as_str(),
+        "",
+    ] {
+        let messages = unknown_exchange("call_9", invented, Value::Null);
+        let body = CHAT
+            .encode_request(&request("gpt-4.1", messages, turn.clone()), false)
+            .expect("encodes");
+        let sent = &body["messages"];
+        let name = sent[2]["tool_calls"][0]["function"]["name"]
+            .as_str()
+            .expect("a name");
+        assert!(
+            (1..=64).contains(&name.len())
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+            "`{invented}` went out as `{name}`"
+        );
+        assert!(
+            !aliases.contains(&name),
+            "`{invented}` went out as the alias `{name}`"
+        );
+        let answer = sent[3]["content"].as_str().expect("text");
+        assert!(answer.contains(&format!("`{invented}`")), "{answer}");
+    }
+    // A name the wire takes goes back as it was.
+    let messages = unknown_exchange("call_9", "get-weather_2", Value::Null);
+    let body = CHAT
+        .encode_request(&request("gpt-4.1", messages, turn), false)
+        .expect("encodes");
+    assert_eq!(
+        body["messages"][2]["tool_calls"][0]["function"]["name"],
+        "get-weather_2"
+    );
+}
