@@ -244,10 +244,12 @@ pub(crate) fn prepare<'a>(
 const WIRE_NAME_MAX: usize = 64;
 
 /// Whether every provider takes `name` as a tool name, in the tool list and
-/// in the history alike (`^[a-zA-Z0-9_-]{1,64}$`; OpenAI checks each
-/// `messages[i].tool_calls[j].function.name` and answers 400 otherwise).
+/// in the history alike: OpenAI and Anthropic `^[a-zA-Z0-9_-]{1,64}$`
+/// (OpenAI checks each `messages[i].tool_calls[j].function.name` and
+/// answers 400 otherwise), Gemini also wants a letter or `_` first.
 fn wire_safe(name: &str) -> bool {
     (1..=WIRE_NAME_MAX).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
@@ -277,8 +279,10 @@ fn unknown_wire_name<'a>(turn: &ModelTurn, name: &'a str) -> Cow<'a, str> {
         })
         .take(WIRE_NAME_MAX)
         .collect();
-    if wire.is_empty() {
-        wire.push_str("unknown");
+    if !wire.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        // Empty, or a digit or `-` first.
+        wire.insert_str(0, "unknown_");
+        wire.truncate(WIRE_NAME_MAX);
     }
     if !offered(&wire) {
         return Cow::Owned(wire);

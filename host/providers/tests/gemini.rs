@@ -456,3 +456,31 @@ fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
     assert_eq!(answer["name"], "get_weather");
     assert!(answer["response"]["error"].is_string(), "{answer}");
 }
+
+/// An invented name Gemini would refuse (a dot, a digit first) goes back
+/// under one it takes, the call and its answer under the same one.
+#[test]
+fn an_invented_name_goes_back_under_one_name_gemini_takes_for_call_and_answer() {
+    for invented in ["dice.roll", "3d_roll"] {
+        let messages = unknown_exchange("x9", invented, signed("CiwBjz1rX0Kx"));
+        let body = GEMINI
+            .encode_request(&request(MODEL, messages, turn()), false)
+            .expect("encodes");
+        let contents = &body["contents"];
+        let name = contents[1]["parts"][0]["functionCall"]["name"]
+            .as_str()
+            .expect("a name");
+        assert!(
+            name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+            "`{invented}` went out as `{name}`"
+        );
+        assert_ne!(name, "dice_roll", "a real alias");
+        assert_eq!(
+            contents[2]["parts"][0]["functionResponse"]["name"], name,
+            "the answer pairs with the call"
+        );
+    }
+}

@@ -466,6 +466,9 @@ fn an_invented_name_the_wire_refuses_goes_back_under_one_it_takes() {
         "dice.roll",
         "read the file",
         "ünïcode_tool",
+        "3d_roll",
+        "-x",
+        "multi_tool_use.parallel",
         long.as_str(),
         "",
     ] {
@@ -479,6 +482,7 @@ fn an_invented_name_the_wire_refuses_goes_back_under_one_it_takes() {
             .expect("a name");
         assert!(
             (1..=64).contains(&name.len())
+                && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
                 && name
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
