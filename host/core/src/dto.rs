@@ -39,13 +39,16 @@ impl AgentToolCatalogItemDto {
     /// A builtin's `{tool:NAME}` references are shown as the aliases
     /// those builtins always get (no snapshot here to look them up in).
     pub fn new(descriptor: &ToolDescriptor, source: ToolSourceDto) -> Self {
-        let no_snapshot = |_: &str| None;
+        // No profile either: the default message body.
+        let refs = crate::snapshot::tool_refs::Refs {
+            alias: &|_: &str| None,
+            message_body: crate::profile::DEFAULT_MESSAGE_BODY,
+        };
         let mut input_schema = descriptor.input_schema.clone();
         let mut description = descriptor.description.clone();
         if descriptor.id.is_builtin() {
-            crate::snapshot::tool_refs::render_schema(&mut input_schema, &no_snapshot);
-            description =
-                description.map(|text| crate::snapshot::tool_refs::render(&text, &no_snapshot));
+            crate::snapshot::tool_refs::render_schema(&mut input_schema, &refs);
+            description = description.map(|text| crate::snapshot::tool_refs::render(&text, &refs));
         }
         Self {
             id: descriptor.id.clone(),

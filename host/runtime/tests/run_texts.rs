@@ -401,6 +401,21 @@ async fn drift_capture_and_auto_publish_follow_the_profiles_message_body() {
     )
     .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    // The commit tool's own text names the file a commit with no path
+    // publishes: this profile's body.
+    let first = seen.of("writer").into_iter().next().expect("a request");
+    let commit_tool = first
+        .turn
+        .tools()
+        .iter()
+        .find(|tool| tool.model_alias == "workspace_commit")
+        .expect("commit offered");
+    assert!(
+        commit_tool.description.contains("scratch/reply.md")
+            && !commit_tool.description.contains("output/main.md"),
+        "{}",
+        commit_tool.description
+    );
     // Drift went to the message body's root and the reminder says so.
     let captured = std::fs::read_to_string(fixture.run_dir.join("scratch/direct_output.md"))
         .expect("kept in scratch/");

@@ -262,6 +262,10 @@ pub fn compile(
             .find(|(native, _)| native == name)
             .map(|(_, alias)| alias.clone())
     };
+    let refs = tool_refs::Refs {
+        alias: &alias,
+        message_body: &profile.output.message_body,
+    };
     for binding in &mut bindings {
         let tool = binding.descriptor.id.clone();
         let overridden = profile.tools.tool_descriptions.contains_key(&tool);
@@ -272,10 +276,10 @@ pub fn compile(
         }
         let descriptor = &mut binding.descriptor;
         if let Some(description) = &descriptor.description {
-            descriptor.description = Some(tool_refs::render(description, &alias));
+            descriptor.description = Some(tool_refs::render(description, &refs));
         }
         if tool.is_builtin() {
-            tool_refs::render_schema(&mut descriptor.input_schema, &alias);
+            tool_refs::render_schema(&mut descriptor.input_schema, &refs);
         }
     }
     let snapshot = InvocationToolSnapshot::new(id, bindings, profile.tools.max_calls_per_run)?

@@ -667,3 +667,55 @@ fn a_profiles_tool_descriptions_are_frozen_into_the_snapshot() {
         Some("Roll only for combat; then workspace_read_file.")
     );
 }
+
+/// `workspace.commit` says which file a commit with no path publishes: the
+/// profile's message body, never a default the host does not use.
+#[test]
+fn the_commit_tool_names_the_profiles_message_body() {
+    let commit = id("builtin:workspace.commit");
+    let mut own = descriptor(&commit);
+    own.description = Some("With no arguments, {messageBody} replaces your message.".into());
+    own.input_schema = json!({"type": "object", "properties": {"path": {
+        "type": "string", "description": "Workspace file to publish. Default: {messageBody}."}}});
+    let catalog = ToolCatalog::from_descriptors(
+        crate::builtin::names()
+            .map(|name| ToolId::builtin(name).expect("builtin"))
+            .filter(|tool| *tool != commit)
+            .map(|tool| descriptor(&tool))
+            .chain([own]),
+    )
+    .expect("catalog");
+    let texts = |profile: &Profile| {
+        let compiled = compile_with(profile, &catalog, ExitPolicy::RunFinishAllowed);
+        let binding = compiled
+            .snapshot
+            .binding(&id("builtin:workspace.commit"))
+            .expect("offered")
+            .clone();
+        (
+            binding.descriptor.description.unwrap_or_default(),
+            binding.descriptor.input_schema["properties"]["path"]["description"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    };
+    let drafts = profile(json!({
+        "tools": {"allow": ["workspace.commit", "workspace.finish"]},
+        "workspace": {"visibleRoots": ["output", "scratch"], "writableRoots": ["output", "scratch"]},
+        "output": {"messageBody": "scratch/reply.md"}
+    }));
+    let (description, path) = texts(&drafts);
+    assert!(description.contains("scratch/reply.md"), "{description}");
+    assert!(!description.contains("output/main.md"), "{description}");
+    assert!(!description.contains("{messageBody}"), "{description}");
+    assert_eq!(
+        path,
+        "Workspace file to publish. Default: scratch/reply.md."
+    );
+
+    let plain = profile(json!({"tools": {"allow": ["workspace.commit", "workspace.finish"]}}));
+    let (description, path) = texts(&plain);
+    assert!(description.contains("output/main.md"), "{description}");
+    assert_eq!(path, "Workspace file to publish. Default: output/main.md.");
+}
