@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use toolhost_cluster::testing::{NatsServer, Security, nats_server_binary};
+use toolhost_journal::{Event as _, RunResumed};
 
 #[path = "../tests/common/cluster.rs"]
 mod harness;
@@ -85,7 +86,7 @@ async fn failover(binary: &std::path::Path) -> f64 {
         journal(&viewer, id)
             .await
             .iter()
-            .any(|event| event["type"] == "run_resumed")
+            .any(|event| event["type"] == RunResumed::TYPE)
     })
     .await;
     let elapsed = killed.elapsed().as_secs_f64();

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost_journal::{Event as _, ToolCallCompleted};
 
 #[path = "../../../bench/fresh_disk.rs"]
 mod fresh_disk;
@@ -246,7 +247,7 @@ async fn serve_round(server: &Server, dir: &Path) -> LoadRound {
         .expect("journal");
         for line in journal.lines() {
             let event: Value = serde_json::from_str(line).expect("event");
-            if event["type"] == "tool_call_completed"
+            if event["type"] == ToolCallCompleted::TYPE
                 && let Some(micros) = event["payload"]["elapsedUs"].as_u64()
             {
                 latencies_us.push(micros);

@@ -6,7 +6,15 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::Value;
 use toolhost_core::{ExitPolicy, Profile, snapshot};
-use toolhost_journal::{Event as _, JournalEvent, RunLayout, ToolCallUnknown, read_events};
+use toolhost_journal::{
+    AgentAwaitCompleted, AgentDelegateStarted, AgentHandoffAccepted, AgentLoopFinished,
+    AgentTaskEnded, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
+    ChildResultsInjected, ContextAssembled, DirectOutputCaptured, DriftRecoveryAttempted,
+    Event as _, JournalEvent, ModelCallAttemptFailed, ModelCompleted, ModelRequestCreated,
+    PersistentChangesCommitted, RunCompleted, RunFailed, RunLayout, RunPartialSuccess, RunResumed,
+    RunStarted, TaskReturnCompleted, ToolCallCompleted, ToolCallFailed, ToolCallRequested,
+    ToolCallStarted, ToolCallUnknown, ToolResultStored, read_events,
+};
 use toolhost_runtime::ToolHost;
 
 use crate::table;
@@ -95,15 +103,15 @@ pub fn details(event_type: &str, payload: &Value) -> String {
     let text = |key: &str| payload.get(key).and_then(Value::as_str).unwrap_or("");
     let number = |key: &str| payload.get(key).and_then(Value::as_u64).unwrap_or(0);
     match event_type {
-        "run_started" => format!("profile {}", text("profileId")),
-        "run_resumed" => match payload.get("tornBytes").and_then(Value::as_u64) {
+        RunStarted::TYPE => format!("profile {}", text("profileId")),
+        RunResumed::TYPE => match payload.get("tornBytes").and_then(Value::as_u64) {
             Some(torn) => format!(
                 "after seq {}; cut a torn line of {torn} bytes",
                 number("previousSeq")
             ),
             None => format!("after seq {}", number("previousSeq")),
         },
-        "context_assembled" => {
+        ContextAssembled::TYPE => {
             let tools: Vec<&str> = payload["snapshot"]["tools"]
                 .as_array()
                 .into_iter()
@@ -119,7 +127,7 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 payload["snapshot"]["maxCallsPerInvocation"]
             )
         }
-        "model_request_created" => format!(
+        ModelRequestCreated::TYPE => format!(
             "round {}: {} tool(s), choice {}",
             number("round"),
             payload["turnContract"]["tools"]
@@ -127,22 +135,22 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 .map_or(0, Vec::len),
             payload["turnContract"]["choice"]
         ),
-        "tool_call_requested" => format!(
+        ToolCallRequested::TYPE => format!(
             "{} call {} args {}",
             text("toolId"),
             text("callId"),
             text("argumentsRef")
         ),
-        "tool_call_started" => format!("{} call {}", text("toolId"), text("callId")),
-        "tool_result_stored" => text("path").to_owned(),
-        "tool_call_completed" => {
+        ToolCallStarted::TYPE => format!("{} call {}", text("toolId"), text("callId")),
+        ToolResultStored::TYPE => text("path").to_owned(),
+        ToolCallCompleted::TYPE => {
             let fuel = payload["sandbox"]["fuelConsumed"]
                 .as_u64()
                 .map(|fuel| format!(", {fuel} fuel"))
                 .unwrap_or_default();
             format!("{} ok in {} ms{fuel}", text("toolId"), number("elapsedMs"))
         }
-        "tool_call_failed" => {
+        ToolCallFailed::TYPE => {
             let code = payload
                 .get("errorCode")
                 .or_else(|| payload.get("code"))
@@ -155,7 +163,7 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 format!("{} {code}: {}", text("toolId"), first_line(message))
             }
         }
-        kind if kind == ToolCallUnknown::TYPE => format!(
+        ToolCallUnknown::TYPE => format!(
             "unknown tool `{}` {}, {} of {} calls used",
             first_line(text("name")),
             if payload["charged"] == true {
@@ -166,7 +174,7 @@ pub fn details(event_type: &str, payload: &Value) -> String {
             number("totalUsed"),
             number("totalLimit")
         ),
-        "model_completed" => {
+        ModelCompleted::TYPE => {
             let calls = number("toolCallCount");
             let text_chars = number("assistantTextChars");
             format!(
@@ -175,7 +183,7 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 text("modelResponsePath")
             )
         }
-        "model_call_attempt_failed" => format!(
+        ModelCallAttemptFailed::TYPE => format!(
             "attempt {}: {}{}",
             number("attempt"),
             first_line(text("message")),
@@ -185,20 +193,20 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 ""
             }
         ),
-        "direct_output_captured" => {
+        DirectOutputCaptured::TYPE => {
             format!(
                 "{} chars without a tool call -> {}",
                 number("chars"),
                 text("path")
             )
         }
-        "drift_recovery_attempted" => format!(
+        DriftRecoveryAttempted::TYPE => format!(
             "no tool call in round {}: reminder {} of {}",
             number("round"),
             number("attempt"),
             number("maxAttempts")
         ),
-        "chat_commit_requested" => format!(
+        ChatCommitRequested::TYPE => format!(
             "{} {} ({} chars){}",
             text("mode"),
             text("path"),
@@ -209,32 +217,32 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 ""
             }
         ),
-        "chat_commit_completed" => format!(
+        ChatCommitCompleted::TYPE => format!(
             "{} -> chat message #{} (commit {})",
             text("path"),
             number("messageIndex"),
             number("commitCount")
         ),
-        "agent_loop_finished" => format!(
+        AgentLoopFinished::TYPE => format!(
             "round {}, {} commit(s)",
             number("round"),
             number("commitCount")
         ),
-        "persistent_changes_committed" => format!("{} persist/ file(s)", number("changeCount")),
-        "run_partial_success" => format!(
+        PersistentChangesCommitted::TYPE => format!("{} persist/ file(s)", number("changeCount")),
+        RunPartialSuccess::TYPE => format!(
             "{}: {} ({} commit(s) kept)",
             text("code"),
             first_line(text("message")),
             number("preservedCommitCount")
         ),
-        "agent_delegate_started" => format!(
+        AgentDelegateStarted::TYPE => format!(
             "{} -> {} as {} ({})",
             text("taskId"),
             text("targetProfileId"),
             text("childInvocationId"),
             text("workspaceKey")
         ),
-        "agent_task_ended" => {
+        AgentTaskEnded::TYPE => {
             let error = payload["error"]
                 .as_str()
                 .map(|error| format!(": {}", first_line(error)))
@@ -246,14 +254,14 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 text("status")
             )
         }
-        "task_return_completed" => format!(
+        TaskReturnCompleted::TYPE => format!(
             "{} {} -> {}, {}",
             text("taskId"),
             text("status"),
             text("resultRef"),
             text("summaryRef")
         ),
-        "agent_await_completed" => format!(
+        AgentAwaitCompleted::TYPE => format!(
             "{} of {} task(s){}",
             text("mode"),
             payload["taskIds"].as_array().map_or(0, Vec::len),
@@ -263,18 +271,18 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 ""
             }
         ),
-        "child_results_injected" => format!(
+        ChildResultsInjected::TYPE => format!(
             "round {}: {} task result(s) before the next request",
             number("round"),
             payload["taskIds"].as_array().map_or(0, Vec::len)
         ),
-        "agent_handoff_accepted" => format!(
+        AgentHandoffAccepted::TYPE => format!(
             "-> {} as {} (handoff {})",
             text("targetProfileId"),
             text("newInvocationId"),
             number("depth")
         ),
-        "run_failed" | "chat_commit_failed" => {
+        RunFailed::TYPE | ChatCommitFailed::TYPE => {
             let message = text("message");
             if message.starts_with(text("code")) {
                 first_line(message)
@@ -282,7 +290,7 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 format!("{}: {}", text("code"), first_line(message))
             }
         }
-        "run_completed" => String::new(),
+        RunCompleted::TYPE => String::new(),
         _ => {
             let mut compact = payload.clone();
             if let Some(object) = compact.as_object_mut() {

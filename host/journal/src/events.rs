@@ -388,6 +388,16 @@ pub struct RunFailed {
 
 run_scoped!(RunFailed, "run_failed", Level::Error);
 
+/// The events that end a run, one of which is its last word: a run with one
+/// is never resumed, and its status is read from which one it is. The one
+/// list of them, for the runtime, the service and the tests.
+pub const TERMINAL_EVENTS: [&str; 4] = [
+    RunCompleted::TYPE,
+    RunFailed::TYPE,
+    RunPartialSuccess::TYPE,
+    RunCancelled::TYPE,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,9 +29,9 @@ pub use events::{
     ChildResultsInjected, ContextAssembled, DirectOutputCaptured, DriftRecoveryAttempted, Event,
     ModelCallAttemptFailed, ModelCompleted, ModelRequestCreated, PersistentChangesCommitted,
     PreservedCommit, RunCancelled, RunCompleted, RunFailed, RunPartialSuccess, RunResumed,
-    RunStarted, TaskReturnCompleted, ToolCallApprovalDecided, ToolCallApprovalRequested,
-    ToolCallCompleted, ToolCallFailed, ToolCallOutcome, ToolCallRequested, ToolCallStarted,
-    ToolCallSystemFailed, ToolCallUnknown, ToolResultStored,
+    RunStarted, TERMINAL_EVENTS, TaskReturnCompleted, ToolCallApprovalDecided,
+    ToolCallApprovalRequested, ToolCallCompleted, ToolCallFailed, ToolCallOutcome,
+    ToolCallRequested, ToolCallStarted, ToolCallSystemFailed, ToolCallUnknown, ToolResultStored,
 };
 pub use journal::{
     Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent, Observer,

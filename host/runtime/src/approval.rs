@@ -25,7 +25,9 @@ use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_core::ToolId;
-use toolhost_journal::audit_stem;
+use toolhost_journal::{
+    Event as _, ToolCallApprovalDecided, ToolCallApprovalRequested, audit_stem,
+};
 
 use crate::run::Run;
 
@@ -429,7 +431,7 @@ pub fn pending(run_root: &Path) -> Result<Vec<PendingApproval>, DecisionError> {
         for line in chunk.lines {
             let wanted = matches!(
                 line.event_type.as_str(),
-                "tool_call_approval_requested" | "tool_call_approval_decided"
+                ToolCallApprovalRequested::TYPE | ToolCallApprovalDecided::TYPE
             );
             if !wanted {
                 continue;
@@ -437,7 +439,7 @@ pub fn pending(run_root: &Path) -> Result<Vec<PendingApproval>, DecisionError> {
             let Ok(event) = serde_json::from_str::<Value>(&line.json) else {
                 continue;
             };
-            if line.event_type == "tool_call_approval_requested" {
+            if line.event_type == ToolCallApprovalRequested::TYPE {
                 requested.push(event);
             } else {
                 decided.insert(key(&event["payload"]));

@@ -23,7 +23,11 @@ use serde::Serialize;
 use serde_json::Value;
 use toolhost_capabilities::{InvocationInputs, SkillAccess};
 use toolhost_core::{AgentToolResult, InvocationToolSnapshot, Profile, ToolId, ToolInvocation};
-use toolhost_journal::{JournalEvent, ROOT_INVOCATION_ID, RunLayout, RunManifest, read_events};
+use toolhost_journal::{
+    AgentDelegateStarted, AgentHandoffAccepted, DirectOutputCaptured, Event as _, JournalEvent,
+    ROOT_INVOCATION_ID, RunLayout, RunManifest, TaskReturnCompleted, ToolCallCompleted,
+    ToolCallFailed, read_events,
+};
 use toolhost_sandbox::CallEntropy;
 use toolhost_workspace::{
     Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession, WriteGuard, persist,
@@ -129,7 +133,7 @@ pub async fn replay_run(
         let Ok(scope) = event.scope() else { continue };
         let invocation_id = scope.invocation_id;
         match event.r#type.as_str() {
-            "direct_output_captured" => {
+            DirectOutputCaptured::TYPE => {
                 let reply = event.payload["modelResponsePath"].as_str().unwrap_or("");
                 let bytes = read(&run_dir.join(reply))?;
                 let record: Value = serde_json::from_slice(&bytes)
@@ -141,7 +145,7 @@ pub async fn replay_run(
                 let path = event.payload["path"].as_str().unwrap_or(DIRECT_OUTPUT_PATH);
                 workspace.write_text(path, &response.message.text(), WriteGuard::Unchecked)?;
             }
-            "task_return_completed" => {
+            TaskReturnCompleted::TYPE => {
                 let result_ref = event.payload["resultRef"].as_str().unwrap_or("");
                 let summary_ref = event.payload["summaryRef"].as_str().unwrap_or("");
                 let record: Value = serde_json::from_slice(&read(&run_dir.join(result_ref))?)
@@ -155,7 +159,7 @@ pub async fn replay_run(
                 );
                 workspace.write_text(summary_ref, &markdown, WriteGuard::Unchecked)?;
             }
-            "tool_call_completed" | "tool_call_failed"
+            ToolCallCompleted::TYPE | ToolCallFailed::TYPE
                 if event.level != toolhost_journal::Level::Error =>
             {
                 let entry = match invocations.get(&invocation_id) {
@@ -315,8 +319,8 @@ fn invocation_profiles(
     profiles.insert(ROOT_INVOCATION_ID.to_owned(), Arc::new(root.clone()));
     for event in events {
         let (invocation, target) = match event.r#type.as_str() {
-            "agent_delegate_started" => ("childInvocationId", "targetProfileId"),
-            "agent_handoff_accepted" => ("newInvocationId", "targetProfileId"),
+            AgentDelegateStarted::TYPE => ("childInvocationId", "targetProfileId"),
+            AgentHandoffAccepted::TYPE => ("newInvocationId", "targetProfileId"),
             _ => continue,
         };
         if let (Some(invocation), Some(profile)) = (

@@ -19,18 +19,15 @@ use std::sync::{Mutex, MutexGuard};
 use serde::Serialize;
 use serde_json::Value;
 use toolhost_core::builtin;
-use toolhost_journal::JournalEvent;
+/// How a run ended, when it did: a terminal run is never resumed.
+pub use toolhost_journal::TERMINAL_EVENTS;
+use toolhost_journal::{
+    AgentTaskEnded, ChatCommitCompleted, ChatCommitRequested, Event as _, JournalEvent,
+    ModelCompleted, RunResumed, RunStarted, ToolCallCompleted, ToolCallFailed, ToolCallStarted,
+};
 
 /// Events of a run that a resume never makes again.
-const RUN_LEVEL: [&str; 2] = ["run_started", "run_resumed"];
-
-/// How a run ended, when it did: a terminal run is never resumed.
-pub const TERMINAL_EVENTS: [&str; 4] = [
-    "run_completed",
-    "run_failed",
-    "run_partial_success",
-    "run_cancelled",
-];
+const RUN_LEVEL: [&str; 2] = [RunStarted::TYPE, RunResumed::TYPE];
 
 #[derive(Debug, Clone)]
 pub(crate) struct Recorded {
@@ -103,15 +100,15 @@ impl ResumeLog {
                 (scope.invocation_id.clone(), call.unwrap_or("").to_owned())
             };
             match event.r#type.as_str() {
-                "model_completed" => found.rounds_replayed += 1,
-                "tool_call_started" => {
+                ModelCompleted::TYPE => found.rounds_replayed += 1,
+                ToolCallStarted::TYPE => {
                     started.insert(call());
                     started_seq.insert(call(), event.seq);
                     if let Some(tool) = event.payload["toolId"].as_str() {
                         started_tools.insert(call(), tool.to_owned());
                     }
                 }
-                "chat_commit_requested" | "chat_commit_completed" => {
+                ChatCommitRequested::TYPE | ChatCommitCompleted::TYPE => {
                     let id = event.payload["commitId"].as_str().unwrap_or("").to_owned();
                     let entry = commits.entry(id).or_insert_with(|| RecordedCommit {
                         path: String::new(),
@@ -120,19 +117,19 @@ impl ResumeLog {
                     if let Some(path) = event.payload["path"].as_str() {
                         entry.path = path.to_owned();
                     }
-                    if event.r#type == "chat_commit_completed" {
+                    if event.r#type == ChatCommitCompleted::TYPE {
                         entry.completed = event.payload["messageIndex"]
                             .as_u64()
                             .and_then(|index| u32::try_from(index).ok());
                     }
                 }
-                "agent_task_ended" => {
+                AgentTaskEnded::TYPE => {
                     let task = event.payload["taskId"].as_str().unwrap_or("").to_owned();
                     let status = event.payload["status"].as_str().unwrap_or("").to_owned();
                     let error = event.payload["error"].as_str().map(str::to_owned);
                     task_ends.push((event.seq, task, status, error));
                 }
-                "tool_call_completed" | "tool_call_failed" => {
+                ToolCallCompleted::TYPE | ToolCallFailed::TYPE => {
                     finished.insert(call());
                     let charged = event.payload.get("skillReadChars").and_then(Value::as_u64);
                     let sum = skill_chars.entry(scope.invocation_id.clone()).or_default();
@@ -349,7 +346,7 @@ pub(crate) fn outcome_unknown(tool: &toolhost_core::ToolId) -> toolhost_core::To
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_journal::{EventScope, Level};
+    use toolhost_journal::{EventScope, Level, ModelRequestCreated};
 
     fn event(seq: u64, kind: &str, invocation: &str, payload: Value) -> JournalEvent {
         let mut payload = payload.as_object().cloned().unwrap_or_default();
@@ -371,42 +368,47 @@ mod tests {
     fn journal() -> Vec<JournalEvent> {
         use serde_json::json;
         vec![
-            event(1, "run_started", "inv_root", json!({})),
-            event(2, "model_request_created", "inv_root", json!({"round": 1})),
-            event(3, "model_completed", "inv_root", json!({"round": 1})),
-            event(4, "tool_call_started", "inv_root", json!({"callId": "a"})),
+            event(1, RunStarted::TYPE, "inv_root", json!({})),
+            event(
+                2,
+                ModelRequestCreated::TYPE,
+                "inv_root",
+                json!({"round": 1}),
+            ),
+            event(3, ModelCompleted::TYPE, "inv_root", json!({"round": 1})),
+            event(4, ToolCallStarted::TYPE, "inv_root", json!({"callId": "a"})),
             event(
                 5,
-                "agent_task_ended",
+                AgentTaskEnded::TYPE,
                 "inv_child",
                 json!({"taskId": "t1", "status": "failed", "error": "boom"}),
             ),
             event(
                 6,
-                "tool_call_completed",
+                ToolCallCompleted::TYPE,
                 "inv_root",
                 json!({"callId": "a", "skillReadChars": 7}),
             ),
-            event(7, "tool_call_started", "inv_root", json!({"callId": "b"})),
+            event(7, ToolCallStarted::TYPE, "inv_root", json!({"callId": "b"})),
             event(
                 8,
-                "chat_commit_requested",
+                ChatCommitRequested::TYPE,
                 "inv_root",
                 json!({"commitId": "r:commit_001", "path": "output/main.md"}),
             ),
             event(
                 9,
-                "chat_commit_completed",
+                ChatCommitCompleted::TYPE,
                 "inv_root",
                 json!({"commitId": "r:commit_001", "messageIndex": 65}),
             ),
             event(
                 10,
-                "chat_commit_requested",
+                ChatCommitRequested::TYPE,
                 "inv_root",
                 json!({"commitId": "r:commit_002", "path": "output/main.md"}),
             ),
-            event(11, "run_resumed", "inv_root", json!({})),
+            event(11, RunResumed::TYPE, "inv_root", json!({})),
         ]
     }
 
@@ -444,23 +446,24 @@ mod tests {
         let log = ResumeLog::from_events(&journal());
         // run_started and run_resumed are never made again, so not queued.
         assert_eq!(
-            log.take("inv_root", "model_request_created").map(|r| r.seq),
+            log.take("inv_root", ModelRequestCreated::TYPE)
+                .map(|r| r.seq),
             Some(2)
         );
         assert_eq!(
-            log.take("inv_root", "model_completed").map(|r| r.seq),
+            log.take("inv_root", ModelCompleted::TYPE).map(|r| r.seq),
             Some(3)
         );
         assert!(log.replaying("inv_root"));
         // Another kind than the next recorded one: the queue is dropped.
-        assert!(log.take("inv_root", "model_completed").is_none());
+        assert!(log.take("inv_root", ModelCompleted::TYPE).is_none());
         assert!(!log.replaying("inv_root"));
-        assert!(log.take("inv_root", "tool_call_started").is_none());
+        assert!(log.take("inv_root", ToolCallStarted::TYPE).is_none());
         // Other invocations keep theirs.
         assert!(log.replaying("inv_child"));
-        log.skip_to("inv_child", "agent_task_ended");
+        log.skip_to("inv_child", AgentTaskEnded::TYPE);
         assert_eq!(
-            log.take("inv_child", "agent_task_ended").map(|r| r.seq),
+            log.take("inv_child", AgentTaskEnded::TYPE).map(|r| r.seq),
             Some(5)
         );
     }

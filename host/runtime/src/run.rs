@@ -15,9 +15,10 @@ use toolhost_core::{
 };
 use toolhost_journal::Replica;
 use toolhost_journal::{
-    ContextAssembled, Durability, Event, Observer, PreservedCommit, Recovery, RootSpec,
-    RunCompleted, RunDirectory, RunFailed, RunLayout, RunManifest, RunPartialSuccess, RunResumed,
-    RunStarted, ToolCallUnknown, read_events,
+    ContextAssembled, Durability, Event, ModelRequestCreated, Observer, PreservedCommit, Recovery,
+    RootSpec, RunCompleted, RunDirectory, RunFailed, RunLayout, RunManifest, RunPartialSuccess,
+    RunResumed, RunStarted, ToolCallCompleted, ToolCallFailed, ToolCallStarted, ToolCallUnknown,
+    read_events,
 };
 
 use toolhost_capabilities::SkillAccess;
@@ -234,7 +235,7 @@ impl Run {
             Some(bytes) => LoopRecord::from_json(&bytes)?,
             // Cut off between its creation and its loop's first step:
             // nothing was asked or done yet.
-            None if events.iter().all(|event| event.r#type == "run_started") => {
+            None if events.iter().all(|event| event.r#type == RunStarted::TYPE) => {
                 return Err(RunFailure::NotResumable(format!(
                     "{} was interrupted before its loop started: nothing was done yet, so start the run again",
                     root.display()
@@ -573,12 +574,12 @@ impl Run {
             }
             match event.r#type.as_str() {
                 // An invented name the model called used the total too.
-                kind if kind == ToolCallUnknown::TYPE
-                    && event.payload.get("charged").and_then(Value::as_bool) == Some(true) =>
+                ToolCallUnknown::TYPE
+                    if event.payload.get("charged").and_then(Value::as_bool) == Some(true) =>
                 {
                     unknown_charged = unknown_charged.saturating_add(1);
                 }
-                "tool_call_started" => {
+                ToolCallStarted::TYPE => {
                     let tool = event.payload.get("toolId").and_then(Value::as_str);
                     match tool.map(ToolId::parse) {
                         Some(Ok(tool)) => started.push(tool),
@@ -590,11 +591,11 @@ impl Run {
                         }
                     }
                 }
-                "model_request_created" => {
+                ModelRequestCreated::TYPE => {
                     let seen = event.payload.get("round").and_then(Value::as_u64);
                     round = round.max(seen.unwrap_or(0) as u32);
                 }
-                "tool_call_completed" | "tool_call_failed" => {
+                ToolCallCompleted::TYPE | ToolCallFailed::TYPE => {
                     let charged = event.payload.get("skillReadChars").and_then(Value::as_u64);
                     skill_chars = skill_chars.saturating_add(charged.unwrap_or(0));
                 }

@@ -22,7 +22,9 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolhost_journal::RunManifest;
+use toolhost_journal::{
+    Event as _, RunCancelled, RunCompleted, RunFailed, RunManifest, RunPartialSuccess,
+};
 use toolhost_runtime::Run;
 
 pub(crate) use approvals::{__path_approvals, __path_decide, approvals, decide};
@@ -208,10 +210,10 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> 
 
 fn status_of(ended_by: Option<&str>) -> &'static str {
     match ended_by {
-        Some("run_completed") => "completed",
-        Some("run_partial_success") => "partial_success",
-        Some("run_failed") => "failed",
-        Some("run_cancelled") => "cancelled",
+        Some(RunCompleted::TYPE) => "completed",
+        Some(RunPartialSuccess::TYPE) => "partial_success",
+        Some(RunFailed::TYPE) => "failed",
+        Some(RunCancelled::TYPE) => "cancelled",
         _ => "interrupted",
     }
 }

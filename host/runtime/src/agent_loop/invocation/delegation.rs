@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use toolhost_core::{
     AgentModelMessage, AwaitMode, ToolFailure, ToolInvocation, ToolSuccess, profile::Profile,
 };
-use toolhost_journal::{AgentAwaitCompleted, AgentDelegateStarted, ChildResultsInjected};
+use toolhost_journal::{
+    AgentAwaitCompleted, AgentDelegateStarted, AgentTaskEnded, ChildResultsInjected, Event as _,
+};
 
 use crate::agent_loop::tasks::{TaskStatus, TaskView, render_capsule, tasks_json};
 use crate::agents::refusal;
@@ -29,7 +31,7 @@ impl InvocationLoop<'_> {
         let ended = match self.shared.run.resume_log() {
             // Replaying: the journal says which results this round took.
             Some(log) if log.replaying(self.id()) => match log.peek(self.id()) {
-                Some(next) if next.kind == "child_results_injected" => {
+                Some(next) if next.kind == ChildResultsInjected::TYPE => {
                     let ids: Vec<String> = next.payload["taskIds"]
                         .as_array()
                         .into_iter()
@@ -182,7 +184,7 @@ impl InvocationLoop<'_> {
                 && status != "completed"
             {
                 if let Some(log) = shared.run.resume_log() {
-                    log.skip_to(&spec.invocation_id, "agent_task_ended");
+                    log.skip_to(&spec.invocation_id, AgentTaskEnded::TYPE);
                 }
                 let status = if status == "cancelled" {
                     TaskStatus::Cancelled
@@ -313,7 +315,7 @@ impl InvocationLoop<'_> {
         }
         // `agent_await_completed`, as journalled.
         if let Some(log) = self.shared.run.resume_log() {
-            log.take(self.id(), "agent_await_completed");
+            log.take(self.id(), AgentAwaitCompleted::TYPE);
         }
         Ok(())
     }

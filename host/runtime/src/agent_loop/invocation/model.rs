@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 use toolhost_core::{AgentModelRequest, Classified};
 use toolhost_journal::{
-    DirectOutputCaptured, ModelCallAttemptFailed, ModelCompleted, ROOT_INVOCATION_ID, sha256_hex,
+    DirectOutputCaptured, Event as _, ModelCallAttemptFailed, ModelCompleted, ROOT_INVOCATION_ID,
+    sha256_hex,
 };
 use toolhost_model::ModelReply;
 use toolhost_workspace::WriteGuard;
@@ -57,7 +58,7 @@ impl InvocationLoop<'_> {
         if let Some(stored) = self.stored_reply(round)? {
             // Attempts that failed before it were journalled then.
             if let Some(log) = self.shared.run.resume_log() {
-                log.skip_while(self.id(), "model_call_attempt_failed");
+                log.skip_while(self.id(), ModelCallAttemptFailed::TYPE);
             }
             return Ok(stored);
         }
