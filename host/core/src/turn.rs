@@ -112,6 +112,23 @@ impl ToolTurnContract {
         Self::new(snapshot.id(), tools, choice)
     }
 
+    /// The turn of a call no model asked for (`toolhost call`, MCP, the
+    /// API): only `tool`, chosen. It names one tool however many the
+    /// snapshot binds, so building it, journalling it and checking a call
+    /// against it cost the same for a 1-tool and an all-builtins profile.
+    /// A tool outside the snapshot is refused as [`all`](Self::all) refuses
+    /// it under `Specific`.
+    pub fn only(snapshot: &InvocationToolSnapshot, tool: &ToolId) -> Result<Self, TurnError> {
+        if !snapshot.contains(tool) {
+            return Err(TurnError::SpecificNotAvailable(tool.clone()));
+        }
+        Self::new(
+            snapshot.id(),
+            vec![tool.clone()],
+            ToolChoice::Specific(tool.clone()),
+        )
+    }
+
     pub fn snapshot_id(&self) -> &str {
         &self.snapshot_id
     }

@@ -7,6 +7,7 @@
 //! read back from `tool_snapshot.json` is as trustworthy as a fresh one.
 
 mod compile;
+mod index;
 mod recheck;
 pub mod tool_refs;
 
@@ -141,6 +142,10 @@ pub struct InvocationToolSnapshot {
     /// in a version-1 snapshot).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     decisions: Vec<ToolDecision>,
+    /// Each binding's position by tool: a call's lookup does not walk the
+    /// bindings (issue 38: a call's cost independent of the snapshot's size).
+    #[serde(skip)]
+    index: index::BindingIndex,
 }
 
 /// The wire form, checked before it becomes a snapshot.
@@ -231,6 +236,7 @@ impl InvocationToolSnapshot {
         Ok(Self {
             schema_version: SNAPSHOT_SCHEMA_VERSION,
             id,
+            index: index::BindingIndex::of(&bindings),
             bindings,
             max_calls_per_invocation,
             decisions: Vec::new(),
@@ -292,8 +298,12 @@ impl InvocationToolSnapshot {
         self.max_calls_per_invocation
     }
 
+    /// The binding of `id`, found through the index: the same cost for one
+    /// bound tool or every builtin.
     pub fn binding(&self, id: &ToolId) -> Option<&ToolBinding> {
-        self.bindings.iter().find(|binding| binding.tool_id() == id)
+        self.index
+            .position(id)
+            .and_then(|position| self.bindings.get(position))
     }
 
     pub fn contains(&self, id: &ToolId) -> bool {

@@ -257,3 +257,34 @@ fn a_models_unknown_name_is_kept_typed_never_resolved() {
         "model.invalid_tool_call"
     );
 }
+
+/// A direct call's turn names the one tool called, however many the
+/// snapshot binds: what it builds, projects and journals does not grow with
+/// the profile.
+#[test]
+fn a_direct_calls_turn_names_only_its_tool() {
+    let wide: Vec<(String, String)> = (0..30)
+        .map(|n| (format!("builtin:tool.n{n}"), format!("tool_n{n}")))
+        .collect();
+    let tools: Vec<(&str, &str)> = wide.iter().map(|(t, a)| (t.as_str(), a.as_str())).collect();
+    let snapshot = snapshot("inv_root", &tools);
+    let called = id("builtin:tool.n29");
+    let contract = ToolTurnContract::only(&snapshot, &called).expect("contract");
+    assert_eq!(contract.tools(), std::slice::from_ref(&called));
+    assert_eq!(contract.choice(), &ToolChoice::Specific(called.clone()));
+    let turn = ModelTurn::new(&snapshot, contract).expect("turn");
+    assert_eq!(turn.tools().len(), 1);
+    assert_eq!(turn.alias_of(&called), Some("tool_n29"));
+    // Any other tool of the snapshot is not this turn's.
+    assert!(turn.resolve("tool_n0").is_err());
+    // A tool outside the snapshot: refused as `all` refuses it.
+    let absent = id("builtin:dice.roll");
+    assert_eq!(
+        ToolTurnContract::only(&snapshot, &absent),
+        Err(TurnError::SpecificNotAvailable(absent.clone()))
+    );
+    assert_eq!(
+        ToolTurnContract::all(&snapshot, ToolChoice::Specific(absent.clone())),
+        Err(TurnError::SpecificNotAvailable(absent))
+    );
+}
