@@ -6,7 +6,7 @@
 //! share one path and differ only in how they answer.
 
 use serde_json::Value;
-use toolhost_core::{ModelCallError, ProviderToolCall, ToolChoice, ToolId};
+use toolhost_core::{ModelCallError, ProviderToolCall, ToolId};
 use toolhost_sandbox::CallEntropy;
 
 use crate::failure::RunFailure;
@@ -55,7 +55,7 @@ impl InvocationSession {
         arguments: Option<Value>,
         entropy: CallEntropy,
     ) -> Result<CallOutcome, DirectCallError> {
-        let turn = self.begin_direct_turn(ToolChoice::Specific(tool.clone()), caller.requester)?;
+        let turn = self.begin_direct_turn(tool, caller.requester)?;
         let invocation = turn
             .decode_call(ProviderToolCall {
                 call_id: Some(format!(
@@ -71,3 +71,6 @@ impl InvocationSession {
         Ok(self.call(executor, &turn, invocation, entropy).await?)
     }
 }
+
+#[cfg(test)]
+mod tests;

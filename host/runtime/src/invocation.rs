@@ -263,27 +263,30 @@ impl InvocationSession {
         choice: ToolChoice,
         requester: &str,
     ) -> Result<ModelTurn, RunFailure> {
-        self.open_turn(choice, requester, Written::Now)
+        let contract = ToolTurnContract::all(&self.snapshot, choice)?;
+        self.open_turn(contract, requester, Written::Now)
     }
 
-    /// [`begin_turn`](Self::begin_turn) for a call made at once, with no
-    /// model in between: the request line is held and goes out in the same
-    /// write as the call's first events (or when the journal is flushed).
+    /// The turn of a call made at once, with no model in between: it
+    /// offers only `tool` ([`ToolTurnContract::only`]), so a call does the
+    /// same work whatever the snapshot's size; the request line is held and
+    /// goes out in the same write as the call's first events (or when the
+    /// journal is flushed).
     pub(crate) fn begin_direct_turn(
         &mut self,
-        choice: ToolChoice,
+        tool: &ToolId,
         requester: &str,
     ) -> Result<ModelTurn, RunFailure> {
-        self.open_turn(choice, requester, Written::WithTheNext)
+        let contract = ToolTurnContract::only(&self.snapshot, tool)?;
+        self.open_turn(contract, requester, Written::WithTheNext)
     }
 
     fn open_turn(
         &mut self,
-        choice: ToolChoice,
+        contract: ToolTurnContract,
         requester: &str,
         written: Written,
     ) -> Result<ModelTurn, RunFailure> {
-        let contract = ToolTurnContract::all(&self.snapshot, choice)?;
         let turn = ModelTurn::new(&self.snapshot, contract)?;
         self.round += 1;
         let created = ModelRequestCreated {
