@@ -4,6 +4,12 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
+use toolhost_journal::{
+    AgentDelegateStarted, ChatCommitCompleted, ContextAssembled, Event as _, ModelCompleted,
+    ModelRequestCreated, RunCompleted, RunFailed, RunResumed, RunStarted, TaskReturnCompleted,
+    ToolCallApprovalDecided, ToolCallCompleted, ToolCallFailed, ToolCallRequested, ToolCallStarted,
+    ToolResultStored,
+};
 
 mod common;
 
@@ -271,14 +277,14 @@ fn a_call_is_journalled_and_audited_in_its_run_directory() {
     assert_eq!(
         journal_types(cache.path(), &run),
         [
-            "run_started",
-            "context_assembled",
-            "model_request_created",
-            "tool_call_requested",
-            "tool_call_started",
-            "tool_result_stored",
-            "tool_call_completed",
-            "run_completed"
+            RunStarted::TYPE,
+            ContextAssembled::TYPE,
+            ModelRequestCreated::TYPE,
+            ToolCallRequested::TYPE,
+            ToolCallStarted::TYPE,
+            ToolResultStored::TYPE,
+            ToolCallCompleted::TYPE,
+            RunCompleted::TYPE
         ]
     );
     let args = std::fs::read_dir(run.join("tool-args"))
@@ -297,7 +303,7 @@ fn a_call_is_journalled_and_audited_in_its_run_directory() {
     let output = toolhost(cache.path(), &["journal", run.to_str().expect("utf-8")]);
     let table = stdout(&output);
     assert!(table.starts_with("SEQ"), "{table}");
-    assert!(table.contains("tool_call_completed"), "{table}");
+    assert!(table.contains(ToolCallCompleted::TYPE), "{table}");
     assert!(table.contains("builtin:dice.roll ok in"), "{table}");
 }
 
@@ -328,11 +334,14 @@ fn budgets_hold_across_calls_in_one_run_directory() {
     );
     let types = journal_types(cache.path(), &cache.path().join("r"));
     assert_eq!(
-        types.iter().filter(|t| *t == "tool_call_started").count(),
+        types.iter().filter(|t| *t == ToolCallStarted::TYPE).count(),
         2
     );
-    assert_eq!(types.iter().filter(|t| *t == "run_resumed").count(), 2);
-    assert_eq!(types.iter().filter(|t| *t == "tool_call_failed").count(), 1);
+    assert_eq!(types.iter().filter(|t| *t == RunResumed::TYPE).count(), 2);
+    assert_eq!(
+        types.iter().filter(|t| *t == ToolCallFailed::TYPE).count(),
+        1
+    );
 
     // A continued run keeps its frozen profile: another one is refused.
     let other = cache.path().join("other.json");
@@ -370,8 +379,8 @@ fn a_tool_the_profile_does_not_offer_is_a_policy_denial() {
     assert!(text.contains("not in tools.allow"), "{text}");
     let run = run_dir(cache.path(), &output);
     let types = journal_types(cache.path(), &run);
-    assert_eq!(types.last().map(String::as_str), Some("run_failed"));
-    assert!(!types.iter().any(|t| t == "tool_call_started"));
+    assert_eq!(types.last().map(String::as_str), Some(RunFailed::TYPE));
+    assert!(!types.iter().any(|t| t == ToolCallStarted::TYPE));
 
     let profile = cache.path().join("denied.json");
     std::fs::write(
@@ -651,11 +660,11 @@ fn run_drives_a_scripted_agent_to_a_committed_reply() {
     // A live line per event on stderr.
     let progress = stderr(&output);
     for kind in [
-        "model_completed",
-        "agent_delegate_started",
-        "task_return_completed",
-        "chat_commit_completed",
-        "run_completed",
+        ModelCompleted::TYPE,
+        AgentDelegateStarted::TYPE,
+        TaskReturnCompleted::TYPE,
+        ChatCommitCompleted::TYPE,
+        RunCompleted::TYPE,
     ] {
         assert!(progress.contains(kind), "{kind} missing from:\n{progress}");
     }
@@ -676,7 +685,7 @@ fn run_drives_a_scripted_agent_to_a_committed_reply() {
     );
     assert_eq!(message["is_user"], false);
     let types = journal_types(dir, &dir.join("agent-run"));
-    assert_eq!(types.last().map(String::as_str), Some("run_completed"));
+    assert_eq!(types.last().map(String::as_str), Some(RunCompleted::TYPE));
 }
 
 #[test]
@@ -886,10 +895,10 @@ fn mcp_serve_answers_the_official_python_client_through_the_gate() {
     );
     let types = journal_types(dir, &dir.join("served-run"));
     assert_eq!(
-        types.iter().filter(|t| *t == "tool_call_started").count(),
+        types.iter().filter(|t| *t == ToolCallStarted::TYPE).count(),
         4
     );
-    assert_eq!(types.last().map(String::as_str), Some("run_completed"));
+    assert_eq!(types.last().map(String::as_str), Some(RunCompleted::TYPE));
 }
 
 fn write_policy(path: &Path, deny: &[&str], ask: &[&str]) {
@@ -1033,7 +1042,7 @@ fn approvals_from_the_command_line() {
     let decided: Vec<Value> = toolhost_journal::read_events(run.join("events.jsonl"))
         .expect("journal")
         .into_iter()
-        .filter(|event| event.r#type == "tool_call_approval_decided")
+        .filter(|event| event.r#type == ToolCallApprovalDecided::TYPE)
         .map(|event| event.payload)
         .collect();
     assert_eq!(decided.len(), 1);
@@ -1183,7 +1192,7 @@ fn run_asks_on_a_terminal() {
             toolhost_journal::read_events(dir.join(format!("run-{answer}/events.jsonl")))
                 .expect("journal")
                 .into_iter()
-                .filter(|event| event.r#type == "tool_call_approval_decided")
+                .filter(|event| event.r#type == ToolCallApprovalDecided::TYPE)
                 .map(|event| event.payload)
                 .collect();
         assert_eq!(decided.len(), 1, "{answer}");

@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
 use serde_json::{Value, json};
+use toolhost_journal::{
+    ChatCommitCompleted, Event as _, ModelCompleted, RunCompleted, RunResumed, ToolResultStored,
+};
 
 const SEED: &str = "42";
 
@@ -226,14 +229,14 @@ fn check_same_end(reference: &Path, dir: &Path, label: &str) {
     }
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
-        kinds.iter().filter(|k| **k == "run_completed").count(),
+        kinds.iter().filter(|k| **k == RunCompleted::TYPE).count(),
         1,
         "{label}"
     );
-    assert_eq!(kinds.last(), Some(&"run_completed"), "{label}");
+    assert_eq!(kinds.last(), Some(&RunCompleted::TYPE), "{label}");
     let mut asked = BTreeMap::new();
     for event in &events {
-        if event["type"] == "model_completed" {
+        if event["type"] == ModelCompleted::TYPE {
             let key = (
                 event["payload"]["invocationId"].to_string(),
                 event["payload"]["round"].to_string(),
@@ -245,10 +248,10 @@ fn check_same_end(reference: &Path, dir: &Path, label: &str) {
         asked.values().all(|count| *count == 1),
         "{label}: a round twice: {asked:?}"
     );
-    let reference_rounds = events_of(reference, "model_completed");
+    let reference_rounds = events_of(reference, ModelCompleted::TYPE);
     assert_eq!(asked.len(), reference_rounds, "{label}: rounds");
     assert_eq!(
-        events_of(dir, "chat_commit_completed"),
+        events_of(dir, ChatCommitCompleted::TYPE),
         1,
         "{label}: the commit is journalled once"
     );
@@ -339,7 +342,7 @@ fn a_killed_run_resumes_to_the_end_an_uninterrupted_run_reaches() {
             }
         }
         // Killed again right after `run_completed`: the run is over.
-        let completed = events_of(&dir, "run_completed") == 1
+        let completed = events_of(&dir, RunCompleted::TYPE) == 1
             || toolhost(&dir, &resume_args(&dir), None).success();
         let log = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
         assert!(
@@ -348,12 +351,12 @@ fn a_killed_run_resumes_to_the_end_an_uninterrupted_run_reaches() {
             log("stdout.log"),
             log("stderr.log")
         );
-        assert!(events_of(&dir, "run_resumed") >= 1, "{label}");
+        assert!(events_of(&dir, RunResumed::TYPE) >= 1, "{label}");
         if first.starts_with("write_intent") {
             // The write cut off after its intent is settled, not re-run.
             let resumed = events(&dir)
                 .into_iter()
-                .find(|e| e["type"] == "run_resumed")
+                .find(|e| e["type"] == RunResumed::TYPE)
                 .unwrap();
             let found = &resumed["payload"]["resume"];
             let count = |key: &str| found[key].as_u64().unwrap_or(0);
@@ -409,7 +412,7 @@ fn an_ended_run_is_not_resumed_and_contradicting_flags_are_refused() {
     // Refusals leave the run resumable: nothing but run_resumed was added.
     let now = events(&dir);
     let before = journal.iter().filter(|b| **b == b'\n').count();
-    assert!(now[before..].iter().all(|e| e["type"] == "run_resumed"));
+    assert!(now[before..].iter().all(|e| e["type"] == RunResumed::TYPE));
     assert!(toolhost(&dir, &resume_args(&dir), None).success());
 }
 
@@ -464,7 +467,7 @@ fn replay_reports_a_stored_result_the_call_does_not_give() {
     let search = events
         .iter()
         .find(|e| {
-            e["type"] == "tool_result_stored" && e["payload"]["toolId"] == "builtin:chat.search"
+            e["type"] == ToolResultStored::TYPE && e["payload"]["toolId"] == "builtin:chat.search"
         })
         .unwrap();
     let path = dir

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost_journal::{Event as _, RunCompleted, RunFailed, ToolCallStarted};
 
 fn serve(dir: &Path, profile: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
@@ -111,7 +112,7 @@ fn a_call_that_fails_the_run_ends_the_server() {
     let started = Instant::now();
     while !std::fs::read_to_string(&journal)
         .unwrap_or_default()
-        .contains("tool_call_started")
+        .contains(ToolCallStarted::TYPE)
     {
         assert!(
             started.elapsed() < Duration::from_secs(60),
@@ -167,13 +168,13 @@ fn a_call_that_fails_the_run_ends_the_server() {
         .collect();
     assert_eq!(
         types.last().map(String::as_str),
-        Some("run_failed"),
+        Some(RunFailed::TYPE),
         "{types:?}"
     );
-    assert!(!types.iter().any(|t| t == "run_completed"), "{types:?}");
+    assert!(!types.iter().any(|t| t == RunCompleted::TYPE), "{types:?}");
     // The dice were never rolled.
     assert_eq!(
-        types.iter().filter(|t| *t == "tool_call_started").count(),
+        types.iter().filter(|t| *t == ToolCallStarted::TYPE).count(),
         1,
         "{types:?}"
     );

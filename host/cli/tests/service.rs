@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost_journal::{Event as _, RunCompleted, RunStarted, TERMINAL_EVENTS};
 
 mod common;
 
@@ -279,8 +280,8 @@ async fn a_python_host_drives_runs_over_http_and_tools_over_mcp() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(types.first(), Some(&"run_started"), "{types:?}");
-    assert_eq!(types.last(), Some(&"run_completed"), "{types:?}");
+    assert_eq!(types.first(), Some(&RunStarted::TYPE), "{types:?}");
+    assert_eq!(types.last(), Some(&RunCompleted::TYPE), "{types:?}");
     assert_eq!(api["run"]["status"], "completed");
     assert_eq!(api["run"]["commits"], 1);
     assert_eq!(api["reply"], REPLY);
@@ -341,12 +342,7 @@ async fn sigterm_mid_run_leaves_it_interrupted_and_the_next_start_completes_it()
             .join(format!("data/tenants/acme/runs/{id}/events.jsonl")),
     )
     .expect("journal");
-    for end in [
-        "run_completed",
-        "run_failed",
-        "run_cancelled",
-        "run_partial_success",
-    ] {
+    for end in TERMINAL_EVENTS {
         assert!(
             !journal.contains(&format!("\"type\":\"{end}\"")),
             "{journal}"

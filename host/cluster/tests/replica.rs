@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use toolhost_cluster::testing::{NatsServer, nats_server_or_skip, take_free_lease};
 use toolhost_cluster::{Cluster, JournalReplica, RunKey, RunLog};
-use toolhost_journal::{Durability, EventScope, Journal, JournalError, Level, NewEvent};
+use toolhost_journal::{
+    Durability, Event as _, EventScope, Journal, JournalError, Level, ModelCompleted, NewEvent,
+    RunResumed, RunStarted, ToolCallCompleted, ToolCallStarted,
+};
 
 fn event(event_type: &str, n: u64) -> NewEvent {
     let mut payload = serde_json::Map::new();
@@ -36,9 +39,13 @@ async fn the_journal_file_is_a_prefix_of_the_cluster_journal_and_a_stale_owner_i
     let mut journal = Journal::create(&path, key.run(), Durability::Batched).unwrap();
     let replica = JournalReplica::new(RunLog::open(&a, &lease).await.unwrap()).unwrap();
     journal.set_replica(Some(Box::new(replica))).unwrap();
-    for (n, kind) in ["run_started", "model_completed", "tool_call_started"]
-        .into_iter()
-        .enumerate()
+    for (n, kind) in [
+        RunStarted::TYPE,
+        ModelCompleted::TYPE,
+        ToolCallStarted::TYPE,
+    ]
+    .into_iter()
+    .enumerate()
     {
         journal.append(event(kind, n as u64)).unwrap();
     }
@@ -71,7 +78,9 @@ async fn the_journal_file_is_a_prefix_of_the_cluster_journal_and_a_stale_owner_i
         .unwrap();
 
     // a wakes: its next event is refused, and poisons its journal.
-    let err = journal.append(event("tool_call_completed", 4)).unwrap_err();
+    let err = journal
+        .append(event(ToolCallCompleted::TYPE, 4))
+        .unwrap_err();
     assert!(
         matches!(&err, JournalError::Replica { seq: 4, reason, .. } if reason.starts_with("cluster.fenced")),
         "{err}"
@@ -82,5 +91,5 @@ async fn the_journal_file_is_a_prefix_of_the_cluster_journal_and_a_stale_owner_i
     assert_eq!(file.lines().count(), 3, "nothing of the refused event here");
     let cluster = RunLog::read(&b, &key).await.unwrap();
     assert_eq!(cluster.len(), 4);
-    assert!(String::from_utf8_lossy(&cluster[3]).contains("run_resumed"));
+    assert!(String::from_utf8_lossy(&cluster[3]).contains(RunResumed::TYPE));
 }

@@ -11,7 +11,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 use toolhost_chat::Role;
-use toolhost_journal::{Durability, Event as _, ToolCallStarted, ToolCallUnknown};
+use toolhost_journal::{
+    AgentLoopFinished, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
+    DirectOutputCaptured, DriftRecoveryAttempted, Durability, Event as _, ModelCallAttemptFailed,
+    ModelCompleted, RunCompleted, RunFailed, RunPartialSuccess, ToolCallStarted, ToolCallUnknown,
+};
 use toolhost_model::testing::{Canned, serve};
 use toolhost_model::{AgentModel, HttpModel, HttpModelConfig, SameModel};
 use toolhost_providers::Provider;
@@ -47,15 +51,15 @@ async fn a_run_reads_writes_commits_and_finishes() {
 
     let types = fixture.types();
     for kind in [
-        "model_completed",
-        "chat_commit_requested",
-        "chat_commit_completed",
-        "agent_loop_finished",
+        ModelCompleted::TYPE,
+        ChatCommitRequested::TYPE,
+        ChatCommitCompleted::TYPE,
+        AgentLoopFinished::TYPE,
     ] {
         assert!(types.iter().any(|t| t == kind), "{kind} in {types:?}");
     }
-    assert_eq!(types.last().map(String::as_str), Some("run_completed"));
-    assert_eq!(fixture.event("agent_loop_finished")["reason"], "done");
+    assert_eq!(types.last().map(String::as_str), Some(RunCompleted::TYPE));
+    assert_eq!(fixture.event(AgentLoopFinished::TYPE)["reason"], "done");
     // Every reply is kept as an audit fact.
     for round in 1..=3 {
         let path = fixture
@@ -90,12 +94,12 @@ async fn drift_is_captured_and_recovered_from() {
     let captured = std::fs::read_to_string(fixture.run_dir.join("output/direct_output.md"))
         .expect("direct output kept");
     assert_eq!(captured, "Here is my reply, written straight away.");
-    let drift = fixture.event("drift_recovery_attempted");
+    let drift = fixture.event(DriftRecoveryAttempted::TYPE);
     assert_eq!(drift["attempt"], 1);
     assert_eq!(drift["maxAttempts"], 9);
     assert_eq!(drift["reasonCode"], "model.tool_call_required");
     assert_eq!(
-        fixture.event("direct_output_captured")["path"],
+        fixture.event(DirectOutputCaptured::TYPE)["path"],
         "output/direct_output.md"
     );
 }
@@ -109,7 +113,7 @@ async fn drift_until_the_rounds_run_out_fails_the_run() {
     assert_eq!(summary.status, RunStatus::Failed);
     assert_eq!(summary.code.as_deref(), Some("model.tool_call_required"));
     assert!(summary.user_retryable);
-    let failed = fixture.event("run_failed");
+    let failed = fixture.event(RunFailed::TYPE);
     assert_eq!(failed["code"], "model.tool_call_required");
     assert_eq!(failed["userRetryable"], true);
     assert_eq!(fixture.chat().bytes(), fixture.original.as_slice());
@@ -130,7 +134,7 @@ async fn drift_after_a_commit_is_a_partial_success_that_keeps_the_commit() {
         .await;
     assert_eq!(summary.status, RunStatus::PartialSuccess, "{summary:?}");
     assert_eq!(summary.code.as_deref(), Some("model.tool_call_required"));
-    let partial = fixture.event("run_partial_success");
+    let partial = fixture.event(RunPartialSuccess::TYPE);
     assert_eq!(partial["preservedCommitCount"], 1);
     assert_eq!(partial["userRetryable"], false);
     assert_eq!(partial["preservedCommits"][0]["path"], "output/main.md");
@@ -158,7 +162,7 @@ async fn a_terminal_call_that_is_not_last_is_refused_and_the_rest_run() {
     assert_eq!(refused["errorCode"], "agent.tool_after_finish");
     // The call after it ran normally.
     assert_eq!(fixture.tool_result("c4")["isError"], false);
-    assert_eq!(fixture.event("agent_loop_finished")["round"], 2);
+    assert_eq!(fixture.event(AgentLoopFinished::TYPE)["round"], 2);
 }
 
 #[tokio::test]
@@ -299,7 +303,7 @@ async fn a_chat_changed_under_the_run_fails_the_commit_fast() {
             .is_some_and(|m| m.contains("agent.input_history_conflict")),
         "{summary:?}"
     );
-    assert_eq!(fixture.event("chat_commit_failed")["callId"], "c2");
+    assert_eq!(fixture.event(ChatCommitFailed::TYPE)["callId"], "c2");
     // Nothing was written over the edited chat.
     assert_eq!(
         std::fs::read_to_string(&fixture.chat).expect("read"),
@@ -325,7 +329,7 @@ async fn retryable_model_failures_are_retried_then_give_up() {
     let attempts: Vec<Value> = fixture
         .events()
         .into_iter()
-        .filter(|event| event.r#type == "model_call_attempt_failed")
+        .filter(|event| event.r#type == ModelCallAttemptFailed::TYPE)
         .map(|event| event.payload)
         .collect();
     assert_eq!(attempts.len(), 2);
@@ -348,7 +352,7 @@ async fn retryable_model_failures_are_retried_then_give_up() {
         3,
         "one try and two retries"
     );
-    let failed = hopeless.event("run_failed");
+    let failed = hopeless.event(RunFailed::TYPE);
     assert_eq!(failed["retryable"], true);
     assert_eq!(failed["userRetryable"], true);
 }
@@ -379,7 +383,7 @@ async fn a_spent_call_budget_still_lets_the_run_commit_and_finish() {
     assert_eq!(chat.messages().last().expect("message").text(), REPLY);
     assert_eq!(
         fixture.types().last().map(String::as_str),
-        Some("run_completed")
+        Some(RunCompleted::TYPE)
     );
 }
 
@@ -671,7 +675,7 @@ async fn a_whole_run_against_an_openai_compatible_server_on_loopback() {
             .expect("text")
             .contains("Committed output/main.md")
     );
-    let stored = fixture.event("model_completed");
+    let stored = fixture.event(ModelCompleted::TYPE);
     assert_eq!(stored["responseId"], "chatcmpl-1");
     assert_eq!(stored["inputTokens"], 100);
 }

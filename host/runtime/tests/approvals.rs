@@ -11,7 +11,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{Fixture, REPLY, commit, config, finish, parts, profile, script, write};
 use toolhost_core::policy::{Policies, ToolPolicy};
-use toolhost_journal::Durability;
+use toolhost_journal::{
+    ChatCommitCompleted, ChatCommitRequested, Durability, Event as _, ToolCallApprovalDecided,
+    ToolCallApprovalRequested, ToolCallCompleted, ToolCallRequested, ToolCallStarted,
+    ToolResultStored,
+};
 use toolhost_model::SameModel;
 use toolhost_runtime::approval::{
     Answer, ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, DecisionFile,
@@ -130,14 +134,14 @@ async fn an_approved_call_runs_after_its_approval_in_journal_order() {
     assert_eq!(
         types(&events),
         [
-            "tool_call_requested",
-            "tool_call_approval_requested",
-            "tool_call_approval_decided",
-            "tool_call_started",
-            "chat_commit_requested",
-            "chat_commit_completed",
-            "tool_result_stored",
-            "tool_call_completed"
+            ToolCallRequested::TYPE,
+            ToolCallApprovalRequested::TYPE,
+            ToolCallApprovalDecided::TYPE,
+            ToolCallStarted::TYPE,
+            ChatCommitRequested::TYPE,
+            ChatCommitCompleted::TYPE,
+            ToolResultStored::TYPE,
+            ToolCallCompleted::TYPE
         ]
     );
     let requested = &events[1].1;
@@ -156,7 +160,7 @@ async fn an_approved_call_runs_after_its_approval_in_journal_order() {
     assert_eq!(events[2].1["decision"], "approved");
     assert_eq!(events[2].1["by"], "test");
     // A call that needs no approval is not asked about.
-    assert!(!types(&call_events(&fixture, "w")).contains(&"tool_call_approval_requested"));
+    assert!(!types(&call_events(&fixture, "w")).contains(&ToolCallApprovalRequested::TYPE));
     assert_eq!(
         fixture.chat().messages().last().expect("reply").text(),
         REPLY
@@ -181,7 +185,10 @@ async fn a_denied_call_never_starts_and_the_model_reads_the_note() {
     // auto-publish of the written reply either (a commit needs approval).
     assert!(summary.commits.is_empty(), "{summary:?}");
     let events = call_events(&fixture, "c");
-    assert!(!types(&events).contains(&"tool_call_started"), "{events:?}");
+    assert!(
+        !types(&events).contains(&ToolCallStarted::TYPE),
+        "{events:?}"
+    );
     assert_eq!(events[2].1["decision"], "denied");
     let completed = &events.last().expect("completed").1;
     assert_eq!(completed["errorCode"], "agent.tool_denied_by_user");
@@ -215,7 +222,7 @@ async fn without_an_approver_a_call_needing_approval_is_denied() {
     let events = call_events(&fixture, "c");
     assert_eq!(events[2].1["decision"], "denied");
     assert_eq!(events[2].1["by"], "no approver");
-    assert!(!types(&events).contains(&"tool_call_started"));
+    assert!(!types(&events).contains(&ToolCallStarted::TYPE));
 }
 
 #[tokio::test]
@@ -241,7 +248,7 @@ async fn approved_for_the_run_is_asked_once() {
     let second = call_events(&fixture, "c2");
     assert_eq!(second[2].1["decision"], "approved");
     assert_eq!(second[2].1["by"], "approved for the rest of the run");
-    assert!(types(&second).contains(&"tool_call_started"));
+    assert!(types(&second).contains(&ToolCallStarted::TYPE));
 }
 
 #[tokio::test]
@@ -263,7 +270,7 @@ async fn no_decision_in_time_denies_the_call() {
         events.last().expect("completed").1["errorCode"],
         "agent.tool_denied_by_user"
     );
-    assert!(!types(&events).contains(&"tool_call_started"));
+    assert!(!types(&events).contains(&ToolCallStarted::TYPE));
 }
 
 /// A person decides by a file in the run directory (what `toolhost
@@ -277,7 +284,7 @@ async fn a_decision_file_lets_a_waiting_call_go_on() {
         let journal = run_dir.join("events.jsonl");
         while !std::fs::read_to_string(&journal)
             .unwrap_or_default()
-            .contains("tool_call_approval_requested")
+            .contains(ToolCallApprovalRequested::TYPE)
         {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -319,7 +326,7 @@ async fn interrupted_while_waiting(fixture: &Fixture) {
         () = async {
             while !std::fs::read_to_string(&journal)
                 .unwrap_or_default()
-                .contains("tool_call_approval_requested")
+                .contains(ToolCallApprovalRequested::TYPE)
             {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -369,9 +376,9 @@ async fn a_pending_approval_is_pending_again_after_an_interruption() {
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     let events = call_events(&fixture, "c");
     let count = |kind: &str| types(&events).iter().filter(|k| **k == kind).count();
-    assert_eq!(count("tool_call_approval_requested"), 1, "{events:?}");
-    assert_eq!(count("tool_call_approval_decided"), 1);
-    assert_eq!(count("tool_call_started"), 1);
+    assert_eq!(count(ToolCallApprovalRequested::TYPE), 1, "{events:?}");
+    assert_eq!(count(ToolCallApprovalDecided::TYPE), 1);
+    assert_eq!(count(ToolCallStarted::TYPE), 1);
     assert_eq!(
         fixture.chat().messages().last().expect("reply").text(),
         REPLY
@@ -461,7 +468,7 @@ async fn a_denied_call_still_counts_against_its_budget() {
     assert_eq!(call_events(&fixture, "c1")[2].1["decision"], "denied");
     let second = call_events(&fixture, "c2");
     assert!(
-        !types(&second).contains(&"tool_call_approval_requested"),
+        !types(&second).contains(&ToolCallApprovalRequested::TYPE),
         "{second:?}"
     );
     assert_eq!(

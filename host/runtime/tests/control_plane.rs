@@ -13,7 +13,9 @@ use toolhost_core::{
     ToolOutcome, ToolSuccess,
 };
 use toolhost_journal::{
-    AuditError, Durability, Event as _, JournalEvent, Level, ToolCallFailed, read_events,
+    AuditError, ContextAssembled, Durability, Event as _, JournalEvent, Level, ModelRequestCreated,
+    RunCompleted, RunResumed, RunStarted, ToolCallCompleted, ToolCallFailed, ToolCallRequested,
+    ToolCallStarted, ToolResultStored, read_events,
 };
 use toolhost_runtime::{
     ExecuteError, Execution, InvocationSession, Run, RunFailure, ToolExecutor, ToolHost,
@@ -197,14 +199,14 @@ async fn a_call_walks_the_whole_path_and_leaves_its_audit_trail() {
     assert_eq!(
         types(&f.root),
         [
-            "run_started",
-            "context_assembled",
-            "model_request_created",
-            "tool_call_requested",
-            "tool_call_started",
-            "tool_result_stored",
-            "tool_call_completed",
-            "run_completed"
+            RunStarted::TYPE,
+            ContextAssembled::TYPE,
+            ModelRequestCreated::TYPE,
+            ToolCallRequested::TYPE,
+            ToolCallStarted::TYPE,
+            ToolResultStored::TYPE,
+            ToolCallCompleted::TYPE,
+            RunCompleted::TYPE
         ]
     );
     let events = events(&f.root);
@@ -297,7 +299,7 @@ async fn a_result_for_another_call_is_a_system_failure_and_is_never_stored() {
     assert_eq!(failure.class(), ErrorClass::SystemFailure);
 
     let last = events(&f.root).pop().expect("event");
-    assert_eq!(last.r#type, "tool_call_failed");
+    assert_eq!(last.r#type, ToolCallFailed::TYPE);
     assert_eq!(last.level, Level::Error);
     assert_eq!(last.payload["code"], "tool.result_identity_mismatch");
     let results = std::fs::read_dir(f.root.join("tool-results"))
@@ -425,9 +427,9 @@ async fn budget_exhaustion_is_a_result_the_model_reads_and_no_call_runs() {
     assert_eq!(
         rejected,
         [
-            ("tool_call_requested".to_owned(), Level::Info),
-            ("tool_result_stored".to_owned(), Level::Debug),
-            ("tool_call_failed".to_owned(), Level::Warn)
+            (ToolCallRequested::TYPE.to_owned(), Level::Info),
+            (ToolResultStored::TYPE.to_owned(), Level::Debug),
+            (ToolCallFailed::TYPE.to_owned(), Level::Warn)
         ]
     );
 }
@@ -501,7 +503,7 @@ async fn an_executor_failure_ends_the_run() {
     let last = events(&f.root).pop().expect("event");
     assert_eq!(
         (last.r#type.as_str(), last.level),
-        ("tool_call_failed", Level::Error)
+        (ToolCallFailed::TYPE, Level::Error)
     );
 }
 
@@ -604,7 +606,7 @@ async fn a_journal_torn_mid_line_reopens_at_the_last_whole_event() {
     assert!(recovery.torn_bytes.is_some_and(|torn| torn > 0));
     run.complete().expect("append after the repair");
     let events = events(&f.root);
-    assert_eq!(events[events.len() - 2].r#type, "run_resumed");
+    assert_eq!(events[events.len() - 2].r#type, RunResumed::TYPE);
     assert_eq!(
         events[events.len() - 2].payload["tornBytes"],
         json!(recovery.torn_bytes)

@@ -12,6 +12,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 use toolhost_core::{AgentModelRequest, Profile};
+use toolhost_journal::{
+    AgentDelegateStarted, AgentHandoffAccepted, AgentTaskEnded, ChildResultsInjected, Event as _,
+    PersistentChangesCommitted, RunCancelled, RunResumed, TaskReturnCompleted,
+    ToolCallApprovalDecided, ToolCallApprovalRequested, ToolCallCompleted,
+};
 use toolhost_model::{AgentModel, ModelFuture, ModelSource, ScriptBook, ScriptedModel};
 use toolhost_runtime::{AgentDirectory, LoopConfig, RunStatus};
 
@@ -206,7 +211,7 @@ async fn a_delegated_task_runs_returns_and_is_awaited() {
             .exists()
     );
     // The brief reached the child, extra keys included.
-    let started = &events_of(&fixture, "agent_delegate_started")[0];
+    let started = &events_of(&fixture, AgentDelegateStarted::TYPE)[0];
     assert_eq!(started["targetProfileId"], "researcher");
     let first_request: Value = serde_json::from_str(
         &std::fs::read_to_string(
@@ -218,7 +223,7 @@ async fn a_delegated_task_runs_returns_and_is_awaited() {
     )
     .expect("json");
     assert_eq!(first_request["invocationId"], child.as_str());
-    assert_eq!(events_of(&fixture, "task_return_completed").len(), 1);
+    assert_eq!(events_of(&fixture, TaskReturnCompleted::TYPE).len(), 1);
 }
 
 /// Records every request an agent sends; before answering round
@@ -311,7 +316,7 @@ async fn results_reach_the_parent_without_await() {
     };
     assert!(!notice(&requests[1]), "not before the task ended");
     assert!(notice(&requests[2]), "the third request carries the result");
-    let injected = &events_of(&fixture, "child_results_injected")[0];
+    let injected = &events_of(&fixture, ChildResultsInjected::TYPE)[0];
     assert_eq!(injected["round"], 2);
 }
 
@@ -381,7 +386,7 @@ async fn finish_cancels_unfinished_children_and_handoff_waits_for_them() {
         finished["structured"]["cancelledTasks"][0],
         summary.tasks[0].task_id.as_str()
     );
-    let ended = &events_of(&fixture, "agent_task_ended")[0];
+    let ended = &events_of(&fixture, AgentTaskEnded::TYPE)[0];
     assert_eq!(ended["status"], "cancelled");
 }
 
@@ -430,7 +435,7 @@ async fn a_handoff_chain_continues_the_run_until_its_depth_limit() {
         fixture.tool_result("e1")["errorCode"],
         "agent.handoff_depth_exhausted"
     );
-    let accepted = &events_of(&fixture, "agent_handoff_accepted")[0];
+    let accepted = &events_of(&fixture, AgentHandoffAccepted::TYPE)[0];
     assert_eq!(accepted["depth"], 1);
     // The editor's first request is the rendered brief.
     let next = accepted["newInvocationId"].as_str().expect("id");
@@ -560,7 +565,7 @@ async fn persist_is_promoted_only_when_the_run_finishes() {
         assert!(fixture.run_dir.join("persist/kept.md").exists());
         assert_eq!(persist.join("notes.md").exists(), finishes);
         assert_eq!(
-            events_of(&fixture, "persistent_changes_committed").len(),
+            events_of(&fixture, PersistentChangesCommitted::TYPE).len(),
             usize::from(finishes)
         );
     }
@@ -627,7 +632,7 @@ async fn a_cancelled_run_stops_keeps_its_commits_and_cancels_its_tasks() {
         // child to start waiting.
         while std::fs::read_to_string(&journal)
             .unwrap_or_default()
-            .matches(r#""type":"tool_call_completed""#)
+            .matches(&format!(r#""type":"{}""#, ToolCallCompleted::TYPE))
             .count()
             < 3
         {
@@ -651,7 +656,7 @@ async fn a_cancelled_run_stops_keeps_its_commits_and_cancels_its_tasks() {
     assert_eq!(summary.code.as_deref(), Some("agent.cancelled"));
     assert_eq!(summary.commits.len(), 1, "the commit stays");
     assert_eq!(summary.tasks[0].status, "cancelled");
-    let cancelled = &events_of(&fixture, "run_cancelled")[0];
+    let cancelled = &events_of(&fixture, RunCancelled::TYPE)[0];
     assert_eq!(cancelled["preservedCommitCount"], 1);
     assert_eq!(
         cancelled["cancelledTasks"][0],
@@ -876,7 +881,7 @@ async fn a_resumed_handoff_chain_is_accepted_again_without_asking_anyone() {
     assert_eq!(resumed.agents, summary.agents);
     assert_eq!(std::fs::read(&fixture.chat).expect("chat"), chat);
     let mut after = type_counts(&fixture);
-    assert_eq!(after.remove("run_resumed"), Some(1));
+    assert_eq!(after.remove(RunResumed::TYPE), Some(1));
     assert_eq!(after, before, "every step journalled once");
 }
 
@@ -916,7 +921,7 @@ async fn a_child_that_failed_is_not_run_again_when_the_run_resumes() {
     assert_eq!(asked, 0, "the failed child was run again");
     assert_eq!(resumed.tasks[0].status, "failed");
     let mut after = type_counts(&fixture);
-    assert_eq!(after.remove("run_resumed"), Some(1));
+    assert_eq!(after.remove(RunResumed::TYPE), Some(1));
     assert_eq!(after, before, "every step journalled once");
 }
 
@@ -953,7 +958,7 @@ async fn a_dropped_loop_stops_its_children_and_leaves_the_run_resumable() {
     drop(resumed);
     let types = fixture.types();
     assert!(
-        types.iter().any(|kind| kind == "agent_delegate_started"),
+        types.iter().any(|kind| kind == AgentDelegateStarted::TYPE),
         "{types:?}"
     );
     for end in toolhost_runtime::TERMINAL_EVENTS {
@@ -982,7 +987,7 @@ impl toolhost_runtime::approval::Approver for ApprovesOnceTheRootMovedOn {
             loop {
                 let text = std::fs::read_to_string(&journal).unwrap_or_default();
                 if text.lines().any(|line| {
-                    line.contains(r#""type":"tool_call_completed""#)
+                    line.contains(&format!(r#""type":"{}""#, ToolCallCompleted::TYPE))
                         && line.contains(r#""callId":"p2""#)
                 }) {
                     break;
@@ -1068,8 +1073,8 @@ async fn a_child_waiting_for_approval_does_not_hold_up_the_root() {
             .unwrap_or_else(|| panic!("no {kind} of {call}"))
     };
     // The child asked before the root's call, and was answered after it.
-    assert!(seq("tool_call_approval_requested", "r_read") < seq("tool_call_completed", "p2"));
-    assert!(seq("tool_call_approval_decided", "r_read") > seq("tool_call_completed", "p2"));
+    assert!(seq(ToolCallApprovalRequested::TYPE, "r_read") < seq(ToolCallCompleted::TYPE, "p2"));
+    assert!(seq(ToolCallApprovalDecided::TYPE, "r_read") > seq(ToolCallCompleted::TYPE, "p2"));
     let read = fixture.tool_result("r_read");
     assert!(
         read["content"]

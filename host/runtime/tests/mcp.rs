@@ -13,7 +13,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 use toolhost_core::Profile;
-use toolhost_journal::Durability;
+use toolhost_journal::{
+    ContextAssembled, Durability, Event as _, ToolCallApprovalDecided, ToolCallApprovalRequested,
+    ToolCallCompleted,
+};
 use toolhost_mcp::{McpRegistry, State, Transport};
 use toolhost_model::SameModel;
 use toolhost_runtime::{
@@ -174,7 +177,7 @@ async fn an_agent_calls_mcp_tools_through_the_gate_and_the_journal() {
     let started: Vec<Value> = fixture
         .events()
         .into_iter()
-        .filter(|event| event.r#type == "tool_call_completed")
+        .filter(|event| event.r#type == ToolCallCompleted::TYPE)
         .map(|event| event.payload)
         .collect();
     assert!(
@@ -338,8 +341,8 @@ async fn an_allowed_tool_of_a_paused_server_is_left_out_saying_why() {
     let assembled = fixture
         .events()
         .into_iter()
-        .find(|event| event.r#type == "context_assembled")
-        .expect("context_assembled");
+        .find(|event| event.r#type == ContextAssembled::TYPE)
+        .expect(ContextAssembled::TYPE);
     assert!(
         assembled.payload["diagnostics"]
             .to_string()
@@ -431,7 +434,7 @@ async fn an_ask_tool_waits_for_approval_even_when_switched_after_the_snapshot() 
             .events()
             .into_iter()
             .find(|event| {
-                event.r#type == "tool_call_approval_decided" && event.payload["callId"] == "m1"
+                event.r#type == ToolCallApprovalDecided::TYPE && event.payload["callId"] == "m1"
             })
             .map(|event| event.payload)
             .expect("a decision on m1")
@@ -451,7 +454,7 @@ async fn an_ask_tool_waits_for_approval_even_when_switched_after_the_snapshot() 
     let requested = switched
         .events()
         .into_iter()
-        .find(|event| event.r#type == "tool_call_approval_requested")
+        .find(|event| event.r#type == ToolCallApprovalRequested::TYPE)
         .expect("asked")
         .payload;
     assert!(

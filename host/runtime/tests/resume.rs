@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::json;
 use support::*;
 use toolhost_core::Classified as _;
-use toolhost_journal::Event as _;
+use toolhost_journal::{Event as _, ModelCallAttemptFailed, RunResumed};
 use toolhost_model::SameModel;
 use toolhost_runtime::{AgentDirectory, Run, RunStatus, run_agent_loop};
 
@@ -58,7 +58,7 @@ async fn a_resumed_run_after_a_retried_model_call_commits_nothing_twice() {
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     assert_eq!(summary.commits.len(), 2);
     let before = counts(&fixture);
-    assert_eq!(before["model_call_attempt_failed"], 1);
+    assert_eq!(before[ModelCallAttemptFailed::TYPE], 1);
     let chat = std::fs::read(&fixture.chat).unwrap();
     cut_the_end(&fixture);
 
@@ -87,7 +87,7 @@ async fn a_resumed_run_after_a_retried_model_call_commits_nothing_twice() {
     assert_eq!(summary.commits.len(), 2);
     // Every step journalled once; the resume adds its own two events.
     let mut after = counts(&fixture);
-    assert_eq!(after.remove("run_resumed"), Some(1));
+    assert_eq!(after.remove(RunResumed::TYPE), Some(1));
     assert_eq!(after, before);
 }
 
@@ -205,6 +205,6 @@ async fn a_resumed_run_answers_an_invented_name_once() {
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     assert_eq!(model.seen.load(Ordering::SeqCst), 0, "the model was asked");
     let mut after = counts(&fixture);
-    assert_eq!(after.remove("run_resumed"), Some(1));
+    assert_eq!(after.remove(RunResumed::TYPE), Some(1));
     assert_eq!(after, before);
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 use toolhost_core::{Classified, ErrorClass, ExitPolicy, Profile, ProviderToolCall, ToolChoice};
-use toolhost_journal::{Durability, read_events};
+use toolhost_journal::{Durability, Event as _, ToolCallFailed, read_events};
 use toolhost_runtime::{CallOutcome, InvocationSession, Run, RunFailure, ToolHost, ToolHostConfig};
 use toolhost_sandbox::CallEntropy;
 
@@ -369,7 +369,7 @@ async fn a_planted_symlink_ends_the_run_and_nothing_outside_is_touched() {
     let events = read_events(run.root().join("events.jsonl")).expect("journal");
     let failed: Vec<&str> = events
         .iter()
-        .filter(|event| event.r#type == "tool_call_failed")
+        .filter(|event| event.r#type == ToolCallFailed::TYPE)
         .filter_map(|event| event.payload["code"].as_str())
         .collect();
     assert_eq!(failed, ["workspace.symlink_found"; 4]);

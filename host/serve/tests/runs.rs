@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
+use toolhost_journal::{
+    ChatCommitCompleted, Event as _, ModelRequestCreated, RunCancelled, RunCompleted, RunResumed,
+    RunStarted, ToolCallCompleted,
+};
 use toolhost_serve::{Limits, ModelTable, TenantDirs};
 
 const REPLY: &str = "*Mirelle folds the map.* Then we leave at dawn.";
@@ -241,9 +245,9 @@ async fn a_run_streams_its_events_ends_with_its_summary_and_takes_calls_after() 
 
     let events = stream(&server, &id, None).await;
     let types: Vec<&str> = events.iter().map(|(_, kind, _)| kind.as_str()).collect();
-    assert_eq!(types.first(), Some(&"run_started"), "{types:?}");
-    assert_eq!(types.last(), Some(&"run_completed"), "{types:?}");
-    assert!(types.contains(&"chat_commit_completed"), "{types:?}");
+    assert_eq!(types.first(), Some(&RunStarted::TYPE), "{types:?}");
+    assert_eq!(types.last(), Some(&RunCompleted::TYPE), "{types:?}");
+    assert!(types.contains(&ChatCommitCompleted::TYPE), "{types:?}");
     let seqs: Vec<u64> = events.iter().map(|(seq, _, _)| *seq).collect();
     assert!(
         seqs.windows(2).all(|pair| pair[1] == pair[0] + 1),
@@ -586,7 +590,7 @@ async fn limits_answer_429_a_busy_chat_409_and_a_run_in_its_loop_takes_no_call()
     let events = stream(&server, &first, None).await;
     assert_eq!(
         events.last().map(|(_, kind, _)| kind.as_str()),
-        Some("run_cancelled")
+        Some(RunCancelled::TYPE)
     );
     wait_for_status(&server, &first, "cancelled").await;
     assert_eq!(
@@ -665,8 +669,8 @@ async fn a_run_interrupted_by_a_stop_resumes_on_the_next_server_and_completes() 
     assert_eq!(code, 201, "{resumed}");
     let events = stream(&server, &id, None).await;
     let types: Vec<&str> = events.iter().map(|(_, kind, _)| kind.as_str()).collect();
-    assert!(types.contains(&"run_resumed"), "{types:?}");
-    assert_eq!(types.last(), Some(&"run_completed"), "{types:?}");
+    assert!(types.contains(&RunResumed::TYPE), "{types:?}");
+    assert_eq!(types.last(), Some(&RunCompleted::TYPE), "{types:?}");
     let run = wait_for_status(&server, &id, "completed").await;
     assert_eq!(run["commits"], 1);
     assert!(toolhost_serve::runs::interrupted(&server.state).is_empty());
@@ -1042,13 +1046,13 @@ async fn a_call_waits_for_approval_through_the_api() {
     assert_eq!(running["pendingApprovals"], 1, "{running}");
     assert_eq!(
         running["totalRounds"],
-        counted("model_request_created"),
+        counted(ModelRequestCreated::TYPE),
         "{running}"
     );
     assert_eq!(running["totalRounds"], 1, "{running}");
     assert_eq!(
         running["toolCalls"],
-        counted("tool_call_completed"),
+        counted(ToolCallCompleted::TYPE),
         "{running}"
     );
     assert_eq!(running["toolCalls"], 1, "{running}");
