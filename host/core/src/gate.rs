@@ -31,6 +31,9 @@ use crate::{ToolFailure, ToolId, builtin};
 pub enum BudgetScope {
     /// `maxCallsPerInvocation`.
     Invocation,
+    /// The end tools' own pool ([`ToolRequestGate::end_pool`]): spent,
+    /// it refuses only them, while ordinary tools still use the total.
+    EndTools,
     /// The tool's own `maxCalls`.
     Tool(ToolId),
 }
@@ -102,6 +105,7 @@ impl GateRejection {
         };
         let scope = match scope {
             BudgetScope::Invocation => json!({"scope": "invocation"}),
+            BudgetScope::EndTools => json!({"scope": "endTools"}),
             BudgetScope::Tool(tool) => json!({"scope": "tool", "toolId": tool}),
         };
         let mut failure = ToolFailure::new(self.code(), message.clone());
@@ -223,15 +227,8 @@ impl ToolRequestGate {
         if !end_tool && self.total >= limit {
             return Err(self.total_spent());
         }
-        let pool = self.end_pool();
-        if end_tool && self.end_calls >= pool {
-            return Err(GateRejection::BudgetExhausted {
-                scope: BudgetScope::Invocation,
-                limit: pool,
-                message: format!(
-                    "you have called the tools that end your work {pool} times, all that are allowed; no tool can be called any more"
-                ),
-            });
+        if end_tool && self.end_calls >= self.end_pool() {
+            return Err(self.end_pool_spent());
         }
         let used = self.tool_used(tool);
         if let Some(limit) = binding.max_calls
@@ -291,6 +288,28 @@ impl ToolRequestGate {
         self.snapshot
             .max_calls_per_invocation()
             .max(END_CALLS_FLOOR)
+    }
+
+    /// The refusal of an end tool once their pool is spent. Only they are
+    /// refused (ordinary tools still use the total), so it names them, by
+    /// this snapshot's aliases, and says nothing of the other tools.
+    fn end_pool_spent(&self) -> GateRejection {
+        let pool = self.end_pool();
+        let end_tools: Vec<String> = self
+            .snapshot
+            .bindings()
+            .iter()
+            .filter(|binding| is_end_tool(binding.tool_id()))
+            .map(|binding| format!("`{}`", binding.model_alias))
+            .collect();
+        GateRejection::BudgetExhausted {
+            scope: BudgetScope::EndTools,
+            limit: pool,
+            message: format!(
+                "you have called the tools that end your work ({}) {pool} times, all that are allowed; they cannot be called any more",
+                end_tools.join(", ")
+            ),
+        }
     }
 
     /// The refusal of a call once the total is spent. It names, by this

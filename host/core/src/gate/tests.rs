@@ -413,7 +413,30 @@ fn end_tools_have_a_pool_of_their_own() {
         .authorize_and_reserve(&turn, &finish)
         .expect_err("the pool is spent");
     assert_eq!(rejection.code(), "agent.tool_budget_exhausted");
-    assert_eq!(gate.total_used(), 0);
+    match &rejection {
+        GateRejection::BudgetExhausted {
+            scope: BudgetScope::EndTools,
+            limit,
+            message,
+        } => {
+            assert_eq!(*limit, END_CALLS_FLOOR);
+            // Only the end tools are spent, named as the model knows them;
+            // ordinary tools still pass, so it must not say none can be called.
+            assert!(message.contains("`commit`"), "{message}");
+            assert!(message.contains("`finish`"), "{message}");
+            assert!(!message.contains("no tool can be called"), "{message}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let failure = rejection.to_tool_failure().expect("a result for the model");
+    assert_eq!(failure.structured["budget"]["scope"]["scope"], "endTools");
+    assert_eq!(failure.structured["budget"]["limit"], END_CALLS_FLOOR);
+    // The total is untouched: an ordinary tool still passes.
+    assert!(
+        gate.authorize_and_reserve(&turn, &id("builtin:dice.roll"))
+            .is_ok()
+    );
+    assert_eq!(gate.total_used(), 1);
     assert_eq!(gate.tool_used(&finish), 0);
     let spent = vec![&commit; END_CALLS_FLOOR as usize];
     let mut resumed = ToolRequestGate::resume(foreground(2, None), spent);
