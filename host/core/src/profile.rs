@@ -931,8 +931,9 @@ impl Profile {
 impl Profile {
     /// `output.messageBody`: a normalized file path strictly inside one of
     /// the workspace roots, not the drift file. A body set explicitly must
-    /// be in a visible root; the default may sit in a hidden one (the
-    /// profile then has no message body in view: it commits named files).
+    /// be in a visible and writable root (the model is told to write it
+    /// there); the default may sit in a hidden one (the profile then has no
+    /// message body in view: it commits named files).
     fn validate_output(&self) -> Result<(), ProfileError> {
         const FIELD: &str = "output.messageBody";
         let output = &self.output;
@@ -961,10 +962,21 @@ impl Profile {
                 format!("`{body}` is where the text of a reply without tool calls is kept"),
             ));
         }
-        if !output.is_default() && !self.workspace.visible_roots.iter().any(|r| r == root) {
+        if output.is_default() {
+            return Ok(());
+        }
+        if !self.workspace.visible_roots.iter().any(|r| r == root) {
             return Err(ProfileError::invalid(
                 FIELD,
                 format!("`{root}` is not in workspace.visibleRoots"),
+            ));
+        }
+        if !self.workspace.writable_roots.iter().any(|r| r == root) {
+            return Err(ProfileError::invalid(
+                FIELD,
+                format!(
+                    "`{root}` is not in workspace.writableRoots: the model could not write `{body}`"
+                ),
             ));
         }
         Ok(())

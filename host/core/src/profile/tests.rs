@@ -466,4 +466,15 @@ fn the_message_body_is_a_file_in_a_visible_root() {
     }));
     assert_eq!(field, "output.messageBody");
     assert!(message.contains("visibleRoots"), "{message}");
+
+    // Visible but read-only: the model would be told to write its reply
+    // where it cannot.
+    let (field, code, message) = field_error(json!({
+        "workspace": {"visibleRoots": ["output", "scratch"], "writableRoots": ["output"]},
+        "output": {"messageBody": "scratch/reply.md"}
+    }));
+    assert_eq!(field, "output.messageBody");
+    assert_eq!(code, "agent.profile_invalid");
+    assert!(message.contains("writableRoots"), "{message}");
+    assert!(message.contains("`scratch/reply.md`"), "{message}");
 }
