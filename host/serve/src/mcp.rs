@@ -18,6 +18,7 @@
 //! that has failed.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -104,6 +105,9 @@ struct Inner {
     durability: Durability,
     /// The snapshot's tools, less the control tools.
     tools: Vec<ToolBinding>,
+    /// Each served tool's place in `tools` by its model alias: a call finds
+    /// its tool in the same time whatever the profile's size.
+    by_alias: HashMap<String, usize>,
     /// The run and its one invocation, once the first call made them.
     opened: Mutex<Option<Opened>>,
     /// Set by the call that ended the run; every later call is refused.
@@ -174,6 +178,12 @@ impl McpTools {
                 binding.approval.is_none() || needing_approval == NeedingApproval::ApprovedByFlag
             })
             .cloned()
+            .collect::<Vec<ToolBinding>>();
+        // Aliases are unique within a snapshot.
+        let by_alias = tools
+            .iter()
+            .enumerate()
+            .map(|(place, binding)| (binding.model_alias.clone(), place))
             .collect();
         Ok(Self {
             inner: Arc::new(Inner {
@@ -186,6 +196,7 @@ impl McpTools {
                 bindings,
                 durability,
                 tools,
+                by_alias,
                 opened: Mutex::new(None),
                 ended: std::sync::Mutex::new(None),
                 stop: tokio::sync::Notify::new(),
@@ -367,7 +378,11 @@ impl ServerHandler for McpTools {
         let _permit = crate::mcp_limits::call_permit(&context.extensions);
         let inner = &self.inner;
         let name = request.name.to_string();
-        let Some(binding) = inner.tools.iter().find(|b| b.model_alias == name) else {
+        let Some(binding) = inner
+            .by_alias
+            .get(name.as_str())
+            .and_then(|place| inner.tools.get(*place))
+        else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {name}"),
                 None,

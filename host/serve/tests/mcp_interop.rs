@@ -176,3 +176,39 @@ async fn deleting_a_session_answers_204_and_ends_it() {
         .expect("tools/list");
     assert_eq!(response.status().as_u16(), 404);
 }
+
+/// A call finds its tool by the alias `tools/list` gave it, wherever it
+/// sits in the profile; any other name — the canonical one included — is
+/// unknown and runs nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_finds_its_tool_by_its_alias_and_no_other_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_profile(
+        dir.path(),
+        "wide",
+        json!({"allow": ["workspace.list_files", "skill.list", "dice.roll"], "maxRounds": 4}),
+    );
+    let server = serve(dir.path()).await;
+    let session = open(&server, "/mcp/wide").await.expect("a session");
+    let names = tool_names(&server, "/mcp/wide", &session).await;
+    assert_eq!(names, ["workspace_list_files", "skill_list", "dice_roll"]);
+    let call = |id: u64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": {"formula": "2d6"}}})
+    };
+    let response = post(&server, "/mcp/wide", Some(&session), call(3, "dice_roll"))
+        .send()
+        .await
+        .expect("tools/call");
+    let answer = message(response).await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    for (id, name) in [(4, "dice.roll"), (5, "builtin:dice.roll"), (6, "dice_rol")] {
+        let response = post(&server, "/mcp/wide", Some(&session), call(id, name))
+            .send()
+            .await
+            .expect("tools/call");
+        let answer = message(response).await;
+        let error = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(error, format!("unknown tool: {name}"), "{answer}");
+    }
+}
