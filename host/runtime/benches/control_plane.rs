@@ -1,6 +1,9 @@
 //! `make bench` (part 2): what the control plane adds to a tool call — the
 //! gate, the journal and the audit files — with each durability setting, and
-//! a whole `toolhost call` path against a bare sandbox call of `dice.roll`.
+//! a whole `toolhost call` path against a bare sandbox call of `dice.roll`;
+//! then the same direct call under a 1-tool profile and under one that
+//! allows every builtin, side by side (issue 38: a call's cost must not grow
+//! with the snapshot).
 //!
 //! Variants run in interleaved rounds so their ratios compare like with like
 //! on a noisy machine. Output is Markdown, ready for docs/benchmarks.md.
@@ -22,7 +25,8 @@ use toolhost_journal::{
     ToolResultStored,
 };
 use toolhost_runtime::{
-    ExecuteError, Execution, InvocationSession, Run, ToolExecutor, ToolHost, ToolHostConfig,
+    DirectCaller, ExecuteError, Execution, InvocationSession, Run, ToolExecutor, ToolHost,
+    ToolHostConfig,
 };
 use toolhost_sandbox::{CallEntropy, CallReport};
 
@@ -69,7 +73,22 @@ fn dice() -> ToolId {
 }
 
 fn profile() -> Profile {
-    let mut profile = Profile::for_tools("bench", vec![dice()]);
+    profile_of("bench", vec![dice()])
+}
+
+/// Every builtin a profile may list (`task.return` is the runtime's to add),
+/// with the delegation flags the agent tools need.
+fn all_builtins_profile(host: &ToolHost) -> Profile {
+    let every = host
+        .builtin_ids()
+        .into_iter()
+        .filter(|tool| tool.native_name() != "task.return")
+        .collect();
+    profile_of("bench-all-builtins", every)
+}
+
+fn profile_of(id: &str, tools: Vec<ToolId>) -> Profile {
+    let mut profile = Profile::for_tools(id, tools);
     profile.tools.max_calls_per_run = u32::MAX;
     profile
 }
@@ -94,10 +113,19 @@ struct Bench {
 }
 
 fn bench(dir: &Path, name: &str, durability: Durability, sources: SnapshotSources<'_>) -> Bench {
-    let profile = profile();
-    let run = Run::create(&dir.join(name), &profile, durability).expect("run");
+    bench_of(dir, name, durability, sources, &profile())
+}
+
+fn bench_of(
+    dir: &Path,
+    name: &str,
+    durability: Durability,
+    sources: SnapshotSources<'_>,
+    profile: &Profile,
+) -> Bench {
+    let run = Run::create(&dir.join(name), profile, durability).expect("run");
     let mut session = run
-        .start_invocation(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed)
+        .start_invocation(profile, sources, "inv_root", ExitPolicy::RunFinishAllowed)
         .expect("session");
     let turn = session.begin_turn(ToolChoice::Auto, "bench").expect("turn");
     Bench {
@@ -117,6 +145,22 @@ impl Bench {
             .call(executor, &self.turn, invocation, CallEntropy::seeded(1))
             .await
             .expect("call");
+        started.elapsed()
+    }
+
+    /// One `dice.roll` as `toolhost call`, MCP and the API make it: its own
+    /// turn, decoded, then the whole path; all of it timed.
+    async fn timed_direct_call(&mut self, executor: &impl ToolExecutor) -> Duration {
+        let caller = DirectCaller {
+            requester: "bench",
+            call_id_prefix: "bench",
+        };
+        let arguments = Some(json!({"formula": "3d6+4"}));
+        let started = Instant::now();
+        self.session
+            .call_directly(executor, caller, &dice(), arguments, CallEntropy::seeded(1))
+            .await
+            .expect("direct call");
         started.elapsed()
     }
 
@@ -369,6 +413,71 @@ async fn run_benches() {
         full_ahead,
         dice_ahead,
     ] {
+        bench.run.complete().expect("complete");
+    }
+    profile_sizes(dir, &host).await;
+}
+
+/// The same direct call of `dice.roll` under a 1-tool profile and under an
+/// all-builtins one, in the same rounds, each order taken as often: with an
+/// executor that answers at once (the control plane alone) and through the
+/// sandbox. Issue 38 asks the all-builtins median within 5 % of the 1-tool
+/// one.
+async fn profile_sizes(dir: &Path, host: &ToolHost) {
+    let one = profile();
+    let all = all_builtins_profile(host);
+    let sources = || host.snapshot_sources();
+    let mut benches = [
+        bench_of(dir, "size-1-plane", Durability::Batched, sources(), &one),
+        bench_of(dir, "size-all-plane", Durability::Batched, sources(), &all),
+        bench_of(dir, "size-1-dice", Durability::Batched, sources(), &one),
+        bench_of(dir, "size-all-dice", Durability::Batched, sources(), &all),
+    ];
+    let bound = |bench: &Bench| bench.session.snapshot().bindings().len();
+    let (one_bound, all_bound) = (bound(&benches[0]), bound(&benches[1]));
+    let mut samples: [Vec<Duration>; 4] = Default::default();
+    for round in 0..ROUNDS {
+        for call in 0..CALLS_PER_ROUND {
+            // 1-tool first in half the calls, all-builtins first in the rest.
+            let order = if (round + call) % 2 == 0 {
+                [0, 1]
+            } else {
+                [1, 0]
+            };
+            for index in order {
+                samples[index].push(benches[index].timed_direct_call(&Answering).await);
+            }
+            for index in order.map(|index| index + 2) {
+                samples[index].push(benches[index].timed_direct_call(host).await);
+            }
+        }
+    }
+    let [plane_one, plane_all, dice_one, dice_all] = samples.map(stats);
+    println!("\n## A call's cost by the profile's size\n");
+    println!(
+        "`InvocationSession::call_directly` of `dice.roll` (as `toolhost call`, MCP and the API call: the call's own turn, decode, gate, audit files, journal), {ROUNDS} rounds of {CALLS_PER_ROUND} calls, the two profiles alternated call by call: a 1-tool profile ({one_bound} tool bound) and one allowing every builtin ({all_bound} tools bound).\n"
+    );
+    println!(
+        "| executor | 1-tool median µs | p99 µs | all-builtins median µs | p99 µs | all ÷ 1 |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let row = |what: &str, one: &Stats, all: &Stats| {
+        println!(
+            "| {what} | {} | {} | {} | {} | {:.3} |",
+            us(one.median),
+            us(one.p99),
+            us(all.median),
+            us(all.p99),
+            all.median.as_secs_f64() / one.median.as_secs_f64()
+        );
+    };
+    row(
+        "answers at once (control plane alone)",
+        &plane_one,
+        &plane_all,
+    );
+    row("`dice.roll` in the sandbox", &dice_one, &dice_all);
+    for bench in benches {
         bench.run.complete().expect("complete");
     }
 }
