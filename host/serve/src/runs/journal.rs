@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use toolhost_journal::tail::{scan_types, tail_has};
 use toolhost_journal::{
     ChatCommitCompleted, Event as _, ModelRequestCreated, ToolCallApprovalDecided,
-    ToolCallApprovalRequested, ToolCallCompleted, ToolCallFailed,
+    ToolCallApprovalRequested, ToolCallCompleted, ToolCallFailed, ToolCallUnknown,
 };
 use toolhost_runtime::TERMINAL_EVENTS;
 
@@ -23,7 +23,9 @@ pub struct JournalCounts {
     /// Model turns (`model_request_created`) over all invocations: the
     /// foreground agents', delegated children's, one per direct call.
     pub rounds: usize,
-    /// Tool calls with a journalled end (`tool_call_completed` or `_failed`).
+    /// Tool calls with a journalled end (`tool_call_completed` or `_failed`)
+    /// and calls under a name the request did not offer (`tool_call_unknown`:
+    /// answered, nothing ran), as the loop's summary counts them.
     pub tool_calls: usize,
     /// Calls asking for approval minus those decided.
     pub pending_approvals: usize,
@@ -38,7 +40,9 @@ impl JournalCounts {
         match event_type {
             ChatCommitCompleted::TYPE => self.commits += 1,
             ModelRequestCreated::TYPE => self.rounds += 1,
-            ToolCallCompleted::TYPE | ToolCallFailed::TYPE => self.tool_calls += 1,
+            ToolCallCompleted::TYPE | ToolCallFailed::TYPE | ToolCallUnknown::TYPE => {
+                self.tool_calls += 1
+            }
             ToolCallApprovalRequested::TYPE => self.pending_approvals += 1,
             ToolCallApprovalDecided::TYPE => {
                 self.pending_approvals = self.pending_approvals.saturating_sub(1)
@@ -176,16 +180,18 @@ mod tests {
             (2, "model_request_created"),
             (3, "tool_call_approval_requested"),
             (4, "tool_call_completed"),
-            (5, "run_completed"),
+            // An invented name counts as the summary counts it.
+            (5, ToolCallUnknown::TYPE),
+            (6, "run_completed"),
         ] {
             writeln!(file, r#"{{"seq":{seq},"type":"{kind}","payload":{{}}}}"#).expect("write");
         }
         let counts = state(&path).expect("state");
-        assert_eq!(counts.last_seq, 5);
+        assert_eq!(counts.last_seq, 6);
         assert_eq!(counts.ended_by, Some("run_completed"));
         assert_eq!(
             (counts.rounds, counts.tool_calls, counts.pending_approvals),
-            (1, 1, 1)
+            (1, 2, 1)
         );
     }
 

@@ -72,7 +72,8 @@ pub struct RunView {
     /// agents', delegated children's, and one per direct call. The
     /// summary's `foregroundRounds` counts the foreground agents' only.
     pub total_rounds: usize,
-    /// Tool calls ended so far.
+    /// Tool calls answered so far: ended (completed or failed) and under a
+    /// name the request did not offer, as the summary's `toolCalls` counts.
     pub tool_calls: usize,
     /// Calls waiting for a person's approval (`GET …/approvals`).
     pub pending_approvals: usize,
