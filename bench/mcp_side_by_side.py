@@ -11,6 +11,12 @@ each round a fresh process. Prints each server's median and p99 per call
 (over all rounds' calls), its calls/s, the median of the per-round medians,
 and the ratio toolhost / reference, as a Markdown table.
 
+toolhost runs twice in every round: under PROFILE (dice only) and under a
+profile allowing every builtin (made from `toolhost tools list --json`, so
+it follows the builtins a build ships); the same `dice_roll` call under both,
+so the ratio all-builtins / 1-tool says whether a call's cost grows with the
+profile's size (issue 38: it must stay within 5 %).
+
 Standard library only: it measures the servers, not a client SDK.
 
     python3 bench/mcp_side_by_side.py --toolhost target/release/toolhost \\
@@ -79,6 +85,28 @@ def fresh_place(base):
                          os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         times.append((time.perf_counter_ns() - started) / 1000)
     return place, hinted, statistics.median(times)
+
+
+def all_builtins_profile(toolhost, path):
+    """Write a profile allowing every builtin `toolhost` lists (but
+    `task.return`, which the runtime adds to return-mode children, with the
+    delegation flags the agent tools need) to `path`; the number of tools."""
+    listed = subprocess.run(toolhost + ["tools", "list", "--json"], check=True,
+                            capture_output=True, text=True).stdout
+    tools = [item["id"] for item in json.loads(listed)
+             if item["source"]["kind"] == "builtin" and item["id"] != "builtin:task.return"]
+    profile = {
+        "schemaVersion": 1,
+        "kind": "toolhost.agentProfile",
+        "id": "side-by-side-all-builtins",
+        "description": "bench/mcp_side_by_side.py: every builtin, to compare a call's cost "
+                       "with the 1-tool profile's.",
+        "tools": {"allow": tools, "maxCallsPerRun": 1000000},
+        "delegation": {"canDelegate": True, "canHandoff": True},
+    }
+    with open(path, "w") as file:
+        json.dump(profile, file)
+    return len(tools)
 
 
 def percentile(sorted_values, p):
@@ -199,13 +227,26 @@ def main():
     toolhost = [args.toolhost]
     if args.cache_dir:
         toolhost += ["--cache-dir", args.cache_dir]
-    toolhost += ["--mcp-dir", "none", "--ext-dir", "none", "mcp", "serve",
-                 "--profile", args.profile, "--runs-dir"]
-    servers = [
-        (f"`toolhost mcp serve`, `dice_roll`, runs in {runs_dir}", toolhost + [runs],
-         "dice_roll", {"formula": "2d6"})
-        for runs_dir, runs in places
-    ]
+    toolhost += ["--mcp-dir", "none", "--ext-dir", "none"]
+    wide_profile = os.path.join(places[0][1], "all-builtins-profile.json")
+    wide_count = all_builtins_profile(toolhost, wide_profile)
+    profiles = [("1-tool profile", args.profile),
+                (f"all-builtins profile ({wide_count} tools)", wide_profile)]
+    servers = []
+    # (runs dir, 1-tool label, all-builtins label): the pairs compared.
+    pairs = []
+    for runs_dir, runs in places:
+        labels = []
+        for name, profile in profiles:
+            label = f"`toolhost mcp serve`, `dice_roll`, {name}, runs in {runs_dir}"
+            # Each profile's runs in a directory of their own.
+            runs_of = os.path.join(runs, "all" if labels else "one")
+            os.makedirs(runs_of, exist_ok=True)
+            servers.append((label, toolhost + ["mcp", "serve", "--profile", profile,
+                                               "--runs-dir", runs_of],
+                            "dice_roll", {"formula": "2d6"}))
+            labels.append(label)
+        pairs.append((runs_dir, *labels))
     reference = ("server-everything (Node), `get-sum`", [node, args.everything, "stdio"],
                  "get-sum", {"a": 2, "b": 3})
     servers.append(reference)
@@ -213,7 +254,10 @@ def main():
     round_medians = {label: [] for label, *_ in servers}
     try:
         for round_index in range(args.rounds):
-            for label, command, tool, arguments in servers:
+            # Every other round the other way round: no server always
+            # follows the same one.
+            ordered = servers if round_index % 2 == 0 else servers[::-1]
+            for label, command, tool, arguments in ordered:
                 latencies = measure(command, tool, arguments, args.calls)
                 samples[label].extend(latencies)
                 round_medians[label].append(statistics.median(latencies))
@@ -237,9 +281,12 @@ def main():
         print(f"| {label} | {median:.0f} µs | {percentile(values, 0.99):.0f} µs | "
               f"{1e6 / median:.0f} | {rounds} |")
     print()
-    for label, *_ in servers[:-1]:
-        print(f"ratio toolhost / reference (median per call), {label.split(', runs in ')[1]}: "
-              f"{medians[label] / medians[reference[0]]:.2f}×")
+    for runs_dir, one, wide in pairs:
+        for name, label in (("1-tool", one), ("all-builtins", wide)):
+            print(f"ratio toolhost ({name}) / reference (median per call), runs in {runs_dir}: "
+                  f"{medians[label] / medians[reference[0]]:.2f}×")
+        print(f"ratio all-builtins / 1-tool profile (median per call), runs in {runs_dir}: "
+              f"{medians[wide] / medians[one]:.3f}")
     print()
     for line in probes:
         print(line)
