@@ -478,6 +478,7 @@ fn new_extension(target: &Path, id: &str, tool: &str, sdk_path: Option<&Path>) -
             .replace("{{crate}}", &crate_name)
             .replace("{{sdk}}", &sdk)
             .replace("{{host}}", toolhost_sandbox::capability::HOST_VERSION)
+            .replace("{{capabilities}}", &extension_capabilities())
     };
     std::fs::create_dir_all(target.join("src"))?;
     for (file, template) in [
@@ -490,6 +491,18 @@ fn new_extension(target: &Path, id: &str, tool: &str, sdk_path: Option<&Path>) -
             .with_context(|| format!("writing {}", target.join(file).display()))?;
     }
     Ok(())
+}
+
+/// Every capability an extension may ask for, as a TOML array: read from
+/// the capability table when the template is filled, so the list an author
+/// sees is the one the host checks against.
+fn extension_capabilities() -> String {
+    let names: Vec<String> = Capability::ALL
+        .iter()
+        .filter(|capability| capability.refused_to_extensions().is_none())
+        .map(|capability| format!("\"{}\"", capability.name()))
+        .collect();
+    format!("[{}]", names.join(", "))
 }
 
 const TEMPLATE_CARGO: &str = include_str!("../templates/extension/Cargo.toml.in");

@@ -80,6 +80,35 @@ fn installed(home: &Path) -> Value {
     serde_json::from_str(&expect(home, &["ext", "list", "--json"], 0)).expect("json")
 }
 
+/// The template shows every capability an extension may ask for, read from
+/// the capability table itself: a capability added to the table reaches
+/// authors without anyone editing the template.
+#[test]
+fn the_template_lists_every_capability_an_extension_may_ask_for() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    expect(home, &["ext", "new", "acme-list", "--dir", "acme-list"], 0);
+    let manifest =
+        std::fs::read_to_string(home.join("acme-list/toolhost-extension.toml")).expect("manifest");
+    let listed: Vec<&str> = manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("# capabilities = ["))
+        .and_then(|list| list.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("no list of capabilities in\n{manifest}"))
+        .split(", ")
+        .map(|name| name.trim_matches('"'))
+        .collect();
+    let table: Vec<&str> = toolhost_core::Capability::ALL
+        .iter()
+        .filter(|capability| capability.refused_to_extensions().is_none())
+        .map(|capability| capability.name())
+        .collect();
+    assert_eq!(listed, table, "{manifest}");
+    // What it asks for by default is one of them, and the manifest is valid
+    // as written (`ext install` reads it the same way).
+    toolhost_extensions::Manifest::load(&home.join("acme-list")).expect("a valid manifest");
+}
+
 #[test]
 fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_called() {
     let home = tempfile::tempdir().expect("tempdir");

@@ -61,8 +61,8 @@ pub struct Manifest {
     /// Native names of the tools the component provides (one component is
     /// one tool, so exactly one for now).
     pub tools: Vec<String>,
-    /// Host capabilities the component asks for (`log`, `random`,
-    /// `workspace-read`, `chat-read`, `worldinfo-read`, `agent-read`).
+    /// Host capabilities the component asks for, by name: any of
+    /// `toolhost_core::Capability::ALL` but those refused to extensions.
     #[serde(default)]
     pub capabilities: Vec<String>,
     /// Where `outbound-http` would send requests (`[scheme://]host[:port]`,
