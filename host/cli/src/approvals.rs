@@ -33,20 +33,35 @@ pub enum ApprovalsArg {
     Wait,
 }
 
-/// The approver of a `toolhost run`: the flag's, else a terminal that asks
-/// when stdin and stderr are one, else deny.
-pub fn for_run(flag: Option<ApprovalsArg>, timeout: Duration) -> Arc<dyn Approver> {
-    match flag {
-        Some(ApprovalsArg::Deny) => Arc::new(Answer::deny("--approvals deny")),
-        Some(ApprovalsArg::Allow) => Arc::new(Answer::allow("--approvals allow")),
-        Some(ApprovalsArg::Wait) => Arc::new(DecisionFiles {
-            timeout,
-            ..DecisionFiles::default()
-        }),
-        None if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() => {
-            Arc::new(Terminal::new(timeout))
+/// `toolhost run`'s approval flags.
+#[derive(clap::Args)]
+pub struct ApprovalArgs {
+    /// Who decides a call that needs a person's approval
+    /// (docs/policy.md) [default: ask on the terminal, else deny].
+    #[arg(long, value_enum)]
+    pub approvals: Option<ApprovalsArg>,
+    /// Seconds a call waits for a decision before it is denied.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub approval_timeout: u64,
+}
+
+impl ApprovalArgs {
+    /// The approver of a `toolhost run`: the flag's, else a terminal that
+    /// asks when stdin and stderr are one, else deny.
+    pub fn approver(&self) -> Arc<dyn Approver> {
+        let timeout = Duration::from_secs(self.approval_timeout);
+        match self.approvals {
+            Some(ApprovalsArg::Deny) => Arc::new(Answer::deny("--approvals deny")),
+            Some(ApprovalsArg::Allow) => Arc::new(Answer::allow("--approvals allow")),
+            Some(ApprovalsArg::Wait) => Arc::new(DecisionFiles {
+                timeout,
+                ..DecisionFiles::default()
+            }),
+            None if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() => {
+                Arc::new(Terminal::new(timeout))
+            }
+            None => Arc::new(Answer::deny("no terminal to ask (--approvals deny)")),
         }
-        None => Arc::new(Answer::deny("no terminal to ask (--approvals deny)")),
     }
 }
 

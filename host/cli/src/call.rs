@@ -10,29 +10,78 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use toolhost_core::{Classified, ExitPolicy, Profile, ToolId, builtin, snapshot::OmitReason};
-use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
+use toolhost_journal::ROOT_INVOCATION_ID;
 use toolhost_runtime::approval::Answer;
-use toolhost_runtime::{DirectCaller, InvocationSession, Run, RunBindings, RunFailure, ToolHost};
+use toolhost_runtime::{DirectCaller, InvocationSession, Run, RunFailure, ToolHost};
 use toolhost_sandbox::CallEntropy;
 
+use crate::flags::{DurabilityArg, InputArgs};
 use crate::load;
 
+/// `toolhost call`'s flags, read here as clap parsed them. The fields'
+/// order is `--help`'s order.
+#[derive(clap::Args)]
 pub struct CallArgs {
+    /// A canonical id (`builtin:dice.roll`) or a unique native name (`dice.roll`).
     pub tool: String,
+    /// The arguments: a JSON object.
+    #[arg(default_value = "{}")]
     pub arguments: String,
-    pub json: bool,
-    pub entropy: CallEntropy,
+    /// The profile whose snapshot the call goes through [default: a
+    /// profile offering every tool of the catalog].
+    #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// The run directory: a new run is created there, or an existing run
+    /// is continued (its frozen snapshot and budgets) [default: a new
+    /// directory under --runs-dir].
+    #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
+    /// Where new run directories go.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "runs",
+        env = "TOOLHOST_RUNS_DIR"
+    )]
     pub runs_dir: PathBuf,
-    pub durability: Durability,
-    /// What a new run is bound to (a chat, world info, skills).
-    pub bindings: RunBindings,
-    /// `--approve`: a call needing approval is approved.
+    /// When journal events and audit files reach the disk.
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
+    pub durability: DurabilityArg,
+    // What a new run is bound to (a chat, world info, skills).
+    #[command(flatten)]
+    pub inputs: InputArgs,
+    /// Print the whole result, the call report and the run directory as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Replay: use this random seed (from a previous `--json` report).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Replay: what the tool's wall clock reads, in ms since the Unix epoch.
+    #[arg(long, requires = "seed")]
+    pub clock_ms: Option<u64>,
+    /// Approve the call if its tool needs a person's approval
+    /// (docs/policy.md); without it such a call is denied.
+    #[arg(long)]
     pub approve: bool,
 }
 
+impl CallArgs {
+    /// Fresh entropy, or a previous call's again (`--seed`, `--clock-ms`).
+    fn entropy(&self) -> CallEntropy {
+        match self.seed {
+            None => CallEntropy::fresh(),
+            Some(seed) => CallEntropy {
+                seed,
+                clock_ms: self
+                    .clock_ms
+                    .unwrap_or_else(|| CallEntropy::fresh().clock_ms),
+            },
+        }
+    }
+}
+
 pub async fn call(host: &ToolHost, args: CallArgs) -> Result<ExitCode> {
+    let entropy = args.entropy();
     let tool = host.catalog().lookup(&args.tool)?.id.clone();
     let profile = match &args.profile {
         Some(path) => Some(load::profile(Some(path))?),
@@ -48,7 +97,7 @@ pub async fn call(host: &ToolHost, args: CallArgs) -> Result<ExitCode> {
         let reason = not_offered(&session, profile.as_ref(), &tool);
         return fail(&run, RunFailure::NotOffered(reason));
     }
-    match call_once(host, &mut session, &tool, &args).await {
+    match call_once(host, &mut session, &tool, &args, entropy).await {
         Ok((text, is_error, details)) => {
             run.complete()?;
             if args.json {
@@ -76,6 +125,7 @@ async fn call_once(
     session: &mut InvocationSession,
     tool: &ToolId,
     args: &CallArgs,
+    entropy: CallEntropy,
 ) -> Result<(String, bool, Value), RunFailure> {
     // Decoded through a turn like a provider's reply (a string holding the
     // object), so the arguments are read exactly as a model's would be.
@@ -85,7 +135,7 @@ async fn call_once(
     };
     let arguments = Some(Value::String(args.arguments.clone()));
     let outcome = session
-        .call_directly(host, caller, tool, arguments, args.entropy)
+        .call_directly(host, caller, tool, arguments, entropy)
         .await
         .map_err(RunFailure::from)?;
     let details = json!({
@@ -120,11 +170,7 @@ fn open_session(
     if let Some(dir) = &args.run_dir
         && dir.join("run.json").exists()
     {
-        let bindings = &args.bindings;
-        if bindings.chat.is_some()
-            || bindings.prompt_snapshot.is_some()
-            || !bindings.skills.is_empty()
-        {
+        if args.inputs.any() {
             bail!(
                 "run {} already exists and keeps the chat, world info and skills it was created with; drop --chat/--worldinfo/--skills or start a new run",
                 dir.display()
@@ -146,9 +192,10 @@ fn open_session(
                 .collect(),
         ),
     };
+    let (durability, bindings) = (args.durability.into(), args.inputs.bindings()?);
     let run = match &args.run_dir {
-        Some(dir) => Run::create_with(dir, &profile, args.durability, &args.bindings)?,
-        None => Run::create_under(&args.runs_dir, &profile, args.durability, &args.bindings)?,
+        Some(dir) => Run::create_with(dir, &profile, durability, &bindings)?,
+        None => Run::create_under(&args.runs_dir, &profile, durability, &bindings)?,
     };
     let session = run.start_invocation(
         &profile,

@@ -10,6 +10,7 @@ mod call;
 mod catalog_watch;
 mod cluster;
 mod ext;
+mod flags;
 mod inspect;
 mod load;
 mod mcp;
@@ -25,12 +26,8 @@ mod tools;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
-use toolhost_journal::Durability;
-use toolhost_runtime::RunBindings;
-use toolhost_sandbox::CallEntropy;
-use toolhost_skills::{Scope, SkillSource};
+use anyhow::Result;
+use clap::{Parser, Subcommand};
 
 /// mimalloc rather than glibc's malloc: a served run allocates and frees
 /// small objects on every tokio worker (JSON values, events, paths), and
@@ -87,80 +84,7 @@ enum Command {
     /// their events, calls and files; the OpenAPI document at
     /// /v1/openapi.json) and MCP at /mcp/{profile}. Beyond loopback only
     /// with --tokens and --tls-cert/--tls-key.
-    Serve {
-        /// The address to listen on.
-        #[arg(long, default_value = toolhost_serve::DEFAULT_LISTEN)]
-        listen: std::net::SocketAddr,
-        /// Tokens file (JSON, mode 0600: each token's sha256 and its
-        /// tenant); without it the one tenant is `local`.
-        #[arg(long, value_name = "FILE")]
-        tokens: Option<PathBuf>,
-        /// The models runs may name (JSON; see docs/serve.md); without it no
-        /// run can start.
-        #[arg(long, value_name = "FILE")]
-        models: Option<PathBuf>,
-        /// Where each tenant's runs, chats, profiles and skills are
-        /// [default: $TOOLHOST_DATA_DIR, else $XDG_DATA_HOME/toolhost/serve,
-        /// else ~/.local/share/toolhost/serve].
-        #[arg(long, value_name = "DIR")]
-        data_dir: Option<PathBuf>,
-        /// Runs in their loop at once, in total.
-        #[arg(long, default_value_t = toolhost_serve::Limits::default().runs_total)]
-        max_runs: usize,
-        /// Runs in their loop at once, per tenant.
-        #[arg(long, default_value_t = toolhost_serve::Limits::default().runs_per_tenant)]
-        max_runs_per_tenant: usize,
-        /// Direct calls (POST /v1/runs/{id}/calls) in flight at once.
-        #[arg(long, default_value_t = toolhost_serve::Limits::default().calls_in_flight)]
-        max_calls: usize,
-        /// Seconds a served run's call waits for a person's approval
-        /// (POST /v1/runs/{id}/approvals/{callId}) before it is denied.
-        #[arg(long, value_name = "SECONDS", default_value_t = 600)]
-        approval_timeout: u64,
-        /// Seconds a connection has to send a whole request head, from its
-        /// accept or its last answer: a slow or idle client is cut off.
-        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
-              default_value_t = toolhost_serve::Limits::default().request_head_timeout.as_secs())]
-        request_head_timeout: u64,
-        /// Seconds an MCP session may go without a request before it is
-        /// closed and its place among the runs freed.
-        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
-              default_value_t = toolhost_serve::Limits::default().mcp_session_idle.as_secs())]
-        mcp_session_idle: u64,
-        /// Bad bearer tokens one client address may send within
-        /// --token-attempt-window before its requests are answered 429
-        /// (0: not counted).
-        #[arg(long, value_name = "N",
-              default_value_t = toolhost_serve::Limits::default().token_attempts)]
-        token_attempts: u32,
-        /// Seconds of the window --token-attempts counts in.
-        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
-              default_value_t = toolhost_serve::Limits::default().token_attempt_window.as_secs())]
-        token_attempt_window: u64,
-        /// When journal events and audit files reach the disk.
-        #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
-        durability: DurabilityArg,
-        /// At start, list interrupted runs instead of resuming them.
-        #[arg(long)]
-        no_resume: bool,
-        /// Serve HTTPS with this PEM certificate chain (with --tls-key).
-        #[arg(long, value_name = "FILE", requires = "tls_key")]
-        tls_cert: Option<PathBuf>,
-        /// The PEM private key of --tls-cert.
-        #[arg(long, value_name = "FILE", requires = "tls_cert")]
-        tls_key: Option<PathBuf>,
-        /// A name clients reach the server by (its `Host`), besides its
-        /// address and localhost; repeatable.
-        #[arg(long = "host-name", value_name = "NAME")]
-        host_names: Vec<String>,
-        /// Runtime worker threads [default: 16 per core, 16 to 256; with
-        /// the data directory on a memory file system (tmpfs) 2 per core,
-        /// 4 to 64].
-        #[arg(long)]
-        worker_threads: Option<usize>,
-        #[command(flatten)]
-        cluster: cluster::ClusterArgs,
-    },
+    Serve(service::ServiceArgs),
     /// Inspect the tool catalog.
     Tools {
         #[command(subcommand)]
@@ -169,127 +93,12 @@ enum Command {
     /// Call one tool once, as a model's tool call would go: through a
     /// profile's snapshot, the gate and the sandbox, journalled in a run
     /// directory.
-    Call {
-        /// A canonical id (`builtin:dice.roll`) or a unique native name (`dice.roll`).
-        tool: String,
-        /// The arguments: a JSON object.
-        #[arg(default_value = "{}")]
-        arguments: String,
-        /// The profile whose snapshot the call goes through [default: a
-        /// profile offering every tool of the catalog].
-        #[arg(long, value_name = "FILE")]
-        profile: Option<PathBuf>,
-        /// The run directory: a new run is created there, or an existing run
-        /// is continued (its frozen snapshot and budgets) [default: a new
-        /// directory under --runs-dir].
-        #[arg(long, value_name = "DIR")]
-        run_dir: Option<PathBuf>,
-        /// Where new run directories go.
-        #[arg(
-            long,
-            value_name = "DIR",
-            default_value = "runs",
-            env = "TOOLHOST_RUNS_DIR"
-        )]
-        runs_dir: PathBuf,
-        /// When journal events and audit files reach the disk.
-        #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
-        durability: DurabilityArg,
-        #[command(flatten)]
-        inputs: InputArgs,
-        /// Print the whole result, the call report and the run directory as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Replay: use this random seed (from a previous `--json` report).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Replay: what the tool's wall clock reads, in ms since the Unix epoch.
-        #[arg(long, requires = "seed")]
-        clock_ms: Option<u64>,
-        /// Approve the call if its tool needs a person's approval
-        /// (docs/policy.md); without it such a call is denied.
-        #[arg(long)]
-        approve: bool,
-    },
+    Call(call::CallArgs),
     /// Run an agent: the model's requests and tool calls, round after round,
     /// until it commits its reply into the chat and finishes (or fails).
     /// Exit 0 completed, 1 partial success (commits kept), 2 failed, 130
     /// cancelled (Ctrl-C).
-    Run {
-        /// The agent's profile [default: the built-in profiles/default.json].
-        #[arg(long, value_name = "FILE")]
-        profile: Option<PathBuf>,
-        #[command(flatten)]
-        inputs: InputArgs,
-        /// The model: `script:FILE`, `openai:URL`, `openai-responses:URL`,
-        /// `anthropic:URL` or `gemini:URL` [with --resume: the recorded one].
-        #[arg(long, value_name = "KIND:WHERE", required_unless_present = "resume")]
-        model: Option<String>,
-        /// The provider's model name [default: the profile's model.id].
-        #[arg(long, value_name = "NAME")]
-        model_name: Option<String>,
-        /// The most tokens one reply may have [default: the profile's
-        /// model.maxOutputTokens]; Anthropic requires a value.
-        #[arg(long, value_name = "N")]
-        max_output_tokens: Option<u32>,
-        /// The environment variable holding the API key [default:
-        /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY by kind].
-        #[arg(long, value_name = "VAR")]
-        api_key_env: Option<String>,
-        /// Stream model replies (server-sent events).
-        #[arg(long)]
-        stream: bool,
-        /// Seconds one model call may take.
-        #[arg(long, value_name = "SECONDS", default_value_t = 120)]
-        model_timeout: u64,
-        /// The first user message: what the run is for [default: "Write the
-        /// next reply of this chat."].
-        #[arg(long)]
-        task: Option<String>,
-        /// Overrides the profile's tools.maxRounds.
-        #[arg(long)]
-        max_rounds: Option<u32>,
-        /// The chat's persist directory: projected into persist/ at the start,
-        /// changed files copied back when the run finishes.
-        #[arg(long, value_name = "DIR")]
-        persist: Option<PathBuf>,
-        /// Agent profiles (`*.json`) this run may delegate tasks or hand off to.
-        #[arg(long, value_name = "DIR")]
-        agents: Option<PathBuf>,
-        /// The run directory (absent or empty) [default: a new directory under --runs-dir].
-        #[arg(long, value_name = "DIR", conflicts_with = "resume")]
-        run_dir: Option<PathBuf>,
-        /// Go on with an interrupted run from what its directory recorded
-        /// (input/loop.json, the journal, the stored replies and results);
-        /// keys come from the environment again. A flag that contradicts the
-        /// record is refused; an ended run is never resumed.
-        #[arg(long, value_name = "RUN_DIR")]
-        resume: Option<PathBuf>,
-        /// The run seed: ids and every call's entropy (and its clock) derive
-        /// from it, so two runs of one script are comparable [default: random,
-        /// recorded in input/loop.json].
-        #[arg(long, value_name = "N")]
-        seed: Option<u64>,
-        /// Who decides a call that needs a person's approval
-        /// (docs/policy.md) [default: ask on the terminal, else deny].
-        #[arg(long, value_enum)]
-        approvals: Option<approvals::ApprovalsArg>,
-        /// Seconds a call waits for a decision before it is denied.
-        #[arg(long, value_name = "SECONDS", default_value_t = 600)]
-        approval_timeout: u64,
-        #[arg(
-            long,
-            value_name = "DIR",
-            default_value = "runs",
-            env = "TOOLHOST_RUNS_DIR"
-        )]
-        runs_dir: PathBuf,
-        #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
-        durability: DurabilityArg,
-        /// Print the summary as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Run(run::RunArgs),
     /// Print the snapshot a profile compiles to (JSON on stdout; omitted
     /// tools and why on stderr).
     Snapshot {
@@ -354,38 +163,6 @@ enum Command {
     },
 }
 
-/// What a new run is bound to.
-#[derive(clap::Args)]
-struct InputArgs {
-    /// Bind a new run to this SillyTavern chat (JSONL); its messages now
-    /// are all the chat tools will ever see of it.
-    #[arg(long, value_name = "FILE")]
-    chat: Option<PathBuf>,
-    /// Installed skills (one folder per skill, each with a SKILL.md);
-    /// repeatable, `[global|preset|profile|character:]DIR`, later scopes
-    /// override earlier ones.
-    #[arg(long, value_name = "[SCOPE:]DIR")]
-    skills: Vec<String>,
-    /// A prompt snapshot with the activated world info
-    /// (`{"worldInfoActivation": {"entries": [...]}}`).
-    #[arg(long, value_name = "FILE")]
-    worldinfo: Option<PathBuf>,
-}
-
-impl InputArgs {
-    fn bindings(&self) -> Result<RunBindings> {
-        Ok(RunBindings {
-            chat: self.chat.clone(),
-            prompt_snapshot: self.worldinfo.clone(),
-            skills: self
-                .skills
-                .iter()
-                .map(|text| skill_source(text))
-                .collect::<Result<_>>()?,
-        })
-    }
-}
-
 #[derive(Subcommand)]
 enum ToolsCommand {
     /// List every tool: canonical id, alias, title, annotations, source.
@@ -399,23 +176,6 @@ enum ToolsCommand {
     /// from and how long it took; warms the cache (say, before `serve`).
     /// Exit 1 when one fails to load.
     Load,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum DurabilityArg {
-    /// fsync after every event and audit file.
-    Fsync,
-    /// Write every event at once; fsync at run end and on errors.
-    Batched,
-}
-
-impl From<DurabilityArg> for Durability {
-    fn from(value: DurabilityArg) -> Self {
-        match value {
-            DurabilityArg::Fsync => Durability::Fsync,
-            DurabilityArg::Batched => Durability::Batched,
-        }
-    }
 }
 
 /// A server's runtime workers. A run's loop creates its audit files and
@@ -453,36 +213,20 @@ fn may_wait_at(dir: &Path) -> bool {
         .unwrap_or(true)
 }
 
-/// `toolhost serve`'s data directory: `--data-dir`, `$TOOLHOST_DATA_DIR`,
-/// or `toolhost/serve` in the user's data directory.
-fn serve_data_dir(flag: Option<&Path>) -> Option<PathBuf> {
-    load::user_dir(
-        flag,
-        "TOOLHOST_DATA_DIR",
-        ("XDG_DATA_HOME", ".local/share"),
-        "toolhost/serve",
-    )
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     // One thread for a command; a server's workers depend on the file
     // system its runs are written to (`default_worker_threads`).
     let runtime = match &cli.command {
-        Command::Serve {
-            worker_threads,
-            data_dir,
-            cluster,
-            ..
-        } => {
+        Command::Serve(args) => {
             let mut builder = tokio::runtime::Builder::new_multi_thread();
-            let workers = worker_threads.unwrap_or_else(|| {
-                let data_dir = serve_data_dir(data_dir.as_deref());
+            let workers = args.worker_threads.unwrap_or_else(|| {
+                let data_dir = args.data_dir();
                 let run_dirs: Vec<&Path> = data_dir
                     .as_deref()
                     .into_iter()
-                    .chain(cluster.node_dir.as_deref())
+                    .chain(args.cluster.node_dir.as_deref())
                     .collect();
                 default_worker_threads(&run_dirs)
             });
@@ -553,45 +297,23 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     // Managing MCP servers needs no tools either (serving them does).
     if let Command::Mcp { command } = cli.command {
         let dir = mcp::mcp_dir(cli.mcp_dir.as_deref())?;
-        let mcp::McpCommand::Serve {
-            profile,
-            run_dir,
-            runs_dir,
-            chat,
-            approve_all,
-        } = command
-        else {
+        let mcp::McpCommand::Serve(args) = command else {
             return mcp::run(&dir, command).await;
         };
-        let dir = load::selects_mcp(profile.as_deref(), None).then_some(dir);
+        let dir = load::selects_mcp(args.profile.as_deref(), None).then_some(dir);
         let host = load::host(cache_dir, dir, ext_dir, &policy).await?;
-        let args = serve::ServeArgs {
-            profile,
-            run_dir,
-            runs_dir,
-            bindings: RunBindings {
-                chat,
-                ..RunBindings::default()
-            },
-            approve_all,
-        };
         return serve::serve(std::sync::Arc::new(host), args).await;
     }
     // A new run, a call or a snapshot of profiles that allow no MCP tool
     // never reads the MCP directory; anything else (a resumed run, a call
     // offering the whole catalog, `serve`, `tools`) may need it.
     let selects_mcp = match &cli.command {
-        Command::Run {
-            profile,
-            agents,
-            resume: None,
-            ..
-        } => load::selects_mcp(profile.as_deref(), agents.as_deref()),
-        Command::Call {
-            profile: Some(profile),
-            run_dir: None,
-            ..
-        } => load::selects_mcp(Some(profile), None),
+        Command::Run(args) if args.resume.is_none() => {
+            load::selects_mcp(args.profile.as_deref(), args.agents.as_deref())
+        }
+        Command::Call(args) if args.run_dir.is_none() && args.profile.is_some() => {
+            load::selects_mcp(args.profile.as_deref(), None)
+        }
         Command::Snapshot { profile, .. } => load::selects_mcp(profile.as_deref(), None),
         _ => true,
     };
@@ -606,14 +328,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     };
     // `serve` watches the sources from what they held before this load, so
     // a change made while the tools load is seen at the first poll.
-    let loaded_fingerprint = matches!(cli.command, Command::Serve { .. })
+    let loaded_fingerprint = matches!(cli.command, Command::Serve(_))
         .then(|| sources.fingerprint())
         .unwrap_or_default();
     // Under `serve` each tenant is a user with its own policy.json; a user
     // policy named for the server would silently apply to no one.
-    if matches!(cli.command, Command::Serve { .. })
-        && matches!(sources.policy.user, Some((_, true)))
-    {
+    if matches!(cli.command, Command::Serve(_)) && matches!(sources.policy.user, Some((_, true))) {
         anyhow::bail!(
             "--policy (or TOOLHOST_POLICY) names a user's policy, which toolhost serve does not use: each tenant's is <data-dir>/tenants/<tenant>/policy.json, and the operator's is --platform-policy (docs/policy.md)"
         );
@@ -650,88 +370,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 std::process::exit(1);
             }
         }
-        Command::Call {
-            tool,
-            arguments,
-            profile,
-            run_dir,
-            runs_dir,
-            durability,
-            inputs,
-            json,
-            seed,
-            clock_ms,
-            approve,
-        } => {
-            let entropy = match seed {
-                None => CallEntropy::fresh(),
-                Some(seed) => CallEntropy {
-                    seed,
-                    clock_ms: clock_ms.unwrap_or_else(|| CallEntropy::fresh().clock_ms),
-                },
-            };
-            let args = call::CallArgs {
-                tool,
-                arguments,
-                json,
-                entropy,
-                profile,
-                run_dir,
-                runs_dir,
-                durability: durability.into(),
-                bindings: inputs.bindings()?,
-                approve,
-            };
-            return call::call(&host, args).await;
-        }
-        Command::Run {
-            profile,
-            inputs,
-            model,
-            model_name,
-            max_output_tokens,
-            api_key_env,
-            stream,
-            model_timeout,
-            task,
-            max_rounds,
-            persist,
-            agents,
-            run_dir,
-            resume,
-            seed,
-            approvals,
-            approval_timeout,
-            runs_dir,
-            durability,
-            json,
-        } => {
-            let args = run::RunArgs {
-                profile,
-                bindings: inputs.bindings()?,
-                model,
-                model_name,
-                max_output_tokens,
-                api_key_env,
-                stream,
-                model_timeout: std::time::Duration::from_secs(model_timeout),
-                task,
-                max_rounds,
-                persist,
-                agents,
-                run_dir,
-                resume,
-                seed,
-                runs_dir,
-                durability: durability.into(),
-                json,
-                verbose: cli.verbose > 0,
-                approver: approvals::for_run(
-                    approvals,
-                    std::time::Duration::from_secs(approval_timeout),
-                ),
-            };
-            return run::run(std::sync::Arc::new(host), args).await;
+        Command::Call(args) => return call::call(&host, args).await,
+        Command::Run(args) => {
+            return run::run(std::sync::Arc::new(host), args, cli.verbose > 0).await;
         }
         Command::Replay {
             run_dir,
@@ -744,54 +385,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             let profile = load::profile(profile.as_deref())?;
             inspect::print_snapshot(&host, &profile, child, &id)?;
         }
-        Command::Serve {
-            listen,
-            tokens,
-            models,
-            data_dir,
-            max_runs,
-            max_runs_per_tenant,
-            max_calls,
-            approval_timeout,
-            request_head_timeout,
-            mcp_session_idle,
-            token_attempts,
-            token_attempt_window,
-            durability,
-            no_resume,
-            tls_cert,
-            tls_key,
-            host_names,
-            worker_threads: _,
-            cluster,
-        } => {
-            let data_dir = serve_data_dir(data_dir.as_deref())
-                .context("no data directory: give --data-dir (or set HOME)")?;
-            let args = service::ServiceArgs {
-                listen,
-                tokens,
-                models,
-                data_dir,
-                limits: toolhost_serve::Limits {
-                    runs_total: max_runs,
-                    runs_per_tenant: max_runs_per_tenant,
-                    calls_in_flight: max_calls,
-                    approval_timeout: std::time::Duration::from_secs(approval_timeout),
-                    request_head_timeout: std::time::Duration::from_secs(request_head_timeout),
-                    mcp_session_idle: std::time::Duration::from_secs(mcp_session_idle),
-                    token_attempts,
-                    token_attempt_window: std::time::Duration::from_secs(token_attempt_window),
-                    ..toolhost_serve::Limits::default()
-                },
-                durability: durability.into(),
-                resume: !no_resume,
-                tls: tls_cert.zip(tls_key),
-                host_names,
+        Command::Serve(args) => {
+            let watched = service::Watched {
                 sources,
                 loaded_fingerprint,
-                cluster,
             };
-            return service::serve(host, args).await;
+            return service::serve(host, args, watched).await;
         }
         Command::Journal { .. }
         | Command::Approvals { .. }
@@ -802,16 +401,6 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `[scope:]DIR`, global when no scope is given.
-fn skill_source(text: &str) -> Result<SkillSource> {
-    for scope in Scope::ALL {
-        if let Some(dir) = text.strip_prefix(&format!("{}:", scope.as_str())) {
-            return Ok(SkillSource::new(scope, PathBuf::from(dir)));
-        }
-    }
-    Ok(SkillSource::new(Scope::Global, PathBuf::from(text)))
 }
 
 #[cfg(test)]

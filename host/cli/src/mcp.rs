@@ -64,29 +64,7 @@ pub enum McpCommand {
     },
     /// Serve a profile's tools as an MCP server over stdio (one run; every
     /// call through the gate and the journal).
-    Serve {
-        /// The profile whose snapshot is served [default: the built-in one].
-        #[arg(long, value_name = "FILE")]
-        profile: Option<PathBuf>,
-        /// The run directory (absent or empty) [default: a new one under --runs-dir].
-        #[arg(long, value_name = "DIR")]
-        run_dir: Option<PathBuf>,
-        #[arg(
-            long,
-            value_name = "DIR",
-            default_value = "runs",
-            env = "TOOLHOST_RUNS_DIR"
-        )]
-        runs_dir: PathBuf,
-        /// Bind the run to a SillyTavern chat for the chat tools.
-        #[arg(long, value_name = "FILE")]
-        chat: Option<PathBuf>,
-        /// Serve the tools whose calls need a person's approval too, every
-        /// call approved (journalled as approved by this flag); without it
-        /// they are left out, as an MCP client has no one to ask.
-        #[arg(long)]
-        approve_all: bool,
-    },
+    Serve(crate::serve::ServeArgs),
     /// Set what runs may do with one of a server's tools.
     Grant {
         server: String,
@@ -204,7 +182,7 @@ pub async fn run(dir: &Path, command: McpCommand) -> Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
         }
-        McpCommand::Serve { .. } => unreachable!("served by main with the tool host"),
+        McpCommand::Serve(_) => unreachable!("served by main with the tool host"),
         McpCommand::Grant {
             server,
             tool,

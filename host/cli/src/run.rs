@@ -11,41 +11,91 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use toolhost_core::profile::Presentation;
-use toolhost_journal::{Durability, Level, Observer};
+use toolhost_journal::{Level, Observer};
 use toolhost_model::{HttpOptions, ModelSource, ModelSpec};
-use toolhost_runtime::approval::Approver;
 use toolhost_runtime::{
-    AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunBindings, RunCancel, RunStatus,
+    AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunCancel, RunStatus,
     SillyTavernChatHost, ToolHost, run_agent_loop,
 };
 
+use crate::approvals::ApprovalArgs;
+use crate::flags::{DurabilityArg, InputArgs};
 use crate::{inspect, load};
 
+/// `toolhost run`'s flags: what clap parses is what the run reads, with no
+/// copy in between. The fields' order is `--help`'s order.
+#[derive(clap::Args)]
 pub struct RunArgs {
+    /// The agent's profile [default: the built-in profiles/default.json].
+    #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    pub bindings: RunBindings,
+    #[command(flatten)]
+    pub inputs: InputArgs,
+    /// The model: `script:FILE`, `openai:URL`, `openai-responses:URL`,
+    /// `anthropic:URL` or `gemini:URL` [with --resume: the recorded one].
+    #[arg(long, value_name = "KIND:WHERE", required_unless_present = "resume")]
     pub model: Option<String>,
+    /// The provider's model name [default: the profile's model.id].
+    #[arg(long, value_name = "NAME")]
     pub model_name: Option<String>,
+    /// The most tokens one reply may have [default: the profile's
+    /// model.maxOutputTokens]; Anthropic requires a value.
+    #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u32>,
+    /// The environment variable holding the API key [default:
+    /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY by kind].
+    #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
+    /// Stream model replies (server-sent events).
+    #[arg(long)]
     pub stream: bool,
-    pub model_timeout: Duration,
+    /// Seconds one model call may take.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    pub model_timeout: u64,
+    /// The first user message: what the run is for [default: "Write the
+    /// next reply of this chat."].
+    #[arg(long)]
     pub task: Option<String>,
+    /// Overrides the profile's tools.maxRounds.
+    #[arg(long)]
     pub max_rounds: Option<u32>,
+    /// The chat's persist directory: projected into persist/ at the start,
+    /// changed files copied back when the run finishes.
+    #[arg(long, value_name = "DIR")]
     pub persist: Option<PathBuf>,
-    /// Agent profiles the run may delegate or hand off to.
+    /// Agent profiles (`*.json`) this run may delegate tasks or hand off to.
+    #[arg(long, value_name = "DIR")]
     pub agents: Option<PathBuf>,
+    /// The run directory (absent or empty) [default: a new directory under --runs-dir].
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
     pub run_dir: Option<PathBuf>,
-    /// An interrupted run to go on with.
+    /// Go on with an interrupted run from what its directory recorded
+    /// (input/loop.json, the journal, the stored replies and results);
+    /// keys come from the environment again. A flag that contradicts the
+    /// record is refused; an ended run is never resumed.
+    #[arg(long, value_name = "RUN_DIR")]
     pub resume: Option<PathBuf>,
+    /// The run seed: ids and every call's entropy (and its clock) derive
+    /// from it, so two runs of one script are comparable [default: random,
+    /// recorded in input/loop.json].
+    #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    #[command(flatten)]
+    pub approvals: ApprovalArgs,
+    // No help text, as before: `--help` is held to its snapshot
+    // (tests/help.rs).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "runs",
+        env = "TOOLHOST_RUNS_DIR"
+    )]
     pub runs_dir: PathBuf,
-    pub durability: Durability,
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
+    pub durability: DurabilityArg,
+    /// Print the summary as JSON.
+    #[arg(long)]
     pub json: bool,
-    /// Also print debug-level events.
-    pub verbose: bool,
-    /// Where calls needing approval are decided.
-    pub approver: Arc<dyn Approver>,
 }
 
 const DEFAULT_TASK: &str = "Write the next reply of this chat.";
@@ -59,8 +109,12 @@ struct Prepared {
 }
 
 /// Exit 0 when the run completed, 1 on a partial success (commits kept),
-/// 2 when it failed, 130 when it was cancelled.
-pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
+/// 2 when it failed, 130 when it was cancelled. `verbose`: also print
+/// debug-level events.
+pub async fn run(host: Arc<ToolHost>, args: RunArgs, verbose: bool) -> Result<ExitCode> {
+    // Where calls needing approval are decided (a terminal starts reading
+    // stdin now).
+    let approver = args.approvals.approver();
     let prepared = match &args.resume {
         Some(dir) => resume(&args, dir)?,
         None => start(&args)?,
@@ -90,8 +144,8 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs) -> Result<ExitCode> {
         chat.message_count(),
         agents.len()
     );
-    run.observe(Some(progress_printer(args.verbose)));
-    run.set_approver(Arc::clone(&args.approver));
+    run.observe(Some(progress_printer(verbose)));
+    run.set_approver(approver);
 
     let cancel = RunCancel::new();
     config.cancel = cancel.clone();
@@ -134,10 +188,11 @@ fn start(args: &RunArgs) -> Result<Prepared> {
     let options = HttpOptions {
         key_variable: args.api_key_env.clone(),
         stream: args.stream,
-        timeout: args.model_timeout,
+        timeout: Duration::from_secs(args.model_timeout),
     };
     let models = spec.open(&options)?;
-    if args.bindings.chat.is_none() {
+    let bindings = args.inputs.bindings()?;
+    if bindings.chat.is_none() {
         bail!(
             "a run writes its reply into a chat: give the SillyTavern chat file with --chat FILE"
         );
@@ -151,9 +206,10 @@ fn start(args: &RunArgs) -> Result<Prepared> {
             dir.display()
         );
     }
+    let durability = args.durability.into();
     let run = match &args.run_dir {
-        Some(dir) => Run::create_with(dir, &profile, args.durability, &args.bindings)?,
-        None => Run::create_under(&args.runs_dir, &profile, args.durability, &args.bindings)?,
+        Some(dir) => Run::create_with(dir, &profile, durability, &bindings)?,
+        None => Run::create_under(&args.runs_dir, &profile, durability, &bindings)?,
     };
     let config = LoopConfig {
         task: args.task.clone().unwrap_or_else(|| DEFAULT_TASK.to_owned()),
@@ -176,9 +232,7 @@ fn start(args: &RunArgs) -> Result<Prepared> {
 /// An interrupted run, reopened with what it recorded; a flag given again
 /// must say what the record says.
 fn resume(args: &RunArgs, dir: &Path) -> Result<Prepared> {
-    let bindings = &args.bindings;
-    if bindings.chat.is_some() || bindings.prompt_snapshot.is_some() || !bindings.skills.is_empty()
-    {
+    if args.inputs.any() {
         bail!(
             "a resumed run keeps the chat, world info and skills run.json recorded: drop --chat, --worldinfo and --skills"
         );

@@ -24,11 +24,32 @@ use toolhost_serve::mcp::{McpTools, NeedingApproval, RunPlace, ServedFor};
 
 use crate::load;
 
+/// `toolhost mcp serve`'s flags, read here as clap parsed them. The
+/// fields' order is `--help`'s order.
+#[derive(clap::Args)]
 pub struct ServeArgs {
+    /// The profile whose snapshot is served [default: the built-in one].
+    #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// The run directory (absent or empty) [default: a new one under --runs-dir].
+    #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
+    // No help text, as before: `--help` is held to its snapshot
+    // (tests/help.rs).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "runs",
+        env = "TOOLHOST_RUNS_DIR"
+    )]
     pub runs_dir: PathBuf,
-    pub bindings: RunBindings,
+    /// Bind the run to a SillyTavern chat for the chat tools.
+    #[arg(long, value_name = "FILE")]
+    pub chat: Option<PathBuf>,
+    /// Serve the tools whose calls need a person's approval too, every
+    /// call approved (journalled as approved by this flag); without it
+    /// they are left out, as an MCP client has no one to ask.
+    #[arg(long)]
     pub approve_all: bool,
 }
 
@@ -52,7 +73,10 @@ pub async fn serve(host: Arc<ToolHost>, args: ServeArgs) -> Result<ExitCode> {
         ServedFor::default(),
         profile,
         place,
-        args.bindings,
+        RunBindings {
+            chat: args.chat.clone(),
+            ..RunBindings::default()
+        },
         Durability::Batched,
         needing_approval,
     )?;

@@ -15,34 +15,141 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use toolhost_journal::Durability;
 use toolhost_runtime::ToolHost;
 use toolhost_serve::{Limits, ModelTable, ServeOptions, ServeState, TenantAccess, Tokens};
+
+use crate::flags::DurabilityArg;
 
 /// How long requests in flight may take to finish once the server stops.
 const DRAIN: Duration = Duration::from_secs(10);
 
+/// `toolhost serve`'s flags, read here as clap parsed them. The fields'
+/// order is `--help`'s order.
+#[derive(clap::Args)]
 pub struct ServiceArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = toolhost_serve::DEFAULT_LISTEN)]
     pub listen: SocketAddr,
+    /// Tokens file (JSON, mode 0600: each token's sha256 and its
+    /// tenant); without it the one tenant is `local`.
+    #[arg(long, value_name = "FILE")]
     pub tokens: Option<PathBuf>,
+    /// The models runs may name (JSON; see docs/serve.md); without it no
+    /// run can start.
+    #[arg(long, value_name = "FILE")]
     pub models: Option<PathBuf>,
-    pub data_dir: PathBuf,
-    pub limits: Limits,
-    pub durability: Durability,
-    /// Resume interrupted runs at start.
-    pub resume: bool,
-    /// PEM certificate chain and key: serve HTTPS.
-    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Where each tenant's runs, chats, profiles and skills are
+    /// [default: $TOOLHOST_DATA_DIR, else $XDG_DATA_HOME/toolhost/serve,
+    /// else ~/.local/share/toolhost/serve].
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// When journal events and audit files reach the disk.
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Batched)]
+    pub durability: DurabilityArg,
+    /// At start, list interrupted runs instead of resuming them.
+    #[arg(long)]
+    pub no_resume: bool,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// A name clients reach the server by (its `Host`), besides its
+    /// address and localhost; repeatable.
+    #[arg(long = "host-name", value_name = "NAME")]
     pub host_names: Vec<String>,
-    /// Where the tools come from: watched, and loaded again on a change.
-    pub sources: crate::catalog_watch::Sources,
-    /// `sources.fingerprint()` taken just before the tools were loaded.
-    pub loaded_fingerprint: String,
-    /// Be a node of a cluster (`--cluster`).
+    /// Runtime worker threads [default: 16 per core, 16 to 256; with
+    /// the data directory on a memory file system (tmpfs) 2 per core,
+    /// 4 to 64].
+    #[arg(long)]
+    pub worker_threads: Option<usize>,
+    // Be a node of a cluster (`--cluster`).
+    #[command(flatten)]
     pub cluster: crate::cluster::ClusterArgs,
 }
 
-pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
+impl ServiceArgs {
+    /// The data directory: `--data-dir`, `$TOOLHOST_DATA_DIR`, or
+    /// `toolhost/serve` in the user's data directory.
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        crate::load::user_dir(
+            self.data_dir.as_deref(),
+            "TOOLHOST_DATA_DIR",
+            ("XDG_DATA_HOME", ".local/share"),
+            "toolhost/serve",
+        )
+    }
+}
+
+/// The server's limits: each flag's default is [`Limits`]'s own, and
+/// `From` is the one place the flags become them.
+#[derive(clap::Args, Clone, Copy)]
+pub struct LimitArgs {
+    /// Runs in their loop at once, in total.
+    #[arg(long, default_value_t = Limits::default().runs_total)]
+    pub max_runs: usize,
+    /// Runs in their loop at once, per tenant.
+    #[arg(long, default_value_t = Limits::default().runs_per_tenant)]
+    pub max_runs_per_tenant: usize,
+    /// Direct calls (POST /v1/runs/{id}/calls) in flight at once.
+    #[arg(long, default_value_t = Limits::default().calls_in_flight)]
+    pub max_calls: usize,
+    /// Seconds a served run's call waits for a person's approval
+    /// (POST /v1/runs/{id}/approvals/{callId}) before it is denied.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub approval_timeout: u64,
+    /// Seconds a connection has to send a whole request head, from its
+    /// accept or its last answer: a slow or idle client is cut off.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
+          default_value_t = Limits::default().request_head_timeout.as_secs())]
+    pub request_head_timeout: u64,
+    /// Seconds an MCP session may go without a request before it is
+    /// closed and its place among the runs freed.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
+          default_value_t = Limits::default().mcp_session_idle.as_secs())]
+    pub mcp_session_idle: u64,
+    /// Bad bearer tokens one client address may send within
+    /// --token-attempt-window before its requests are answered 429
+    /// (0: not counted).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().token_attempts)]
+    pub token_attempts: u32,
+    /// Seconds of the window --token-attempts counts in.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
+          default_value_t = Limits::default().token_attempt_window.as_secs())]
+    pub token_attempt_window: u64,
+}
+
+impl From<LimitArgs> for Limits {
+    fn from(flags: LimitArgs) -> Self {
+        Limits {
+            runs_total: flags.max_runs,
+            runs_per_tenant: flags.max_runs_per_tenant,
+            calls_in_flight: flags.max_calls,
+            approval_timeout: Duration::from_secs(flags.approval_timeout),
+            request_head_timeout: Duration::from_secs(flags.request_head_timeout),
+            mcp_session_idle: Duration::from_secs(flags.mcp_session_idle),
+            token_attempts: flags.token_attempts,
+            token_attempt_window: Duration::from_secs(flags.token_attempt_window),
+            // No flag: the library's.
+            ..Limits::default()
+        }
+    }
+}
+
+/// Where the served tools came from, watched while the server runs.
+pub struct Watched {
+    pub sources: crate::catalog_watch::Sources,
+    /// `sources.fingerprint()` taken just before the tools were loaded.
+    pub loaded_fingerprint: String,
+}
+
+pub async fn serve(host: ToolHost, args: ServiceArgs, watched: Watched) -> Result<ExitCode> {
+    let data_dir = args
+        .data_dir()
+        .context("no data directory: give --data-dir (or set HOME)")?;
     let access = match &args.tokens {
         None => TenantAccess::Local,
         Some(path) => TenantAccess::Tokens(Tokens::load(path)?),
@@ -51,17 +158,17 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         Some(path) => ModelTable::load(path)?,
         None => ModelTable::empty(),
     };
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("creating {}", args.data_dir.display()))?;
-    let tls = match &args.tls {
-        Some((cert, key)) => Some(toolhost_serve::tls::server_config(cert, key)?),
-        None => None,
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(toolhost_serve::tls::server_config(cert, key)?),
+        _ => None,
     };
     let options = ServeOptions {
-        data_dir: args.data_dir.clone(),
+        data_dir: data_dir.clone(),
         models,
-        limits: args.limits,
-        durability: args.durability,
+        limits: args.limits.into(),
+        durability: args.durability.into(),
         tls,
         host_names: args.host_names.clone(),
     };
@@ -73,7 +180,7 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         let (name, settings) = args.cluster.settings()?;
         let node_dir = match &args.cluster.node_dir {
             Some(dir) => dir.clone(),
-            None => args.data_dir.join("nodes").join(name.as_str()),
+            None => data_dir.join("nodes").join(name.as_str()),
         };
         std::fs::create_dir_all(&node_dir)
             .with_context(|| format!("creating {}", node_dir.display()))?;
@@ -86,11 +193,14 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         state = state.with_node(Arc::new(node));
     }
     let state = Arc::new(state);
-    tokio::spawn(reload_on_hangup(Arc::clone(&state), args.sources.clone()));
+    tokio::spawn(reload_on_hangup(
+        Arc::clone(&state),
+        watched.sources.clone(),
+    ));
     tokio::spawn(crate::catalog_watch::watch(
         Arc::clone(&state),
-        args.sources.clone(),
-        args.loaded_fingerprint.clone(),
+        watched.sources,
+        watched.loaded_fingerprint,
     ));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -99,7 +209,7 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         "toolhost serve: {}://{} (data in {}, {} model(s)); Ctrl-C stops",
         state.scheme,
         args.listen,
-        args.data_dir.display(),
+        data_dir.display(),
         state.models.len()
     );
     if state.node.is_some() {
@@ -107,7 +217,7 @@ pub async fn serve(host: ToolHost, args: ServiceArgs) -> Result<ExitCode> {
         // its queue, to this node or another.
         tokio::spawn(toolhost_serve::node::work(Arc::clone(&state)));
     } else {
-        pick_up_interrupted(&state, args.resume).await;
+        pick_up_interrupted(&state, !args.no_resume).await;
     }
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(toolhost_serve::serve(listener, Arc::clone(&state), async {
@@ -193,5 +303,52 @@ async fn stopped() {
         Err(_) => {
             let _ = interrupt.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    fn parsed(flags: &[&str]) -> ServiceArgs {
+        let cli = crate::Cli::try_parse_from([&["toolhost", "serve"], flags].concat())
+            .expect("serve's flags parse");
+        match cli.command {
+            crate::Command::Serve(args) => args,
+            _ => panic!("not serve"),
+        }
+    }
+
+    #[test]
+    fn no_limit_flag_gives_the_librarys_limits() {
+        assert_eq!(Limits::from(parsed(&[]).limits), Limits::default());
+    }
+
+    #[test]
+    fn each_limit_flag_lands_in_its_own_limit() {
+        let args = parsed(&[
+            "--max-runs=3",
+            "--max-runs-per-tenant=5",
+            "--max-calls=7",
+            "--approval-timeout=11",
+            "--request-head-timeout=13",
+            "--mcp-session-idle=17",
+            "--token-attempts=19",
+            "--token-attempt-window=23",
+        ]);
+        let expected = Limits {
+            runs_total: 3,
+            runs_per_tenant: 5,
+            calls_in_flight: 7,
+            approval_timeout: Duration::from_secs(11),
+            request_head_timeout: Duration::from_secs(13),
+            mcp_session_idle: Duration::from_secs(17),
+            token_attempts: 19,
+            token_attempt_window: Duration::from_secs(23),
+            ..Limits::default()
+        };
+        assert_eq!(Limits::from(args.limits), expected);
     }
 }

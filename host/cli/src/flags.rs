@@ -1,0 +1,75 @@
+//! The flag groups more than one command takes, each defined once and
+//! flattened (`#[command(flatten)]`) into the commands' own flag structs.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::ValueEnum;
+use toolhost_journal::Durability;
+use toolhost_runtime::RunBindings;
+use toolhost_skills::{Scope, SkillSource};
+
+/// What a new run is bound to (`call`, `run`).
+#[derive(clap::Args)]
+pub struct InputArgs {
+    /// Bind a new run to this SillyTavern chat (JSONL); its messages now
+    /// are all the chat tools will ever see of it.
+    #[arg(long, value_name = "FILE")]
+    pub chat: Option<PathBuf>,
+    /// Installed skills (one folder per skill, each with a SKILL.md);
+    /// repeatable, `[global|preset|profile|character:]DIR`, later scopes
+    /// override earlier ones.
+    #[arg(long, value_name = "[SCOPE:]DIR")]
+    pub skills: Vec<String>,
+    /// A prompt snapshot with the activated world info
+    /// (`{"worldInfoActivation": {"entries": [...]}}`).
+    #[arg(long, value_name = "FILE")]
+    pub worldinfo: Option<PathBuf>,
+}
+
+impl InputArgs {
+    /// Whether any binding was given (a resumed run takes none).
+    pub fn any(&self) -> bool {
+        self.chat.is_some() || self.worldinfo.is_some() || !self.skills.is_empty()
+    }
+
+    pub fn bindings(&self) -> Result<RunBindings> {
+        Ok(RunBindings {
+            chat: self.chat.clone(),
+            prompt_snapshot: self.worldinfo.clone(),
+            skills: self
+                .skills
+                .iter()
+                .map(|text| skill_source(text))
+                .collect::<Result<_>>()?,
+        })
+    }
+}
+
+/// `--durability` (`serve`, `call`, `run`).
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DurabilityArg {
+    /// fsync after every event and audit file.
+    Fsync,
+    /// Write every event at once; fsync at run end and on errors.
+    Batched,
+}
+
+impl From<DurabilityArg> for Durability {
+    fn from(value: DurabilityArg) -> Self {
+        match value {
+            DurabilityArg::Fsync => Durability::Fsync,
+            DurabilityArg::Batched => Durability::Batched,
+        }
+    }
+}
+
+/// `[scope:]DIR`, global when no scope is given.
+fn skill_source(text: &str) -> Result<SkillSource> {
+    for scope in Scope::ALL {
+        if let Some(dir) = text.strip_prefix(&format!("{}:", scope.as_str())) {
+            return Ok(SkillSource::new(scope, PathBuf::from(dir)));
+        }
+    }
+    Ok(SkillSource::new(Scope::Global, PathBuf::from(text)))
+}
