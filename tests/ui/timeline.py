@@ -6,12 +6,13 @@ Run by `host/cli/tests/ui.rs` against a real server whose tenant `local`
 has a profile `writer`, a chat per run, a policy asking approval for every
 `workspace.write_file` and `workspace.commit`, and a scripted model
 `script` that writes a long reply full of markup and a bidi override,
-reads it back, commits, and finishes. Checks, in order: a run started
+reads it back, commits, calls a tool name it invented, and finishes. Checks, in order: a run started
 through the API appears in the list by itself; its timeline fills live;
 the write's approval card shows its path first and the content cut with
 its size and the tool's side effects; each call shows its alias, its
 canonical id with its source, and its duration; the tools the profile
-allows yet the snapshot left out are shown with why; a tool result
+allows yet the snapshot left out are shown with why; a call under an
+invented name is shown with its name, code and the calls used; a tool result
 holding `<script>` is shown as text and never
 runs, its bidi override shown as ⟨U+202E⟩; a pending commit is approved
 from its card and the run completes; another
@@ -159,6 +160,11 @@ def main():
                  if e.text.startswith("✓ workspace_read_file")]
         assert ended and re.search(r"\d+(\.\d+)? ms", ended[0]), ended
         assert "builtin:workspace.read_file" in ended[0], ended
+        # The name the model invented in its last reply: shown with its
+        # code and the calls used, though nothing ran.
+        unknown = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".entry.unknown")]
+        assert unknown and "web_search" in unknown[0], timeline_text(driver)
+        assert "model.unknown_tool_call" in unknown[0] and re.search(r"calls used \d+ of \d+", unknown[0]), unknown
         assert api(args.base, f"/v1/runs/{first}")["status"] == "completed"
 
         # 5. Deny with a note: the model reads it in the call's result.

@@ -106,7 +106,9 @@ fn the_timeline_and_approvals_in_a_real_browser() {
                                 json!({"path": "output/main.md", "content": hostile}))]},
             {"toolCalls": [call("r", "workspace_read_file", json!({"path": "output/main.md"})),
                            call("c", "workspace_commit", json!({}))]},
-            {"toolCalls": [call("f", "workspace_finish", json!({"reason": "done"}))]}
+            // A name the request did not offer: answered, charged, shown.
+            {"toolCalls": [call("u", "web_search", json!({"query": "lantern"})),
+                           call("f", "workspace_finish", json!({"reason": "done"}))]}
         ]})
         .to_string(),
     )

@@ -273,6 +273,13 @@ function render(event) {
       entry(invocation, failed ? "error" : "", head + " ", ...buttons);
       break;
     }
+    case "tool_call_unknown":
+      // A name the model invented (warn level, so the default case would
+      // drop it): nothing ran, the model read an error listing its tools,
+      // and the call was charged to the invocation's total.
+      entry(invocation, "error unknown", "✗ " + p.name + " (not a tool of this request): " + p.code
+        + ", calls used " + p.totalUsed + " of " + p.totalLimit + (p.charged ? "" : " (not charged: the total was spent)"));
+      break;
     case "agent_delegate_started": {
       const child = p.childInvocationId;
       lane(child);
