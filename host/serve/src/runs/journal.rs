@@ -169,6 +169,7 @@ impl EndedRuns {
 mod tests {
     use super::*;
     use std::io::Write;
+    use toolhost_journal::{RunCompleted, RunResumed, RunStarted, ToolCallRequested};
 
     #[test]
     fn the_state_counts_what_the_journal_says() {
@@ -176,19 +177,19 @@ mod tests {
         let path = dir.path().join("events.jsonl");
         let mut file = std::fs::File::create(&path).expect("create");
         for (seq, kind) in [
-            (1, "run_started"),
-            (2, "model_request_created"),
-            (3, "tool_call_approval_requested"),
-            (4, "tool_call_completed"),
+            (1, RunStarted::TYPE),
+            (2, ModelRequestCreated::TYPE),
+            (3, ToolCallApprovalRequested::TYPE),
+            (4, ToolCallCompleted::TYPE),
             // An invented name counts as the summary counts it.
             (5, ToolCallUnknown::TYPE),
-            (6, "run_completed"),
+            (6, RunCompleted::TYPE),
         ] {
             writeln!(file, r#"{{"seq":{seq},"type":"{kind}","payload":{{}}}}"#).expect("write");
         }
         let counts = state(&path).expect("state");
         assert_eq!(counts.last_seq, 6);
-        assert_eq!(counts.ended_by, Some("run_completed"));
+        assert_eq!(counts.ended_by, Some(RunCompleted::TYPE));
         assert_eq!(
             (counts.rounds, counts.tool_calls, counts.pending_approvals),
             (1, 2, 1)
@@ -203,7 +204,11 @@ mod tests {
         let path = dir.path().join("events.jsonl");
         let line =
             |seq: u64, kind: &str| format!(r#"{{"seq":{seq},"type":"{kind}","payload":{{}}}}"#);
-        let ended = format!("{}\n{}\n", line(1, "run_started"), line(2, "run_completed"));
+        let ended = format!(
+            "{}\n{}\n",
+            line(1, RunStarted::TYPE),
+            line(2, RunCompleted::TYPE)
+        );
         std::fs::write(&path, &ended).expect("write");
         let read = state(&path).expect("state");
         let ended_runs = EndedRuns::default();
@@ -223,7 +228,7 @@ mod tests {
             .append(true)
             .open(&path)
             .expect("open");
-        writeln!(file, "{}", line(3, "tool_call_completed")).expect("append");
+        writeln!(file, "{}", line(3, ToolCallCompleted::TYPE)).expect("append");
         let after = ended_runs.state("acme", "run_1", &path).expect("state");
         assert_eq!((after.commits, after.tool_calls, after.last_seq), (0, 1, 3));
         // Remembered again at the new length: the same length with other
@@ -231,7 +236,7 @@ mod tests {
         let grown = std::fs::read_to_string(&path).expect("read");
         std::fs::write(
             &path,
-            grown.replace("tool_call_completed", "tool_call_requested"),
+            grown.replace(ToolCallCompleted::TYPE, ToolCallRequested::TYPE),
         )
         .expect("rewrite");
         assert_eq!(
@@ -283,16 +288,16 @@ mod tests {
             text.push('\n');
         }
         let mut text = String::new();
-        push(&mut text, 1, "run_started");
-        push(&mut text, 2, "tool_call_completed");
+        push(&mut text, 1, RunStarted::TYPE);
+        push(&mut text, 2, ToolCallCompleted::TYPE);
         std::fs::write(&path, &text).expect("write");
         assert!(!has_ended(&path).expect("ended"));
-        push(&mut text, 3, "run_completed");
+        push(&mut text, 3, RunCompleted::TYPE);
         // Direct calls after the end: far more than the window.
-        push(&mut text, 4, "run_resumed");
+        push(&mut text, 4, RunResumed::TYPE);
         let mut seq = 5;
         while text.len() <= 2 * END_WINDOW_BYTES as usize {
-            push(&mut text, seq, "tool_call_completed");
+            push(&mut text, seq, ToolCallCompleted::TYPE);
             seq += 1;
         }
         std::fs::write(&path, &text).expect("write");
