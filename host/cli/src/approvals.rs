@@ -41,7 +41,7 @@ pub struct ApprovalArgs {
     #[arg(long, value_enum)]
     pub approvals: Option<ApprovalsArg>,
     /// Seconds a call waits for a decision before it is denied.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    #[arg(long, value_name = "SECONDS", default_value_t = approval::DEFAULT_TIMEOUT.as_secs())]
     pub approval_timeout: u64,
 }
 

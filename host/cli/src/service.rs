@@ -99,7 +99,8 @@ pub struct LimitArgs {
     pub max_calls: usize,
     /// Seconds a served run's call waits for a person's approval
     /// (POST /v1/runs/{id}/approvals/{callId}) before it is denied.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    #[arg(long, value_name = "SECONDS",
+          default_value_t = Limits::default().approval_timeout.as_secs())]
     pub approval_timeout: u64,
     /// Seconds a connection has to send a whole request head, from its
     /// accept or its last answer: a slow or idle client is cut off.
