@@ -172,6 +172,27 @@ async fn the_system_prompt_names_only_the_roots_the_profile_shows_and_which_are_
     );
 }
 
+/// The default message body in a root the profile shows read-only: the
+/// prompt points the model at no file it cannot write.
+#[tokio::test]
+async fn a_message_body_the_model_cannot_write_is_not_where_the_prompt_sends_the_reply() {
+    let fixture = Fixture::new();
+    let profile = writer(json!({
+        "workspace": {"visibleRoots": ["output", "scratch"], "writableRoots": ["scratch"]}
+    }));
+    let (_, seen) = run(&fixture, &profile, vec![], json!([done()]), json!({})).await;
+    let system = seen.system_of("writer");
+    assert!(
+        system.contains("Your workspace has output/ (read-only) and scratch/ (writable)."),
+        "{system}"
+    );
+    assert!(!system.contains("output/main.md"), "{system}");
+    assert!(
+        system.contains("write it to a file with workspace_write_file"),
+        "{system}"
+    );
+}
+
 fn lead() -> Profile {
     let value = json!({
         "schemaVersion": 1,

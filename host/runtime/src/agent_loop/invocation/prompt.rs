@@ -99,7 +99,9 @@ pub(super) fn system_prompt(
 }
 
 /// The invocation's message body, when its root is one the invocation
-/// sees (the profile names it, `output/main.md` by default).
+/// sees and may write (the profile names it, `output/main.md` by default):
+/// the file the model writes its reply to. A body in a read-only root is
+/// none — the model could not write it, so no text points it there.
 pub(super) fn message_body<'p>(
     profile: &'p Profile,
     session: &InvocationSession,
@@ -109,8 +111,9 @@ pub(super) fn message_body<'p>(
         .workspace()
         .workspace()
         .roots()
-        .visible()
-        .any(|visible| visible == root)
+        .roots()
+        .iter()
+        .any(|shown| shown.name == root && shown.visible && shown.writable)
         .then_some(profile.output.message_body.as_str())
 }
 
