@@ -50,7 +50,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub stream: bool,
     /// Seconds one model call may take.
-    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    #[arg(long, value_name = "SECONDS", default_value_t = MODEL_TIMEOUT_SECS)]
     pub model_timeout: u64,
     /// The first user message: what the run is for [default: "Write the
     /// next reply of this chat."].
@@ -97,6 +97,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+/// `--model-timeout`'s default, and a resumed run's when its record names
+/// none.
+const MODEL_TIMEOUT_SECS: u64 = 120;
 
 const DEFAULT_TASK: &str = "Write the next reply of this chat.";
 
@@ -274,7 +278,12 @@ fn resume(args: &RunArgs, dir: &Path) -> Result<Prepared> {
     let options = HttpOptions {
         key_variable: recorded_variable,
         stream: recorded("stream").as_bool().unwrap_or(false),
-        timeout: Duration::from_secs(recorded("timeoutSecs").as_u64().unwrap_or(120).min(3600)),
+        timeout: Duration::from_secs(
+            recorded("timeoutSecs")
+                .as_u64()
+                .unwrap_or(MODEL_TIMEOUT_SECS)
+                .min(3600),
+        ),
     };
     if args.stream && !options.stream {
         bail!("the run was recorded without --stream");
