@@ -247,21 +247,20 @@ impl InvocationToolSnapshot {
     /// one decision per tool, every binding's tool decided visible and
     /// callable, with an approval exactly when its decision requires one.
     pub fn with_decisions(mut self, decisions: Vec<ToolDecision>) -> Result<Self, SnapshotError> {
-        let mut decided = HashSet::new();
+        // By tool, so the check is linear in the profile's size (the API
+        // compiles a fresh snapshot at every call to recheck the stored one).
+        let mut decided = std::collections::HashMap::new();
         for decision in &decisions {
-            if !decided.insert(&decision.tool_id) {
+            if decided.insert(&decision.tool_id, decision).is_some() {
                 return Err(SnapshotError::DecisionMismatch(decision.tool_id.clone()));
             }
         }
         for binding in &self.bindings {
-            let agrees = decisions
-                .iter()
-                .find(|decision| &decision.tool_id == binding.tool_id())
-                .is_some_and(|decision| {
-                    decision.visible
-                        && decision.callable
-                        && decision.approval_required == binding.approval.is_some()
-                });
+            let agrees = decided.get(binding.tool_id()).is_some_and(|decision| {
+                decision.visible
+                    && decision.callable
+                    && decision.approval_required == binding.approval.is_some()
+            });
             if !agrees {
                 return Err(SnapshotError::DecisionMismatch(binding.tool_id().clone()));
             }
