@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::*;
+use common::{script_call as call, *};
 use serde_json::{Value, json};
 use toolhost_journal::{
     ChatCommitCompleted, Event as _, ModelRequestCreated, RunCancelled, RunCompleted, RunResumed,
@@ -17,10 +17,6 @@ use toolhost_journal::{
 use toolhost_serve::{Limits, ModelTable, TenantDirs};
 
 const REPLY: &str = "*Mirelle folds the map.* Then we leave at dawn.";
-
-fn call(id: &str, name: &str, arguments: Value) -> Value {
-    json!({"id": id, "name": name, "arguments": arguments})
-}
 
 /// A script that writes the reply, commits it and finishes.
 fn finishing_script() -> Value {
@@ -85,11 +81,7 @@ impl Setup {
             let dirs = TenantDirs::new(&dir.path().join("data"), tenant);
             dirs.ensure().expect("dirs");
             for chat in ["chat", "chat2", "chat3"] {
-                std::fs::copy(
-                    fixtures().join("chats/long_character_chat.jsonl"),
-                    dirs.chats().join(format!("{chat}.jsonl")),
-                )
-                .expect("chat");
+                seed_chat(&dirs, chat);
             }
             std::fs::write(
                 dirs.profiles().join("writer.json"),

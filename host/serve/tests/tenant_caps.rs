@@ -8,7 +8,7 @@ use std::path::Path;
 
 use common::*;
 use serde_json::{Value, json};
-use toolhost_serve::{Limits, ModelTable, TenantAccess, TenantDirs, Tokens, token_digest};
+use toolhost_serve::{Limits, TenantAccess, TenantDirs, Tokens, token_digest};
 
 /// `acme` (`acme-secret`) capped at 5 rounds and 1000 fuel per call;
 /// `globex` (`globex-secret`) without caps.
@@ -29,28 +29,13 @@ async fn start(dir: &Path) -> Server {
     for tenant in ["acme", "globex"] {
         let dirs = TenantDirs::new(&data, tenant);
         dirs.ensure().expect("dirs");
-        std::fs::copy(
-            fixtures().join("chats/long_character_chat.jsonl"),
-            dirs.chats().join("chat.jsonl"),
-        )
-        .expect("chat");
+        seed_chat(&dirs, "chat");
     }
-    std::fs::write(
-        dir.join("script.json"),
-        json!({"schemaVersion": 1, "kind": "toolhost.modelScript",
-               "replies": [{"text": "A reply without a tool call."}]})
-        .to_string(),
-    )
-    .expect("script");
-    std::fs::write(
-        dir.join("models.json"),
-        json!({"schemaVersion": 1, "kind": "toolhost.models", "models": {
-            "demo": {"kind": "script", "path": "script.json"}
-        }})
-        .to_string(),
-    )
-    .expect("models");
-    let models = ModelTable::load(&dir.join("models.json")).expect("models");
+    let models = script_models(
+        dir,
+        &json!({"schemaVersion": 1, "kind": "toolhost.modelScript",
+               "replies": [{"text": "A reply without a tool call."}]}),
+    );
     start_with(
         capped_tokens(dir),
         options(&data, models, Limits::default()),

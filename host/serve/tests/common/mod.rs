@@ -9,11 +9,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use toolhost_journal::Durability;
 use toolhost_runtime::{ToolHost, ToolHostConfig};
 use toolhost_serve::{
-    Limits, ModelTable, ServeOptions, ServeState, TenantAccess, Tokens, token_digest,
+    Limits, ModelTable, ServeOptions, ServeState, TenantAccess, TenantDirs, Tokens, token_digest,
 };
 
 /// A server for one test; it stops when dropped.
@@ -117,4 +117,50 @@ pub async fn refusal(request: reqwest::RequestBuilder) -> (u16, String) {
 
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+/// The fixture chat copied into `dirs` as `{name}.jsonl`.
+pub fn seed_chat(dirs: &TenantDirs, name: &str) {
+    std::fs::copy(
+        fixtures().join("chats/long_character_chat.jsonl"),
+        dirs.chats().join(format!("{name}.jsonl")),
+    )
+    .expect("chat");
+}
+
+/// One tool call of a model script's reply.
+pub fn script_call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"id": id, "name": name, "arguments": arguments})
+}
+
+/// `script` written as `dir/script.json` and a models file offering it as
+/// `demo` to every tenant; the table loaded from that file.
+pub fn script_models(dir: &Path, script: &Value) -> ModelTable {
+    std::fs::write(dir.join("script.json"), script.to_string()).expect("script");
+    let models = json!({"schemaVersion": 1, "kind": "toolhost.models", "models": {
+        "demo": {"kind": "script", "path": "script.json"}}});
+    let models_path = dir.join("models.json");
+    std::fs::write(&models_path, models.to_string()).expect("models");
+    ModelTable::load(&models_path).expect("models")
+}
+
+/// A run as acme reads it once it has ended (its status is no longer
+/// `running` and it has a summary): a bounded wait, not a measure of speed.
+pub async fn acme_run_once_ended(server: &Server, id: &str) -> Value {
+    let mut run = Value::Null;
+    for _ in 0..1200 {
+        let (status, view) = send(
+            client()
+                .get(server.url(&format!("/v1/runs/{id}")))
+                .bearer_auth("acme-secret"),
+        )
+        .await;
+        assert_eq!(status, 200, "{view}");
+        run = view;
+        if run["status"] != "running" && run.get("summary").is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    run
 }
