@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
 use toolhost_cluster::{RunKey, RunLog};
+use toolhost_journal::{
+    ChatCommitRequested, Event as _, RunCompleted, RunResumed, ToolCallApprovalDecided,
+};
 
 #[path = "common/cluster.rs"]
 mod harness;
@@ -175,7 +178,7 @@ async fn a_node_paused_past_its_lease_cannot_append_or_commit_when_it_wakes() {
         journal(&viewer, &id)
             .await
             .iter()
-            .any(|event| event["type"] == "run_completed")
+            .any(|event| event["type"] == RunCompleted::TYPE)
     })
     .await;
     let finished = journal(&viewer, &id).await.len();
@@ -210,7 +213,8 @@ async fn a_node_paused_past_its_lease_cannot_append_or_commit_when_it_wakes() {
     );
     let resumed: Value = serde_json::from_slice(&entries[takeover].line).expect("json");
     assert_eq!(
-        resumed["type"], "run_resumed",
+        resumed["type"],
+        RunResumed::TYPE,
         "the new owner's first line fences"
     );
     let events = journal(&viewer, &id).await;
@@ -353,7 +357,7 @@ async fn any_node_answers_reads_of_a_run_another_node_drives() {
         .lines()
         .filter_map(|line| line.strip_prefix("event: "))
         .collect();
-    assert_eq!(kinds.last(), Some(&"run_completed"), "{stream}");
+    assert_eq!(kinds.last(), Some(&RunCompleted::TYPE), "{stream}");
 
     // Ended, both nodes say the same, and serve its files.
     for node in &nodes {
@@ -475,7 +479,7 @@ async fn a_pending_approval_moves_with_its_run() {
     let events = journal(&viewer, id).await;
     let decisions: Vec<&Value> = events
         .iter()
-        .filter(|event| event["type"] == "tool_call_approval_decided")
+        .filter(|event| event["type"] == ToolCallApprovalDecided::TYPE)
         .collect();
     assert_eq!(decisions.len(), 1, "decided once");
     assert_eq!(
@@ -558,7 +562,7 @@ async fn a_node_stalled_at_its_chat_write_cannot_write_after_a_takeover() {
         journal(&viewer, &id)
             .await
             .iter()
-            .any(|event| event["type"] == "chat_commit_requested"),
+            .any(|event| event["type"] == ChatCommitRequested::TYPE),
         "stopped before its commit was journalled"
     );
     let chat_path = temp.path().join("data/tenants/local/chats/chat-00.jsonl");

@@ -5,11 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-/// Files that still spell event names out. The cluster harness shared by
-/// the cluster tests and bench is being reworked under issue 38; take it off
-/// this list when it uses `TERMINAL_EVENTS` and the constants.
-const NOT_YET: [&str; 2] = ["cli/tests/common/cluster.rs", "cli/tests/cluster_runs.rs"];
-
 fn host() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -94,9 +89,6 @@ fn no_crate_but_the_journal_spells_an_event_type_out() {
     let mut found = Vec::new();
     for file in files {
         let relative = file.strip_prefix(host()).unwrap_or(&file).to_owned();
-        if NOT_YET.iter().any(|skip| relative == Path::new(skip)) {
-            continue;
-        }
         let source = std::fs::read_to_string(&file).expect("source");
         for (number, line) in source.lines().enumerate() {
             if line.trim_start().starts_with("//") {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost_cluster::testing::NatsServer;
 use toolhost_cluster::{Cluster, NodeName, RunKey, RunLog};
+use toolhost_journal::{Event as _, ModelRequestCreated, RunCompleted, RunResumed};
 
 /// The node holding `id`'s lease now, if any.
 pub async fn owner(cluster: &Cluster, id: &str) -> Option<String> {
@@ -336,8 +337,8 @@ pub async fn all_completed_once(viewer: &Cluster, dir: &Path, ids: &[String]) ->
             .filter_map(|event| event["type"].as_str())
             .filter(|kind| TERMINAL.contains(kind))
             .collect();
-        assert_eq!(terminal, vec!["run_completed"], "run {id}");
-        if events.iter().any(|event| event["type"] == "run_resumed") {
+        assert_eq!(terminal, vec![RunCompleted::TYPE], "run {id}");
+        if events.iter().any(|event| event["type"] == RunResumed::TYPE) {
             resumed.insert(id.clone());
         }
         let chat = std::fs::read_to_string(
@@ -367,12 +368,7 @@ pub async fn submit(nodes: &[Node], count: usize) -> Vec<String> {
     ids
 }
 
-pub const TERMINAL: [&str; 4] = [
-    "run_completed",
-    "run_failed",
-    "run_partial_success",
-    "run_cancelled",
-];
+pub use toolhost_journal::TERMINAL_EVENTS as TERMINAL;
 
 /// Wait until `id`'s loop asked its model: the run is under way.
 pub async fn loop_started(viewer: &Cluster, id: &str) {
@@ -380,7 +376,7 @@ pub async fn loop_started(viewer: &Cluster, id: &str) {
         journal(viewer, id)
             .await
             .iter()
-            .any(|event| event["type"] == "model_request_created")
+            .any(|event| event["type"] == ModelRequestCreated::TYPE)
     })
     .await;
 }
