@@ -1,6 +1,8 @@
 //! The control plane around every call: profile → snapshot → turn → gate →
 //! executor → audit files → journal, and what ends a run.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -8,9 +10,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use toolhost_capabilities::InvocationInputs;
 use toolhost_core::{
-    AgentToolResult, Classified, ErrorClass, ExitPolicy, Profile, ProviderToolCall,
-    SnapshotSources, ToolBinding, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolInvocation,
-    ToolOutcome, ToolSuccess,
+    AgentToolResult, Classified, ErrorClass, ExitPolicy, Profile, ProviderToolCall, ToolBinding,
+    ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolInvocation, ToolOutcome, ToolSuccess,
 };
 use toolhost_journal::{
     AuditError, ContextAssembled, Durability, Event as _, JournalEvent, Level, ModelRequestCreated,
@@ -22,6 +23,8 @@ use toolhost_runtime::{
     ToolHostConfig,
 };
 use toolhost_sandbox::{CallEntropy, CallReport};
+
+use support::plain_sources;
 
 fn id(text: &str) -> ToolId {
     ToolId::parse(text).expect("tool id")
@@ -123,15 +126,7 @@ fn fixture_with(profile: &Profile, catalog: &ToolCatalog, durability: Durability
     let root = dir.path().join("run");
     let run = Run::create(&root, profile, durability).expect("run");
     let names = BTreeMap::new();
-    let sources = SnapshotSources {
-        catalog,
-        mcp_server_names: &names,
-        unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
-        restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
-        tenant: None,
-        policies: &toolhost_core::policy::NO_POLICIES,
-        source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
-    };
+    let sources = plain_sources(catalog, &names);
     let session = run
         .start_invocation(profile, sources, "inv_root", ExitPolicy::RunFinishAllowed)
         .expect("session");
@@ -520,15 +515,7 @@ async fn a_snapshot_is_written_once_per_invocation() {
         .run
         .start_invocation(
             &other,
-            SnapshotSources {
-                catalog: &catalog,
-                mcp_server_names: &names,
-                unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
-                restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
-                tenant: None,
-                policies: &toolhost_core::policy::NO_POLICIES,
-                source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
-            },
+            plain_sources(&catalog, &names),
             "inv_root",
             ExitPolicy::RunFinishAllowed,
         )

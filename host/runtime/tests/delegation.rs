@@ -84,18 +84,6 @@ fn merge(base: &mut Value, extra: Value) {
     }
 }
 
-fn book(root: Value, agents: Value) -> Arc<ScriptBook> {
-    Arc::new(
-        ScriptBook::parse(
-            &json!({"schemaVersion": 1, "kind": "toolhost.modelScript",
-                    "replies": root, "agents": agents})
-            .to_string(),
-            "test",
-        )
-        .expect("script"),
-    )
-}
-
 fn delegate(id: &str, agent: &str) -> Value {
     call(
         id,

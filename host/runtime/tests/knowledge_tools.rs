@@ -1,16 +1,16 @@
 //! The chat, world-info and skill tools as sandboxed components, against a
 //! run bound to the fixture chat, prompt snapshot and skills.
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost_core::{Classified, ExitPolicy, Profile, ProviderToolCall, ToolChoice};
+use toolhost_core::{Classified, Profile};
 use toolhost_journal::Durability;
-use toolhost_runtime::{
-    CallOutcome, InvocationSession, Run, RunBindings, RunFailure, ToolHost, ToolHostConfig,
-};
+use toolhost_runtime::{Run, RunBindings};
 use toolhost_sandbox::CallEntropy;
 use toolhost_skills::{Scope, SkillSource};
 
@@ -18,6 +18,8 @@ use toolhost_skills::{Scope, SkillSource};
 mod native_chat;
 
 use native_chat::NativeChat;
+use support::agent::Agent;
+use support::{fixtures, host};
 
 const TOOLS: [&str; 6] = [
     "chat.search",
@@ -27,17 +29,6 @@ const TOOLS: [&str; 6] = [
     "skill.search",
     "skill.read",
 ];
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
-
-fn host() -> &'static ToolHost {
-    static HOST: OnceLock<ToolHost> = OnceLock::new();
-    HOST.get_or_init(|| {
-        ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins listed")
-    })
-}
 
 fn profile(skills: Value) -> Profile {
     Profile::from_json(
@@ -71,62 +62,6 @@ fn bindings(chat: Option<PathBuf>) -> RunBindings {
     }
 }
 
-struct Agent {
-    session: InvocationSession,
-    next: u32,
-}
-
-impl Agent {
-    fn start(run: &Arc<Run>, profile: &Profile) -> Self {
-        let session = run
-            .start_invocation(
-                profile,
-                host().snapshot_sources(),
-                "inv_root",
-                ExitPolicy::RunFinishAllowed,
-            )
-            .expect("invocation");
-        Self { session, next: 0 }
-    }
-
-    async fn call(&mut self, alias: &str, arguments: Value) -> Result<CallOutcome, RunFailure> {
-        self.next += 1;
-        let turn = self.session.begin_turn(ToolChoice::Auto, "test")?;
-        let invocation = turn.decode_call(ProviderToolCall {
-            call_id: Some(format!("call_{}", self.next)),
-            name: Some(alias.into()),
-            arguments: Some(arguments),
-            provider_metadata: Value::Null,
-        })?;
-        self.session
-            .call(host(), &turn, invocation, CallEntropy::seeded(1))
-            .await
-    }
-
-    async fn ok(&mut self, alias: &str, arguments: Value) -> CallOutcome {
-        let outcome = self
-            .call(alias, arguments.clone())
-            .await
-            .expect("the run goes on");
-        assert!(
-            !outcome.result.is_error,
-            "{alias} {arguments}: {}",
-            outcome.model_text()
-        );
-        outcome
-    }
-
-    async fn error(&mut self, alias: &str, arguments: Value) -> String {
-        let outcome = self.call(alias, arguments).await.expect("the run goes on");
-        assert!(
-            outcome.result.is_error,
-            "expected an error: {}",
-            outcome.model_text()
-        );
-        outcome.result.error_code.expect("code")
-    }
-}
-
 #[tokio::test]
 async fn the_chat_is_frozen_at_its_input_prefix() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -139,7 +74,7 @@ async fn the_chat_is_frozen_at_its_input_prefix() {
         &bindings(Some(chat.clone())),
     )
     .expect("run");
-    let mut agent = Agent::start(&run, &profile);
+    let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
     let before = agent.ok("chat_search", json!({"query": "lantern"})).await;
     let total = before.result.structured["totalMessages"]
         .as_u64()
@@ -172,7 +107,7 @@ async fn the_chat_is_frozen_at_its_input_prefix() {
     );
     assert_eq!(
         agent
-            .error("chat_read_messages", json!({"messages": [{"index": 65}]}))
+            .tool_error("chat_read_messages", json!({"messages": [{"index": 65}]}))
             .await,
         "chat.message_not_found"
     );
@@ -217,7 +152,7 @@ async fn a_result_points_only_at_tools_the_invocation_offers() {
         )
         .expect("run");
         async move {
-            let mut agent = Agent::start(&run, &profile);
+            let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
             agent
                 .ok("chat_search", json!({"query": "lantern"}))
                 .await
@@ -239,13 +174,15 @@ async fn world_info_and_chat_are_unavailable_when_not_bound() {
     let dir = tempfile::tempdir().expect("tempdir");
     let profile = profile(json!({}));
     let run = Run::create(&dir.path().join("run"), &profile, Durability::Batched).expect("run");
-    let mut agent = Agent::start(&run, &profile);
+    let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
     assert_eq!(
-        agent.error("chat_search", json!({"query": "x"})).await,
+        agent.tool_error("chat_search", json!({"query": "x"})).await,
         "chat.not_found"
     );
     assert_eq!(
-        agent.error("worldinfo_read_activated", json!({})).await,
+        agent
+            .tool_error("worldinfo_read_activated", json!({}))
+            .await,
         "worldinfo.activation_unavailable"
     );
     let none = agent.ok("skill_list", json!({})).await;
@@ -267,7 +204,7 @@ async fn world_info_is_listed_and_read_by_ref() {
         run.root().join("input/prompt_snapshot.json").is_file(),
         "stored in the run"
     );
-    let mut agent = Agent::start(&run, &profile);
+    let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
     let index = agent.ok("worldinfo_read_activated", json!({})).await;
     assert_eq!(index.result.structured["totalEntries"], 6);
     let long = agent
@@ -284,7 +221,7 @@ async fn world_info_is_listed_and_read_by_ref() {
     assert!(entry["nextStartLine"].as_u64().is_some());
     assert_eq!(
         agent
-            .error(
+            .tool_error(
                 "worldinfo_read_activated",
                 json!({"entries": [{"ref": "worldinfo:Eldoria#999"}]})
             )
@@ -309,7 +246,7 @@ async fn skills_follow_scope_visibility_and_budgets() {
         &bindings(None),
     )
     .expect("run");
-    let mut agent = Agent::start(&run, &profile);
+    let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
     let listed = agent.ok("skill_list", json!({})).await;
     let names: Vec<&str> = listed.result.structured["skills"]
         .as_array()
@@ -328,7 +265,7 @@ async fn skills_follow_scope_visibility_and_budgets() {
     );
     assert_eq!(
         agent
-            .error("skill_read", json!({"name": "lore-keeper"}))
+            .tool_error("skill_read", json!({"name": "lore-keeper"}))
             .await,
         "skill.policy_denied"
     );
@@ -363,11 +300,11 @@ async fn the_skill_read_budget_holds_across_a_reopened_run() {
     }));
     let root = dir.path().join("run");
     let run = Run::create_with(&root, &profile, Durability::Batched, &bindings(None)).expect("run");
-    let mut agent = Agent::start(&run, &profile);
+    let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
     let first = agent.ok("skill_read", json!({"name": "prose-style"})).await;
     let mut shown = first.result.structured["chars"].as_u64().expect("chars");
     assert!((1..=300).contains(&shown), "a per-call preview: {shown}");
-    let next = agent.next;
+    let next = agent.calls_made();
     drop((agent, run));
 
     // Another session of the same run and invocation: what is left of 500,
@@ -377,7 +314,7 @@ async fn the_skill_read_budget_holds_across_a_reopened_run() {
         .resume_invocation("inv_root", None)
         .expect("resume")
         .expect("stored invocation");
-    let mut agent = Agent { session, next };
+    let mut agent = Agent::resumed(session, next).with_call_prefix("call");
     let code = loop {
         let outcome = agent
             .call("skill_read", json!({"name": "prose-style"}))
@@ -419,9 +356,9 @@ async fn a_link_planted_in_a_skill_never_reads_outside() {
     .expect("run");
     // Planted after the library was loaded.
     std::os::unix::fs::symlink(&secret, skill.join("leak.md")).expect("symlink");
-    let mut agent = Agent::start(&run, &profile);
+    let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
     let code = agent
-        .error("skill_read", json!({"name": "notes", "path": "leak.md"}))
+        .tool_error("skill_read", json!({"name": "notes", "path": "leak.md"}))
         .await;
     assert_eq!(code, "skill.invalid_request");
     let outcome = agent

@@ -4,13 +4,15 @@
 //! JSON audit keeps the exact result. The MCP server is a stand-in executor
 //! (no node needed); the read goes through the real sandboxed builtin.
 
+mod support;
+
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use toolhost_capabilities::InvocationInputs;
 use toolhost_core::{
-    ExitPolicy, Profile, ProviderToolCall, SnapshotSources, ToolBinding, ToolCatalog, ToolChoice,
-    ToolDescriptor, ToolId, ToolInvocation, ToolOutcome, ToolProvider, ToolSuccess,
+    ExitPolicy, Profile, ProviderToolCall, ToolBinding, ToolCatalog, ToolChoice, ToolDescriptor,
+    ToolId, ToolInvocation, ToolOutcome, ToolProvider, ToolSuccess,
 };
 use toolhost_journal::Durability;
 use toolhost_runtime::{
@@ -18,6 +20,8 @@ use toolhost_runtime::{
     ToolHostConfig,
 };
 use toolhost_sandbox::CallEntropy;
+
+use support::plain_sources;
 
 /// The server's answer: the document as text and as structuredContent.
 fn answer(document: &Value) -> Value {
@@ -103,15 +107,7 @@ async fn a_two_megabyte_line_is_read_in_windows_from_its_view() {
         })
         .expect("insert");
     let names = BTreeMap::from([(server, "rows".to_owned())]);
-    let sources = SnapshotSources {
-        catalog: &catalog,
-        mcp_server_names: &names,
-        unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
-        restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
-        tenant: None,
-        policies: &toolhost_core::policy::NO_POLICIES,
-        source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
-    };
+    let sources = plain_sources(&catalog, &names);
     let profile = Profile::from_json(
         &json!({
             "schemaVersion": 1,

@@ -83,18 +83,6 @@ impl ModelSource for RecordingSource {
     }
 }
 
-fn book(root: Value, agents: Value) -> Arc<ScriptBook> {
-    Arc::new(
-        ScriptBook::parse(
-            &json!({"schemaVersion": 1, "kind": "toolhost.modelScript",
-                    "replies": root, "agents": agents})
-            .to_string(),
-            "test",
-        )
-        .expect("script"),
-    )
-}
-
 /// The test writer (`support::profile`) with `extra` fields set.
 fn writer(extra: Value) -> Profile {
     let mut value = json!({

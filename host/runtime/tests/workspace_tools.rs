@@ -3,13 +3,17 @@
 //! audit → journal), compare-and-swap across invocations, and planted
 //! symlinks that must end the run without touching anything outside.
 
+mod support;
+
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost_core::{Classified, ErrorClass, ExitPolicy, Profile, ProviderToolCall, ToolChoice};
+use support::agent::Agent;
+use support::host;
+use toolhost_core::{Classified, ErrorClass, Profile};
 use toolhost_journal::{Durability, Event as _, ToolCallFailed, read_events};
-use toolhost_runtime::{CallOutcome, InvocationSession, Run, RunFailure, ToolHost, ToolHostConfig};
+use toolhost_runtime::Run;
 use toolhost_sandbox::CallEntropy;
 
 const TOOLS: [&str; 5] = [
@@ -19,14 +23,6 @@ const TOOLS: [&str; 5] = [
     "workspace.write_file",
     "workspace.apply_patch",
 ];
-
-/// One host for the whole file: loading (and compiling) components once.
-fn host() -> &'static ToolHost {
-    static HOST: OnceLock<ToolHost> = OnceLock::new();
-    HOST.get_or_init(|| {
-        ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins listed")
-    })
-}
 
 fn profile() -> Profile {
     Profile::from_json(
@@ -41,63 +37,6 @@ fn profile() -> Profile {
     .expect("profile")
 }
 
-struct Agent {
-    session: InvocationSession,
-    next: u32,
-}
-
-impl Agent {
-    fn start(run: &Arc<Run>, invocation: &str) -> Self {
-        let session = run
-            .start_invocation(
-                &profile(),
-                host().snapshot_sources(),
-                invocation,
-                ExitPolicy::RunFinishAllowed,
-            )
-            .expect("invocation");
-        Self { session, next: 0 }
-    }
-
-    /// One model call of `alias` with `arguments`, as a provider would send it.
-    async fn call(&mut self, alias: &str, arguments: Value) -> Result<CallOutcome, RunFailure> {
-        self.next += 1;
-        let turn = self.session.begin_turn(ToolChoice::Auto, "test")?;
-        let invocation = turn.decode_call(ProviderToolCall {
-            call_id: Some(format!("{}_{}", self.session.invocation_id(), self.next)),
-            name: Some(alias.into()),
-            arguments: Some(arguments),
-            provider_metadata: Value::Null,
-        })?;
-        self.session
-            .call(host(), &turn, invocation, CallEntropy::seeded(1))
-            .await
-    }
-
-    async fn ok(&mut self, alias: &str, arguments: Value) -> CallOutcome {
-        let outcome = self
-            .call(alias, arguments.clone())
-            .await
-            .unwrap_or_else(|failure| panic!("{alias} {arguments} failed the run: {failure}"));
-        assert!(
-            !outcome.result.is_error,
-            "{alias} {arguments}: {}",
-            outcome.model_text()
-        );
-        outcome
-    }
-
-    async fn tool_error(&mut self, alias: &str, arguments: Value) -> String {
-        let outcome = self.call(alias, arguments).await.expect("the run goes on");
-        assert!(
-            outcome.result.is_error,
-            "expected an error: {}",
-            outcome.model_text()
-        );
-        outcome.result.error_code.expect("code")
-    }
-}
-
 fn new_run(dir: &Path) -> Arc<Run> {
     Run::create(&dir.join("run"), &profile(), Durability::Batched).expect("run")
 }
@@ -110,7 +49,7 @@ fn file(run: &Run, path: &str) -> String {
 async fn write_read_patch_search_and_list_through_the_sandbox() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = new_run(dir.path());
-    let mut agent = Agent::start(&run, "inv_root");
+    let mut agent = Agent::start(&run, &profile(), "inv_root");
     agent
         .ok(
             "workspace_write_file",
@@ -190,7 +129,7 @@ async fn compare_and_swap_rules_hold_end_to_end() {
     let run = new_run(dir.path());
     let lines: String = (1..=30).map(|n| format!("line {n}\n")).collect();
     std::fs::write(run.root().join("output/notes.md"), &lines).expect("seed");
-    let mut agent = Agent::start(&run, "inv_root");
+    let mut agent = Agent::start(&run, &profile(), "inv_root");
 
     // Unread: neither replace nor patch.
     assert_eq!(
@@ -278,8 +217,8 @@ async fn two_invocations_of_one_run_never_lose_a_write() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = new_run(dir.path());
     std::fs::write(run.root().join("output/shared.md"), "v1\n").expect("seed");
-    let mut first = Agent::start(&run, "inv_a");
-    let mut second = Agent::start(&run, "inv_b");
+    let mut first = Agent::start(&run, &profile(), "inv_a");
+    let mut second = Agent::start(&run, &profile(), "inv_b");
     first
         .ok("workspace_read_file", json!({"path": "output/shared.md"}))
         .await;
@@ -344,6 +283,7 @@ async fn a_planted_symlink_ends_the_run_and_nothing_outside_is_touched() {
     ] {
         let mut agent = Agent::start(
             &run,
+            &profile(),
             &format!("inv_{}", alias.len() + arguments.to_string().len()),
         );
         let failure = agent
@@ -382,7 +322,7 @@ async fn a_reopened_run_remembers_what_its_invocation_read() {
     {
         let run = Run::create(&root, &profile(), Durability::Batched).expect("run");
         std::fs::write(root.join("output/a.md"), "alpha\nbeta\n").expect("seed");
-        let mut agent = Agent::start(&run, "inv_root");
+        let mut agent = Agent::start(&run, &profile(), "inv_root");
         agent
             .ok("workspace_read_file", json!({"path": "output/a.md"}))
             .await;
@@ -392,7 +332,7 @@ async fn a_reopened_run_remembers_what_its_invocation_read() {
         .resume_invocation("inv_root", None)
         .expect("resume")
         .expect("root");
-    let mut agent = Agent { session, next: 100 };
+    let mut agent = Agent::resumed(session, 100);
     agent
         .ok(
             "workspace_apply_patch",

@@ -3,15 +3,18 @@
 
 #![allow(dead_code)] // each test binary uses its own share
 
+pub mod agent;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost_chat::ChatFile;
-use toolhost_core::Profile;
+use toolhost_core::{Profile, SnapshotSources, ToolCatalog};
 use toolhost_journal::{Durability, JournalEvent, read_events};
-use toolhost_model::{AgentModel, ModelSource, SameModel, ScriptedModel};
+use toolhost_model::{AgentModel, ModelSource, SameModel, ScriptBook, ScriptedModel};
 use toolhost_runtime::{
     AgentDirectory, LoopConfig, LoopParts, LoopSummary, RetryPolicy, Run, RunBindings,
     SillyTavernChatHost, ToolHost, ToolHostConfig, run_agent_loop,
@@ -26,6 +29,24 @@ pub fn host() -> Arc<ToolHost> {
     Arc::clone(HOST.get_or_init(|| {
         Arc::new(ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins listed"))
     }))
+}
+
+/// `catalog` and the MCP servers' display names as an invocation's
+/// snapshot sources: nothing unavailable, restricted to some profiles,
+/// asked for by its source or decided by a policy; no tenant.
+pub fn plain_sources<'a>(
+    catalog: &'a ToolCatalog,
+    mcp_server_names: &'a BTreeMap<uuid::Uuid, String>,
+) -> SnapshotSources<'a> {
+    SnapshotSources {
+        catalog,
+        mcp_server_names,
+        unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
+        restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
+        tenant: None,
+        policies: &toolhost_core::policy::NO_POLICIES,
+        source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
+    }
 }
 
 pub fn parts(run: &Arc<Run>, models: Arc<dyn ModelSource>, agents: AgentDirectory) -> LoopParts {
@@ -190,6 +211,19 @@ pub fn script(replies: Value) -> ScriptedModel {
         "test",
     )
     .expect("script")
+}
+
+/// One script per agent: `root` for the root agent, `agents` by id.
+pub fn book(root: Value, agents: Value) -> Arc<ScriptBook> {
+    Arc::new(
+        ScriptBook::parse(
+            &json!({"schemaVersion": 1, "kind": "toolhost.modelScript",
+                    "replies": root, "agents": agents})
+            .to_string(),
+            "test",
+        )
+        .expect("script"),
+    )
 }
 
 pub fn call(id: &str, name: &str, arguments: Value) -> Value {
