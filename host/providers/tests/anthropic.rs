@@ -48,33 +48,21 @@ fn response_fixture() -> Value {
 }
 
 fn expected_two_calls(id: &str) -> AgentModelResponse {
-    AgentModelResponse {
-        message: reply_message(
-            vec![
-                text("I'll roll and check the weather."),
-                tool_call(call(
-                    "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
-                    dice(),
-                    json!({"formula": "1d20+5"}),
-                    call_meta(),
-                )),
-                tool_call(call(
-                    "toolu_01Lm5Pq7Rs9Tu1Vw3Xy5Za7B",
-                    forecast(),
-                    json!({"city": "Paris", "days": 2}),
-                    call_meta(),
-                )),
-            ],
-            thinking_meta("Two independent calls.", "ErUBCkYIBxgCIkBq3xT4"),
-        ),
-        finish_reason: FinishReason::ToolCalls,
+    TwoCalls {
+        text: Some("I'll roll and check the weather."),
+        call_ids: [
+            "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+            "toolu_01Lm5Pq7Rs9Tu1Vw3Xy5Za7B",
+        ],
+        call_metadata: [call_meta(), call_meta()],
+        message_metadata: thinking_meta("Two independent calls.", "ErUBCkYIBxgCIkBq3xT4"),
         // Cached input counts as input.
-        usage: Some(TokenUsage {
+        usage: TokenUsage {
             input_tokens: 472,
             output_tokens: 91,
-        }),
-        response_id: Some(id.into()),
+        },
     }
+    .response(id)
 }
 
 #[test]

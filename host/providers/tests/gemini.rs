@@ -42,34 +42,19 @@ fn response_fixture() -> Value {
 }
 
 fn expected_two_calls(id: &str) -> AgentModelResponse {
-    AgentModelResponse {
-        message: reply_message(
-            vec![
-                text("I'll roll and check the weather."),
-                tool_call(call(
-                    "q4v7w1z3",
-                    dice(),
-                    json!({"formula": "1d20+5"}),
-                    signed("CiQBjz1rX2Vq8Hn4Lk0Pz7Tb"),
-                )),
-                tool_call(call(
-                    "b8c2d6f0",
-                    forecast(),
-                    json!({"city": "Paris", "days": 2}),
-                    unsigned(),
-                )),
-            ],
-            Value::Null,
-        ),
-        // STOP with function calls: the reply asks for tools.
-        finish_reason: FinishReason::ToolCalls,
+    // STOP with function calls finishes as ToolCalls: the reply asks for tools.
+    TwoCalls {
+        text: Some("I'll roll and check the weather."),
+        call_ids: ["q4v7w1z3", "b8c2d6f0"],
+        call_metadata: [signed("CiQBjz1rX2Vq8Hn4Lk0Pz7Tb"), unsigned()],
+        message_metadata: Value::Null,
         // Thinking tokens are output.
-        usage: Some(TokenUsage {
+        usage: TokenUsage {
             input_tokens: 312,
             output_tokens: 140,
-        }),
-        response_id: Some(id.into()),
+        },
     }
+    .response(id)
 }
 
 #[test]

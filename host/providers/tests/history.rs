@@ -11,15 +11,6 @@ use toolhost_core::{
 };
 use toolhost_providers::{EncodeError, GeminiSchemaMode, Provider};
 
-const ALL: [Provider; 4] = [
-    Provider::OpenaiChat,
-    Provider::OpenaiResponses,
-    Provider::Anthropic,
-    Provider::Gemini {
-        schema: GeminiSchemaMode::JsonSchema,
-    },
-];
-
 /// The fixture history with metadata each provider accepts as its own.
 fn history_for(provider: Provider) -> History {
     let meta = tagged(provider.name(), json!({}));

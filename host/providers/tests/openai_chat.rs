@@ -34,28 +34,17 @@ fn response_fixture() -> Value {
 }
 
 fn expected_two_calls(text: Option<&str>, id: &str) -> AgentModelResponse {
-    let mut parts = text.map(|t| vec![common::text(t)]).unwrap_or_default();
-    parts.push(tool_call(call(
-        "call_Z3kq9PZbS1",
-        dice(),
-        json!({"formula": "1d20+5"}),
-        chat_meta(),
-    )));
-    parts.push(tool_call(call(
-        "call_u7Tn0cXWd2",
-        forecast(),
-        json!({"city": "Paris", "days": 2}),
-        chat_meta(),
-    )));
-    AgentModelResponse {
-        message: reply_message(parts, Value::Null),
-        finish_reason: FinishReason::ToolCalls,
-        usage: Some(TokenUsage {
+    TwoCalls {
+        text,
+        call_ids: ["call_Z3kq9PZbS1", "call_u7Tn0cXWd2"],
+        call_metadata: [chat_meta(), chat_meta()],
+        message_metadata: Value::Null,
+        usage: TokenUsage {
             input_tokens: 182,
             output_tokens: 51,
-        }),
-        response_id: Some(id.into()),
+        },
     }
+    .response(id)
 }
 
 #[test]

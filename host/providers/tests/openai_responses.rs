@@ -53,28 +53,17 @@ fn expected_two_calls(
     reasoning_id: &str,
     item_ids: [&str; 2],
 ) -> AgentModelResponse {
-    let mut parts = text.map(|t| vec![common::text(t)]).unwrap_or_default();
-    parts.push(tool_call(call(
-        "call_Vx81Lw0d",
-        dice(),
-        json!({"formula": "1d20+5"}),
-        item_meta(item_ids[0]),
-    )));
-    parts.push(tool_call(call(
-        "call_Kp27Qm4e",
-        forecast(),
-        json!({"city": "Paris", "days": 2}),
-        item_meta(item_ids[1]),
-    )));
-    AgentModelResponse {
-        message: reply_message(parts, reasoning_meta(reasoning_id)),
-        finish_reason: FinishReason::ToolCalls,
-        usage: Some(TokenUsage {
+    TwoCalls {
+        text,
+        call_ids: ["call_Vx81Lw0d", "call_Kp27Qm4e"],
+        call_metadata: [item_meta(item_ids[0]), item_meta(item_ids[1])],
+        message_metadata: reasoning_meta(reasoning_id),
+        usage: TokenUsage {
             input_tokens: 210,
             output_tokens: 96,
-        }),
-        response_id: Some(id.into()),
+        },
     }
+    .response(id)
 }
 
 #[test]

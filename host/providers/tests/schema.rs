@@ -12,14 +12,6 @@ use toolhost_providers::{EncodeError, GeminiSchemaMode, Provider, SchemaIssue};
 const OPENAPI: Provider = Provider::Gemini {
     schema: GeminiSchemaMode::OpenApi,
 };
-const ALL: [Provider; 4] = [
-    Provider::OpenaiChat,
-    Provider::OpenaiResponses,
-    Provider::Anthropic,
-    Provider::Gemini {
-        schema: GeminiSchemaMode::JsonSchema,
-    },
-];
 
 /// One tool, `builtin:dice.roll` under `alias`, with `schema`.
 fn tools(alias: &str, schema: Value) -> Vec<AgentModelTool> {

@@ -10,11 +10,21 @@ use serde_json::{Value, json};
 use toolhost_core::turn::ModelTurn;
 use toolhost_core::{
     AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelResponse,
-    AgentModelRole, AgentModelSettings, AgentToolResult, InvocationToolSnapshot, ModelCall,
-    ToolBinding, ToolChoice, ToolDescriptor, ToolId, ToolInvocation, ToolTurnContract,
-    UnknownToolCall, UnknownToolResult,
+    AgentModelRole, AgentModelSettings, AgentToolResult, FinishReason, InvocationToolSnapshot,
+    ModelCall, TokenUsage, ToolBinding, ToolChoice, ToolDescriptor, ToolId, ToolInvocation,
+    ToolTurnContract, UnknownToolCall, UnknownToolResult,
 };
-use toolhost_providers::{SseEvent, StreamAssembler, frame_sse};
+use toolhost_providers::{GeminiSchemaMode, Provider, SseEvent, StreamAssembler, frame_sse};
+
+/// Every provider, Gemini with its JSON Schema mode.
+pub const ALL: [Provider; 4] = [
+    Provider::OpenaiChat,
+    Provider::OpenaiResponses,
+    Provider::Anthropic,
+    Provider::Gemini {
+        schema: GeminiSchemaMode::JsonSchema,
+    },
+];
 
 pub const WEATHER_SERVER: &str = "3f2b8c1e-9a4d-4e2f-8b6a-1c2d3e4f5a6b";
 
@@ -342,6 +352,43 @@ pub fn tagged(provider: &str, fields: Value) -> Value {
 /// The assistant message after decoding a reply with these parts.
 pub fn reply_message(parts: Vec<AgentModelContentPart>, metadata: Value) -> AgentModelMessage {
     assistant(parts, metadata)
+}
+
+/// What every provider's `response_two_calls` fixture decodes to: an
+/// optional text, then `dice.roll` (1d20+5) and the forecast for Paris
+/// over 2 days, under the provider's own call ids and metadata; finished
+/// to call tools.
+pub struct TwoCalls<'a> {
+    pub text: Option<&'a str>,
+    pub call_ids: [&'a str; 2],
+    pub call_metadata: [Value; 2],
+    pub message_metadata: Value,
+    pub usage: TokenUsage,
+}
+
+impl TwoCalls<'_> {
+    pub fn response(self, id: &str) -> AgentModelResponse {
+        let [roll_meta, forecast_meta] = self.call_metadata;
+        let mut parts: Vec<AgentModelContentPart> = self.text.map(text).into_iter().collect();
+        parts.push(tool_call(call(
+            self.call_ids[0],
+            dice(),
+            json!({"formula": "1d20+5"}),
+            roll_meta,
+        )));
+        parts.push(tool_call(call(
+            self.call_ids[1],
+            forecast(),
+            json!({"city": "Paris", "days": 2}),
+            forecast_meta,
+        )));
+        AgentModelResponse {
+            message: reply_message(parts, self.message_metadata),
+            finish_reason: FinishReason::ToolCalls,
+            usage: Some(self.usage),
+            response_id: Some(id.into()),
+        }
+    }
 }
 
 /// The messages of the next request after `reply`: the question, the
