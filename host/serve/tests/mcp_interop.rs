@@ -10,8 +10,6 @@ use common::*;
 use serde_json::{Value, json};
 use toolhost_serve::{Limits, ModelTable, TenantDirs};
 
-const PROTOCOL: &str = "2025-06-18";
-
 async fn serve(dir: &std::path::Path) -> Server {
     let data = dir.join("data");
     start_with(
@@ -40,16 +38,7 @@ fn post(
     session: Option<&str>,
     body: Value,
 ) -> reqwest::RequestBuilder {
-    let mut request = client()
-        .post(server.url(path))
-        .bearer_auth("acme-secret")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL)
-        .json(&body);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    request
+    mcp_post(server, path, "acme-secret", session, body)
 }
 
 /// The JSON-RPC message of an answer, sent as JSON or as one SSE event.
@@ -67,9 +56,7 @@ async fn message(response: reqwest::Response) -> Value {
 /// A legacy session at `path` (initialize, initialized); its id, or the
 /// refusal's status and body.
 async fn open(server: &Server, path: &str) -> Result<String, (u16, String)> {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": PROTOCOL, "capabilities": {},
-        "clientInfo": {"name": "mcp-interop-test", "version": "0"}}});
+    let initialize = mcp_initialize("mcp-interop-test");
     let response = post(server, path, None, initialize)
         .send()
         .await
@@ -109,11 +96,7 @@ async fn tool_names(server: &Server, path: &str, session: &str) -> Vec<String> {
 }
 
 async fn delete(server: &Server, path: &str, session: &str) -> (u16, String) {
-    let response = client()
-        .delete(server.url(path))
-        .bearer_auth("acme-secret")
-        .header("mcp-session-id", session)
-        .header("mcp-protocol-version", PROTOCOL)
+    let response = mcp_delete(server, path, "acme-secret", session)
         .send()
         .await
         .expect("delete");

@@ -12,8 +12,6 @@ use common::*;
 use serde_json::{Value, json};
 use toolhost_serve::{Limits, ModelTable, TenantDirs};
 
-const PROTOCOL: &str = "2025-06-18";
-
 fn profile() -> Value {
     json!({
         "schemaVersion": 1,
@@ -41,22 +39,11 @@ fn post(
     session: Option<&str>,
     body: Value,
 ) -> reqwest::RequestBuilder {
-    let mut request = client()
-        .post(server.url("/mcp/roller"))
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL)
-        .json(&body);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    request
+    mcp_post(server, "/mcp/roller", token, session, body)
 }
 
 fn initialize() -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": PROTOCOL, "capabilities": {},
-        "clientInfo": {"name": "mcp-limits-test", "version": "0"}}})
+    mcp_initialize("mcp-limits-test")
 }
 
 fn roll(id: u64) -> Value {
@@ -100,11 +87,7 @@ fn header(response: &reqwest::Response, name: &str) -> Option<String> {
 }
 
 async fn close(server: &Server, token: &str, session: &str) {
-    let response = client()
-        .delete(server.url("/mcp/roller"))
-        .bearer_auth(token)
-        .header("mcp-session-id", session)
-        .header("mcp-protocol-version", PROTOCOL)
+    let response = mcp_delete(server, "/mcp/roller", token, session)
         .send()
         .await
         .expect("delete");

@@ -164,3 +164,48 @@ pub async fn acme_run_once_ended(server: &Server, id: &str) -> Value {
     }
     run
 }
+
+/// The MCP protocol version the tests' clients speak.
+pub const MCP_PROTOCOL: &str = "2025-06-18";
+
+/// A JSON-RPC `body` POSTed to the MCP endpoint `path` with `token`, in
+/// `session` if given, accepting JSON or SSE as the official clients do.
+pub fn mcp_post(
+    server: &Server,
+    path: &str,
+    token: &str,
+    session: Option<&str>,
+    body: Value,
+) -> reqwest::RequestBuilder {
+    let mut request = client()
+        .post(server.url(path))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MCP_PROTOCOL)
+        .json(&body);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request
+}
+
+/// The request that closes MCP `session` at `path`.
+pub fn mcp_delete(
+    server: &Server,
+    path: &str,
+    token: &str,
+    session: &str,
+) -> reqwest::RequestBuilder {
+    client()
+        .delete(server.url(path))
+        .bearer_auth(token)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", MCP_PROTOCOL)
+}
+
+/// An MCP `initialize` request from the client `client_name`.
+pub fn mcp_initialize(client_name: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": MCP_PROTOCOL, "capabilities": {},
+        "clientInfo": {"name": client_name, "version": "0"}}})
+}
