@@ -17,8 +17,7 @@ use toolhost_serve::{Limits, ModelTable};
 const GENEROUS: Duration = Duration::from_secs(30);
 
 async fn serve(dir: &std::path::Path, limits: Limits) -> Server {
-    let data = dir.join("data");
-    start_with(tokens(dir), options(&data, ModelTable::empty(), limits)).await
+    serve_in(dir, ModelTable::empty(), limits).await
 }
 
 /// Read until the server closes the connection: what it sent.

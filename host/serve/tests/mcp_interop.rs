@@ -11,12 +11,7 @@ use serde_json::{Value, json};
 use toolhost_serve::{Limits, ModelTable, TenantDirs};
 
 async fn serve(dir: &std::path::Path) -> Server {
-    let data = dir.join("data");
-    start_with(
-        tokens(dir),
-        options(&data, ModelTable::empty(), Limits::default()),
-    )
-    .await
+    serve_in(dir, ModelTable::empty(), Limits::default()).await
 }
 
 /// Tenant `acme`'s profile `name` offering `tools`.

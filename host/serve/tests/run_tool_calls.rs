@@ -31,21 +31,13 @@ async fn a_run_counts_an_invented_tool_name_as_its_summary_does() {
     dirs.ensure().expect("dirs");
     seed_chat(&dirs, "chat");
     let models = script_models(dir.path(), &script());
-    let server = start_with(
-        tokens(dir.path()),
-        options(&dir.path().join("data"), models, Limits::default()),
-    )
-    .await;
+    let server = serve_in(dir.path(), models, Limits::default()).await;
 
-    let (status, started) = send(
-        client()
-            .post(server.url("/v1/runs"))
-            .bearer_auth("acme-secret")
-            .json(&json!({"model": "demo", "chat": "chat", "task": "Answer."})),
+    let id = acme_starts_run(
+        &server,
+        &json!({"model": "demo", "chat": "chat", "task": "Answer."}),
     )
     .await;
-    assert_eq!(status, 201, "{started}");
-    let id = started["id"].as_str().expect("id").to_owned();
 
     let run = acme_run_once_ended(&server, &id).await;
     assert_eq!(run["status"], "completed", "{run}");

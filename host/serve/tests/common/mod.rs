@@ -89,6 +89,12 @@ pub async fn start_with(access: TenantAccess, options: ServeOptions) -> Server {
     }
 }
 
+/// Serve `dir/data` with `models` and `limits`, the tenants of
+/// [`tokens`] in `dir`.
+pub async fn serve_in(dir: &Path, models: ModelTable, limits: Limits) -> Server {
+    start_with(tokens(dir), options(&dir.join("data"), models, limits)).await
+}
+
 pub fn client() -> reqwest::Client {
     toolhost_net::install_crypto_provider();
     reqwest::Client::builder()
@@ -142,6 +148,19 @@ pub fn script_models(dir: &Path, script: &Value) -> ModelTable {
     let models_path = dir.join("models.json");
     std::fs::write(&models_path, models.to_string()).expect("models");
     ModelTable::load(&models_path).expect("models")
+}
+
+/// Start a run as acme with `body`: its id, once the server said 201.
+pub async fn acme_starts_run(server: &Server, body: &Value) -> String {
+    let (status, started) = send(
+        client()
+            .post(server.url("/v1/runs"))
+            .bearer_auth("acme-secret")
+            .json(body),
+    )
+    .await;
+    assert_eq!(status, 201, "{started}");
+    started["id"].as_str().expect("id").to_owned()
 }
 
 /// A run as acme reads it once it has ended (its status is no longer
