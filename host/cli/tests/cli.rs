@@ -13,21 +13,13 @@ use toolhost_journal::{
 
 mod common;
 
+use common::{repo, stderr};
+
 /// Run `toolhost` with its cache in `cache`, working in `cache` too, so the
 /// run directories it creates (`runs/…`) stay inside the test's temp dir.
 fn toolhost(cache: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .current_dir(cache)
-        .arg("--cache-dir")
-        .arg(cache)
+    common::toolhost_in(cache)
         .args(args)
-        .env("TOOLHOST_EXT_DIR", cache.join("extensions"))
-        // The machine's own configuration (MCP servers, a policy) stays out.
-        .env("XDG_CONFIG_HOME", cache.join("config"))
-        .env_remove("TOOLHOST_POLICY")
-        .env_remove("TOOLHOST_MCP_DIR")
-        .env_remove("TOOLHOST_LOG")
-        .env_remove("TOOLHOST_RUNS_DIR")
         .output()
         .expect("run toolhost")
 }
@@ -56,10 +48,6 @@ fn journal_types(cache: &Path, run: &Path) -> Vec<String> {
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Parse `Rolled 3d6+4: 2 + 5 + 6 + 4 = 17.` into (rolls, total).
@@ -608,12 +596,6 @@ fn a_run_bound_to_a_chat_world_info_and_skills_serves_their_tools() {
         "{}",
         stdout(&unbound)
     );
-}
-
-fn repo(path: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
 }
 
 #[test]

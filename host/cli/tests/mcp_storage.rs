@@ -5,30 +5,21 @@
 //! left out).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::json;
 
+mod common;
+
+use common::stderr;
+
 fn toolhost(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .current_dir(dir)
-        .arg("--cache-dir")
-        .arg(dir)
+    common::toolhost_in(dir)
         .arg("--mcp-dir")
         .arg(dir.join("mcp"))
         .args(args)
-        .env("TOOLHOST_EXT_DIR", dir.join("extensions"))
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env_remove("TOOLHOST_POLICY")
-        .env_remove("TOOLHOST_MCP_DIR")
-        .env_remove("TOOLHOST_LOG")
-        .env_remove("TOOLHOST_RUNS_DIR")
         .output()
         .expect("run toolhost")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 fn call(id: &str, name: &str, arguments: serde_json::Value) -> serde_json::Value {

@@ -3,12 +3,35 @@
 #![allow(dead_code)] // each test binary uses its own share
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
-fn repo(path: &str) -> PathBuf {
+/// `path` in this repository.
+pub fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .join(path)
+}
+
+/// `toolhost` working in `dir`, with its cache there and its extensions in
+/// `dir/extensions`; the machine's own configuration (MCP servers, a
+/// policy, the log and runs settings) left out.
+pub fn toolhost_in(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    command
+        .current_dir(dir)
+        .arg("--cache-dir")
+        .arg(dir)
+        .env("TOOLHOST_EXT_DIR", dir.join("extensions"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("TOOLHOST_POLICY")
+        .env_remove("TOOLHOST_MCP_DIR")
+        .env_remove("TOOLHOST_LOG")
+        .env_remove("TOOLHOST_RUNS_DIR");
+    command
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The venv's python, with `modules` importable (installed from
