@@ -13,13 +13,13 @@ use support::*;
 use toolhost_chat::Role;
 use toolhost_journal::{
     AgentLoopFinished, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
-    DirectOutputCaptured, DriftRecoveryAttempted, Durability, Event as _, ModelCallAttemptFailed,
+    DirectOutputCaptured, DriftRecoveryAttempted, Event as _, ModelCallAttemptFailed,
     ModelCompleted, RunCompleted, RunFailed, RunPartialSuccess, ToolCallStarted, ToolCallUnknown,
 };
 use toolhost_model::testing::{Canned, serve};
 use toolhost_model::{AgentModel, HttpModel, HttpModelConfig, SameModel};
 use toolhost_providers::Provider;
-use toolhost_runtime::{AgentDirectory, LoopConfig, Run, RunBindings, RunStatus, run_agent_loop};
+use toolhost_runtime::{AgentDirectory, LoopConfig, Run, RunStatus, run_agent_loop};
 
 #[tokio::test]
 async fn a_run_reads_writes_commits_and_finishes() {
@@ -273,13 +273,8 @@ async fn append_adds_to_the_runs_message_and_bad_commits_are_recoverable() {
 #[tokio::test]
 async fn a_chat_changed_under_the_run_fails_the_commit_fast() {
     let fixture = Fixture::new();
-    let bindings = RunBindings {
-        chat: Some(fixture.chat.clone()),
-        ..RunBindings::default()
-    };
     let profile = profile(10, "foreground");
-    let run =
-        Run::create_with(&fixture.run_dir, &profile, Durability::Batched, &bindings).expect("run");
+    let run = fixture.create_run(&profile);
     // Someone edits an old message after the run froze its input.
     let edited = String::from_utf8(fixture.original.clone())
         .expect("utf-8")

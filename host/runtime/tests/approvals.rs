@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use support::{Fixture, REPLY, commit, config, finish, parts, profile, script, write};
 use toolhost_core::policy::{Policies, ToolPolicy};
 use toolhost_journal::{
-    ChatCommitCompleted, ChatCommitRequested, Durability, Event as _, ToolCallApprovalDecided,
+    ChatCommitCompleted, ChatCommitRequested, Event as _, ToolCallApprovalDecided,
     ToolCallApprovalRequested, ToolCallCompleted, ToolCallRequested, ToolCallStarted,
     ToolResultStored,
 };
@@ -21,7 +21,7 @@ use toolhost_runtime::approval::{
     Answer, ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, DecisionFile,
     DecisionFiles, Verdict, write_decision,
 };
-use toolhost_runtime::{AgentDirectory, LoopSummary, Run, RunBindings, RunStatus, run_agent_loop};
+use toolhost_runtime::{AgentDirectory, LoopSummary, Run, RunStatus, run_agent_loop};
 
 /// The user's policy asks for approval of every commit.
 fn commits_need_approval() -> Arc<Policies> {
@@ -52,17 +52,7 @@ async fn run_under(
     approver: Option<Arc<dyn Approver>>,
     policies: Arc<Policies>,
 ) -> LoopSummary {
-    let bindings = RunBindings {
-        chat: Some(fixture.chat.clone()),
-        ..RunBindings::default()
-    };
-    let run = Run::create_with(
-        &fixture.run_dir,
-        &profile(6, "foreground"),
-        Durability::Batched,
-        &bindings,
-    )
-    .expect("run");
+    let run = fixture.create_run(&profile(6, "foreground"));
     if let Some(approver) = approver {
         run.set_approver(approver);
     }
@@ -449,12 +439,7 @@ async fn a_denied_call_still_counts_against_its_budget() {
         .to_string(),
     )
     .expect("profile");
-    let bindings = RunBindings {
-        chat: Some(fixture.chat.clone()),
-        ..RunBindings::default()
-    };
-    let run =
-        Run::create_with(&fixture.run_dir, &profile, Durability::Batched, &bindings).expect("run");
+    let run = fixture.create_run(&profile);
     let mut parts = parts(
         &run,
         Arc::new(SameModel(Arc::new(script(json!([

@@ -1027,17 +1027,7 @@ async fn a_child_waiting_for_approval_does_not_hold_up_the_root() {
         "test",
     )
     .expect("policy");
-    let bindings = toolhost_runtime::RunBindings {
-        chat: Some(fixture.chat.clone()),
-        ..toolhost_runtime::RunBindings::default()
-    };
-    let run = toolhost_runtime::Run::create_with(
-        &fixture.run_dir,
-        &writer(json!({})),
-        toolhost_journal::Durability::Batched,
-        &bindings,
-    )
-    .expect("run");
+    let run = fixture.create_run(&writer(json!({})));
     run.set_approver(Arc::new(ApprovesOnceTheRootMovedOn));
     let mut parts = parts(&run, models, directory(vec![researcher(json!({}))]));
     parts.policies = Some(Arc::new(toolhost_core::policy::Policies {

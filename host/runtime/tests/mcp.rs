@@ -20,8 +20,7 @@ use toolhost_journal::{
 use toolhost_mcp::{McpRegistry, State, Transport};
 use toolhost_model::SameModel;
 use toolhost_runtime::{
-    AgentDirectory, LoopParts, LoopSummary, Run, RunBindings, RunStatus, SillyTavernChatHost,
-    ToolHost, ToolHostConfig, run_agent_loop,
+    AgentDirectory, LoopSummary, Run, RunStatus, ToolHost, ToolHostConfig, run_agent_loop,
 };
 
 fn server_script() -> Option<PathBuf> {
@@ -114,27 +113,13 @@ async fn run_mcp_with(
         .with_mcp(registry)
         .expect("mcp tools");
     let id = registry.registrations()[0].id;
-    let bindings = RunBindings {
-        chat: Some(fixture.chat.clone()),
-        ..RunBindings::default()
-    };
-    let run = Run::create_with(
-        &fixture.run_dir,
-        &mcp_profile_limited(id, inline_limit),
-        Durability::Batched,
-        &bindings,
-    )
-    .expect("run");
-    let parts = LoopParts {
-        host: Arc::new(host),
-        models: Arc::new(SameModel(Arc::new(script(replies)))),
-        chat: Arc::new(SillyTavernChatHost::new(Arc::clone(
-            run.chat().expect("chat"),
-        ))),
-        agents: AgentDirectory::default(),
-        policies: None,
-        tenant: None,
-    };
+    let run = fixture.create_run(&mcp_profile_limited(id, inline_limit));
+    let parts = parts_on(
+        Arc::new(host),
+        &run,
+        Arc::new(SameModel(Arc::new(script(replies)))),
+        AgentDirectory::default(),
+    );
     run_agent_loop(&run, parts, &config()).await
 }
 
@@ -205,30 +190,16 @@ async fn a_paused_server_is_refused_at_call_time_and_a_silent_one_fails_the_run(
         .set_state("everything", State::Paused)
         .expect("pause");
     let id = registry.registrations()[0].id;
-    let bindings = RunBindings {
-        chat: Some(paused_fixture.chat.clone()),
-        ..RunBindings::default()
-    };
-    let paused_run = Run::create_with(
-        &paused_fixture.run_dir,
-        &mcp_profile(id),
-        Durability::Batched,
-        &bindings,
-    )
-    .expect("run");
-    let parts = LoopParts {
-        host: Arc::new(host),
-        models: Arc::new(SameModel(Arc::new(script(json!([
+    let paused_run = paused_fixture.create_run(&mcp_profile(id));
+    let parts = parts_on(
+        Arc::new(host),
+        &paused_run,
+        Arc::new(SameModel(Arc::new(script(json!([
             {"toolCalls": [call("p1", "mcp__everything__echo", json!({"message": "hi"}))]},
             {"toolCalls": [write("w", REPLY), commit("c"), finish("f")]}
         ]))))),
-        chat: Arc::new(SillyTavernChatHost::new(Arc::clone(
-            paused_run.chat().expect("chat"),
-        ))),
-        agents: AgentDirectory::default(),
-        policies: None,
-        tenant: None,
-    };
+        AgentDirectory::default(),
+    );
     let summary = run_agent_loop(&paused_run, parts, &config()).await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     assert_eq!(
@@ -406,27 +377,13 @@ async fn an_ask_tool_waits_for_approval_even_when_switched_after_the_snapshot() 
         {"toolCalls": [write("w", REPLY), commit("c"), finish("f")]}
     ]);
     let run_under = |host: ToolHost, fixture: &Fixture| {
-        let bindings = RunBindings {
-            chat: Some(fixture.chat.clone()),
-            ..RunBindings::default()
-        };
-        let run = Run::create_with(
-            &fixture.run_dir,
-            &mcp_profile(id),
-            Durability::Batched,
-            &bindings,
-        )
-        .expect("run");
-        let parts = LoopParts {
-            host: Arc::new(host),
-            models: Arc::new(SameModel(Arc::new(script(replies.clone())))),
-            chat: Arc::new(SillyTavernChatHost::new(Arc::clone(
-                run.chat().expect("chat"),
-            ))),
-            agents: AgentDirectory::default(),
-            policies: None,
-            tenant: None,
-        };
+        let run = fixture.create_run(&mcp_profile(id));
+        let parts = parts_on(
+            Arc::new(host),
+            &run,
+            Arc::new(SameModel(Arc::new(script(replies.clone())))),
+            AgentDirectory::default(),
+        );
         async move { run_agent_loop(&run, parts, &config()).await }
     };
     let decided = |fixture: &Fixture| -> Value {

@@ -50,8 +50,19 @@ pub fn plain_sources<'a>(
 }
 
 pub fn parts(run: &Arc<Run>, models: Arc<dyn ModelSource>, agents: AgentDirectory) -> LoopParts {
+    parts_on(host(), run, models, agents)
+}
+
+/// The loop's parts on `host` (one with MCP tools, say), the run's chat
+/// served as SillyTavern's, no policies, no tenant.
+pub fn parts_on(
+    host: Arc<ToolHost>,
+    run: &Arc<Run>,
+    models: Arc<dyn ModelSource>,
+    agents: AgentDirectory,
+) -> LoopParts {
     LoopParts {
-        host: host(),
+        host,
         models,
         chat: Arc::new(SillyTavernChatHost::new(Arc::clone(
             run.chat().expect("bound chat"),
@@ -131,13 +142,17 @@ impl Fixture {
         agents: AgentDirectory,
         config: LoopConfig,
     ) -> LoopSummary {
+        let run = self.create_run(profile);
+        run_agent_loop(&run, parts(&run, models, agents), &config).await
+    }
+
+    /// The run in `run_dir` under `profile`, bound to this fixture's chat.
+    pub fn create_run(&self, profile: &Profile) -> Arc<Run> {
         let bindings = RunBindings {
             chat: Some(self.chat.clone()),
             ..RunBindings::default()
         };
-        let run =
-            Run::create_with(&self.run_dir, profile, Durability::Batched, &bindings).expect("run");
-        run_agent_loop(&run, parts(&run, models, agents), &config).await
+        Run::create_with(&self.run_dir, profile, Durability::Batched, &bindings).expect("run")
     }
 
     pub async fn run(&self, max_rounds: u32, replies: Value) -> LoopSummary {
