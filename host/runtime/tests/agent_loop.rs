@@ -321,12 +321,7 @@ async fn retryable_model_failures_are_retried_then_give_up() {
         .run_with(&profile(5, "foreground"), flaky, config())
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    let attempts: Vec<Value> = fixture
-        .events()
-        .into_iter()
-        .filter(|event| event.r#type == ModelCallAttemptFailed::TYPE)
-        .map(|event| event.payload)
-        .collect();
+    let attempts: Vec<Value> = fixture.payloads(ModelCallAttemptFailed::TYPE);
     assert_eq!(attempts.len(), 2);
     assert_eq!(attempts[0]["code"], "model.upstream_failed");
     assert_eq!(attempts[0]["willRetry"], true);
@@ -532,12 +527,7 @@ async fn repeated_invented_names_exhaust_the_budget() {
         .run_with(&profile_with_budget(5, 3), model, config())
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    let unknown: Vec<Value> = fixture
-        .events()
-        .into_iter()
-        .filter(|event| event.r#type == ToolCallUnknown::TYPE)
-        .map(|event| event.payload)
-        .collect();
+    let unknown: Vec<Value> = fixture.payloads(ToolCallUnknown::TYPE);
     assert_eq!(unknown.len(), 3);
     assert_eq!(unknown[0]["totalUsed"], 2);
     assert_eq!(unknown[1]["totalUsed"], 3);

@@ -109,15 +109,6 @@ fn finish_reply(prefix: &str) -> Value {
                          finish(&format!("{prefix}_f"))]})
 }
 
-fn events_of(fixture: &Fixture, kind: &str) -> Vec<Value> {
-    fixture
-        .events()
-        .into_iter()
-        .filter(|event| event.r#type == kind)
-        .map(|event| event.payload)
-        .collect()
-}
-
 fn directory(profiles: Vec<Profile>) -> AgentDirectory {
     AgentDirectory::new(profiles).expect("directory")
 }
@@ -199,7 +190,7 @@ async fn a_delegated_task_runs_returns_and_is_awaited() {
             .exists()
     );
     // The brief reached the child, extra keys included.
-    let started = &events_of(&fixture, AgentDelegateStarted::TYPE)[0];
+    let started = &fixture.payloads(AgentDelegateStarted::TYPE)[0];
     assert_eq!(started["targetProfileId"], "researcher");
     let first_request: Value = serde_json::from_str(
         &std::fs::read_to_string(
@@ -211,7 +202,7 @@ async fn a_delegated_task_runs_returns_and_is_awaited() {
     )
     .expect("json");
     assert_eq!(first_request["invocationId"], child.as_str());
-    assert_eq!(events_of(&fixture, TaskReturnCompleted::TYPE).len(), 1);
+    assert_eq!(fixture.payloads(TaskReturnCompleted::TYPE).len(), 1);
 }
 
 /// Records every request an agent sends; before answering round
@@ -304,7 +295,7 @@ async fn results_reach_the_parent_without_await() {
     };
     assert!(!notice(&requests[1]), "not before the task ended");
     assert!(notice(&requests[2]), "the third request carries the result");
-    let injected = &events_of(&fixture, ChildResultsInjected::TYPE)[0];
+    let injected = &fixture.payloads(ChildResultsInjected::TYPE)[0];
     assert_eq!(injected["round"], 2);
 }
 
@@ -374,7 +365,7 @@ async fn finish_cancels_unfinished_children_and_handoff_waits_for_them() {
         finished["structured"]["cancelledTasks"][0],
         summary.tasks[0].task_id.as_str()
     );
-    let ended = &events_of(&fixture, AgentTaskEnded::TYPE)[0];
+    let ended = &fixture.payloads(AgentTaskEnded::TYPE)[0];
     assert_eq!(ended["status"], "cancelled");
 }
 
@@ -423,7 +414,7 @@ async fn a_handoff_chain_continues_the_run_until_its_depth_limit() {
         fixture.tool_result("e1")["errorCode"],
         "agent.handoff_depth_exhausted"
     );
-    let accepted = &events_of(&fixture, AgentHandoffAccepted::TYPE)[0];
+    let accepted = &fixture.payloads(AgentHandoffAccepted::TYPE)[0];
     assert_eq!(accepted["depth"], 1);
     // The editor's first request is the rendered brief.
     let next = accepted["newInvocationId"].as_str().expect("id");
@@ -553,7 +544,7 @@ async fn persist_is_promoted_only_when_the_run_finishes() {
         assert!(fixture.run_dir.join("persist/kept.md").exists());
         assert_eq!(persist.join("notes.md").exists(), finishes);
         assert_eq!(
-            events_of(&fixture, PersistentChangesCommitted::TYPE).len(),
+            fixture.payloads(PersistentChangesCommitted::TYPE).len(),
             usize::from(finishes)
         );
     }
@@ -644,7 +635,7 @@ async fn a_cancelled_run_stops_keeps_its_commits_and_cancels_its_tasks() {
     assert_eq!(summary.code.as_deref(), Some("agent.cancelled"));
     assert_eq!(summary.commits.len(), 1, "the commit stays");
     assert_eq!(summary.tasks[0].status, "cancelled");
-    let cancelled = &events_of(&fixture, RunCancelled::TYPE)[0];
+    let cancelled = &fixture.payloads(RunCancelled::TYPE)[0];
     assert_eq!(cancelled["preservedCommitCount"], 1);
     assert_eq!(
         cancelled["cancelledTasks"][0],
@@ -811,11 +802,7 @@ async fn resume_after_the_end(
     models: Arc<ScriptBook>,
     agents: AgentDirectory,
 ) -> (toolhost_runtime::LoopSummary, u32) {
-    let journal = fixture.run_dir.join("events.jsonl");
-    let text = std::fs::read_to_string(&journal).expect("journal");
-    let lines: Vec<&str> = text.lines().collect();
-    assert!(lines.last().expect("events").contains("\"run_completed\""));
-    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").expect("cut");
+    fixture.cut_the_end();
     let (run, record) = toolhost_runtime::Run::resume(&fixture.run_dir).expect("resume");
     let asked = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let counting = Arc::new(Counting {
@@ -827,14 +814,6 @@ async fn resume_after_the_end(
     let summary =
         toolhost_runtime::run_agent_loop(&run, parts(&run, counting, agents), &config).await;
     (summary, asked.load(std::sync::atomic::Ordering::SeqCst))
-}
-
-fn type_counts(fixture: &Fixture) -> std::collections::BTreeMap<String, usize> {
-    let mut counts = std::collections::BTreeMap::new();
-    for kind in fixture.types() {
-        *counts.entry(kind).or_insert(0) += 1;
-    }
-    counts
 }
 
 #[tokio::test]
@@ -860,7 +839,7 @@ async fn a_resumed_handoff_chain_is_accepted_again_without_asking_anyone() {
         .run_agents(&writer, script(), agents.clone(), settings)
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    let before = type_counts(&fixture);
+    let before = fixture.type_counts();
     let chat = std::fs::read(&fixture.chat).expect("chat");
 
     let (resumed, asked) = resume_after_the_end(&fixture, script(), agents).await;
@@ -868,7 +847,7 @@ async fn a_resumed_handoff_chain_is_accepted_again_without_asking_anyone() {
     assert_eq!(asked, 0, "no model was asked again");
     assert_eq!(resumed.agents, summary.agents);
     assert_eq!(std::fs::read(&fixture.chat).expect("chat"), chat);
-    let mut after = type_counts(&fixture);
+    let mut after = fixture.type_counts();
     assert_eq!(after.remove(RunResumed::TYPE), Some(1));
     assert_eq!(after, before, "every step journalled once");
 }
@@ -893,7 +872,7 @@ async fn a_child_that_failed_is_not_run_again_when_the_run_resumes() {
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     assert_eq!(summary.tasks[0].status, "failed");
-    let before = type_counts(&fixture);
+    let before = fixture.type_counts();
 
     // Resumed with a researcher that would now answer: it is not asked.
     let answering = book(
@@ -908,7 +887,7 @@ async fn a_child_that_failed_is_not_run_again_when_the_run_resumes() {
     assert_eq!(resumed.status, RunStatus::Completed, "{resumed:?}");
     assert_eq!(asked, 0, "the failed child was run again");
     assert_eq!(resumed.tasks[0].status, "failed");
-    let mut after = type_counts(&fixture);
+    let mut after = fixture.type_counts();
     assert_eq!(after.remove(RunResumed::TYPE), Some(1));
     assert_eq!(after, before, "every step journalled once");
 }

@@ -159,12 +159,7 @@ async fn an_agent_calls_mcp_tools_through_the_gate_and_the_journal() {
     // The server's own validation error is a recoverable result.
     let bad = fixture.tool_result("m3");
     assert_eq!(bad["errorCode"], "mcp.tool_error");
-    let started: Vec<Value> = fixture
-        .events()
-        .into_iter()
-        .filter(|event| event.r#type == ToolCallCompleted::TYPE)
-        .map(|event| event.payload)
-        .collect();
+    let started: Vec<Value> = fixture.payloads(ToolCallCompleted::TYPE);
     assert!(
         started
             .iter()

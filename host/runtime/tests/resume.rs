@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -27,23 +26,6 @@ fn replies() -> serde_json::Value {
     ])
 }
 
-fn counts(fixture: &Fixture) -> BTreeMap<String, usize> {
-    let mut counts = BTreeMap::new();
-    for kind in fixture.types() {
-        *counts.entry(kind).or_insert(0) += 1;
-    }
-    counts
-}
-
-/// The journal without its last event (`run_completed`).
-fn cut_the_end(fixture: &Fixture) {
-    let journal = fixture.run_dir.join("events.jsonl");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert!(lines.last().unwrap().contains("\"run_completed\""));
-    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
-}
-
 #[tokio::test]
 async fn a_resumed_run_after_a_retried_model_call_commits_nothing_twice() {
     let fixture = Fixture::new();
@@ -57,10 +39,10 @@ async fn a_resumed_run_after_a_retried_model_call_commits_nothing_twice() {
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     assert_eq!(summary.commits.len(), 2);
-    let before = counts(&fixture);
+    let before = fixture.type_counts();
     assert_eq!(before[ModelCallAttemptFailed::TYPE], 1);
     let chat = std::fs::read(&fixture.chat).unwrap();
-    cut_the_end(&fixture);
+    fixture.cut_the_end();
 
     let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
     // A model that would fail again and has no reply left: none is asked for.
@@ -86,7 +68,7 @@ async fn a_resumed_run_after_a_retried_model_call_commits_nothing_twice() {
     assert_eq!(std::fs::read(&fixture.chat).unwrap(), chat);
     assert_eq!(summary.commits.len(), 2);
     // Every step journalled once; the resume adds its own two events.
-    let mut after = counts(&fixture);
+    let mut after = fixture.type_counts();
     assert_eq!(after.remove(RunResumed::TYPE), Some(1));
     assert_eq!(after, before);
 }
@@ -96,7 +78,7 @@ async fn a_resume_with_other_settings_is_refused_and_stays_resumable() {
     let fixture = Fixture::new();
     let summary = fixture.run(10, replies()).await;
     assert_eq!(summary.status, RunStatus::Completed);
-    cut_the_end(&fixture);
+    fixture.cut_the_end();
     let journal = std::fs::read(fixture.run_dir.join("events.jsonl")).unwrap();
 
     let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
@@ -147,7 +129,7 @@ async fn a_record_that_opens_a_root_its_profile_keeps_closed_is_refused() {
         .run_with(&narrow, Arc::new(script(replies())), config())
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    cut_the_end(&fixture);
+    fixture.cut_the_end();
     let record = fixture.run_dir.join("run.json");
     let mut manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
@@ -182,9 +164,9 @@ async fn a_resumed_run_answers_an_invented_name_once() {
     ]);
     let summary = fixture.run(5, replies.clone()).await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    let before = counts(&fixture);
+    let before = fixture.type_counts();
     assert_eq!(before[toolhost_journal::ToolCallUnknown::TYPE], 1);
-    cut_the_end(&fixture);
+    fixture.cut_the_end();
 
     let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
     let model = Arc::new(Flaky {
@@ -204,7 +186,7 @@ async fn a_resumed_run_answers_an_invented_name_once() {
     .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     assert_eq!(model.seen.load(Ordering::SeqCst), 0, "the model was asked");
-    let mut after = counts(&fixture);
+    let mut after = fixture.type_counts();
     assert_eq!(after.remove(RunResumed::TYPE), Some(1));
     assert_eq!(after, before);
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolhost_chat::ChatFile;
 use toolhost_core::{Profile, SnapshotSources, ToolCatalog};
-use toolhost_journal::{Durability, JournalEvent, read_events};
+use toolhost_journal::{Durability, Event as _, JournalEvent, RunCompleted, read_events};
 use toolhost_model::{AgentModel, ModelSource, SameModel, ScriptBook, ScriptedModel};
 use toolhost_runtime::{
     AgentDirectory, LoopConfig, LoopParts, LoopSummary, RetryPolicy, Run, RunBindings,
@@ -175,12 +175,41 @@ impl Fixture {
             .collect()
     }
 
+    /// The payloads of every event of type `kind`, in journal order.
+    pub fn payloads(&self, kind: &str) -> Vec<Value> {
+        self.events()
+            .into_iter()
+            .filter(|event| event.r#type == kind)
+            .map(|event| event.payload)
+            .collect()
+    }
+
     pub fn event(&self, kind: &str) -> Value {
         self.events()
             .into_iter()
             .find(|event| event.r#type == kind)
             .unwrap_or_else(|| panic!("no {kind} event"))
             .payload
+    }
+
+    /// How many events of each type the journal holds.
+    pub fn type_counts(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for kind in self.types() {
+            *counts.entry(kind).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// The journal without its last event, which must be `run_completed`:
+    /// a run cut off just before its end, for a resume to finish.
+    pub fn cut_the_end(&self) {
+        let journal = self.run_dir.join("events.jsonl");
+        let text = std::fs::read_to_string(&journal).expect("journal");
+        let lines: Vec<&str> = text.lines().collect();
+        let completed = format!("\"{}\"", RunCompleted::TYPE);
+        assert!(lines.last().expect("events").contains(&completed));
+        std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").expect("cut");
     }
 
     pub fn chat(&self) -> ChatFile {
