@@ -18,6 +18,9 @@ use crate::{ClusterError, RunKey};
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Longest file name.
 const MAX_NAME: usize = 512;
+/// Longest wait for one file's bytes (the largest is 64 MiB, read over a
+/// connection that carries a run's journal: seconds, not minutes).
+const READ_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What a file's claim holds.
 #[derive(Debug, Serialize, Deserialize)]
@@ -68,7 +71,17 @@ impl RunFiles {
                         name: format!("{}/{name}", self.run),
                     });
                 }
-                // The same bytes claimed before: store them (again).
+                // The same bytes claimed before. Stored whole already (an
+                // object's info is written after its last chunk): nothing
+                // to do — and a put again would be worse than nothing: the
+                // object store replaces the object and purges its old
+                // chunks, so a reader in the middle of them would wait for
+                // chunks that are gone. A mirror pushes a blob again
+                // whenever a file's time is too fresh to trust. Not whole
+                // (a put cut off half way): store them again.
+                if self.stored_whole(name, claim.bytes).await? {
+                    return Ok(());
+                }
             }
             Err(error) => {
                 return Err(ClusterError::nats(format!("claiming {name}"), error));
@@ -81,24 +94,63 @@ impl RunFiles {
         Ok(())
     }
 
+    /// Which stored copy of `name` the store holds (its object's nuid):
+    /// for tests that a file is not stored again.
+    #[cfg(feature = "testing")]
+    pub async fn stored_copy(&self, name: &str) -> Result<Option<String>, ClusterError> {
+        match self.store.info(self.object_name(name)).await {
+            Ok(info) => Ok(Some(info.nuid)),
+            Err(error) if error.kind() == object_store::InfoErrorKind::NotFound => Ok(None),
+            Err(error) => Err(ClusterError::nats(format!("looking up {name}"), error)),
+        }
+    }
+
+    /// Whether `name`'s object is stored, not deleted, at the claimed size.
+    async fn stored_whole(&self, name: &str, bytes: u64) -> Result<bool, ClusterError> {
+        match self.store.info(self.object_name(name)).await {
+            Ok(info) => Ok(!info.deleted && info.size as u64 == bytes),
+            Err(error) if error.kind() == object_store::InfoErrorKind::NotFound => Ok(false),
+            Err(error) => Err(ClusterError::nats(format!("looking up {name}"), error)),
+        }
+    }
+
     /// The bytes stored as `name`, checked against the digest its claim
-    /// recorded; `None` if nothing whole was stored under it.
+    /// recorded; `None` if nothing whole was stored under it. Bounded in
+    /// time as in size: the object store's reader waits for chunks with no
+    /// limit of its own (one replaced under it never come).
     pub async fn get(&self, name: &str) -> Result<Option<Bytes>, ClusterError> {
         check_name(name)?;
         let Some(claim) = self.claim(name).await? else {
             return Ok(None);
         };
-        let mut object = match self.store.get(self.object_name(name)).await {
-            Ok(object) => object,
-            Err(error) if error.kind() == object_store::GetErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(ClusterError::nats(format!("reading {name}"), error)),
+        let read = async {
+            let mut object = match self.store.get(self.object_name(name)).await {
+                Ok(object) => object,
+                Err(error) if error.kind() == object_store::GetErrorKind::NotFound => {
+                    return Ok(None);
+                }
+                Err(error) => return Err(ClusterError::nats(format!("reading {name}"), error)),
+            };
+            let mut bytes = Vec::new();
+            (&mut object)
+                .take(MAX_FILE_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .await
+                .map_err(|error| ClusterError::nats(format!("reading {name}"), error))?;
+            Ok(Some(bytes))
         };
-        let mut bytes = Vec::new();
-        (&mut object)
-            .take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .await
-            .map_err(|error| ClusterError::nats(format!("reading {name}"), error))?;
+        let bytes = match tokio::time::timeout(READ_WAIT, read).await {
+            Ok(read) => read?,
+            Err(_) => {
+                return Err(ClusterError::nats(
+                    format!("reading {name}"),
+                    format!("not read whole within {} s", READ_WAIT.as_secs()),
+                ));
+            }
+        };
+        let Some(bytes) = bytes else {
+            return Ok(None);
+        };
         if sha256_hex(&bytes) != claim.sha256 {
             // A put cut off half way, or damage: not the claimed file.
             return Ok(None);

@@ -237,8 +237,16 @@ async fn files_are_create_only_in_a_store_that_would_overwrite() {
         Some(bytes.clone()),
         "not overwritten"
     );
-    // The same bytes again: a retry, accepted.
+    // The same bytes again: a retry, accepted — and not stored again: a
+    // put replaces the object and purges the chunks a reader of it may be
+    // in the middle of (a reader of the run's copy then waited forever).
+    let stored = files.stored_copy(name).await.unwrap().expect("stored");
     files.create(name, bytes.clone()).await.unwrap();
+    assert_eq!(
+        files.stored_copy(name).await.unwrap(),
+        Some(stored),
+        "stored again"
+    );
     assert_eq!(files.get("tool-results/call_02.json").await.unwrap(), None);
     // Another run's file of the same name is its own.
     let other = a.files(&run("files-2"));

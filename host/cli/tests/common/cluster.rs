@@ -145,7 +145,11 @@ impl Node {
             .args(["--node", name])
             .args(["--lease-ms", &lease_ms.to_string()])
             .args(flags)
-            .env("TOOLHOST_LOG", "info")
+            // `TOOLHOST_NODE_LOG=debug,…` for a closer look at a failure.
+            .env(
+                "TOOLHOST_LOG",
+                std::env::var("TOOLHOST_NODE_LOG").unwrap_or_else(|_| "info".to_owned()),
+            )
             .envs(envs.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::null())

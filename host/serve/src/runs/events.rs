@@ -166,6 +166,7 @@ impl Follower {
             if let Some(copy) = &self.copy {
                 // A copy: follow it while another node drives the run.
                 let driven = !self.ended && copy.node.is_driven(&copy.tenant, &copy.id).await;
+                tracing::debug!(run = %copy.id, driven, ended = self.ended, after = self.after, offset = self.offset, "following a copy");
                 if !driven {
                     // The driver may have written its last events between
                     // the last pull and letting go: pull once more, read
