@@ -28,6 +28,7 @@ use toolhost_core::{
 use crate::error::EncodeError;
 use crate::json::{Object, kind};
 use crate::metadata;
+use crate::schema::EVERY_PROVIDER;
 
 /// One message of the history, ready to put in a provider's shape.
 pub(crate) struct Turn<'a> {
@@ -241,18 +242,19 @@ pub(crate) fn prepare<'a>(
 }
 
 /// The longest tool name every provider takes.
-const WIRE_NAME_MAX: usize = 64;
+fn wire_name_max() -> usize {
+    EVERY_PROVIDER
+        .iter()
+        .map(|rule| rule.max_len)
+        .min()
+        .unwrap_or_default()
+}
 
 /// Whether every provider takes `name` as a tool name, in the tool list and
-/// in the history alike: OpenAI and Anthropic `^[a-zA-Z0-9_-]{1,64}$`
-/// (OpenAI checks each `messages[i].tool_calls[j].function.name` and
-/// answers 400 otherwise), Gemini also wants a letter or `_` first.
+/// in the history alike (OpenAI checks each
+/// `messages[i].tool_calls[j].function.name` and answers 400 otherwise).
 fn wire_safe(name: &str) -> bool {
-    (1..=WIRE_NAME_MAX).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    EVERY_PROVIDER.iter().all(|rule| rule.accepts(name))
 }
 
 /// The name an invented call goes back under. As the model sent it when
@@ -268,21 +270,19 @@ fn unknown_wire_name<'a>(turn: &ModelTurn, name: &'a str) -> Cow<'a, str> {
     if wire_safe(name) && !offered(name) {
         return Cow::Borrowed(name);
     }
+    let max = wire_name_max();
     let mut wire: String = name
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
+        .map(|c| match u8::try_from(c) {
+            Ok(byte) if EVERY_PROVIDER.iter().all(|rule| rule.allows(byte)) => c,
+            _ => '_',
         })
-        .take(WIRE_NAME_MAX)
+        .take(max)
         .collect();
-    if !wire.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+    if !wire_safe(&wire) {
         // Empty, or a digit or `-` first.
         wire.insert_str(0, "unknown_");
-        wire.truncate(WIRE_NAME_MAX);
+        wire.truncate(max);
     }
     if !offered(&wire) {
         return Cow::Owned(wire);
@@ -292,7 +292,7 @@ fn unknown_wire_name<'a>(turn: &ModelTurn, name: &'a str) -> Cow<'a, str> {
     (0..=turn.tools().len())
         .map(|n| {
             let mut candidate = format!("unknown_{n}_{wire}");
-            candidate.truncate(WIRE_NAME_MAX);
+            candidate.truncate(max);
             candidate
         })
         .find(|candidate| !offered(candidate))

@@ -52,19 +52,31 @@ pub(crate) const GEMINI_NAMES: NameRule = NameRule {
     text: "names start with a letter or `_` and are at most 64 of A-Z, a-z, 0-9, `_`, `.`, `:`, `-`",
 };
 
+impl NameRule {
+    /// Whether `byte` may stand in a name.
+    pub fn allows(&self, byte: u8) -> bool {
+        byte.is_ascii_alphanumeric() || self.extra.contains(&byte)
+    }
+
+    /// Whether `name` keeps the rule.
+    pub fn accepts(&self, name: &str) -> bool {
+        let name = name.as_bytes();
+        !name.is_empty()
+            && name.len() <= self.max_len
+            && name.iter().all(|b| self.allows(*b))
+            && (!self.letter_first || name[0].is_ascii_alphabetic() || name[0] == b'_')
+    }
+}
+
+/// Every provider's rule: a name all of them take keeps each.
+pub(crate) const EVERY_PROVIDER: [&NameRule; 2] = [&OPENAI_ANTHROPIC_NAMES, &GEMINI_NAMES];
+
 pub(crate) fn check_name(
     provider: &'static str,
     tool: &AgentModelTool,
     rule: &NameRule,
 ) -> Result<(), EncodeError> {
-    let name = tool.model_alias.as_bytes();
-    let valid = !name.is_empty()
-        && name.len() <= rule.max_len
-        && name
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || rule.extra.contains(b))
-        && (!rule.letter_first || name[0].is_ascii_alphabetic() || name[0] == b'_');
-    if valid {
+    if rule.accepts(&tool.model_alias) {
         return Ok(());
     }
     Err(EncodeError::ToolNameInvalid {
