@@ -98,18 +98,25 @@ impl RunFiles {
     /// for tests that a file is not stored again.
     #[cfg(feature = "testing")]
     pub async fn stored_copy(&self, name: &str) -> Result<Option<String>, ClusterError> {
-        match self.store.info(self.object_name(name)).await {
-            Ok(info) => Ok(Some(info.nuid)),
-            Err(error) if error.kind() == object_store::InfoErrorKind::NotFound => Ok(None),
-            Err(error) => Err(ClusterError::nats(format!("looking up {name}"), error)),
-        }
+        Ok(self.object_info(name).await?.map(|info| info.nuid))
     }
 
     /// Whether `name`'s object is stored, not deleted, at the claimed size.
     async fn stored_whole(&self, name: &str, bytes: u64) -> Result<bool, ClusterError> {
+        Ok(self
+            .object_info(name)
+            .await?
+            .is_some_and(|info| !info.deleted && info.size as u64 == bytes))
+    }
+
+    /// What the object store says of `name`'s object, if it has one.
+    async fn object_info(
+        &self,
+        name: &str,
+    ) -> Result<Option<object_store::ObjectInfo>, ClusterError> {
         match self.store.info(self.object_name(name)).await {
-            Ok(info) => Ok(!info.deleted && info.size as u64 == bytes),
-            Err(error) if error.kind() == object_store::InfoErrorKind::NotFound => Ok(false),
+            Ok(info) => Ok(Some(info)),
+            Err(error) if error.kind() == object_store::InfoErrorKind::NotFound => Ok(None),
             Err(error) => Err(ClusterError::nats(format!("looking up {name}"), error)),
         }
     }
