@@ -86,6 +86,10 @@ fn no_crate_but_the_journal_spells_an_event_type_out() {
         }
     }
     assert!(files.len() > 50, "found only {} files", files.len());
+    let quoted: Vec<(&String, String)> = types
+        .iter()
+        .map(|name| (name, format!("\"{name}\"")))
+        .collect();
     let mut found = Vec::new();
     for file in files {
         let relative = file.strip_prefix(host()).unwrap_or(&file).to_owned();
@@ -94,8 +98,8 @@ fn no_crate_but_the_journal_spells_an_event_type_out() {
             if line.trim_start().starts_with("//") {
                 continue;
             }
-            for name in &types {
-                if line.contains(&format!("\"{name}\"")) {
+            for (name, quoted) in &quoted {
+                if line.contains(quoted.as_str()) {
                     found.push(format!(
                         "{}:{}: \"{name}\": use its struct's TYPE",
                         relative.display(),
