@@ -8,16 +8,7 @@ mod common;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 use toolhost_core::Classified;
-use toolhost_providers::{GeminiSchemaMode, Provider, SseEvent, SseFramer, frame_sse};
-
-const PROVIDERS: [Provider; 4] = [
-    Provider::OpenaiChat,
-    Provider::OpenaiResponses,
-    Provider::Anthropic,
-    Provider::Gemini {
-        schema: GeminiSchemaMode::JsonSchema,
-    },
-];
+use toolhost_providers::{SseEvent, SseFramer, frame_sse};
 
 /// Field names of the four formats, so random values often take the
 /// shapes the decoders look into.
@@ -163,7 +154,7 @@ proptest! {
     #[test]
     fn a_reply_of_any_shape_decodes_or_is_a_model_error(body in json_value()) {
         let turn = common::turn();
-        for provider in PROVIDERS {
+        for provider in common::ALL {
             if let Err(error) = provider.decode_response(&turn, &body) {
                 prop_assert!(error.code().starts_with("model."), "{}: {}", provider.name(), error);
             }
@@ -175,7 +166,7 @@ proptest! {
         events in prop::collection::vec(sse_event(), 0..8),
     ) {
         let turn = common::turn();
-        for provider in PROVIDERS {
+        for provider in common::ALL {
             let mut assembler = provider.stream_assembler(&turn);
             let pushed: Result<(), _> = events.iter().try_for_each(|event| assembler.push(event));
             let result = pushed.and_then(|()| assembler.finish().map(|_| ()));
