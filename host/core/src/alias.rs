@@ -160,6 +160,15 @@ fn truncate_bytes(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// Aliases as a model-facing list: `` `a`, `b` `` (empty for none).
+pub fn code_list<'a>(aliases: impl IntoIterator<Item = &'a str>) -> String {
+    aliases
+        .into_iter()
+        .map(|alias| format!("`{alias}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use crate::alias::code_list;
 use crate::error::{Classified, ErrorClass};
 use crate::snapshot::InvocationToolSnapshot;
 use crate::turn::{ToolChoice, ToolTurnContract};
@@ -190,17 +191,16 @@ impl ToolRequestGate {
             // Charged, so a model can never retry unknown calls for free;
             // once the total is spent it is refused like any call.
             self.charge_unknown()?;
-            let aliases: Vec<String> = self
-                .snapshot
-                .bindings()
-                .iter()
-                .map(|binding| format!("`{}`", binding.model_alias))
-                .collect();
+            let aliases = code_list(
+                self.snapshot
+                    .bindings()
+                    .iter()
+                    .map(|binding| binding.model_alias.as_str()),
+            );
             return Err(GateRejection::NotInSnapshot {
                 tool: tool.clone(),
                 message: format!(
-                    "`{tool}` is not a tool of this invocation; the tools you can call are {}",
-                    aliases.join(", ")
+                    "`{tool}` is not a tool of this invocation; the tools you can call are {aliases}"
                 ),
             });
         };
@@ -295,19 +295,18 @@ impl ToolRequestGate {
     /// this snapshot's aliases, and says nothing of the other tools.
     fn end_pool_spent(&self) -> GateRejection {
         let pool = self.end_pool();
-        let end_tools: Vec<String> = self
-            .snapshot
-            .bindings()
-            .iter()
-            .filter(|binding| is_end_tool(binding.tool_id()))
-            .map(|binding| format!("`{}`", binding.model_alias))
-            .collect();
+        let end_tools = code_list(
+            self.snapshot
+                .bindings()
+                .iter()
+                .filter(|binding| is_end_tool(binding.tool_id()))
+                .map(|binding| binding.model_alias.as_str()),
+        );
         GateRejection::BudgetExhausted {
             scope: BudgetScope::EndTools,
             limit: pool,
             message: format!(
-                "you have called the tools that end your work ({}) {pool} times, all that are allowed; they cannot be called any more",
-                end_tools.join(", ")
+                "you have called the tools that end your work ({end_tools}) {pool} times, all that are allowed; they cannot be called any more"
             ),
         }
     }
@@ -318,26 +317,27 @@ impl ToolRequestGate {
     /// how to end instead of trying tools it cannot have.
     fn total_spent(&self) -> GateRejection {
         let limit = self.snapshot.max_calls_per_invocation();
-        let callable: Vec<String> = self
-            .snapshot
-            .bindings()
-            .iter()
-            .filter(|binding| is_end_tool(binding.tool_id()) && self.end_calls < self.end_pool())
-            .filter(|binding| {
-                binding
-                    .max_calls
-                    .is_none_or(|max| self.tool_used(binding.tool_id()) < max)
-            })
-            .map(|binding| format!("`{}`", binding.model_alias))
-            .collect();
+        // The end tools' own pool spent: none of them is left either.
+        let pool_left = self.end_calls < self.end_pool();
+        let callable = code_list(
+            self.snapshot
+                .bindings()
+                .iter()
+                .filter(|binding| pool_left && is_end_tool(binding.tool_id()))
+                .filter(|binding| {
+                    binding
+                        .max_calls
+                        .is_none_or(|max| self.tool_used(binding.tool_id()) < max)
+                })
+                .map(|binding| binding.model_alias.as_str()),
+        );
         let message = if callable.is_empty() {
             format!(
                 "you have used all {limit} tool calls you are allowed; no tool can be called any more, so finish with what you have"
             )
         } else {
             format!(
-                "you have used all {limit} tool calls you are allowed; only {} can still be called, so end with what you have",
-                callable.join(", ")
+                "you have used all {limit} tool calls you are allowed; only {callable} can still be called, so end with what you have"
             )
         };
         GateRejection::BudgetExhausted {

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::turn::{ModelCallError, ModelTurn};
-use crate::{AgentToolResult, TOOL_ERROR_HEADING, ToolInvocation};
+use crate::{AgentToolResult, ToolInvocation};
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,7 +111,7 @@ pub struct UnknownToolResult {
 impl UnknownToolResult {
     /// Exactly the text the model sees, headed like any tool error.
     pub fn model_text(&self) -> String {
-        format!("{TOOL_ERROR_HEADING}\n\n{}", self.content)
+        crate::result::error_text(&self.content)
     }
 }
 

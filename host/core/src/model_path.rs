@@ -173,9 +173,15 @@ pub fn is_bidi_control(c: char) -> bool {
 /// 120 characters, so the model's own text cannot break a message or
 /// reorder it.
 pub fn quoted(raw: &str) -> String {
-    let mut out = String::from("`");
+    format!("`{}`", escaped(raw, 120))
+}
+
+/// `raw` with control and bidi characters escaped, cut to `max_chars`
+/// (then `…`): someone else's text shown in one line of ours.
+pub fn escaped(raw: &str, max_chars: usize) -> String {
+    let mut out = String::new();
     for (index, c) in raw.chars().enumerate() {
-        if index == 120 {
+        if index == max_chars {
             out.push('…');
             break;
         }
@@ -185,7 +191,6 @@ pub fn quoted(raw: &str) -> String {
             out.push(c);
         }
     }
-    out.push('`');
     out
 }
 

@@ -129,6 +129,11 @@ pub struct IdentityMismatch {
 
 pub const TOOL_ERROR_HEADING: &str = "## Tool error";
 
+/// What the model reads of a tool error: the heading, then the error.
+pub fn error_text(content: &str) -> String {
+    format!("{TOOL_ERROR_HEADING}\n\n{content}")
+}
+
 impl AgentToolResult {
     /// Bind an outcome to its invocation. The effect, if any, is returned
     /// beside the result: it is for the runtime, not part of the record.
@@ -181,7 +186,7 @@ impl AgentToolResult {
     /// Exactly the text the model sees for this result.
     pub fn model_text(&self) -> String {
         if self.is_error {
-            format!("{TOOL_ERROR_HEADING}\n\n{}", self.content)
+            error_text(&self.content)
         } else {
             self.content.clone()
         }

@@ -273,6 +273,11 @@ impl ModelTurn {
             .map(|candidate| candidate.model_alias.as_str())
     }
 
+    /// Whether `name` is one of this request's aliases.
+    pub fn offers(&self, name: &str) -> bool {
+        self.by_alias.contains_key(name)
+    }
+
     /// The tool a provider's function name stands for in this request.
     pub fn resolve(&self, name: &str) -> Result<&AgentModelTool, ModelCallError> {
         if let Some(index) = self.by_alias.get(name) {
@@ -355,31 +360,18 @@ impl ModelTurn {
     /// not offer: the decoder's hint, and this request's aliases (the only
     /// names that resolve).
     pub fn unknown_call_message(&self, call: &UnknownToolCall) -> String {
-        let aliases: Vec<String> = self
-            .tools
-            .iter()
-            .map(|tool| format!("`{}`", tool.model_alias))
-            .collect();
+        let aliases =
+            crate::alias::code_list(self.tools.iter().map(|tool| tool.model_alias.as_str()));
         let offered = if aliases.is_empty() {
             "no tool is offered in this request".to_owned()
         } else {
-            format!("the tools you can call are {}", aliases.join(", "))
+            format!("the tools you can call are {aliases}")
         };
         format!(
-            "`{}` is not a tool of this request{}; {offered}. Call one of them by exactly that name.",
-            shown_name(&call.name),
+            "{} is not a tool of this request{}; {offered}. Call one of them by exactly that name.",
+            crate::model_path::quoted(&call.name),
             call.hint
         )
-    }
-}
-
-/// A model's name as its error shows it: an invented name is the model's
-/// text, so a long one is cut (it is kept whole in the stored reply).
-pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
-    const SHOWN: usize = 128;
-    match name.char_indices().nth(SHOWN) {
-        Some((end, _)) => format!("{}…", &name[..end]).into(),
-        None => name.into(),
     }
 }
 

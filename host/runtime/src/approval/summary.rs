@@ -130,24 +130,21 @@ impl ArgumentsSummary {
                 };
             }
         };
-        let group = |wanted: bool| {
-            object
-                .iter()
-                .filter(move |(name, _)| decides(name) == wanted)
-                .map(move |(name, value)| (name, value, wanted))
-        };
+        // Each name is judged once; each group keeps the object's order.
+        let (deciding, others): (Vec<_>, Vec<_>) =
+            object.iter().partition(|(name, _)| decides(name));
         let mut summary = Self::default();
         let mut used = 0;
-        let deciding = group(true).count();
-        let share = (SUMMARY_CHARS / deciding.max(1)).clamp(MIN_DECIDING_CHARS, DECIDING_CHARS);
-        for (name, value, _) in group(true) {
+        let share =
+            (SUMMARY_CHARS / deciding.len().max(1)).clamp(MIN_DECIDING_CHARS, DECIDING_CHARS);
+        for (name, value) in deciding {
             let shown = field(name, value, true, share);
             used += shown.to_string().chars().count() + 2;
             summary.fields.push(shown);
         }
-        let mut others = 0;
-        for (name, value, _) in group(false) {
-            if others == MAX_FIELDS {
+        let mut shown_others = 0;
+        for (name, value) in others {
+            if shown_others == MAX_FIELDS {
                 summary.omitted += 1;
                 continue;
             }
@@ -158,7 +155,7 @@ impl ArgumentsSummary {
                 continue;
             }
             used += chars;
-            others += 1;
+            shown_others += 1;
             summary.fields.push(shown);
         }
         summary
@@ -213,29 +210,11 @@ fn field(name: &str, value: &Value, deciding: bool, limit: usize) -> ArgumentFie
         other => json_value(other, limit),
     };
     ArgumentField {
-        name: shown_name(name),
+        name: toolhost_core::model_path::escaped(name, NAME_CHARS),
         value,
         size,
         deciding,
     }
-}
-
-/// The name cut and with its control characters escaped, so it cannot
-/// forge a line.
-fn shown_name(name: &str) -> String {
-    let mut out = String::new();
-    for (index, c) in name.chars().enumerate() {
-        if index == NAME_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// A string quoted as JSON, cut to `limit` characters, with its size when

@@ -6,7 +6,7 @@
 //! journalled as `tool_call_unknown`. Nothing is guessed: no fuzzy match,
 //! no lookup beyond this turn.
 
-use toolhost_core::turn::shown_name;
+use toolhost_core::model_path::escaped;
 use toolhost_core::{
     Classified, ModelCall, ModelTurn, ToolInvocation, UnknownToolCall, UnknownToolResult,
 };
@@ -15,6 +15,10 @@ use toolhost_journal::ToolCallUnknown;
 use crate::failure::RunFailure;
 
 use super::InvocationLoop;
+
+/// How much of an invented name the journal keeps (the stored reply keeps
+/// it whole): the model's text, shown in one line.
+const SHOWN_NAME_CHARS: usize = 128;
 
 /// One call of a reply, owned: resolved to a tool of the turn, or not.
 pub(super) enum ReplyCall {
@@ -56,7 +60,7 @@ impl InvocationLoop<'_> {
             round,
             invocation_id: self.id().to_owned(),
             call_id: call.call_id.clone(),
-            name: shown_name(&call.name).into_owned(),
+            name: escaped(&call.name, SHOWN_NAME_CHARS),
             code: code.to_owned(),
             message: content.clone(),
             charged,
