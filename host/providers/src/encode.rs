@@ -84,8 +84,8 @@ pub(crate) struct ResultView<'a> {
 
 impl ResultView<'_> {
     /// Exactly what the model reads.
-    pub fn model_text(&self) -> String {
-        self.text.clone()
+    pub fn model_text(&self) -> &str {
+        &self.text
     }
 }
 
@@ -266,7 +266,7 @@ fn wire_safe(name: &str) -> bool {
 /// the history never shows a real tool answering "unknown". What the model
 /// reads in the answer quotes the name it sent.
 fn unknown_wire_name<'a>(turn: &ModelTurn, name: &'a str) -> Cow<'a, str> {
-    let offered = |candidate: &str| turn.resolve(candidate).is_ok();
+    let offered = |candidate: &str| turn.offers(candidate);
     if wire_safe(name) && !offered(name) {
         return Cow::Borrowed(name);
     }
