@@ -22,7 +22,7 @@ mod run;
 
 pub use agent_loop::{
     CommitRecord, DIRECT_OUTPUT_PATH, LOOP_RECORD_PATH, LoopConfig, LoopParts, LoopRecord,
-    LoopSummary, MESSAGE_BODY_PATH, RetryPolicy, RunCancel, RunStatus, TaskSummary, run_agent_loop,
+    LoopSummary, RetryPolicy, RunCancel, RunStatus, TaskSummary, run_agent_loop,
 };
 pub use agents::{AgentDirectory, AgentDirectoryError};
 pub use blocking::may_block;

@@ -266,12 +266,24 @@ impl Run {
         Ok((Arc::new(run), record))
     }
 
+    /// A reopened run's profile — checked before anything is journalled or
+    /// replicated: a reopened run.json (edited, or rebuilt from a cluster)
+    /// may not show or open for writing a root its profile does not.
     fn load_profile(dir: &RunDirectory) -> Result<Profile, RunFailure> {
         let resolved = dir.read_resolved_profile()?;
-        std::str::from_utf8(&resolved)
+        let profile = std::str::from_utf8(&resolved)
             .map_err(|error| error.to_string())
             .and_then(|text| Profile::from_json(text).map_err(|error| error.to_string()))
-            .map_err(|error| RunFailure::State(format!("the run's profile does not load: {error}")))
+            .map_err(|error| {
+                RunFailure::State(format!("the run's profile does not load: {error}"))
+            })?;
+        if dir.manifest().roots != roots(&profile) {
+            return Err(RunFailure::State(
+                "run.json's workspace roots (what is shown and writable) are not the ones its profile gives"
+                    .to_owned(),
+            ));
+        }
+        Ok(profile)
     }
 
     /// A resumed run's journal cursor (`None`: a new or reopened run).
@@ -285,14 +297,6 @@ impl Run {
     }
 
     fn wrap(dir: RunDirectory, inputs: Loaded, profile: Profile) -> Result<Self, RunFailure> {
-        // A reopened run.json (edited, or rebuilt from a cluster) may not
-        // show or open for writing a root its profile does not.
-        if dir.manifest().roots != roots(&profile) {
-            return Err(RunFailure::State(
-                "run.json's workspace roots (what is shown and writable) are not the ones its profile gives"
-                    .to_owned(),
-            ));
-        }
         let roots = WorkspaceRoots::from_specs(&dir.manifest().roots)?;
         let workspace = Workspace::open(dir.layout().root(), roots, WorkspaceLimits::default())?;
         Ok(Self {

@@ -7,7 +7,8 @@
 //!   round r ≤ maxRounds:
 //!     begin_turn → model (retried while retryable) → model-responses/…/round-NNN.json
 //!     no tool call ─ drift: text → direct_output.md in the message body's root
-//!                    (output/ by default; not kept when hidden), reminder, next round
+//!                    (output/ by default; not kept when the model cannot write
+//!                    it there), reminder, next round
 //!                    (last round: model.tool_call_required)
 //!     each call in order:
 //!       terminal but not last → agent.tool_after_finish (recoverable, not run)
@@ -52,11 +53,6 @@ use crate::run::Run;
 
 use invocation::{InvocationEnd, InvocationRole, InvocationSpec};
 use shared::RunShared;
-
-/// The default message body: what a commit without a path publishes, and
-/// the only file an auto-publish takes, unless the profile's
-/// `output.messageBody` names another.
-pub const MESSAGE_BODY_PATH: &str = toolhost_core::profile::DEFAULT_MESSAGE_BODY;
 
 /// Where the text of a reply without tool calls is kept with the default
 /// message body: `direct_output.md` in the message body's root.

@@ -183,10 +183,10 @@ impl InvocationLoop<'_> {
                 self.alias("workspace.finish")
             )
         } else {
-            let write_it = match message_body(&self.spec.profile, &self.session) {
-                Some(body) => format!("write your reply to {body}"),
-                None => "write your reply to a file".to_owned(),
-            };
+            let write_it = format!(
+                "write your reply to {}",
+                message_body(&self.spec.profile, &self.session).unwrap_or("a file")
+            );
             format!(
                 "{head} Work only through tool calls: {write_it} with {}, publish it with {}, then call {}.",
                 self.alias("workspace.write_file"),

@@ -47,7 +47,7 @@ pub(super) fn system_prompt(
                     "read-only"
                 };
                 match body {
-                    Some(body) if body.split('/').next() == Some(root.name.as_str()) => {
+                    Some(body) if profile.output.message_body_root() == root.name => {
                         format!("{}/ ({access}; your reply goes in {body})", root.name)
                     }
                     _ => format!("{}/ ({access})", root.name),
@@ -86,10 +86,7 @@ pub(super) fn system_prompt(
         alias("workspace.commit"),
         alias("workspace.finish"),
     ) {
-        let write_it = match body {
-            Some(body) => format!("write it to {body} with {write}"),
-            None => format!("write it to a file with {write}"),
-        };
+        let write_it = format!("write it to {} with {write}", body.unwrap_or("a file"));
         prompt.push_str(&format!(
             " When your reply is ready: {write_it}, publish it with {commit}, \
              then end the run with {finish} as the last call of that reply."
