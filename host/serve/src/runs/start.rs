@@ -447,10 +447,10 @@ fn created_response(id: String) -> Response {
         .into_response()
 }
 
-/// The profile `profiles/<name>.json` of the tenant.
 /// The code of a profile name the tenant has no file for.
 pub(crate) const UNKNOWN_PROFILE: &str = "serve.unknown_profile";
 
+/// The profile `profiles/<name>.json` of the tenant.
 pub(crate) fn named_profile(dirs: &TenantDirs, name: &str) -> Result<Profile, ApiError> {
     let unknown = || {
         invalid(
