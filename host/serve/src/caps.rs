@@ -114,18 +114,18 @@ impl TenantCaps {
 
     /// A whole start request: the root's rounds (the request's
     /// `maxRounds`, else its profile's), its limits, and each agent's.
-    pub fn check_run(
+    pub fn check_run<'a>(
         &self,
         profile: &Profile,
         max_rounds: Option<u32>,
-        agents: &[Profile],
+        agents: impl IntoIterator<Item = &'a Profile>,
     ) -> Result<(), CapExceeded> {
         match max_rounds {
             Some(rounds) => self.check_rounds("maxRounds", rounds)?,
             None => self.check_rounds("profile.tools.maxRounds", profile.tools.max_rounds)?,
         }
         self.check_limits("profile", profile)?;
-        for (at, agent) in agents.iter().enumerate() {
+        for (at, agent) in agents.into_iter().enumerate() {
             let prefix = format!("agents[{at}]");
             self.check_rounds(&format!("{prefix}.tools.maxRounds"), agent.tools.max_rounds)?;
             self.check_limits(&prefix, agent)?;

@@ -413,13 +413,11 @@ async fn resume_with(
     let config = record.config();
     // Held to the operator's caps as at its start: what the run resumes
     // with was read from its directory (on a cluster node, from NATS).
-    let profiles: Vec<Profile> = agents
-        .profiles()
-        .map(|profile| profile.as_ref().clone())
-        .collect();
-    state
-        .caps_of(tenant)
-        .check_run(run.profile(), config.max_rounds, &profiles)?;
+    state.caps_of(tenant).check_run(
+        run.profile(),
+        config.max_rounds,
+        agents.profiles().map(|profile| profile.as_ref()),
+    )?;
     launch(
         state,
         run,
