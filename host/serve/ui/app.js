@@ -266,7 +266,8 @@ function render(event) {
       ] : [];
       const code = p.code || p.errorCode || "";
       const name = p.toolId ? callName(invocation, p.toolId, p.name) : p.name;
-      const took = duration(p) ? " (" + duration(p) + ")" : "";
+      const elapsed = duration(p);
+      const took = elapsed ? " (" + elapsed + ")" : "";
       const head = endsRun ? "✗ " + name + took + " failed the run: " + code + " " + (p.message || "")
         : failed ? "✗ " + name + took + ": " + code + " " + (p.message || "")
         : "✓ " + name + took;
