@@ -135,7 +135,8 @@ def main():
         requested = wait("the write's call", lambda: [
             e.text for e in driver.find_elements(By.CSS_SELECTOR, ".entry.call")
             if "workspace_write_file" in e.text])
-        assert "builtin:workspace.write_file" in requested[0] and "builtin" in requested[0], requested
+        assert "builtin:workspace.write_file" in requested[0] \
+            and "workspace.write_file · builtin" in requested[0], requested
         write.find_element(By.CSS_SELECTOR, "button.approve").click()
         pending = card(driver, "workspace.commit")
         driver.save_screenshot(os.path.join(args.screenshots, "timeline.png"))
