@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolhost_conformance::{BuiltinComponent, guest};
 use toolhost_core::limits::{HostPolicy, Limits};
 use toolhost_core::snapshot::{ExitPolicy, compile};
-use toolhost_core::{Capability, CapabilitySet, Profile, ToolId, ToolInvocation};
+use toolhost_core::{Capability, CapabilitySet, Profile, ToolCall, ToolId};
 use toolhost_extensions::{ExtensionRegistry, GrantRequest, sha256_hex};
 use toolhost_runtime::extensions::{InstallError, Installed, install};
 use toolhost_runtime::{ToolHost, ToolHostConfig};
@@ -158,8 +158,8 @@ fn id(text: &str) -> ToolId {
 }
 
 async fn call(host: &ToolHost, tool: &str, arguments: Value) -> toolhost_runtime::Execution {
-    host.execute(
-        &ToolInvocation {
+    host.call(
+        &ToolCall {
             call_id: "call_1".into(),
             tool_id: id(tool),
             arguments,
@@ -883,7 +883,7 @@ async fn an_extension_sees_tool_results_only_when_granted_and_never_records_read
         async move {
             let execution = ToolExecutor::execute(
                 host,
-                &ToolInvocation {
+                &ToolCall {
                     call_id: "call_1".into(),
                     tool_id: id(tool),
                     arguments,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use toolhost_core::{Classified, ExitPolicy, Profile, ToolId, builtin, snapshot::OmitReason};
 use toolhost_journal::ROOT_INVOCATION_ID;
 use toolhost_runtime::approval::Answer;
-use toolhost_runtime::{DirectCaller, InvocationSession, Run, RunFailure, ToolHost};
+use toolhost_runtime::{DirectCaller, Invocation, Run, RunFailure, ToolHost};
 use toolhost_sandbox::CallEntropy;
 
 use crate::flags::{DurabilityArg, InputArgs};
@@ -122,7 +122,7 @@ pub async fn call(host: &ToolHost, args: CallArgs) -> Result<ExitCode> {
 
 async fn call_once(
     host: &ToolHost,
-    session: &mut InvocationSession,
+    session: &mut Invocation,
     tool: &ToolId,
     args: &CallArgs,
     entropy: CallEntropy,
@@ -166,7 +166,7 @@ fn open_session(
     host: &ToolHost,
     args: &CallArgs,
     profile: Option<&Profile>,
-) -> Result<(Arc<Run>, InvocationSession)> {
+) -> Result<(Arc<Run>, Invocation)> {
     if let Some(dir) = &args.run_dir
         && dir.join("run.json").exists()
     {
@@ -214,7 +214,7 @@ fn open_session(
 
 /// Go on with an existing run: its frozen profile and snapshot, and a gate
 /// that remembers the calls already made.
-fn continue_run(dir: &Path, profile: Option<&Profile>) -> Result<(Arc<Run>, InvocationSession)> {
+fn continue_run(dir: &Path, profile: Option<&Profile>) -> Result<(Arc<Run>, Invocation)> {
     let (run, recovery) =
         Run::open(dir).with_context(|| format!("reopening run {}", dir.display()))?;
     if let Some(torn) = recovery.torn_bytes {
@@ -235,7 +235,7 @@ fn continue_run(dir: &Path, profile: Option<&Profile>) -> Result<(Arc<Run>, Invo
     Ok((run, session))
 }
 
-fn not_offered(session: &InvocationSession, profile: Option<&Profile>, tool: &ToolId) -> String {
+fn not_offered(session: &Invocation, profile: Option<&Profile>, tool: &ToolId) -> String {
     let why = session
         .diagnostics()
         .iter()

@@ -5,7 +5,7 @@
 //! sources contribute, [`Profile`] what one kind of agent may do,
 //! [`InvocationToolSnapshot`] the tools one invocation was given (frozen),
 //! [`ToolTurnContract`] / [`ModelTurn`] what one model request may call,
-//! [`ToolRequestGate`] the budgets, [`ToolInvocation`] / [`AgentToolResult`]
+//! [`ToolRequestGate`] the budgets, [`ToolCall`] / [`AgentToolResult`]
 //! one call. Errors carry a dotted code and an [`ErrorClass`].
 
 pub mod alias;
@@ -51,8 +51,8 @@ pub use model::{
 };
 pub use profile::{Profile, ProfileError, ProfileVersion};
 pub use result::{
-    AgentToolResult, AwaitMode, CommitMode, IdentityMismatch, TOOL_ERROR_HEADING, ToolEffect,
-    ToolFailure, ToolInvocation, ToolOutcome, ToolSuccess,
+    AgentToolResult, AwaitMode, CommitMode, IdentityMismatch, TOOL_ERROR_HEADING, ToolCall,
+    ToolEffect, ToolFailure, ToolOutcome, ToolSuccess,
 };
 pub use snapshot::{
     CompiledSnapshot, ExitPolicy, InvocationToolSnapshot, SnapshotError, SnapshotSources,

@@ -3,7 +3,7 @@
 //! [`AgentModelRequest`] into a provider's wire format and a provider's reply
 //! into an [`AgentModelResponse`]; nothing above them sees wire JSON.
 //!
-//! Tool calls in a response are already canonical [`ToolInvocation`]s,
+//! Tool calls in a response are already canonical [`ToolCall`]s,
 //! resolved through the request's [`ModelTurn`]; tool results in the history
 //! are [`AgentToolResult`]s, which an adapter sends under the current
 //! request's alias of their ToolId (and refuses when that ToolId is not in
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::turn::{ModelCallError, ModelTurn};
-use crate::{AgentToolResult, ToolInvocation};
+use crate::{AgentToolResult, ToolCall};
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,7 +34,7 @@ pub enum AgentModelContentPart {
     },
     /// A call the model made (assistant messages).
     ToolCall {
-        call: ToolInvocation,
+        call: ToolCall,
     },
     /// A call's result (tool messages). Only `content` reaches the model,
     /// with `## Tool error` above it when `is_error`.
@@ -148,7 +148,7 @@ impl AgentModelMessage {
     }
 
     /// The calls resolved to a tool of the request.
-    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolInvocation> {
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.parts.iter().filter_map(|part| match part {
             AgentModelContentPart::ToolCall { call } => Some(call),
             _ => None,
@@ -168,7 +168,7 @@ impl AgentModelMessage {
 /// One call of an assistant message.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ModelCall<'a> {
-    Tool(&'a ToolInvocation),
+    Tool(&'a ToolCall),
     Unknown(&'a UnknownToolCall),
 }
 

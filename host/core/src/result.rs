@@ -1,4 +1,4 @@
-//! One call's identity and outcome: `ToolInvocation` in, `AgentToolResult` out.
+//! One call's identity and outcome: `ToolCall` in, `AgentToolResult` out.
 //!
 //! Only `content` reaches the model (with `## Tool error` above it when the
 //! result is an error); `structured`, `error_code` and `resource_refs` are for
@@ -12,7 +12,7 @@ use crate::ToolId;
 /// A call the model asked for, already resolved to a canonical `ToolId`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolInvocation {
+pub struct ToolCall {
     /// The provider's call id, kept verbatim.
     pub call_id: String,
     pub tool_id: ToolId,
@@ -137,10 +137,7 @@ pub fn error_text(content: &str) -> String {
 impl AgentToolResult {
     /// Bind an outcome to its invocation. The effect, if any, is returned
     /// beside the result: it is for the runtime, not part of the record.
-    pub fn from_outcome(
-        invocation: &ToolInvocation,
-        outcome: ToolOutcome,
-    ) -> (Self, Option<ToolEffect>) {
+    pub fn from_outcome(invocation: &ToolCall, outcome: ToolOutcome) -> (Self, Option<ToolEffect>) {
         match outcome {
             ToolOutcome::Success(success) => (
                 Self {
@@ -171,7 +168,7 @@ impl AgentToolResult {
 
     /// Refuse to interpret, store or send a result for another call. (Boxed:
     /// the mismatch is rare and carries four identities.)
-    pub fn check_identity(&self, invocation: &ToolInvocation) -> Result<(), Box<IdentityMismatch>> {
+    pub fn check_identity(&self, invocation: &ToolCall) -> Result<(), Box<IdentityMismatch>> {
         if self.call_id == invocation.call_id && self.tool_id == invocation.tool_id {
             return Ok(());
         }
@@ -198,8 +195,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn invocation(call_id: &str) -> ToolInvocation {
-        ToolInvocation {
+    fn invocation(call_id: &str) -> ToolCall {
+        ToolCall {
             call_id: call_id.into(),
             tool_id: ToolId::builtin("dice.roll").expect("id"),
             arguments: json!({"formula": "d6"}),

@@ -1,7 +1,7 @@
 //! One model request's view of the tools: the [`ToolTurnContract`] (which
 //! ToolIds this call may request, and the typed choice), its projection into
 //! [`AgentModelTool`]s for a provider adapter, and the decoder that turns a
-//! provider's tool call back into a [`ToolInvocation`].
+//! provider's tool call back into a [`ToolCall`].
 //!
 //! The decoder resolves aliases through this turn only. A name that is not
 //! one of this request's aliases — a canonical name, a native name, another
@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::error::{Classified, ErrorClass};
 use crate::model::{AgentModelContentPart, UnknownToolCall};
 use crate::snapshot::InvocationToolSnapshot;
-use crate::{ToolId, ToolInvocation};
+use crate::{ToolCall, ToolId};
 
 /// What the model must do with tools in this request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -304,7 +304,7 @@ impl ModelTurn {
     /// Decode a provider's tool call into a canonical invocation; a name
     /// this request did not offer is an error (a call no model made:
     /// `toolhost call`, the API).
-    pub fn decode_call(&self, call: ProviderToolCall) -> Result<ToolInvocation, ModelCallError> {
+    pub fn decode_call(&self, call: ProviderToolCall) -> Result<ToolCall, ModelCallError> {
         self.decode(call)?.map_err(|unknown| unknown.error())
     }
 
@@ -326,7 +326,7 @@ impl ModelTurn {
     fn decode(
         &self,
         call: ProviderToolCall,
-    ) -> Result<Result<ToolInvocation, UnknownToolCall>, ModelCallError> {
+    ) -> Result<Result<ToolCall, UnknownToolCall>, ModelCallError> {
         let call_id = call
             .call_id
             .filter(|id| !id.trim().is_empty())
@@ -339,7 +339,7 @@ impl ModelTurn {
             })?;
         let arguments = normalize_arguments(call.arguments);
         Ok(match self.resolve(&name) {
-            Ok(tool) => Ok(ToolInvocation {
+            Ok(tool) => Ok(ToolCall {
                 call_id,
                 tool_id: tool.tool_id.clone(),
                 arguments,

@@ -409,7 +409,7 @@ mod tests {
     use crate::manifest::{RootSpec, RunManifest};
     use crate::run::PER_ENTRY_SYNCS_AT_MOST as PER_ENTRY_SYNCS_AT_MOST_FOR_TESTS;
     use serde_json::json;
-    use toolhost_core::{ToolInvocation, ToolOutcome, ToolSuccess};
+    use toolhost_core::{ToolCall, ToolOutcome, ToolSuccess};
 
     const PROFILE: &[u8] = b"{\"id\":\"default-writer\"}\n";
 
@@ -425,7 +425,7 @@ mod tests {
     }
 
     fn result_for(call_id: &str) -> AgentToolResult {
-        let invocation = ToolInvocation {
+        let invocation = ToolCall {
             call_id: call_id.into(),
             tool_id: tool(),
             arguments: json!({}),

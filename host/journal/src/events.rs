@@ -403,14 +403,14 @@ mod tests {
     use super::*;
     use crate::journal::{Durability, read_events};
     use serde_json::json;
-    use toolhost_core::{ToolFailure, ToolInvocation, ToolOutcome, ToolSuccess};
+    use toolhost_core::{ToolCall, ToolFailure, ToolOutcome, ToolSuccess};
 
     fn tool() -> ToolId {
         ToolId::builtin("dice.roll").expect("id")
     }
 
     fn result(outcome: ToolOutcome) -> AgentToolResult {
-        let invocation = ToolInvocation {
+        let invocation = ToolCall {
             call_id: "call_1".into(),
             tool_id: tool(),
             arguments: json!({}),

@@ -427,7 +427,7 @@ mod tests {
     use crate::layout::{HIDDEN, TMP_DIR};
     use crate::manifest::RootSpec;
     use serde_json::json;
-    use toolhost_core::{AgentToolResult, ToolId, ToolInvocation, ToolOutcome, ToolSuccess};
+    use toolhost_core::{AgentToolResult, ToolCall, ToolId, ToolOutcome, ToolSuccess};
 
     const PROFILE: &[u8] = b"{\"id\":\"default-writer\"}\n";
     const RUN_ID: &str = "run_20261203T022709Z_0123abcd";
@@ -672,7 +672,7 @@ mod tests {
                     arguments_ref,
                 })
                 .expect("started");
-            let invocation = ToolInvocation {
+            let invocation = ToolCall {
                 call_id: "call_1".into(),
                 tool_id: tool.clone(),
                 arguments: json!({"formula": "d6"}),

@@ -1,5 +1,5 @@
 //! What every response decoder shares: turning the calls read off the wire
-//! into canonical [`ToolInvocation`]s through the request's turn only, and
+//! into canonical [`ToolCall`]s through the request's turn only, and
 //! assembling the reply.
 
 use std::collections::HashSet;

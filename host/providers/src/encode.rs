@@ -21,8 +21,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 use toolhost_core::turn::ModelTurn;
 use toolhost_core::{
-    AgentModelContentPart, AgentModelRequest, AgentModelRole, AgentModelTool, ToolChoice,
-    ToolInvocation,
+    AgentModelContentPart, AgentModelRequest, AgentModelRole, AgentModelTool, ToolCall, ToolChoice,
 };
 
 use crate::error::EncodeError;
@@ -95,7 +94,7 @@ struct Pending<'a> {
     /// The name the call goes out under.
     alias: Cow<'a, str>,
     /// `None` for an unknown call, which has `name`: the one the model sent.
-    known: Option<&'a ToolInvocation>,
+    known: Option<&'a ToolCall>,
     name: &'a str,
 }
 
@@ -300,7 +299,7 @@ fn unknown_wire_name<'a>(turn: &ModelTurn, name: &'a str) -> Cow<'a, str> {
 }
 
 /// The current alias of a past call's tool, or the fail-fast error.
-fn alias<'a>(turn: &'a ModelTurn, call: &ToolInvocation) -> Result<&'a str, EncodeError> {
+fn alias<'a>(turn: &'a ModelTurn, call: &ToolCall) -> Result<&'a str, EncodeError> {
     turn.alias_of(&call.tool_id)
         .ok_or_else(|| EncodeError::HistoricalToolMissing {
             call_id: call.call_id.clone(),

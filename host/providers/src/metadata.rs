@@ -1,7 +1,7 @@
 //! Provider metadata: what a provider needs back on the next request
 //! (Gemini thought signatures, OpenAI Responses item ids and reasoning items,
 //! Anthropic thinking blocks), kept opaque to the runtime in
-//! `ToolInvocation.provider_metadata` and `AgentModelMessage.provider_metadata`.
+//! `ToolCall.provider_metadata` and `AgentModelMessage.provider_metadata`.
 //!
 //! Every adapter stores it as one object tagged with the provider that
 //! produced it: `{"provider": "gemini", "thoughtSignature": "…"}`. The tag is

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use toolhost_capabilities::InvocationInputs;
 use toolhost_core::{
     AgentToolResult, ExitPolicy, ModelTurn, Profile, ProviderToolCall, SnapshotSources,
-    ToolBinding, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolInvocation, ToolOutcome,
+    ToolBinding, ToolCall, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolOutcome,
     ToolRequestGate, ToolSuccess, ToolTurnContract,
 };
 use toolhost_journal::{
@@ -25,8 +25,7 @@ use toolhost_journal::{
     ToolResultStored,
 };
 use toolhost_runtime::{
-    DirectCaller, ExecuteError, Execution, InvocationSession, Run, ToolExecutor, ToolHost,
-    ToolHostConfig,
+    DirectCaller, ExecuteError, Execution, Invocation, Run, ToolExecutor, ToolHost, ToolHostConfig,
 };
 use toolhost_sandbox::{CallEntropy, CallReport};
 
@@ -44,7 +43,7 @@ struct Answering;
 impl ToolExecutor for Answering {
     async fn execute(
         &self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         _binding: &ToolBinding,
         entropy: CallEntropy,
         _inputs: InvocationInputs,
@@ -107,7 +106,7 @@ fn catalog() -> ToolCatalog {
 
 struct Bench {
     run: Arc<Run>,
-    session: InvocationSession,
+    session: Invocation,
     turn: ModelTurn,
     next: u64,
 }
@@ -164,7 +163,7 @@ impl Bench {
         started.elapsed()
     }
 
-    fn invocation(&mut self) -> ToolInvocation {
+    fn invocation(&mut self) -> ToolCall {
         self.next += 1;
         self.turn
             .decode_call(ProviderToolCall {
@@ -352,7 +351,7 @@ async fn run_benches() {
     println!("## Control plane overhead per call\n");
     println!("Sandbox allocator: {:?}.\n", host.sandbox().allocator());
     println!(
-        "{ROUNDS} interleaved rounds of {CALLS_PER_ROUND} calls ({FSYNC_CALLS_PER_ROUND} per round for the fsync variants); run directories on the build's disk (below). \"Journal\" = the four events of a call (`tool_call_requested`, `tool_call_started`, `tool_result_stored`, `tool_call_completed`). \"Whole path\" = `InvocationSession::call` with an executor that answers at once: decode, arguments audit file, four events, gate, identity check, result audit file.\n"
+        "{ROUNDS} interleaved rounds of {CALLS_PER_ROUND} calls ({FSYNC_CALLS_PER_ROUND} per round for the fsync variants); run directories on the build's disk (below). \"Journal\" = the four events of a call (`tool_call_requested`, `tool_call_started`, `tool_result_stored`, `tool_call_completed`). \"Whole path\" = `Invocation::call` with an executor that answers at once: decode, arguments audit file, four events, gate, identity check, result audit file.\n"
     );
     println!("| what | durability | median µs | p99 µs |");
     println!("|---|---|---|---|");
@@ -455,7 +454,7 @@ async fn profile_sizes(dir: &Path, host: &ToolHost) {
     let [plane_one, plane_all, dice_one, dice_all] = samples.map(stats);
     println!("\n## A call's cost by the profile's size\n");
     println!(
-        "`InvocationSession::call_directly` of `dice.roll` (as `toolhost call`, MCP and the API call: the call's own turn, decode, gate, audit files, journal), {ROUNDS} rounds of {CALLS_PER_ROUND} calls, the two profiles alternated call by call: a 1-tool profile ({one_bound} tool bound) and one allowing every builtin ({all_bound} tools bound).\n"
+        "`Invocation::call_directly` of `dice.roll` (as `toolhost call`, MCP and the API call: the call's own turn, decode, gate, audit files, journal), {ROUNDS} rounds of {CALLS_PER_ROUND} calls, the two profiles alternated call by call: a 1-tool profile ({one_bound} tool bound) and one allowing every builtin ({all_bound} tools bound).\n"
     );
     println!(
         "| executor | 1-tool median µs | p99 µs | all-builtins median µs | p99 µs | all ÷ 1 |"

@@ -11,7 +11,7 @@ use toolhost_sandbox::CallEntropy;
 
 use crate::failure::RunFailure;
 use crate::host::ToolExecutor;
-use crate::invocation::{CallOutcome, InvocationSession};
+use crate::invocation::{CallOutcome, Invocation};
 
 /// Why a direct call did not give an outcome.
 #[derive(Debug, thiserror::Error)]
@@ -44,7 +44,7 @@ pub struct DirectCaller {
     pub call_id_prefix: &'static str,
 }
 
-impl InvocationSession {
+impl Invocation {
     /// Call `tool` with `arguments` (a JSON object, or a string holding
     /// one, as providers send them) outside a model's reply.
     pub async fn call_directly<E: ToolExecutor>(

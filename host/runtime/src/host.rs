@@ -1,5 +1,5 @@
 //! `ToolHost`: every tool source loaded into one [`ToolCatalog`], and the
-//! executor that runs a [`ToolInvocation`] on the right one.
+//! executor that runs a [`ToolCall`] on the right one.
 //!
 //! Two executors sit behind the catalog: the sandbox (builtin and granted
 //! extension components) and MCP servers (their cached tools, called over
@@ -15,7 +15,7 @@ use toolhost_core::allowed_hosts::AllowedHosts;
 use toolhost_core::policy::Policies;
 use toolhost_core::{
     AgentToolCatalogItemDto, AgentToolResult, CatalogError, IdentityMismatch, ProfileVersion,
-    SnapshotSources, ToolBinding, ToolCatalog, ToolEffect, ToolId, ToolInvocation, ToolProvider,
+    SnapshotSources, ToolBinding, ToolCall, ToolCatalog, ToolEffect, ToolId, ToolProvider,
     ToolSourceDto,
 };
 use toolhost_core::{ToolFailure, ToolOutcome, ToolSuccess};
@@ -113,7 +113,7 @@ pub trait ToolExecutor {
     /// run's chat, ...).
     fn execute(
         &self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
         inputs: InvocationInputs,
@@ -592,21 +592,21 @@ impl ToolHost {
             .collect()
     }
 
-    /// Run one invocation outside any snapshot, under the tool's own
+    /// Run one call outside any snapshot, under the tool's own
     /// limits. Tool errors and sandbox failures are results the model reads;
     /// only a missing executor or an identity mismatch is a system failure.
-    pub async fn execute(
+    pub async fn call(
         &self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         entropy: CallEntropy,
     ) -> Result<Execution, ExecuteError> {
-        self.run(invocation, None, entropy, InvocationInputs::default())
+        self.dispatch(invocation, None, entropy, InvocationInputs::default())
             .await
     }
 
-    async fn run(
+    async fn dispatch(
         &self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         overrides: Option<&LimitOverrides>,
         entropy: CallEntropy,
         inputs: InvocationInputs,
@@ -714,7 +714,7 @@ impl ToolHost {
     /// project the answer.
     async fn run_mcp(
         &self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         dir: &std::path::Path,
         registration: Uuid,
     ) -> Result<Execution, ExecuteError> {
@@ -834,12 +834,12 @@ impl ToolExecutor for ToolHost {
 
     fn execute(
         &self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
         inputs: InvocationInputs,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send {
-        self.run(invocation, binding.limits.as_ref(), entropy, inputs)
+        self.dispatch(invocation, binding.limits.as_ref(), entropy, inputs)
     }
 }
 

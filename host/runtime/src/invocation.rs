@@ -1,4 +1,4 @@
-//! `InvocationSession`: one invocation's serial tool loop state — its frozen
+//! `Invocation`: one invocation's serial tool loop state — its frozen
 //! snapshot, its gate, its round — and the path every tool call takes:
 //!
 //! ```text
@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use toolhost_capabilities::{CallableAgent, InvocationInputs, SkillAccess};
 use toolhost_core::{
     AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ProfileVersion, ToolBinding,
-    ToolChoice, ToolEffect, ToolFailure, ToolId, ToolInvocation, ToolOutcome, ToolRequestGate,
+    ToolCall, ToolChoice, ToolEffect, ToolFailure, ToolId, ToolOutcome, ToolRequestGate,
     ToolTurnContract, snapshot::SnapshotDiagnostic,
 };
 use toolhost_journal::{
@@ -58,10 +58,10 @@ impl CallOutcome {
 }
 
 /// A call that ran but whose result is not stored yet (see
-/// [`InvocationSession::execute`]).
+/// [`Invocation::execute`]).
 #[derive(Debug)]
 pub struct ExecutedCall {
-    invocation: ToolInvocation,
+    invocation: ToolCall,
     result: AgentToolResult,
     effect: Option<ToolEffect>,
     report: Option<CallReport>,
@@ -79,7 +79,7 @@ impl ExecutedCall {
         self.stored.as_ref()
     }
 
-    pub fn invocation(&self) -> &ToolInvocation {
+    pub fn call(&self) -> &ToolCall {
         &self.invocation
     }
 
@@ -100,7 +100,7 @@ impl ExecutedCall {
 }
 
 #[derive(Debug)]
-pub struct InvocationSession {
+pub struct Invocation {
     run: Arc<Run>,
     invocation_id: String,
     snapshot: Arc<InvocationToolSnapshot>,
@@ -131,7 +131,7 @@ pub(crate) struct Reopened {
     pub round: u32,
 }
 
-impl InvocationSession {
+impl Invocation {
     pub(crate) fn new(
         run: Arc<Run>,
         invocation_id: &str,
@@ -307,7 +307,7 @@ impl InvocationSession {
         &mut self,
         executor: &E,
         turn: &ModelTurn,
-        invocation: ToolInvocation,
+        invocation: ToolCall,
         entropy: CallEntropy,
     ) -> Result<CallOutcome, RunFailure> {
         let executed = self.execute(executor, turn, invocation, entropy).await?;
@@ -322,7 +322,7 @@ impl InvocationSession {
         &mut self,
         executor: &E,
         turn: &ModelTurn,
-        invocation: ToolInvocation,
+        invocation: ToolCall,
         entropy: CallEntropy,
     ) -> Result<ExecutedCall, RunFailure> {
         let started = Instant::now();
@@ -441,7 +441,7 @@ impl InvocationSession {
     /// denied call's result, an `agent.tool_denied_by_user` the model reads.
     async fn seek_approval(
         &mut self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         binding: &ToolBinding,
         reason: &str,
         round: u32,
@@ -571,10 +571,7 @@ impl InvocationSession {
     /// (a success the model reads, and the file known as written), or
     /// `Ok(None)`: it never landed and runs again; anything else is
     /// `tool.outcome_unknown`.
-    fn resolve_write(
-        &self,
-        invocation: &ToolInvocation,
-    ) -> Result<Option<AgentToolResult>, RunFailure> {
+    fn resolve_write(&self, invocation: &ToolCall) -> Result<Option<AgentToolResult>, RunFailure> {
         let relative = resume::intent_path(&self.invocation_id, &invocation.call_id);
         let Some(bytes) = self.run.read_file(&relative)? else {
             return Ok(None);
@@ -612,7 +609,7 @@ impl InvocationSession {
     /// outcome the resume could not tell) and is stored like any other.
     fn replayed(
         &self,
-        invocation: ToolInvocation,
+        invocation: ToolCall,
         result: AgentToolResult,
         started: Instant,
         from_record: bool,
@@ -631,10 +628,7 @@ impl InvocationSession {
 
     /// The stored result of a call of this invocation, if a resumed run's
     /// record has one.
-    fn stored_result(
-        &self,
-        invocation: &ToolInvocation,
-    ) -> Result<Option<AgentToolResult>, RunFailure> {
+    fn stored_result(&self, invocation: &ToolCall) -> Result<Option<AgentToolResult>, RunFailure> {
         let path = self.run.manifest_layout().tool_result(&invocation.call_id);
         let Some(bytes) = self.run.read_file(&path.relative)? else {
             return Ok(None);
@@ -727,7 +721,7 @@ impl InvocationSession {
     /// to the budgets.
     pub fn refuse(
         &mut self,
-        invocation: ToolInvocation,
+        invocation: ToolCall,
         failure: ToolFailure,
     ) -> Result<CallOutcome, RunFailure> {
         let started = Instant::now();
@@ -751,7 +745,7 @@ impl InvocationSession {
 
     /// The arguments are an audit fact before anything acts on them. A
     /// duplicate call id fails here, before any file is overwritten.
-    fn record_request(&mut self, invocation: &ToolInvocation) -> Result<(), RunFailure> {
+    fn record_request(&mut self, invocation: &ToolCall) -> Result<(), RunFailure> {
         let dir = self.run.dir();
         let arguments_ref = if self.run.resume_log().is_some() {
             dir.store_tool_args_again(
@@ -870,12 +864,7 @@ impl InvocationSession {
 
     /// Journal a failure that ends the run (best effort: if the journal
     /// itself is what failed, the original failure is still returned).
-    fn system_failure(
-        &self,
-        invocation: &ToolInvocation,
-        round: u32,
-        failure: RunFailure,
-    ) -> RunFailure {
+    fn system_failure(&self, invocation: &ToolCall, round: u32, failure: RunFailure) -> RunFailure {
         let event = ToolCallSystemFailed {
             round,
             invocation_id: self.invocation_id.clone(),

@@ -1,7 +1,7 @@
 //! The runtime: the tool sources behind one catalog ([`ToolHost`]), and the
 //! control plane every call passes through on its way to them — a [`Run`]
 //! (directory, manifest, journal) and per invocation an
-//! [`InvocationSession`] (snapshot, turns, gate, audit files).
+//! [`Invocation`] (snapshot, turns, gate, audit files).
 
 mod agent_loop;
 mod agents;
@@ -34,7 +34,7 @@ pub use host::{
     ToolHostConfig, ToolSource, arguments_from_text,
 };
 pub use inputs::RunBindings;
-pub use invocation::{CallOutcome, ExecutedCall, InvocationSession};
+pub use invocation::{CallOutcome, ExecutedCall, Invocation};
 pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};
 pub use resume::{ResumeFound, TERMINAL_EVENTS};
 pub use run::{ReplicaFactory, Run};

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use toolhost_capabilities::{InvocationInputs, SkillAccess};
-use toolhost_core::{AgentToolResult, InvocationToolSnapshot, Profile, ToolId, ToolInvocation};
+use toolhost_core::{AgentToolResult, InvocationToolSnapshot, Profile, ToolCall, ToolId};
 use toolhost_journal::{
     AgentDelegateStarted, AgentHandoffAccepted, DirectOutputCaptured, Event as _, JournalEvent,
     ROOT_INVOCATION_ID, RunLayout, RunManifest, TaskReturnCompleted, ToolCallCompleted,
@@ -242,7 +242,7 @@ async fn replay_call(
     let Some(binding) = entry.snapshot.binding(&tool_id) else {
         return from_record("the invocation's snapshot does not bind it");
     };
-    let invocation = ToolInvocation {
+    let invocation = ToolCall {
         call_id: call_id.to_owned(),
         tool_id: tool_id.clone(),
         arguments,

@@ -30,7 +30,7 @@ use crate::agent_loop::{LOOP_RECORD_PATH, LoopRecord};
 use crate::approval::{Answer, Approver};
 use crate::failure::RunFailure;
 use crate::inputs::{self, Loaded, RunBindings};
-use crate::invocation::{InvocationSession, Reopened};
+use crate::invocation::{Invocation, Reopened};
 use crate::resume::{ResumeLog, TERMINAL_EVENTS};
 
 /// Makes the journal replica of the run directory at the given root, before
@@ -441,7 +441,7 @@ impl Run {
         sources: SnapshotSources<'_>,
         invocation_id: &str,
         exit_policy: ExitPolicy,
-    ) -> Result<InvocationSession, RunFailure> {
+    ) -> Result<Invocation, RunFailure> {
         let compiled = snapshot::compile(profile, sources, invocation_id, exit_policy)?;
         if self.resume_log.is_some()
             && let Some(session) =
@@ -460,7 +460,7 @@ impl Run {
             .write_snapshot(invocation_id, snapshot.to_json_pretty().as_bytes())?;
         self.record_context(invocation_id, &snapshot, snapshot_path, diagnostics)?;
         let workspace = self.workspace_session_for(profile)?;
-        let mut session = InvocationSession::new(
+        let mut session = Invocation::new(
             Arc::clone(self),
             invocation_id,
             snapshot,
@@ -505,7 +505,7 @@ impl Run {
         invocation_id: &str,
         tenant: Option<&str>,
         fresh: &snapshot::CompiledSnapshot,
-    ) -> Result<Option<InvocationSession>, RunFailure> {
+    ) -> Result<Option<Invocation>, RunFailure> {
         let Some(bytes) = self.dir().read_snapshot(invocation_id)? else {
             return Ok(None);
         };
@@ -529,7 +529,7 @@ impl Run {
             .resume_log
             .as_ref()
             .map_or(0, |log| log.skill_chars(invocation_id));
-        let mut session = InvocationSession::new(
+        let mut session = Invocation::new(
             Arc::clone(self),
             invocation_id,
             snapshot,
@@ -554,7 +554,7 @@ impl Run {
         self: &Arc<Self>,
         invocation_id: &str,
         tenant: Option<&str>,
-    ) -> Result<Option<InvocationSession>, RunFailure> {
+    ) -> Result<Option<Invocation>, RunFailure> {
         let stored = self.dir().read_snapshot(invocation_id)?;
         let Some(bytes) = stored else {
             return Ok(None);
@@ -609,7 +609,7 @@ impl Run {
         let snapshot = Arc::new(snapshot);
         let gate = ToolRequestGate::resume(Arc::clone(&snapshot), started.iter())
             .with_unknown_charged(unknown_charged);
-        let session = InvocationSession::new(
+        let session = Invocation::new(
             Arc::clone(self),
             invocation_id,
             snapshot,

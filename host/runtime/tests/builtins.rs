@@ -1,7 +1,7 @@
 //! The builtin components through the whole runtime path.
 
 use serde_json::json;
-use toolhost_core::{ToolId, ToolInvocation};
+use toolhost_core::{ToolCall, ToolId};
 use toolhost_runtime::{ToolHost, ToolHostConfig};
 use toolhost_sandbox::CallEntropy;
 
@@ -9,8 +9,8 @@ fn host() -> ToolHost {
     ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins listed")
 }
 
-fn invocation(formula: serde_json::Value) -> ToolInvocation {
-    ToolInvocation {
+fn invocation(formula: serde_json::Value) -> ToolCall {
+    ToolCall {
         call_id: "call_1".into(),
         tool_id: ToolId::builtin("dice.roll").expect("id"),
         arguments: formula,
@@ -22,7 +22,7 @@ fn invocation(formula: serde_json::Value) -> ToolInvocation {
 async fn dice_rolls_within_range() {
     let host = host();
     let execution = host
-        .execute(
+        .call(
             &invocation(json!({"formula": "3d6+4"})),
             CallEntropy::fresh(),
         )
@@ -103,7 +103,7 @@ async fn a_builtin_loads_at_its_first_use_and_only_it() {
     assert_eq!(cached(), 0, "a new host compiles nothing");
 
     let execution = host
-        .execute(&invocation(json!({"formula": "2d6"})), CallEntropy::fresh())
+        .call(&invocation(json!({"formula": "2d6"})), CallEntropy::fresh())
         .await
         .expect("executes");
     assert!(!execution.result.is_error, "{}", execution.result.content);

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolhost_capabilities::InvocationInputs;
 use toolhost_core::{
     AgentToolResult, Classified, ErrorClass, ExitPolicy, Profile, ProviderToolCall, ToolBinding,
-    ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolInvocation, ToolOutcome, ToolSuccess,
+    ToolCall, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolOutcome, ToolSuccess,
 };
 use toolhost_journal::{
     AuditError, ContextAssembled, Durability, Event as _, JournalEvent, Level, ModelRequestCreated,
@@ -19,8 +19,7 @@ use toolhost_journal::{
     ToolCallStarted, ToolResultStored, read_events,
 };
 use toolhost_runtime::{
-    ExecuteError, Execution, InvocationSession, Run, RunFailure, ToolExecutor, ToolHost,
-    ToolHostConfig,
+    ExecuteError, Execution, Invocation, Run, RunFailure, ToolExecutor, ToolHost, ToolHostConfig,
 };
 use toolhost_sandbox::{CallEntropy, CallReport};
 
@@ -49,7 +48,7 @@ fn profile(tools: Value) -> Profile {
     .expect("profile")
 }
 
-type Answer = dyn Fn(&ToolInvocation) -> Result<AgentToolResult, ExecuteError> + Send + Sync;
+type Answer = dyn Fn(&ToolCall) -> Result<AgentToolResult, ExecuteError> + Send + Sync;
 
 /// An executor that answers every call from a closure, so tests can make it
 /// misbehave in ways a real sandbox never would.
@@ -60,10 +59,7 @@ struct Scripted {
 
 impl Scripted {
     fn new(
-        answer: impl Fn(&ToolInvocation) -> Result<AgentToolResult, ExecuteError>
-        + Send
-        + Sync
-        + 'static,
+        answer: impl Fn(&ToolCall) -> Result<AgentToolResult, ExecuteError> + Send + Sync + 'static,
     ) -> Self {
         Self {
             answer: Box::new(answer),
@@ -92,7 +88,7 @@ impl Scripted {
 impl ToolExecutor for Scripted {
     async fn execute(
         &self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         _binding: &ToolBinding,
         entropy: CallEntropy,
         _inputs: InvocationInputs,
@@ -114,7 +110,7 @@ struct Fixture {
     _dir: tempfile::TempDir,
     root: std::path::PathBuf,
     run: Arc<Run>,
-    session: InvocationSession,
+    session: Invocation,
 }
 
 fn fixture(profile: &Profile, catalog: &ToolCatalog) -> Fixture {
@@ -142,12 +138,7 @@ fn catalog(tools: &[&str]) -> ToolCatalog {
     ToolCatalog::from_descriptors(tools.iter().map(|tool| descriptor(&id(tool)))).expect("catalog")
 }
 
-fn call(
-    session: &mut InvocationSession,
-    call_id: &str,
-    alias: &str,
-    arguments: Value,
-) -> ToolInvocation {
+fn call(session: &mut Invocation, call_id: &str, alias: &str, arguments: Value) -> ToolCall {
     let turn = session.begin_turn(ToolChoice::Auto, "test").expect("turn");
     turn.decode_call(ProviderToolCall {
         call_id: Some(call_id.into()),
@@ -447,7 +438,7 @@ async fn a_tool_outside_the_snapshot_is_charged_and_answered() {
     // A provider adapter never produces this (the decoder keeps an unknown
     // name as an `UnknownToolCall`); an invocation built by hand still
     // meets the gate.
-    let smuggled = ToolInvocation {
+    let smuggled = ToolCall {
         call_id: "call_x".into(),
         tool_id: id("builtin:chat.search"),
         arguments: json!({}),

@@ -12,12 +12,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolhost_core::snapshot::ExitPolicy;
-use toolhost_core::{Profile, ProfileVersion, ToolId, ToolInvocation};
+use toolhost_core::{Profile, ProfileVersion, ToolCall, ToolId};
 use toolhost_extensions::{ExtensionRegistry, GrantRequest, sha256_hex};
 use toolhost_journal::Durability;
-use toolhost_runtime::{
-    DirectCaller, InvocationSession, Run, ToolExecutor, ToolHost, ToolHostConfig,
-};
+use toolhost_runtime::{DirectCaller, Invocation, Run, ToolExecutor, ToolHost, ToolHostConfig};
 use toolhost_sandbox::CallEntropy;
 
 const CALLER: DirectCaller = DirectCaller {
@@ -100,7 +98,7 @@ async fn host_with(registry: &Path) -> ToolHost {
 }
 
 /// A new run of `profile` for `tenant` and its root invocation.
-fn session(dir: &Path, host: &ToolHost, tenant: Option<&str>) -> (Arc<Run>, InvocationSession) {
+fn session(dir: &Path, host: &ToolHost, tenant: Option<&str>) -> (Arc<Run>, Invocation) {
     let profile = profile();
     let run = Run::create(dir, &profile, Durability::Batched).expect("run");
     let session = run
@@ -114,7 +112,7 @@ fn session(dir: &Path, host: &ToolHost, tenant: Option<&str>) -> (Arc<Run>, Invo
     (run, session)
 }
 
-async fn roll(host: &ToolHost, session: &mut InvocationSession) -> toolhost_runtime::CallOutcome {
+async fn roll(host: &ToolHost, session: &mut Invocation) -> toolhost_runtime::CallOutcome {
     session
         .call_directly(
             host,
@@ -155,7 +153,7 @@ async fn another_tenant_with_the_same_profile_neither_sees_nor_calls_the_extensi
     // Even holding the binding alice's snapshot made, a call made for
     // bob's profile is refused by the executor's own recheck.
     let binding = alice.snapshot().binding(&tool()).expect("bound").clone();
-    let invocation = ToolInvocation {
+    let invocation = ToolCall {
         call_id: "call_bob".into(),
         tool_id: tool(),
         arguments: json!({"formula": "2d6"}),

@@ -11,13 +11,12 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use toolhost_capabilities::InvocationInputs;
 use toolhost_core::{
-    ExitPolicy, Profile, ProviderToolCall, ToolBinding, ToolCatalog, ToolChoice, ToolDescriptor,
-    ToolId, ToolInvocation, ToolOutcome, ToolProvider, ToolSuccess,
+    ExitPolicy, Profile, ProviderToolCall, ToolBinding, ToolCall, ToolCatalog, ToolChoice,
+    ToolDescriptor, ToolId, ToolOutcome, ToolProvider, ToolSuccess,
 };
 use toolhost_journal::Durability;
 use toolhost_runtime::{
-    CallOutcome, ExecuteError, Execution, InvocationSession, Run, ToolExecutor, ToolHost,
-    ToolHostConfig,
+    CallOutcome, ExecuteError, Execution, Invocation, Run, ToolExecutor, ToolHost, ToolHostConfig,
 };
 use toolhost_sandbox::CallEntropy;
 
@@ -41,7 +40,7 @@ struct WithServer<'a> {
 impl ToolExecutor for WithServer<'_> {
     async fn execute(
         &self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
         inputs: InvocationInputs,
@@ -69,7 +68,7 @@ impl ToolExecutor for WithServer<'_> {
 }
 
 async fn call(
-    session: &mut InvocationSession,
+    session: &mut Invocation,
     executor: &WithServer<'_>,
     call_id: &str,
     alias: &str,

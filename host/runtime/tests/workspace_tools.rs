@@ -358,14 +358,14 @@ async fn a_reopened_run_remembers_what_its_invocation_read() {
 
 #[tokio::test]
 async fn a_workspace_tool_without_a_workspace_is_stopped() {
-    let invocation = toolhost_core::ToolInvocation {
+    let invocation = toolhost_core::ToolCall {
         call_id: "call_1".into(),
         tool_id: toolhost_core::ToolId::builtin("workspace.read_file").expect("id"),
         arguments: json!({"path": "output/a.md"}),
         provider_metadata: Value::Null,
     };
     let error = host()
-        .execute(&invocation, CallEntropy::seeded(1))
+        .call(&invocation, CallEntropy::seeded(1))
         .await
         .expect_err("no workspace bound");
     assert!(

@@ -36,7 +36,7 @@ use toolhost_core::{Classified, ExitPolicy, Profile, ToolBinding, builtin, snaps
 use toolhost_journal::{Durability, ROOT_INVOCATION_ID};
 use toolhost_runtime::approval::Answer;
 use toolhost_runtime::{
-    DirectCallError, DirectCaller, InvocationSession, Run, RunBindings, RunFailure, ToolHost,
+    DirectCallError, DirectCaller, Invocation, Run, RunBindings, RunFailure, ToolHost,
 };
 use toolhost_sandbox::CallEntropy;
 
@@ -121,7 +121,7 @@ struct Inner {
 
 struct Opened {
     run: Arc<Run>,
-    session: InvocationSession,
+    session: Invocation,
     /// Completed (or failed) already: nothing to do when dropped.
     closed: bool,
 }

@@ -11,7 +11,7 @@ use toolhost_core::turn::ModelTurn;
 use toolhost_core::{
     AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelResponse,
     AgentModelRole, AgentModelSettings, AgentToolResult, FinishReason, InvocationToolSnapshot,
-    ModelCall, TokenUsage, ToolBinding, ToolChoice, ToolDescriptor, ToolId, ToolInvocation,
+    ModelCall, TokenUsage, ToolBinding, ToolCall, ToolChoice, ToolDescriptor, ToolId,
     ToolTurnContract, UnknownToolCall, UnknownToolResult,
 };
 use toolhost_providers::{GeminiSchemaMode, Provider, SseEvent, StreamAssembler, frame_sse};
@@ -131,8 +131,8 @@ pub fn turn() -> ModelTurn {
 pub const SYSTEM: &str = "You are a careful assistant. Use tools when they help.";
 pub const USER: &str = "Roll 2d6 and read notes.md, please.";
 
-pub fn call(call_id: &str, tool_id: ToolId, arguments: Value, metadata: Value) -> ToolInvocation {
-    ToolInvocation {
+pub fn call(call_id: &str, tool_id: ToolId, arguments: Value, metadata: Value) -> ToolCall {
+    ToolCall {
         call_id: call_id.into(),
         tool_id,
         arguments,
@@ -140,7 +140,7 @@ pub fn call(call_id: &str, tool_id: ToolId, arguments: Value, metadata: Value) -
     }
 }
 
-pub fn result_ok(call: &ToolInvocation, content: &str) -> AgentToolResult {
+pub fn result_ok(call: &ToolCall, content: &str) -> AgentToolResult {
     AgentToolResult {
         call_id: call.call_id.clone(),
         tool_id: call.tool_id.clone(),
@@ -153,7 +153,7 @@ pub fn result_ok(call: &ToolInvocation, content: &str) -> AgentToolResult {
     }
 }
 
-pub fn result_error(call: &ToolInvocation, code: &str, content: &str) -> AgentToolResult {
+pub fn result_error(call: &ToolCall, code: &str, content: &str) -> AgentToolResult {
     AgentToolResult {
         call_id: call.call_id.clone(),
         tool_id: call.tool_id.clone(),
@@ -177,7 +177,7 @@ pub fn text(text: &str) -> AgentModelContentPart {
     AgentModelContentPart::Text { text: text.into() }
 }
 
-pub fn tool_call(call: ToolInvocation) -> AgentModelContentPart {
+pub fn tool_call(call: ToolCall) -> AgentModelContentPart {
     AgentModelContentPart::ToolCall { call }
 }
 
@@ -248,7 +248,7 @@ pub struct History {
 }
 
 impl History {
-    pub fn calls(&self) -> [ToolInvocation; 2] {
+    pub fn calls(&self) -> [ToolCall; 2] {
         [
             call(
                 self.call_ids[0],

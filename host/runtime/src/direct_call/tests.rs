@@ -9,8 +9,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 use toolhost_capabilities::InvocationInputs;
 use toolhost_core::{
-    AgentToolResult, ExitPolicy, Profile, SnapshotSources, ToolBinding, ToolCatalog,
-    ToolDescriptor, ToolId, ToolInvocation, ToolOutcome, ToolSuccess, builtin,
+    AgentToolResult, ExitPolicy, Profile, SnapshotSources, ToolBinding, ToolCall, ToolCatalog,
+    ToolDescriptor, ToolId, ToolOutcome, ToolSuccess, builtin,
 };
 use toolhost_journal::{Durability, Event as _, ModelRequestCreated, read_events};
 use toolhost_sandbox::CallEntropy;
@@ -25,7 +25,7 @@ struct Answering;
 impl ToolExecutor for Answering {
     async fn execute(
         &self,
-        invocation: &ToolInvocation,
+        invocation: &ToolCall,
         _binding: &ToolBinding,
         _entropy: CallEntropy,
         _inputs: InvocationInputs,

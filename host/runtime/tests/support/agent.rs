@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use toolhost_core::{ExitPolicy, Profile, ProviderToolCall, ToolChoice};
-use toolhost_runtime::{CallOutcome, InvocationSession, Run, RunFailure};
+use toolhost_runtime::{CallOutcome, Invocation, Run, RunFailure};
 use toolhost_sandbox::CallEntropy;
 
 use super::host;
 
 pub struct Agent {
-    session: InvocationSession,
+    session: Invocation,
     /// Call ids are `{call_prefix}_{n}`, counted from 1.
     call_prefix: String,
     next: u32,
@@ -39,7 +39,7 @@ impl Agent {
 
     /// An invocation already started (a resumed one), its calls counted on
     /// from `next`.
-    pub fn resumed(session: InvocationSession, next: u32) -> Self {
+    pub fn resumed(session: Invocation, next: u32) -> Self {
         Self {
             call_prefix: session.invocation_id().to_owned(),
             session,

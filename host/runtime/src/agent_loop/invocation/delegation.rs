@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost_core::{
-    AgentModelMessage, AwaitMode, ToolFailure, ToolInvocation, ToolSuccess, profile::Profile,
+    AgentModelMessage, AwaitMode, ToolCall, ToolFailure, ToolSuccess, profile::Profile,
 };
 use toolhost_journal::{
     AgentAwaitCompleted, AgentDelegateStarted, AgentTaskEnded, ChildResultsInjected, Event as _,
@@ -280,7 +280,7 @@ impl InvocationLoop<'_> {
     /// tasks whose end the journal shows before this call started end again
     /// first (their children are replaying), so the effect sees the task
     /// board it saw then.
-    pub(super) async fn line_up_with_record(&self, call: &ToolInvocation) {
+    pub(super) async fn line_up_with_record(&self, call: &ToolCall) {
         if let Some(log) = self.shared.run.resume_log() {
             let ended = log.tasks_ended_before(self.id(), &call.call_id);
             if !ended.is_empty() {

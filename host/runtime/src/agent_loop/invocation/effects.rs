@@ -36,7 +36,7 @@ impl InvocationLoop<'_> {
                 let origin = CommitOrigin {
                     invocation_id: self.id(),
                     workspace: &workspace,
-                    call_id: Some(executed.invocation().call_id.clone()),
+                    call_id: Some(executed.call().call_id.clone()),
                     reason,
                     round,
                 };
@@ -62,7 +62,7 @@ impl InvocationLoop<'_> {
             }
             ToolEffect::Finish { reason } => return Ok(self.finish(executed, reason)),
             ToolEffect::Delegate { agent_id, task } => {
-                let call_id = executed.invocation().call_id.clone();
+                let call_id = executed.call().call_id.clone();
                 // A replayed delegation that was accepted is accepted again:
                 // the checks read a task board that is still replaying.
                 let accepted_then = executed.stored_result().is_some();
@@ -214,7 +214,7 @@ impl InvocationLoop<'_> {
             ledger.handoffs += 1;
             ledger.handoffs
         };
-        let call_id = executed.invocation().call_id.clone();
+        let call_id = executed.call().call_id.clone();
         let task_id = self
             .shared
             .record

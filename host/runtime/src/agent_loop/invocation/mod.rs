@@ -15,7 +15,7 @@ use toolhost_model::AgentModel;
 
 use super::shared::RunShared;
 use crate::failure::RunFailure;
-use crate::invocation::InvocationSession;
+use crate::invocation::Invocation;
 
 mod delegation;
 mod effects;
@@ -101,7 +101,7 @@ pub(super) async fn run_invocation(
 struct InvocationLoop<'a> {
     shared: &'a Arc<RunShared>,
     model: Arc<dyn AgentModel>,
-    session: InvocationSession,
+    session: Invocation,
     spec: InvocationSpec,
     returned: bool,
     /// Why the loop ended, as the terminal call said (`finish`'s reason,
@@ -242,7 +242,7 @@ impl InvocationLoop<'_> {
                         .stored_result()
                         .is_some_and(|stored| stored.is_error);
                     if let Some(effect) = executed.take_effect().filter(|_| !refused_then) {
-                        self.line_up_with_record(executed.invocation()).await;
+                        self.line_up_with_record(executed.call()).await;
                         let applied = self.apply(&mut executed, effect, round);
                         match unless_cancelled(shared, applied).await {
                             Ok(Applied::Ends(end)) => ends = Some(end),

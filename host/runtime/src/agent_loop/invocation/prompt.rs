@@ -8,18 +8,14 @@ use toolhost_core::profile::Profile;
 use toolhost_journal::layout::TOOL_RESULTS_DIR;
 use toolhost_workspace::Root;
 
-use crate::invocation::InvocationSession;
+use crate::invocation::Invocation;
 
 /// The system prompt: who the agent is, the workspace roots it sees (and
 /// which it may write), and how its part ends, naming the tools by this
 /// snapshot's aliases. The roots are the invocation's own view — the
 /// profile's roots within the run's — so the prompt names no root a call
 /// would find hidden.
-pub(super) fn system_prompt(
-    profile: &Profile,
-    session: &InvocationSession,
-    foreground: bool,
-) -> String {
+pub(super) fn system_prompt(profile: &Profile, session: &Invocation, foreground: bool) -> String {
     let name = profile.display_name.as_deref().unwrap_or(&profile.id);
     let mut prompt = format!("You are {name}.");
     if let Some(description) = &profile.description {
@@ -99,10 +95,7 @@ pub(super) fn system_prompt(
 /// sees and may write (the profile names it, `output/main.md` by default):
 /// the file the model writes its reply to. A body in a read-only root is
 /// none — the model could not write it, so no text points it there.
-pub(super) fn message_body<'p>(
-    profile: &'p Profile,
-    session: &InvocationSession,
-) -> Option<&'p str> {
+pub(super) fn message_body<'p>(profile: &'p Profile, session: &Invocation) -> Option<&'p str> {
     let root = profile.output.message_body_root();
     session
         .workspace()

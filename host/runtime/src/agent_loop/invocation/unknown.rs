@@ -8,7 +8,7 @@
 
 use toolhost_core::model_path::escaped;
 use toolhost_core::{
-    Classified, ModelCall, ModelTurn, ToolInvocation, UnknownToolCall, UnknownToolResult,
+    Classified, ModelCall, ModelTurn, ToolCall, UnknownToolCall, UnknownToolResult,
 };
 use toolhost_journal::ToolCallUnknown;
 
@@ -22,7 +22,7 @@ const SHOWN_NAME_CHARS: usize = 128;
 
 /// One call of a reply, owned: resolved to a tool of the turn, or not.
 pub(super) enum ReplyCall {
-    Tool(ToolInvocation),
+    Tool(ToolCall),
     Unknown(UnknownToolCall),
 }
 
