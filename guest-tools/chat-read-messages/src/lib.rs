@@ -337,4 +337,40 @@ mod tests {
             );
         }
     }
+
+    /// The model-facing output, byte for byte: pinned so a refactor of the
+    /// shared records cannot change what the model or a program reads.
+    #[test]
+    fn the_output_is_pinned() {
+        let chat = MemoryChat::with(&[
+            (Role::User, "User", "Hello there."),
+            (
+                Role::Assistant,
+                "Seraphina",
+                "Greetings,\ntraveller.\nWelcome.",
+            ),
+        ]);
+        let mut got = String::new();
+        let output = read(
+            &chat,
+            json!({"messages": [{"index": 1, "start_line": 2, "line_count": 1}, {"index": 0}]}),
+        )
+        .expect("read");
+        got.push_str(&format!(
+            "{}\n{}\n{:?}\n",
+            output.content,
+            output.structured.as_deref().unwrap_or(""),
+            output.resource_refs
+        ));
+        for args in [
+            json!({"messages": [{"index": 1, "start_line": 4294967296u64}]}),
+            json!({"messages": [{"index": 1, "line_count": -1}]}),
+        ] {
+            got.push_str(&format!("{}\n", read(&chat, args).expect_err("refused")));
+        }
+        assert_eq!(
+            got,
+            "### Message 1 — Seraphina (assistant), lines 2-2 of 3\n\n```\ntraveller.\n```\n\nPreview ended before the end of message 1. Continue with index=1 and start_line=3.\n\n### Message 0 — User (user)\n\n```\nHello there.\n```\n{\"totalMessages\":2,\"messages\":[{\"index\":1,\"role\":\"assistant\",\"name\":\"Seraphina\",\"sendDate\":null,\"totalLines\":3,\"startLine\":2,\"endLine\":2,\"chars\":10,\"words\":1,\"totalChars\":30,\"totalWords\":3,\"lineTruncated\":false,\"nextStartLine\":3,\"text\":\"traveller.\",\"ref\":\"chat:current#1:L2-L2\"},{\"index\":0,\"role\":\"user\",\"name\":\"User\",\"sendDate\":null,\"totalLines\":1,\"startLine\":1,\"endLine\":1,\"chars\":12,\"words\":2,\"totalChars\":12,\"totalWords\":2,\"lineTruncated\":false,\"nextStartLine\":null,\"text\":\"Hello there.\",\"ref\":\"chat:current#0\"}],\"notRead\":[]}\n[\"chat:current#1:L2-L2\", \"chat:current#0\"]\ntool.invalid_arguments: messages[0].start_line is too large\ntool.invalid_arguments: messages[0]: line_count must be a non-negative integer\n"
+        );
+    }
 }

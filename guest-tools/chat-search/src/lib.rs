@@ -397,4 +397,21 @@ mod tests {
             "2,500 messages in batches of 1,000"
         );
     }
+
+    /// The model-facing output, byte for byte: pinned so a refactor of the
+    /// shared records cannot change what the model or a program reads.
+    #[test]
+    fn the_output_is_pinned() {
+        let output = search(&chat(), json!({"query": "silver lantern"})).expect("search");
+        let got = format!(
+            "{}\n{}\n{:?}",
+            output.content,
+            output.structured.as_deref().unwrap_or(""),
+            output.resource_refs
+        );
+        assert_eq!(
+            got,
+            "Search `silver lantern` matched 3 message(s) (5 searched, newest first among equal scores).\n\n- message 4 (assistant, Seraphina) score 1.000 ref chat:current#4\n  > Follow me to the silver lantern, then.\n\n- message 0 (user, User) score 1.000 ref chat:current#0\n  > Where is the silver lantern?\n\n- message 1 (assistant, Seraphina) score 0.538 ref chat:current#1\n  > The lantern hangs by the old bridge.\n{\"query\":\"silver lantern\",\"hits\":[{\"index\":4,\"role\":\"assistant\",\"name\":\"Seraphina\",\"score\":1.0,\"snippet\":\"Follow me to the silver lantern, then.\",\"chars\":38,\"words\":7,\"ref\":\"chat:current#4\"},{\"index\":0,\"role\":\"user\",\"name\":\"User\",\"score\":1.0,\"snippet\":\"Where is the silver lantern?\",\"chars\":28,\"words\":5,\"ref\":\"chat:current#0\"},{\"index\":1,\"role\":\"assistant\",\"name\":\"Seraphina\",\"score\":0.5384615384615384,\"snippet\":\"The lantern hangs by the old bridge.\",\"chars\":36,\"words\":7,\"ref\":\"chat:current#1\"}],\"scannedMessages\":5,\"totalMessages\":5}\n[\"chat:current#4\", \"chat:current#0\", \"chat:current#1\"]"
+        );
+    }
 }

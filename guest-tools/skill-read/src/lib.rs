@@ -228,4 +228,34 @@ mod tests {
             "tool.invalid_arguments"
         );
     }
+
+    /// The model-facing output, byte for byte: pinned so a refactor of the
+    /// shared records cannot change what the model or a program reads.
+    #[test]
+    fn the_output_is_pinned() {
+        let skills = library(100, 10_000);
+        let mut got = String::new();
+        for args in [
+            json!({"name": "prose-style", "path": "examples/a.md"}),
+            json!({"name": "prose-style", "start_line": 3}),
+        ] {
+            let output = read(&skills, args).expect("read");
+            got.push_str(&format!(
+                "{}\n{}\n{:?}\n",
+                output.content,
+                output.structured.as_deref().unwrap_or(""),
+                output.resource_refs
+            ));
+        }
+        for args in [
+            json!({"name": "prose-style", "start_line": 4294967296u64}),
+            json!({"name": "prose-style", "line_count": "two"}),
+        ] {
+            got.push_str(&format!("{}\n", read(&skills, args).expect_err("refused")));
+        }
+        assert_eq!(
+            got,
+            "`prose-style/examples/a.md`, the whole file (1 line(s)):\n\n```\n1 | An example.\n```\n\nSkill read budget left for this run: 9989 chars.\n{\"name\":\"prose-style\",\"path\":\"examples/a.md\",\"sha256\":\"f362ee42291819e6\",\"totalLines\":1,\"startLine\":1,\"endLine\":1,\"chars\":11,\"words\":2,\"totalChars\":11,\"lineTruncated\":false,\"nextStartLine\":null,\"budgetRemaining\":9989}\n[\"skills/prose-style/examples/a.md#L1-L1\"]\n`prose-style/SKILL.md` lines 3-7 of 40:\n\n```\n3 | Rule 3: write well.\n4 | Rule 4: write well.\n5 | Rule 5: write well.\n6 | Rule 6: write well.\n7 | Rule 7: write well.\n```\n\nPreview ended before the end of the file. Continue with start_line=8.\n\nSkill read budget left for this run: 9890 chars.\n{\"name\":\"prose-style\",\"path\":\"SKILL.md\",\"sha256\":\"f7e9f2cd58899a4f\",\"totalLines\":40,\"startLine\":3,\"endLine\":7,\"chars\":99,\"words\":20,\"totalChars\":831,\"lineTruncated\":false,\"nextStartLine\":8,\"budgetRemaining\":9890}\n[\"skills/prose-style/SKILL.md#L3-L7\"]\nskill.invalid_request: start_line is too large\ntool.invalid_arguments: line_count must be a non-negative integer\n"
+        );
+    }
 }

@@ -272,4 +272,26 @@ mod tests {
             );
         }
     }
+
+    /// The model-facing output, byte for byte: pinned so a refactor of the
+    /// shared records cannot change what the model or a program reads.
+    #[test]
+    fn the_output_is_pinned() {
+        let skills = library(1_000, 1_000);
+        let output = search(
+            &skills,
+            json!({"name": "lore-keeper", "query": "the timeline", "context_lines": 1}),
+        )
+        .expect("search");
+        let got = format!(
+            "{}\n{}\n{:?}",
+            output.content,
+            output.structured.as_deref().unwrap_or(""),
+            output.resource_refs
+        );
+        assert_eq!(
+            got,
+            "Search `the timeline` in skill `lore-keeper` matched 2 location(s).\n\n`SKILL.md` lines 1-2, score 1.000, ref skills/lore-keeper/SKILL.md#L1-L2\n```\n1 | # Lore keeper\n2 | Check the timeline before writing.\n```\n\n`reference/timeline.md` lines 1-2, score 0.273, ref skills/lore-keeper/reference/timeline.md#L1-L2\n```\n1 | Year 1: the lantern is lit.\n2 | Year 9: the bridge falls.\n```\n\nSearched 2 file(s).\n{\"charged\":101,\"hits\":[{\"endLine\":2,\"path\":\"SKILL.md\",\"ref\":\"skills/lore-keeper/SKILL.md#L1-L2\",\"score\":1.0,\"snippet\":\"1 | # Lore keeper\\n2 | Check the timeline before writing.\",\"startLine\":1},{\"endLine\":2,\"path\":\"reference/timeline.md\",\"ref\":\"skills/lore-keeper/reference/timeline.md#L1-L2\",\"score\":0.2727272727272727,\"snippet\":\"1 | Year 1: the lantern is lit.\\n2 | Year 9: the bridge falls.\",\"startLine\":1}],\"name\":\"lore-keeper\",\"query\":\"the timeline\",\"searchedFiles\":2,\"skippedFiles\":0}\n[\"skills/lore-keeper/SKILL.md#L1-L2\", \"skills/lore-keeper/reference/timeline.md#L1-L2\"]"
+        );
+    }
 }

@@ -252,4 +252,38 @@ mod tests {
         let output = read(&workspace, json!({"path": "output/e.md"})).expect("read");
         assert_eq!(output.content, "`output/e.md` is empty (0 lines).");
     }
+
+    /// The model-facing output, byte for byte: pinned so a refactor of the
+    /// shared records cannot change what the model or a program reads.
+    #[test]
+    fn the_output_is_pinned() {
+        let text: String = (1..=10).map(|n| format!("line {n}\n")).collect();
+        let workspace = MemoryWorkspace::with(&[("plan/p.md", &text)]);
+        let mut got = String::new();
+        for args in [
+            json!({"path": "plan/p.md"}),
+            json!({"path": "plan/p.md", "start_line": 3, "line_count": 2}),
+        ] {
+            let output = read(&workspace, args).expect("read");
+            got.push_str(&format!(
+                "{}\n{}\n{:?}\n",
+                output.content,
+                output.structured.as_deref().unwrap_or(""),
+                output.resource_refs
+            ));
+        }
+        for args in [
+            json!({"path": "plan/p.md", "start_line": 4294967296u64}),
+            json!({"path": "plan/p.md", "line_count": -1}),
+        ] {
+            got.push_str(&format!(
+                "{}\n",
+                read(&workspace, args).expect_err("refused")
+            ));
+        }
+        assert_eq!(
+            got,
+            "`plan/p.md`, the whole file: 10 line(s).\n\n```\n 1 | line 1\n 2 | line 2\n 3 | line 3\n 4 | line 4\n 5 | line 5\n 6 | line 6\n 7 | line 7\n 8 | line 8\n 9 | line 9\n10 | line 10\n```\n{\"path\":\"plan/p.md\",\"sha256\":\"65ab00cf0a3624a1\",\"totalLines\":10,\"startLine\":1,\"endLine\":10,\"chars\":70,\"words\":20,\"totalChars\":71,\"totalWords\":20,\"lineTruncated\":false,\"fullRead\":true,\"nextStartLine\":null}\n[\"workspace:plan/p.md#L1-L10\"]\n`plan/p.md` lines 3-4 of 10.\n\n```\n3 | line 3\n4 | line 4\n```\n\nPreview ended before the end of the file. Continue with start_line=5 and line_count=2.\n{\"path\":\"plan/p.md\",\"sha256\":\"65ab00cf0a3624a1\",\"totalLines\":10,\"startLine\":3,\"endLine\":4,\"chars\":13,\"words\":4,\"totalChars\":71,\"totalWords\":20,\"lineTruncated\":false,\"fullRead\":false,\"nextStartLine\":5}\n[\"workspace:plan/p.md#L3-L4\"]\nworkspace.invalid_line_range: start_line 4294967296 is beyond any file\ntool.invalid_arguments: line_count must be a non-negative integer\n"
+        );
+    }
 }

@@ -285,4 +285,33 @@ mod tests {
             ]
         );
     }
+
+    /// The model-facing output, byte for byte: pinned so a refactor of the
+    /// shared records cannot change what the model or a program reads.
+    #[test]
+    fn the_output_is_pinned() {
+        let workspace = MemoryWorkspace::with(&[
+            ("output/a.md", "alpha\nbeta gamma\ndelta\n"),
+            ("plan/b.md", "gamma\nnothing\n"),
+        ]);
+        workspace
+            .files
+            .borrow_mut()
+            .insert("output/blob.bin".into(), vec![0xff, 0xfe, 0x00]);
+        let output = search(
+            &workspace,
+            json!({"query": "beta gamma", "context_lines": 1}),
+        )
+        .expect("search");
+        let got = format!(
+            "{}\n{}\n{:?}",
+            output.content,
+            output.structured.as_deref().unwrap_or(""),
+            output.resource_refs
+        );
+        assert_eq!(
+            got,
+            "Search `beta gamma` matched 2 workspace location(s).\n\n`output/a.md` lines 1-3, score 1.000, ref workspace:output/a.md#L1-L3\n```\n1 | alpha\n2 | beta gamma\n3 | delta\n```\n\n`plan/b.md` lines 1-2, score 0.556, ref workspace:plan/b.md#L1-L2\n```\n1 | gamma\n2 | nothing\n```\n\nSearched 2 file(s). Skipped 1 file(s) that could not be read as text.\n{\"query\":\"beta gamma\",\"hits\":[{\"path\":\"output/a.md\",\"score\":1.0,\"startLine\":1,\"endLine\":3,\"snippet\":\"1 | alpha\\n2 | beta gamma\\n3 | delta\",\"chars\":22,\"words\":4,\"sha256\":\"ce2e408db0333496\",\"ref\":\"workspace:output/a.md#L1-L3\"},{\"path\":\"plan/b.md\",\"score\":0.5555555555555556,\"startLine\":1,\"endLine\":2,\"snippet\":\"1 | gamma\\n2 | nothing\",\"chars\":13,\"words\":2,\"sha256\":\"bbda8660830d0855\",\"ref\":\"workspace:plan/b.md#L1-L2\"}],\"searchedFiles\":2,\"skippedFiles\":1,\"truncated\":false}\n[\"workspace:output/a.md#L1-L3\", \"workspace:plan/b.md#L1-L2\"]"
+        );
+    }
 }
