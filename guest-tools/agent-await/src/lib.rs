@@ -3,27 +3,13 @@
 //! waits and answers with the results as a Markdown capsule.
 
 use serde_json::json;
-use toolhost_guest::{
-    Arguments, AwaitMode, AwaitRequest, Descriptor, Effect, Output, Tool, ToolError,
-};
+use toolhost_guest::{Arguments, AwaitMode, AwaitRequest, Effect, Output, ToolError};
 
 /// Default and longest wait, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub const MAX_TIMEOUT_MS: u64 = 300_000;
 
-pub struct AgentAwait;
-
-impl Tool for AgentAwait {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        await_tasks(&args)
-    }
-}
-
-toolhost_guest::export_control_tool!(AgentAwait);
+toolhost_guest::builtin_control_tool!(AgentAwait, |args| await_tasks(&args));
 
 pub fn await_tasks(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["taskIds", "mode", "timeoutMs"])?;

@@ -4,24 +4,12 @@
 //! budgets, starts the child and answers with its task id.
 
 use serde_json::json;
-use toolhost_guest::{Arguments, DelegateRequest, Descriptor, Effect, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, DelegateRequest, Effect, Output, ToolError};
 
 /// The longest string a brief field may hold, in UTF-8 bytes.
 pub const MAX_FIELD_BYTES: usize = 8_000;
 
-pub struct AgentDelegate;
-
-impl Tool for AgentDelegate {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        delegate(&args)
-    }
-}
-
-toolhost_guest::export_control_tool!(AgentDelegate);
+toolhost_guest::builtin_control_tool!(AgentDelegate, |args| delegate(&args));
 
 pub fn delegate(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["agentId", "task"])?;

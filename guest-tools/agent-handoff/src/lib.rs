@@ -4,24 +4,12 @@
 //! same run with its own tools while this agent's part ends.
 
 use serde_json::json;
-use toolhost_guest::{Arguments, Descriptor, Effect, HandoffRequest, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Effect, HandoffRequest, Output, ToolError};
 
 /// The longest string a brief field may hold, in UTF-8 bytes.
 pub const MAX_FIELD_BYTES: usize = 8_000;
 
-pub struct AgentHandoff;
-
-impl Tool for AgentHandoff {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        handoff(&args)
-    }
-}
-
-toolhost_guest::export_control_tool!(AgentHandoff);
+toolhost_guest::builtin_control_tool!(AgentHandoff, |args| handoff(&args));
 
 pub fn handoff(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["agentId", "handoff", "pendingTaskPolicy"])?;

@@ -5,25 +5,13 @@
 use serde_json::{Value, json};
 use toolhost_guest::agents::{self, AgentSummary, Agents, Purpose};
 use toolhost_guest::markdown::code;
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
 /// Agents listed when `limit` is not given, and the most it may ask for.
 pub const DEFAULT_LIMIT: u64 = 8;
 pub const MAX_LIMIT: u64 = 20;
 
-pub struct AgentList;
-
-impl Tool for AgentList {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        list_agents(&args, &agents::Host)
-    }
-}
-
-toolhost_guest::export_tool!(AgentList);
+toolhost_guest::builtin_tool!(AgentList, |args| list_agents(&args, &agents::Host));
 
 pub fn list_agents(args: &Arguments, host: &impl Agents) -> Result<Output, ToolError> {
     args.only(&["purpose", "query", "limit"])?;

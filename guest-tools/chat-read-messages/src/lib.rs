@@ -13,24 +13,12 @@ use toolhost_guest::knowledge::{self, Chat};
 use toolhost_guest::markdown::fenced_into;
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::text::metrics;
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
 pub const MAX_MESSAGES: usize = 20;
 pub const MAX_TOTAL_CHARS: usize = 20_000;
 
-pub struct ReadMessages;
-
-impl Tool for ReadMessages {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        read_messages(&args, &knowledge::Host)
-    }
-}
-
-toolhost_guest::export_tool!(ReadMessages);
+toolhost_guest::builtin_tool!(ReadMessages, |args| read_messages(&args, &knowledge::Host));
 
 struct Request {
     index: u32,

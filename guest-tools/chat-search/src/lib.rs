@@ -14,25 +14,13 @@ use toolhost_guest::knowledge::{self, Chat, PackedMessage, Role};
 use toolhost_guest::markdown::code;
 use toolhost_guest::text::chat_search::compare_chat_hits;
 use toolhost_guest::text::{BatchScratch, FirstMatch, PreparedChatSearch, chat_snippet, metrics};
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
 pub const DEFAULT_LIMIT: u64 = 20;
 pub const MAX_LIMIT: u64 = 50;
 pub const MAX_SCAN_LIMIT: u64 = 100_000;
 
-pub struct ChatSearch;
-
-impl Tool for ChatSearch {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        search_chat(&args, &knowledge::Host)
-    }
-}
-
-toolhost_guest::export_tool!(ChatSearch);
+toolhost_guest::builtin_tool!(ChatSearch, |args| search_chat(&args, &knowledge::Host));
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

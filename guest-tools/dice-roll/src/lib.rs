@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError, random};
+use toolhost_guest::{Arguments, Output, ToolError, random};
 
 pub const MAX_DICE: u64 = 100;
 pub const MAX_SIDES: u64 = 1_000_000;
@@ -185,19 +185,7 @@ pub fn roll(args: &Arguments, next_u64: &mut impl FnMut() -> u64) -> Result<Outp
     }))
 }
 
-pub struct DiceRoll;
-
-impl Tool for DiceRoll {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        roll(&args, &mut random::next_u64)
-    }
-}
-
-toolhost_guest::export_tool!(DiceRoll);
+toolhost_guest::builtin_tool!(DiceRoll, |args| roll(&args, &mut random::next_u64));
 
 #[cfg(test)]
 mod tests {

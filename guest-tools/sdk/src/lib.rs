@@ -100,6 +100,65 @@ macro_rules! builtin_descriptor {
     };
 }
 
+/// A builtin whose call is one function, whole: declares the unit struct
+/// `$tool`, implements [`Tool`] for it — the descriptor from its `tool.json`
+/// ([`builtin_descriptor!`]), the call `$call` — and exports it
+/// ([`export_tool!`]). `$call` is a function or a closure capturing nothing,
+/// from [`Arguments`] to `Result<Output, ToolError>`:
+///
+/// ```ignore
+/// toolhost_guest::builtin_tool!(ChatSearch, |args| search_chat(&args, &knowledge::Host));
+/// ```
+///
+/// Every builtin has the same preamble, so it is written once here; the
+/// tool's crate keeps only its logic, which takes its host capability as a
+/// parameter and is tested natively against the SDK's doubles.
+#[macro_export]
+macro_rules! builtin_tool {
+    ($tool:ident, $call:expr $(,)?) => {
+        $crate::__one_function_tool!($tool, $crate::builtin_descriptor!(), $call, call);
+    };
+}
+
+/// [`builtin_tool!`] for a builtin control tool: exported with
+/// [`export_control_tool!`], so the effect on its [`Output`] is requested
+/// from the host.
+#[macro_export]
+macro_rules! builtin_control_tool {
+    ($tool:ident, $call:expr $(,)?) => {
+        $crate::__one_function_tool!($tool, $crate::builtin_descriptor!(), $call, call_control);
+    };
+}
+
+/// The expansion of [`builtin_tool!`] and [`builtin_control_tool!`], the
+/// descriptor given (so the SDK's own tests can name one without a
+/// `tool.json`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __one_function_tool {
+    ($tool:ident, $describe:expr, $call:expr, $export:ident) => {
+        pub struct $tool;
+
+        impl $crate::Tool for $tool {
+            fn describe() -> $crate::Descriptor {
+                $describe
+            }
+
+            fn call(
+                args: $crate::Arguments,
+            ) -> ::std::result::Result<$crate::Output, $crate::ToolError> {
+                // Typed here, so a closure's parameter needs no annotation.
+                let call: fn(
+                    $crate::Arguments,
+                ) -> ::std::result::Result<$crate::Output, $crate::ToolError> = $call;
+                call(args)
+            }
+        }
+
+        $crate::__export_tool_with!($tool, $export);
+    };
+}
+
 /// Export a [`Tool`] as this component's `toolhost:tool/tool@0.1.0`.
 ///
 /// Expands to nothing when not compiling for wasm, so the tool's crate can
@@ -190,5 +249,49 @@ pub mod __private {
             Ok(output) => Ok(output.into_wit()),
             Err(error) => Err(error.into_wit()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Arguments, Descriptor, Output, Tool, ToolError};
+
+    fn echo(args: Arguments) -> Result<Output, ToolError> {
+        args.only(&["text"])?;
+        Ok(Output::text(args.raw_str("text")?))
+    }
+
+    crate::__one_function_tool!(
+        Echo,
+        Descriptor::new("demo.echo", "Repeat the text back."),
+        echo,
+        call
+    );
+
+    crate::__one_function_tool!(
+        Shout,
+        Descriptor::new("demo.shout", "Repeat the text louder."),
+        |args| echo(args).map(|output| Output::text(output.content.to_uppercase())),
+        call_control
+    );
+
+    fn call<T: Tool>(value: serde_json::Value) -> Result<Output, ToolError> {
+        T::call(Arguments::from_value(value).expect("object"))
+    }
+
+    #[test]
+    fn a_one_function_tool_describes_itself_and_calls_its_function() {
+        assert_eq!(Echo::describe().native_name, "demo.echo");
+        let output = call::<Echo>(serde_json::json!({"text": "hi"})).expect("echo");
+        assert_eq!(output.content, "hi");
+        let refused = call::<Echo>(serde_json::json!({"other": 1})).expect_err("refused");
+        assert_eq!(refused.code, "tool.invalid_arguments");
+    }
+
+    #[test]
+    fn a_closure_is_a_tool_function_too() {
+        assert_eq!(Shout::describe().native_name, "demo.shout");
+        let output = call::<Shout>(serde_json::json!({"text": "hi"})).expect("shout");
+        assert_eq!(output.content, "HI");
     }
 }

@@ -8,21 +8,9 @@ use serde_json::json;
 use toolhost_guest::catalog;
 use toolhost_guest::knowledge::{self, Skills};
 use toolhost_guest::markdown::code;
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
-pub struct SkillList;
-
-impl Tool for SkillList {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        list_skills(&args, &knowledge::Host)
-    }
-}
-
-toolhost_guest::export_tool!(SkillList);
+toolhost_guest::builtin_tool!(SkillList, |args| list_skills(&args, &knowledge::Host));
 
 #[derive(Serialize)]
 struct Listed<'a> {

@@ -9,21 +9,9 @@ use toolhost_guest::knowledge::{self, Skills};
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::text::metrics;
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
-pub struct SkillRead;
-
-impl Tool for SkillRead {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        read_skill(&args, &knowledge::Host)
-    }
-}
-
-toolhost_guest::export_tool!(SkillRead);
+toolhost_guest::builtin_tool!(SkillRead, |args| read_skill(&args, &knowledge::Host));
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -12,21 +12,9 @@ use toolhost_guest::catalog;
 use toolhost_guest::knowledge::{self, Skills};
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
-pub struct SkillSearch;
-
-impl Tool for SkillSearch {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        search_skill(&args, &knowledge::Host)
-    }
-}
-
-toolhost_guest::export_tool!(SkillSearch);
+toolhost_guest::builtin_tool!(SkillSearch, |args| search_skill(&args, &knowledge::Host));
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -5,21 +5,9 @@
 //! `summaries/<workspace-key>-result.md`, and ends the child.
 
 use serde_json::{Value, json};
-use toolhost_guest::{Arguments, Descriptor, Effect, Output, TaskReturnRequest, Tool, ToolError};
+use toolhost_guest::{Arguments, Effect, Output, TaskReturnRequest, ToolError};
 
-pub struct TaskReturn;
-
-impl Tool for TaskReturn {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        task_return(&args)
-    }
-}
-
-toolhost_guest::export_control_tool!(TaskReturn);
+toolhost_guest::builtin_control_tool!(TaskReturn, |args| task_return(&args));
 
 pub fn task_return(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&[

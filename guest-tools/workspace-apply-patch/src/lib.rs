@@ -9,21 +9,9 @@
 use serde::Serialize;
 use toolhost_guest::markdown::code;
 use toolhost_guest::workspace::{self, WorkspaceWriter};
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
-pub struct ApplyPatch;
-
-impl Tool for ApplyPatch {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        apply_patch(&args, &workspace::Host)
-    }
-}
-
-toolhost_guest::export_tool!(ApplyPatch);
+toolhost_guest::builtin_tool!(ApplyPatch, |args| apply_patch(&args, &workspace::Host));
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

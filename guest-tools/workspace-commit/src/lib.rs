@@ -3,26 +3,12 @@
 //! the host reads the file, writes the chat and answers with what it did.
 
 use serde_json::json;
-use toolhost_guest::{
-    Arguments, CommitMode, CommitRequest, Descriptor, Effect, Output, Tool, ToolError,
-};
+use toolhost_guest::{Arguments, CommitMode, CommitRequest, Effect, Output, ToolError};
 
 /// `workspace.commit_mode_invalid`: `mode` is neither `replace` nor `append`.
 pub const CODE_MODE_INVALID: &str = "workspace.commit_mode_invalid";
 
-pub struct WorkspaceCommit;
-
-impl Tool for WorkspaceCommit {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        commit(&args)
-    }
-}
-
-toolhost_guest::export_control_tool!(WorkspaceCommit);
+toolhost_guest::builtin_control_tool!(WorkspaceCommit, |args| commit(&args));
 
 pub fn commit(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["path", "mode", "reason"])?;

@@ -4,21 +4,9 @@
 //! promotes `persist/`.
 
 use serde_json::json;
-use toolhost_guest::{Arguments, Descriptor, Effect, FinishRequest, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Effect, FinishRequest, Output, ToolError};
 
-pub struct WorkspaceFinish;
-
-impl Tool for WorkspaceFinish {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        finish(&args)
-    }
-}
-
-toolhost_guest::export_control_tool!(WorkspaceFinish);
+toolhost_guest::builtin_control_tool!(WorkspaceFinish, |args| finish(&args));
 
 pub fn finish(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["reason"])?;

@@ -7,25 +7,13 @@
 use serde::Serialize;
 use toolhost_guest::markdown::code;
 use toolhost_guest::workspace::{self, EntryKind, Workspace};
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
 pub const DEFAULT_DEPTH: u64 = 2;
 pub const MAX_DEPTH: u64 = 4;
 pub const MAX_ENTRIES: u32 = 200;
 
-pub struct ListFiles;
-
-impl Tool for ListFiles {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        list_files(&args, &workspace::Host)
-    }
-}
-
-toolhost_guest::export_tool!(ListFiles);
+toolhost_guest::builtin_tool!(ListFiles, |args| list_files(&args, &workspace::Host));
 
 #[derive(Serialize)]
 struct StructuredEntry<'a> {

@@ -17,21 +17,9 @@ use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::text::metrics;
 use toolhost_guest::workspace::{self, Workspace};
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
-pub struct ReadFile;
-
-impl Tool for ReadFile {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        read_file(&args, &workspace::Host)
-    }
-}
-
-toolhost_guest::export_tool!(ReadFile);
+toolhost_guest::builtin_tool!(ReadFile, |args| read_file(&args, &workspace::Host));
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,24 +11,12 @@ use toolhost_guest::catalog;
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
 use toolhost_guest::workspace::{self, Workspace};
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
 pub const MAX_DEPTH: u32 = 8;
 pub const MAX_FILES: u32 = 5_000;
 
-pub struct SearchFiles;
-
-impl Tool for SearchFiles {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        search_files(&args, &workspace::Host)
-    }
-}
-
-toolhost_guest::export_tool!(SearchFiles);
+toolhost_guest::builtin_tool!(SearchFiles, |args| search_files(&args, &workspace::Host));
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

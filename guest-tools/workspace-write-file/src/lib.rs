@@ -7,21 +7,9 @@
 use serde::Serialize;
 use toolhost_guest::markdown::code;
 use toolhost_guest::workspace::{self, WorkspaceWriter, WriteMode};
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
-pub struct WriteFile;
-
-impl Tool for WriteFile {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        write_file(&args, &workspace::Host)
-    }
-}
-
-toolhost_guest::export_tool!(WriteFile);
+toolhost_guest::builtin_tool!(WriteFile, |args| write_file(&args, &workspace::Host));
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -13,25 +13,16 @@ use toolhost_guest::knowledge::{self, WorldInfo, WorldInfoEntry};
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::text::metrics;
-use toolhost_guest::{Arguments, Descriptor, Output, Tool, ToolError};
+use toolhost_guest::{Arguments, Output, ToolError};
 
 pub const MAX_ENTRIES: usize = 20;
 pub const MAX_ENTRY_CHARS: usize = 8_000;
 pub const MAX_TOTAL_CHARS: usize = 20_000;
 
-pub struct ReadActivated;
-
-impl Tool for ReadActivated {
-    fn describe() -> Descriptor {
-        toolhost_guest::builtin_descriptor!()
-    }
-
-    fn call(args: Arguments) -> Result<Output, ToolError> {
-        read_activated(&args, &knowledge::Host)
-    }
-}
-
-toolhost_guest::export_tool!(ReadActivated);
+toolhost_guest::builtin_tool!(ReadActivated, |args| read_activated(
+    &args,
+    &knowledge::Host
+));
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
