@@ -5,8 +5,7 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use toolhost_core::{
-    AgentModelMessage, AgentModelResponse, Classified, FinishReason, ModelCallError, TokenUsage,
-    ToolChoice,
+    AgentModelMessage, AgentModelResponse, Classified, FinishReason, TokenUsage, ToolChoice,
 };
 use toolhost_providers::{DecodeError, EncodeError, Provider, SseEvent, anthropic};
 
@@ -172,9 +171,7 @@ fn stop(reason: &str) -> [SseEvent; 2] {
 
 #[test]
 fn input_split_anywhere_assembles() {
-    let turn = turn();
-    let input = r#"{"formula":"2d6 \"fair\" é🎲"}"#;
-    for (first, second) in splits(input) {
+    assert_split_arguments_assemble(ANTHROPIC, |first, second| {
         let mut events = vec![
             message_start(),
             tool_use_start(0, "toolu_1", "dice_roll"),
@@ -182,14 +179,8 @@ fn input_split_anywhere_assembles() {
             input_delta(0, second),
         ];
         events.extend(stop("tool_use"));
-        let response = assemble(ANTHROPIC.stream_assembler(&turn), &events).expect("assembles");
-        let call = response.message.tool_calls().next().expect("a call");
-        assert_eq!(
-            call.arguments,
-            json!({"formula": "2d6 \"fair\" é🎲"}),
-            "split {first:?}|{second:?}"
-        );
-    }
+        events
+    });
 }
 
 #[test]
@@ -229,58 +220,40 @@ fn hostile_responses_fail_fast_with_typed_errors() {
             }
             value => body["content"][index][key] = value,
         }
-        decode(&body).expect_err("refused")
+        decode(&body)
     };
-    assert_eq!(
-        mutate(3, "id", json!("toolu_01T1x1fJ34qAmk2tNTrN7Up6")),
-        DecodeError::DuplicateCallId("toolu_01T1x1fJ34qAmk2tNTrN7Up6".into())
+    assert_call_identity_checked(
+        CallSlots {
+            first: 2,
+            second: 3,
+            id_key: "id",
+            first_id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+            blank_name: "",
+            invented: "mcp__other__get-forecast",
+            canonical: "dice.roll",
+        },
+        &mutate,
     );
-    assert_eq!(
-        mutate(2, "name", json!("")),
-        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
-            "tool call `toolu_01T1x1fJ34qAmk2tNTrN7Up6` has no name".into()
-        ))
-    );
-    assert_eq!(
-        mutate(2, "id", Value::Null),
-        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
-            "a tool call has no call id".into()
-        ))
-    );
-    // A name the request did not offer is kept typed, never resolved.
-    let kept = |name: &str| {
-        let mut body = response_fixture();
-        body["content"][2]["name"] = json!(name);
-        only_unknown(&decode(&body).expect("kept")).error()
-    };
-    assert_eq!(
-        kept("mcp__other__get-forecast"),
-        ModelCallError::UnknownToolCall {
-            name: "mcp__other__get-forecast".into(),
-            hint: String::new()
-        }
-    );
-    assert_eq!(kept("dice.roll").code(), "model.unknown_tool_call");
     // `input` must be an object: a JSON text, an array or nothing is refused.
     for (input, found) in [
         (json!("{\"formula\":\"1d20\"}"), "a string"),
         (json!(["1d20"]), "an array"),
     ] {
         assert_eq!(
-            mutate(2, "input", input),
+            mutate(2, "input", input).expect_err("refused"),
             DecodeError::InvalidToolCall(format!(
                 "the arguments of call `toolu_01T1x1fJ34qAmk2tNTrN7Up6` must be a JSON object, got {found}"
             ))
         );
     }
     assert_eq!(
-        mutate(2, "input", Value::Null),
+        mutate(2, "input", Value::Null).expect_err("refused"),
         DecodeError::InvalidToolCall(
             "the arguments of call `toolu_01T1x1fJ34qAmk2tNTrN7Up6` must be a JSON object, got nothing".into()
         )
     );
     assert_eq!(
-        mutate(1, "type", json!("server_tool_use")),
+        mutate(1, "type", json!("server_tool_use")).expect_err("refused"),
         DecodeError::InvalidResponse(
             "`content[1]` is a `server_tool_use` block, which toolhost never asks for".into()
         )
@@ -310,21 +283,8 @@ fn stop_reasons_map_and_unknown_ones_are_kept() {
 #[test]
 fn truncated_and_hostile_streams() {
     let turn = turn();
-    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
-    assert_eq!(
-        assemble(
-            ANTHROPIC.stream_assembler(&turn),
-            &events[..events.len() - 1]
-        )
-        .expect_err("cut"),
-        DecodeError::StreamIncomplete("the stream ended without `message_stop`".into())
-    );
-    let mut after = events.clone();
-    after.push(events[0].clone());
-    assert_eq!(
-        assemble(ANTHROPIC.stream_assembler(&turn), &after).expect_err("after"),
-        DecodeError::InvalidResponse("an event arrived after `message_stop`".into())
-    );
+    assert_cut_stream_incomplete(ANTHROPIC, PROVIDER, "`message_stop`");
+    assert_event_after_end_refused(ANTHROPIC, PROVIDER, 0, "`message_stop`");
     // Input that never becomes JSON.
     let mut broken = vec![
         message_start(),

@@ -6,7 +6,7 @@ use common::*;
 use serde_json::{Value, json};
 use toolhost_core::{
     AgentModelContentPart, AgentModelMessage, AgentModelResponse, Classified, FinishReason,
-    ModelCallError, TokenUsage, ToolChoice,
+    TokenUsage, ToolChoice,
 };
 use toolhost_providers::{DecodeError, EncodeError, GeminiSchemaMode, Provider, SseEvent, gemini};
 
@@ -231,39 +231,20 @@ fn hostile_responses_fail_fast_with_typed_errors() {
         }
         decode(&body)
     };
-    assert_eq!(
-        mutate(2, "id", json!("q4v7w1z3")).expect_err("duplicate"),
-        DecodeError::DuplicateCallId("q4v7w1z3".into())
-    );
-    assert_eq!(
-        mutate(1, "name", json!("")).expect_err("empty name"),
-        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
-            "tool call `q4v7w1z3` has no name".into()
-        ))
-    );
-    // Gemini's `id` is optional on the wire; SPEC §9 still fails fast.
-    assert_eq!(
-        mutate(1, "id", Value::Null).expect_err("no id"),
-        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
-            "a tool call has no call id".into()
-        ))
-    );
-    // A name the request did not offer is kept typed, never resolved.
-    assert_eq!(
-        only_unknown(&mutate(1, "name", json!("roll_dice")).expect("kept")).error(),
-        ModelCallError::UnknownToolCall {
-            name: "roll_dice".into(),
-            hint: String::new()
-        }
-    );
-    // Dots are legal Gemini names: the canonical native name is still not
-    // resolved.
-    let canonical = only_unknown(&mutate(1, "name", json!("dice.roll")).expect("kept")).error();
-    assert_eq!(canonical.code(), "model.unknown_tool_call");
-    assert!(
-        canonical
-            .to_string()
-            .ends_with("this request calls it `dice_roll`)")
+    // Gemini's `id` is optional on the wire; SPEC §9 still fails fast on
+    // a call without one. Dots are legal Gemini names: the canonical
+    // native name is still not resolved.
+    assert_call_identity_checked(
+        CallSlots {
+            first: 1,
+            second: 2,
+            id_key: "id",
+            first_id: "q4v7w1z3",
+            blank_name: "",
+            invented: "roll_dice",
+            canonical: "dice.roll",
+        },
+        &mutate,
     );
     assert_eq!(
         mutate(1, "args", json!("{\"formula\":\"1d20\"}")).expect_err("string args"),
@@ -319,11 +300,7 @@ fn finish_reasons_map_and_unknown_ones_are_kept() {
 #[test]
 fn truncated_and_hostile_streams() {
     let turn = turn();
-    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
-    assert_eq!(
-        assemble(GEMINI.stream_assembler(&turn), &events[..events.len() - 1]).expect_err("cut"),
-        DecodeError::StreamIncomplete("the stream ended without a finishReason".into())
-    );
+    assert_cut_stream_incomplete(GEMINI, PROVIDER, "a finishReason");
     // An unknown alias streams to the end and is kept typed.
     let unknown = [chunk(
         json!([{"functionCall": {"id": "x", "name": "get_weather", "args": {}}}]),

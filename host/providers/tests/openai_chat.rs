@@ -115,17 +115,15 @@ fn stream_with_split_interleaved_arguments_assembles() {
 /// character, still assemble to the same arguments.
 #[test]
 fn arguments_split_anywhere_assemble() {
-    let turn = turn();
-    let arguments = r#"{"formula":"2d6 \"fair\" é🎲"}"#;
-    for (first, second) in splits(arguments) {
-        let chunk = |delta: Value| {
-            SseEvent::new(
-                None,
-                json!({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
-                    .to_string(),
-            )
-        };
-        let events = [
+    let chunk = |delta: Value| {
+        SseEvent::new(
+            None,
+            json!({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+                .to_string(),
+        )
+    };
+    assert_split_arguments_assemble(CHAT, |first, second| {
+        vec![
             chunk(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
                 "function": {"name": "dice_roll", "arguments": first}}]})),
             chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": second}}]})),
@@ -135,15 +133,8 @@ fn arguments_split_anywhere_assemble() {
                     .to_string(),
             ),
             SseEvent::new(None, "[DONE]"),
-        ];
-        let response = assemble(CHAT.stream_assembler(&turn), &events).expect("assembles");
-        let call = response.message.tool_calls().next().expect("a call");
-        assert_eq!(
-            call.arguments,
-            json!({"formula": "2d6 \"fair\" é🎲"}),
-            "split {first:?}|{second:?}"
-        );
-    }
+        ]
+    });
 }
 
 #[test]
@@ -217,49 +208,21 @@ fn hostile_responses_fail_fast_with_typed_errors() {
     let mutate = |index: usize, key: &str, value: Value| {
         let mut body = response_fixture();
         set_call(&mut body, index, key, value);
-        decode(&body).expect_err("refused")
+        decode(&body)
     };
-    assert_eq!(
-        mutate(1, "id", json!("call_Z3kq9PZbS1")),
-        DecodeError::DuplicateCallId("call_Z3kq9PZbS1".into())
+    assert_call_identity_checked(
+        CallSlots {
+            first: 0,
+            second: 1,
+            id_key: "id",
+            first_id: "call_Z3kq9PZbS1",
+            blank_name: "",
+            invented: "get_weather",
+            canonical: "builtin:dice.roll",
+        },
+        &mutate,
     );
-    assert_eq!(
-        mutate(0, "name", json!("")),
-        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
-            "tool call `call_Z3kq9PZbS1` has no name".into()
-        ))
-    );
-    assert_eq!(
-        mutate(0, "id", Value::Null),
-        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
-            "a tool call has no call id".into()
-        ))
-    );
-    // A name the request did not offer is kept typed for the run loop,
-    // never resolved.
-    let kept = |name: &str| {
-        let mut body = response_fixture();
-        set_call(&mut body, 0, "name", json!(name));
-        decode(&body).expect("kept")
-    };
-    assert_eq!(
-        only_unknown(&kept("get_weather")).error(),
-        ModelCallError::UnknownToolCall {
-            name: "get_weather".into(),
-            hint: String::new()
-        }
-    );
-    let canonical = only_unknown(&kept("builtin:dice.roll")).error();
-    assert_eq!(
-        canonical.to_string(),
-        "model.unknown_tool_call: `builtin:dice.roll` is not a tool of this request (`builtin:dice.roll` is a tool's canonical name; this request calls it `dice_roll`)"
-    );
-    assert_eq!(canonical.code(), "model.unknown_tool_call");
-    assert_eq!(
-        canonical.class(),
-        ErrorClass::PolicyDenied { fail_fast: true }
-    );
-    let object_arguments = mutate(0, "arguments", json!({"formula": "1d20"}));
+    let object_arguments = mutate(0, "arguments", json!({"formula": "1d20"})).expect_err("refused");
     assert_eq!(
         object_arguments,
         DecodeError::InvalidToolCall(
@@ -308,12 +271,8 @@ fn error_bodies_and_malformed_bodies() {
 #[test]
 fn truncated_streams_are_incomplete() {
     let turn = turn();
+    assert_cut_stream_incomplete(CHAT, PROVIDER, "`data: [DONE]`");
     let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
-    let without_done = &events[..events.len() - 1];
-    assert_eq!(
-        assemble(CHAT.stream_assembler(&turn), without_done).expect_err("no [DONE]"),
-        DecodeError::StreamIncomplete("the stream ended without `data: [DONE]`".into())
-    );
     let cut = &events[..6];
     let error = assemble(CHAT.stream_assembler(&turn), cut).expect_err("cut");
     assert_eq!(error.code(), "model.stream_incomplete");
@@ -331,14 +290,9 @@ fn truncated_streams_are_incomplete() {
 #[test]
 fn hostile_streams() {
     let turn = turn();
-    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
     // Anything after [DONE].
-    let mut after_done = events.clone();
-    after_done.push(events[1].clone());
-    assert_eq!(
-        assemble(CHAT.stream_assembler(&turn), &after_done).expect_err("after done"),
-        DecodeError::InvalidResponse("an event arrived after `[DONE]`".into())
-    );
+    assert_event_after_end_refused(CHAT, PROVIDER, 1, "`[DONE]`");
+    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
     // An unknown alias streams to the end and is kept typed.
     let unknown = [
         SseEvent::new(

@@ -5,8 +5,7 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use toolhost_core::{
-    AgentModelRequest, AgentModelResponse, Classified, FinishReason, ModelCallError, TokenUsage,
-    ToolChoice,
+    AgentModelRequest, AgentModelResponse, Classified, FinishReason, TokenUsage, ToolChoice,
 };
 use toolhost_providers::{DecodeError, EncodeError, Provider, SseEvent, openai_responses};
 
@@ -132,10 +131,8 @@ fn completed() -> SseEvent {
 
 #[test]
 fn arguments_split_anywhere_assemble() {
-    let turn = turn();
-    let arguments = r#"{"formula":"2d6 \"fair\" é🎲"}"#;
-    for (first, second) in splits(arguments) {
-        let events = [
+    assert_split_arguments_assemble(RESPONSES, |first, second| {
+        vec![
             event(
                 json!({"type": "response.output_item.added", "output_index": 0, "item": {
                 "id": "fc_1", "type": "function_call", "arguments": "", "call_id": "call_1", "name": "dice_roll"}}),
@@ -147,18 +144,11 @@ fn arguments_split_anywhere_assemble() {
                 json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": second}),
             ),
             event(
-                json!({"type": "response.function_call_arguments.done", "output_index": 0, "arguments": arguments}),
+                json!({"type": "response.function_call_arguments.done", "output_index": 0, "arguments": SPLIT_ARGUMENTS}),
             ),
             completed(),
-        ];
-        let response = assemble(RESPONSES.stream_assembler(&turn), &events).expect("assembles");
-        let call = response.message.tool_calls().next().expect("a call");
-        assert_eq!(
-            call.arguments,
-            json!({"formula": "2d6 \"fair\" é🎲"}),
-            "split {first:?}|{second:?}"
-        );
-    }
+        ]
+    });
 }
 
 #[test]
@@ -187,37 +177,22 @@ fn hostile_responses_fail_fast_with_typed_errors() {
     let mutate = |index: usize, key: &str, value: Value| {
         let mut body = response_fixture();
         body["output"][index][key] = value;
-        decode(&body).expect_err("refused")
+        decode(&body)
     };
-    assert_eq!(
-        mutate(2, "call_id", json!("call_Vx81Lw0d")),
-        DecodeError::DuplicateCallId("call_Vx81Lw0d".into())
+    assert_call_identity_checked(
+        CallSlots {
+            first: 1,
+            second: 2,
+            id_key: "call_id",
+            first_id: "call_Vx81Lw0d",
+            blank_name: " ",
+            invented: "roll",
+            canonical: "dice.roll",
+        },
+        &mutate,
     );
     assert_eq!(
-        mutate(1, "name", json!(" ")),
-        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
-            "tool call `call_Vx81Lw0d` has no name".into()
-        ))
-    );
-    assert_eq!(
-        mutate(1, "call_id", Value::Null),
-        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
-            "a tool call has no call id".into()
-        ))
-    );
-    // A name the request did not offer is kept typed, never resolved.
-    let kept = |name: &str| {
-        let mut body = response_fixture();
-        body["output"][1]["name"] = json!(name);
-        only_unknown(&decode(&body).expect("kept")).error()
-    };
-    assert_eq!(kept("roll").code(), "model.unknown_tool_call");
-    assert_eq!(
-        kept("dice.roll").to_string(),
-        "model.unknown_tool_call: `dice.roll` is not a tool of this request (`dice.roll` is a tool's canonical name; this request calls it `dice_roll`)"
-    );
-    assert_eq!(
-        mutate(0, "type", json!("web_search_call")),
+        mutate(0, "type", json!("web_search_call")).expect_err("refused"),
         DecodeError::InvalidResponse(
             "`output[0]` is a `web_search_call` item, which toolhost never asks for".into()
         )
@@ -273,20 +248,8 @@ fn statuses_map_to_finish_reasons() {
 fn truncated_and_hostile_streams() {
     let turn = turn();
     let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
-    assert_eq!(
-        assemble(
-            RESPONSES.stream_assembler(&turn),
-            &events[..events.len() - 1]
-        )
-        .expect_err("cut"),
-        DecodeError::StreamIncomplete("the stream ended without `response.completed`".into())
-    );
-    let mut after = events.clone();
-    after.push(events[2].clone());
-    assert_eq!(
-        assemble(RESPONSES.stream_assembler(&turn), &after).expect_err("after"),
-        DecodeError::InvalidResponse("an event arrived after the response completed".into())
-    );
+    assert_cut_stream_incomplete(RESPONSES, PROVIDER, "`response.completed`");
+    assert_event_after_end_refused(RESPONSES, PROVIDER, 2, "the response completed");
     // Deltas that do not add up to the done arguments.
     let tampered: Vec<SseEvent> = events
         .iter()

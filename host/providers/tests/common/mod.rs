@@ -10,11 +10,13 @@ use serde_json::{Value, json};
 use toolhost_core::turn::ModelTurn;
 use toolhost_core::{
     AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelResponse,
-    AgentModelRole, AgentModelSettings, AgentToolResult, FinishReason, InvocationToolSnapshot,
-    ModelCall, TokenUsage, ToolBinding, ToolCall, ToolChoice, ToolDescriptor, ToolId,
-    ToolTurnContract, UnknownToolCall, UnknownToolResult,
+    AgentModelRole, AgentModelSettings, AgentToolResult, Classified, ErrorClass, FinishReason,
+    InvocationToolSnapshot, ModelCall, ModelCallError, TokenUsage, ToolBinding, ToolCall,
+    ToolChoice, ToolDescriptor, ToolId, ToolTurnContract, UnknownToolCall, UnknownToolResult,
 };
-use toolhost_providers::{GeminiSchemaMode, Provider, SseEvent, StreamAssembler, frame_sse};
+use toolhost_providers::{
+    DecodeError, GeminiSchemaMode, Provider, SseEvent, StreamAssembler, frame_sse,
+};
 
 /// Every provider, Gemini with its JSON Schema mode.
 pub const ALL: [Provider; 4] = [
@@ -410,4 +412,137 @@ pub fn splits(text: &str) -> impl Iterator<Item = (&str, &str)> {
     (0..=text.len())
         .filter(|index| text.is_char_boundary(*index))
         .map(|index| text.split_at(index))
+}
+
+/// Where a format's `response_two_calls` fixture keeps its two calls, and
+/// the names it is probed with, for the checks every format shares.
+pub struct CallSlots<'a> {
+    /// The first call's index in the format's list of parts or items.
+    pub first: usize,
+    /// The second call's index.
+    pub second: usize,
+    /// The field a call's id is in (`id`, `call_id`).
+    pub id_key: &'a str,
+    /// The first call's id in the fixture.
+    pub first_id: &'a str,
+    /// A name the format reads as no name.
+    pub blank_name: &'a str,
+    /// A name no request offers.
+    pub invented: &'a str,
+    /// `dice.roll`'s canonical name as the format may spell it: offered
+    /// as `dice_roll`, so never resolved.
+    pub canonical: &'a str,
+}
+
+/// A reply's call identity is checked the same in every wire format: a
+/// repeated call id, a call without a name and one without an id fail
+/// fast; a name the request did not offer is kept typed for the run loop,
+/// never resolved — neither an invented name nor a tool's canonical one.
+/// `mutate(index, key, value)` decodes the fixture with that field of the
+/// call at `index` set to `value` (`Value::Null`: as the format removes it).
+pub fn assert_call_identity_checked(
+    slots: CallSlots,
+    mutate: impl Fn(usize, &str, Value) -> Result<AgentModelResponse, DecodeError>,
+) {
+    let CallSlots {
+        first,
+        second,
+        id_key,
+        first_id,
+        blank_name,
+        invented,
+        canonical,
+    } = slots;
+    assert_eq!(
+        mutate(second, id_key, json!(first_id)).expect_err("duplicate id"),
+        DecodeError::DuplicateCallId(first_id.into())
+    );
+    assert_eq!(
+        mutate(first, "name", json!(blank_name)).expect_err("blank name"),
+        DecodeError::ToolCall(ModelCallError::InvalidToolCall(format!(
+            "tool call `{first_id}` has no name"
+        )))
+    );
+    assert_eq!(
+        mutate(first, id_key, Value::Null).expect_err("no id"),
+        DecodeError::ToolCall(ModelCallError::InvalidToolCall(
+            "a tool call has no call id".into()
+        ))
+    );
+    let kept = |name: &str| {
+        let reply = mutate(first, "name", json!(name)).expect("kept");
+        only_unknown(&reply).error()
+    };
+    assert_eq!(
+        kept(invented),
+        ModelCallError::UnknownToolCall {
+            name: invented.into(),
+            hint: String::new()
+        }
+    );
+    let canonical_error = kept(canonical);
+    assert_eq!(
+        canonical_error.to_string(),
+        format!(
+            "model.unknown_tool_call: `{canonical}` is not a tool of this request (`{canonical}` is a tool's canonical name; this request calls it `dice_roll`)"
+        )
+    );
+    assert_eq!(canonical_error.code(), "model.unknown_tool_call");
+    assert_eq!(
+        canonical_error.class(),
+        ErrorClass::PolicyDenied { fail_fast: true }
+    );
+}
+
+/// The arguments every format's split-stream test sends: quotes, a
+/// two-byte letter and a four-byte emoji, so a cut lands inside each.
+pub const SPLIT_ARGUMENTS: &str = r#"{"formula":"2d6 \"fair\" é🎲"}"#;
+
+/// A call's arguments streamed in two pieces assemble to the same object
+/// wherever the stream cuts them (every character boundary of
+/// [`SPLIT_ARGUMENTS`]). `events(first, second)` is the format's stream of
+/// one `dice_roll` call whose arguments arrive as `first`, then `second`.
+pub fn assert_split_arguments_assemble(
+    provider: Provider,
+    events: impl Fn(&str, &str) -> Vec<SseEvent>,
+) {
+    let turn = turn();
+    for (first, second) in splits(SPLIT_ARGUMENTS) {
+        let events = events(first, second);
+        let response = assemble(provider.stream_assembler(&turn), &events).expect("assembles");
+        let call = response.message.tool_calls().next().expect("a call");
+        assert_eq!(
+            call.arguments,
+            json!({"formula": "2d6 \"fair\" é🎲"}),
+            "split {first:?}|{second:?}"
+        );
+    }
+}
+
+/// The format's `stream_two_calls.sse` fixture without its last event,
+/// which marks the end, is incomplete: `missing` names what it lacks.
+pub fn assert_cut_stream_incomplete(provider: Provider, name: &str, missing: &str) {
+    let turn = turn();
+    let events = sse_fixture(name, "stream_two_calls.sse");
+    assert_eq!(
+        assemble(
+            provider.stream_assembler(&turn),
+            &events[..events.len() - 1]
+        )
+        .expect_err("cut"),
+        DecodeError::StreamIncomplete(format!("the stream ended without {missing}"))
+    );
+}
+
+/// The same fixture with its event `late` sent again after the end is
+/// refused: `after` names the end it came after.
+pub fn assert_event_after_end_refused(provider: Provider, name: &str, late: usize, after: &str) {
+    let turn = turn();
+    let events = sse_fixture(name, "stream_two_calls.sse");
+    let mut after_end = events.clone();
+    after_end.push(events[late].clone());
+    assert_eq!(
+        assemble(provider.stream_assembler(&turn), &after_end).expect_err("after the end"),
+        DecodeError::InvalidResponse(format!("an event arrived after {after}"))
+    );
 }
