@@ -259,11 +259,9 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
         scanned_messages: scanned,
         total_messages: info.message_count,
     };
-    let mut output = Output::text(content).structured(structured);
-    for hit in &hits {
-        output = output.resource_ref(hit.reference.clone());
-    }
-    Ok(output)
+    Ok(Output::text(content)
+        .structured(structured)
+        .resource_refs_from(hits.iter().map(|hit| hit.reference.clone())))
 }
 
 #[cfg(test)]

@@ -40,10 +40,12 @@ pub mod catalog;
 pub mod control;
 pub mod http;
 pub mod knowledge;
+pub mod line_read;
 pub mod log;
 pub mod markdown;
 pub mod output;
 pub mod random;
+pub mod search_result;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod typed;

@@ -197,6 +197,18 @@ impl Output {
         self
     }
 
+    /// [`resource_ref`](Self::resource_ref) for each of `references`, in
+    /// order: a search's or a read's one reference per hit or message.
+    pub fn resource_refs_from<I>(mut self, references: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.resource_refs
+            .extend(references.into_iter().map(Into::into));
+        self
+    }
+
     pub fn effect(mut self, effect: Effect) -> Self {
         self.effect = Some(effect);
         self
@@ -264,4 +276,18 @@ fn to_json(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|error| {
         serde_json::json!({ "serializationError": error.to_string() }).to_string()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_are_kept_in_the_order_they_are_given() {
+        let output = Output::text("x")
+            .resource_ref("a")
+            .resource_refs_from(["b", "c"])
+            .resource_refs_from(Vec::<String>::new());
+        assert_eq!(output.resource_refs, ["a", "b", "c"]);
+    }
 }

@@ -6,36 +6,14 @@
 //! budget: hits are shown best first while they fit what is left, and a
 //! search that finds something but has no budget left for it says so.
 
-use serde::Serialize;
 use serde_json::json;
 use toolhost_guest::catalog;
 use toolhost_guest::knowledge::{self, Skills};
-use toolhost_guest::markdown::{code, fenced_into};
-use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
+use toolhost_guest::markdown::code;
+use toolhost_guest::search_result::{LineHit, LineSearch};
 use toolhost_guest::{Arguments, Output, ToolError};
 
 toolhost_guest::builtin_tool!(SkillSearch, |args| search_skill(&args, &knowledge::Host));
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Hit {
-    path: String,
-    score: f64,
-    start_line: u32,
-    end_line: u32,
-    snippet: String,
-    #[serde(rename = "ref")]
-    reference: String,
-}
-
-fn argument_error(error: SearchArgError) -> ToolError {
-    let code = match error {
-        SearchArgError::LimitZero => "skill.search_limit_invalid",
-        SearchArgError::LimitTooLarge => "skill.search_limit_too_large",
-        SearchArgError::ContextTooLarge => "skill.search_context_too_large",
-    };
-    ToolError::new(code, error.to_string())
-}
 
 /// Whether `path` is `prefix` or lies under it.
 fn under(path: &str, prefix: &str) -> bool {
@@ -52,51 +30,29 @@ pub fn search_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, To
     let name = args.required_str("name")?;
     let query = args.required_str("query")?;
     let prefix = args.optional_str("path")?.unwrap_or("");
-    let limit = search::resolve_limit(args.optional_u64("limit")?).map_err(argument_error)?;
-    let context =
-        search::resolve_context(args.optional_u64("context_lines")?).map_err(argument_error)?;
-    let Some(prepared) = PreparedSearch::new(query) else {
-        return Err(ToolError::new(
-            "skill.invalid_request",
-            "query must not be empty",
-        ));
-    };
+    let search = LineSearch::parse(args, query, "skill", "skill.invalid_request")?;
     let budget = skills.budget();
     let allowance = budget.per_call.min(budget.remaining);
 
     let files = skills.files(name)?;
-    let mut best: BestHits<()> = BestHits::new(limit);
-    let (mut searched, mut skipped) = (0u64, 0u64);
-    for file in files.iter().filter(|file| under(&file.path, prefix)) {
-        let Ok(text) = skills.read_text(name, &file.path) else {
-            skipped += 1;
-            continue;
-        };
-        searched += 1;
-        let windows = prepared.scan_text(&text.text, context, limit);
-        best.offer(&text.path, &text.text, &(), windows);
-    }
-    let found = best.into_hits();
+    let in_scope = files.iter().filter(|file| under(&file.path, prefix));
+    let scanned = search.scan(in_scope, |file| {
+        let text = skills.read_text(name, &file.path).ok()?;
+        Some((text.path, text.text, ()))
+    });
+    let found = &scanned.found;
     // Show the best hits while their snippets fit the allowance.
     let mut shown_chars = 0u64;
     let mut hits = Vec::new();
-    for kept in &found {
+    for kept in found {
         let cost = kept.chars;
         if shown_chars + cost > allowance {
             break;
         }
         shown_chars += cost;
-        hits.push(Hit {
-            reference: format!(
-                "skills/{name}/{}#L{}-L{}",
-                kept.key, kept.hit.start_line, kept.hit.end_line
-            ),
-            path: kept.key.clone(),
-            score: kept.hit.score,
-            start_line: kept.hit.start_line,
-            end_line: kept.hit.end_line,
-            snippet: kept.hit.snippet.clone(),
-        });
+        hits.push(LineHit::new(kept, |path, start, end| {
+            format!("skills/{name}/{path}#L{start}-L{end}")
+        }));
     }
     if !found.is_empty() && hits.is_empty() {
         return Err(ToolError::new(
@@ -125,15 +81,7 @@ pub fn search_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, To
             catalog::pointer("skill.read", " Read more with {} and the path.")
         ));
         for hit in &hits {
-            content.push_str(&format!(
-                "\n\n{} lines {}-{}, score {:.3}, ref {}\n",
-                code(&hit.path),
-                hit.start_line,
-                hit.end_line,
-                hit.score,
-                hit.reference
-            ));
-            fenced_into(&hit.snippet, &mut content);
+            hit.render_into(&mut content);
         }
         if hits.len() < found.len() {
             content.push_str(&format!(
@@ -142,25 +90,18 @@ pub fn search_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, To
             ));
         }
     }
-    content.push_str(&format!("\n\nSearched {searched} file(s)."));
-    if skipped > 0 {
-        content.push_str(&format!(
-            " Skipped {skipped} file(s) that could not be read as text."
-        ));
-    }
+    scanned.tally_into(&mut content);
     let structured = json!({
         "name": name,
         "query": query,
         "hits": hits,
-        "searchedFiles": searched,
-        "skippedFiles": skipped,
+        "searchedFiles": scanned.searched,
+        "skippedFiles": scanned.skipped,
         "charged": shown_chars,
     });
-    let mut output = Output::text(content).structured(structured);
-    for hit in &hits {
-        output = output.resource_ref(hit.reference.clone());
-    }
-    Ok(output)
+    Ok(Output::text(content)
+        .structured(structured)
+        .resource_refs_from(hits.iter().map(|hit| hit.reference.clone())))
 }
 
 #[cfg(test)]

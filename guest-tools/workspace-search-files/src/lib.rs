@@ -8,8 +8,8 @@
 
 use serde::Serialize;
 use toolhost_guest::catalog;
-use toolhost_guest::markdown::{code, fenced_into};
-use toolhost_guest::text::search::{self, BestHits, PreparedSearch, SearchArgError};
+use toolhost_guest::markdown::code;
+use toolhost_guest::search_result::{HitFacts, LineHit, LineSearch};
 use toolhost_guest::workspace::{self, Workspace};
 use toolhost_guest::{Arguments, Output, ToolError};
 
@@ -20,78 +20,35 @@ toolhost_guest::builtin_tool!(SearchFiles, |args| search_files(&args, &workspace
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Hit {
-    path: String,
-    score: f64,
-    start_line: u32,
-    end_line: u32,
-    snippet: String,
-    chars: u64,
-    words: u64,
-    sha256: String,
-    #[serde(rename = "ref")]
-    reference: String,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct Structured<'a> {
     query: &'a str,
-    hits: &'a [Hit],
+    hits: &'a [LineHit],
     searched_files: u64,
     skipped_files: u64,
     truncated: bool,
-}
-
-fn argument_error(error: SearchArgError) -> ToolError {
-    let code = match error {
-        SearchArgError::LimitZero => "workspace.search_limit_invalid",
-        SearchArgError::LimitTooLarge => "workspace.search_limit_too_large",
-        SearchArgError::ContextTooLarge => "workspace.search_context_too_large",
-    };
-    ToolError::new(code, error.to_string())
 }
 
 pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Output, ToolError> {
     args.only(&["query", "path", "limit", "context_lines"])?;
     let query = args.required_str("query")?;
     let path = args.optional_dir_path("path")?;
-    let limit = search::resolve_limit(args.optional_u64("limit")?).map_err(argument_error)?;
-    let context =
-        search::resolve_context(args.optional_u64("context_lines")?).map_err(argument_error)?;
-    let Some(prepared) = PreparedSearch::new(query) else {
-        return Err(ToolError::invalid_arguments("query must not be empty"));
-    };
+    let search = LineSearch::parse(args, query, "workspace", "tool.invalid_arguments")?;
 
     let files = workspace.walk_files(path, MAX_DEPTH, MAX_FILES)?;
-    let mut best: BestHits<String> = BestHits::new(limit);
-    let (mut searched, mut skipped) = (0u64, 0u64);
-    for entry in &files.entries {
-        let file = match workspace.read_text(&entry.path) {
-            Ok(file) => file,
-            // Binary, too large, vanished since the walk: count it, go on.
-            Err(_) => {
-                skipped += 1;
-                continue;
-            }
-        };
-        searched += 1;
-        let windows = prepared.scan_text(&file.text, context, limit);
-        best.offer(&file.path, &file.text, &file.sha256, windows);
-    }
-    let hits: Vec<Hit> = best
-        .into_hits()
-        .into_iter()
-        .map(|kept| Hit {
-            reference: workspace::line_ref(&kept.key, kept.hit.start_line, kept.hit.end_line),
-            path: kept.key,
-            score: kept.hit.score,
-            start_line: kept.hit.start_line,
-            end_line: kept.hit.end_line,
-            snippet: kept.hit.snippet,
-            chars: kept.chars,
-            words: kept.words,
-            sha256: kept.extra,
+    // Binary, too large, vanished since the walk: counted, passed over.
+    let scanned = search.scan(&files.entries, |entry| {
+        let file = workspace.read_text(&entry.path).ok()?;
+        Some((file.path, file.text, file.sha256))
+    });
+    let hits: Vec<LineHit> = scanned
+        .found
+        .iter()
+        .map(|kept| {
+            LineHit::new(kept, workspace::line_ref).facts(HitFacts {
+                chars: kept.chars,
+                words: kept.words,
+                sha256: kept.extra.clone(),
+            })
         })
         .collect();
 
@@ -112,23 +69,10 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
             )
         ));
         for hit in &hits {
-            content.push_str(&format!(
-                "\n\n{} lines {}-{}, score {:.3}, ref {}\n",
-                code(&hit.path),
-                hit.start_line,
-                hit.end_line,
-                hit.score,
-                hit.reference
-            ));
-            fenced_into(&hit.snippet, &mut content);
+            hit.render_into(&mut content);
         }
     }
-    content.push_str(&format!("\n\nSearched {searched} file(s)."));
-    if skipped > 0 {
-        content.push_str(&format!(
-            " Skipped {skipped} file(s) that could not be read as text."
-        ));
-    }
+    scanned.tally_into(&mut content);
     if files.truncated {
         content.push_str(&format!(
             " Only the first {MAX_FILES} files were searched; give a path to search the rest."
@@ -137,15 +81,13 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
     let structured = Structured {
         query,
         hits: &hits,
-        searched_files: searched,
-        skipped_files: skipped,
+        searched_files: scanned.searched,
+        skipped_files: scanned.skipped,
         truncated: files.truncated,
     };
-    let mut output = Output::text(content).structured(structured);
-    for hit in &hits {
-        output = output.resource_ref(hit.reference.clone());
-    }
-    Ok(output)
+    Ok(Output::text(content)
+        .structured(structured)
+        .resource_refs_from(hits.iter().map(|hit| hit.reference.clone())))
 }
 
 #[cfg(test)]
