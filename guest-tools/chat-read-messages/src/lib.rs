@@ -10,9 +10,9 @@
 use serde::Serialize;
 use serde_json::Value;
 use toolhost_guest::knowledge::{self, Chat};
+use toolhost_guest::line_read::WindowRecord;
 use toolhost_guest::markdown::fenced_into;
 use toolhost_guest::text::lines::{self, ReadLimits};
-use toolhost_guest::text::metrics;
 use toolhost_guest::{Arguments, Output, ToolError};
 
 pub const MAX_MESSAGES: usize = 20;
@@ -33,15 +33,8 @@ struct Read {
     role: &'static str,
     name: String,
     send_date: Option<String>,
-    total_lines: u32,
-    start_line: u32,
-    end_line: u32,
-    chars: u64,
-    words: u64,
-    total_chars: u64,
-    total_words: u64,
-    line_truncated: bool,
-    next_start_line: Option<u32>,
+    #[serde(flatten)]
+    window: WindowRecord,
     text: String,
     #[serde(rename = "ref")]
     reference: String,
@@ -142,7 +135,6 @@ pub fn read_messages(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolE
             )
         })?;
         used += window.chars as usize;
-        let total = metrics(&message.text);
         let reference = if window.is_full() {
             knowledge::chat_ref(message.index)
         } else {
@@ -158,15 +150,7 @@ pub fn read_messages(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolE
             role: knowledge::role_name(message.role),
             name: message.name.clone(),
             send_date: message.send_date.clone(),
-            total_lines: window.total_lines,
-            start_line: window.start_line,
-            end_line: window.end_line,
-            chars: window.chars,
-            words: window.words,
-            total_chars: total.chars,
-            total_words: total.words,
-            line_truncated: window.line_truncated,
-            next_start_line: window.next_start_line(),
+            window: WindowRecord::new(&window, &message.text),
             text: window.text.to_owned(),
             reference,
         });
@@ -182,7 +166,7 @@ pub fn read_messages(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolE
             .as_deref()
             .map(|date| format!(", {date}"))
             .unwrap_or_default();
-        if read.next_start_line.is_none() && read.start_line <= 1 {
+        if read.window.next_start_line.is_none() && read.window.start_line <= 1 {
             content.push_str(&format!(
                 "### Message {} — {} ({}{when})\n\n",
                 read.index, read.name, read.role
@@ -190,11 +174,16 @@ pub fn read_messages(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolE
         } else {
             content.push_str(&format!(
                 "### Message {} — {} ({}{when}), lines {}-{} of {}\n\n",
-                read.index, read.name, read.role, read.start_line, read.end_line, read.total_lines
+                read.index,
+                read.name,
+                read.role,
+                read.window.start_line,
+                read.window.end_line,
+                read.window.total_lines
             ));
         }
         fenced_into(&read.text, &mut content);
-        if let Some(next) = read.next_start_line {
+        if let Some(next) = read.window.next_start_line {
             content.push_str(&format!(
                 "\n\nPreview ended before the end of message {}. Continue with index={} and start_line={next}.",
                 read.index, read.index
@@ -213,11 +202,9 @@ pub fn read_messages(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolE
         messages: &reads,
         not_read: &not_read,
     };
-    let mut output = Output::text(content).structured(structured);
-    for read in &reads {
-        output = output.resource_ref(read.reference.clone());
-    }
-    Ok(output)
+    Ok(Output::text(content)
+        .structured(structured)
+        .resource_refs_from(reads.iter().map(|read| read.reference.clone())))
 }
 
 #[cfg(test)]

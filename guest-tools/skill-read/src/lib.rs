@@ -6,9 +6,9 @@
 
 use serde::Serialize;
 use toolhost_guest::knowledge::{self, Skills};
+use toolhost_guest::line_read::{LineRequest, WindowRecord};
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::lines::{self, ReadLimits};
-use toolhost_guest::text::metrics;
 use toolhost_guest::{Arguments, Output, ToolError};
 
 toolhost_guest::builtin_tool!(SkillRead, |args| read_skill(&args, &knowledge::Host));
@@ -19,32 +19,18 @@ struct Structured<'a> {
     name: &'a str,
     path: &'a str,
     sha256: &'a str,
-    total_lines: u32,
-    start_line: u32,
-    end_line: u32,
-    chars: u64,
-    words: u64,
-    total_chars: u64,
-    line_truncated: bool,
-    next_start_line: Option<u32>,
+    #[serde(flatten)]
+    window: WindowRecord,
     budget_remaining: u64,
-}
-
-fn line_number(args: &Arguments, key: &str) -> Result<Option<u32>, ToolError> {
-    args.optional_u64(key)?
-        .map(|value| {
-            u32::try_from(value)
-                .map_err(|_| ToolError::new("skill.invalid_request", format!("{key} is too large")))
-        })
-        .transpose()
 }
 
 pub fn read_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, ToolError> {
     args.only(&["name", "path", "start_line", "line_count"])?;
     let name = args.required_str("name")?;
     let path = args.optional_str("path")?.unwrap_or("");
-    let start_line = line_number(args, "start_line")?;
-    let line_count = line_number(args, "line_count")?;
+    let request = LineRequest::parse(args, |key, _| {
+        ToolError::new("skill.invalid_request", format!("{key} is too large"))
+    })?;
 
     let budget = skills.budget();
     let allowance = budget.per_call.min(budget.remaining) as usize;
@@ -57,8 +43,8 @@ pub fn read_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, Tool
     let file = skills.read_text(name, path)?;
     let window = lines::select(
         &file.text,
-        start_line,
-        line_count,
+        request.start_line,
+        request.line_count,
         ReadLimits::with_max_chars(allowance),
     )
     .map_err(|error| ToolError::new("skill.invalid_request", error.to_string()))?;
@@ -91,19 +77,11 @@ pub fn read_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, Tool
     content.push_str(&format!(
         "\n\nSkill read budget left for this run: {remaining} chars."
     ));
-    let total = metrics(&file.text);
     let structured = Structured {
         name,
         path: &file.path,
         sha256: &file.sha256,
-        total_lines: window.total_lines,
-        start_line: window.start_line,
-        end_line: window.end_line,
-        chars: window.chars,
-        words: window.words,
-        total_chars: total.chars,
-        line_truncated: window.line_truncated,
-        next_start_line: window.next_start_line(),
+        window: WindowRecord::new(&window, &file.text).without_total_words(),
         budget_remaining: remaining,
     };
     Ok(Output::text(content)

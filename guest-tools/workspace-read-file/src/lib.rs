@@ -13,41 +13,43 @@
 //! keeps them for programs.
 
 use serde::Serialize;
+use toolhost_guest::line_read::{LineRequest, WindowRecord};
 use toolhost_guest::markdown::{code, fenced_into};
 use toolhost_guest::text::lines::{self, ReadLimits};
-use toolhost_guest::text::metrics;
 use toolhost_guest::workspace::{self, Workspace};
 use toolhost_guest::{Arguments, Output, ToolError};
 
 toolhost_guest::builtin_tool!(ReadFile, |args| read_file(&args, &workspace::Host));
 
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct Structured<'a> {
     path: &'a str,
     sha256: &'a str,
-    total_lines: u32,
-    start_line: u32,
-    end_line: u32,
-    chars: u64,
-    words: u64,
-    total_chars: u64,
-    total_words: u64,
-    line_truncated: bool,
-    full_read: bool,
-    next_start_line: Option<u32>,
+    #[serde(flatten)]
+    window: WindowRecord,
 }
 
 /// Read through `workspace` (the host inside the sandbox, anything natively).
 pub fn read_file(args: &Arguments, workspace: &impl Workspace) -> Result<Output, ToolError> {
     args.only(&["path", "start_line", "line_count"])?;
     let path = args.required_str("path")?;
-    let start_line = small(args, "start_line")?;
-    let line_count = small(args, "line_count")?;
+    // A line number or count past u32 is beyond any file (0 is the
+    // line-window rules' own error).
+    let request = LineRequest::parse(args, |key, value| {
+        ToolError::new(
+            "workspace.invalid_line_range",
+            format!("{key} {value} is beyond any file"),
+        )
+    })?;
 
     let file = workspace.read_text(path)?;
-    let window = lines::select(&file.text, start_line, line_count, ReadLimits::WORKSPACE)
-        .map_err(|error| ToolError::new("workspace.invalid_line_range", error.to_string()))?;
+    let window = lines::select(
+        &file.text,
+        request.start_line,
+        request.line_count,
+        ReadLimits::WORKSPACE,
+    )
+    .map_err(|error| ToolError::new("workspace.invalid_line_range", error.to_string()))?;
     let seen = (!window.is_full()).then_some(window.text);
     workspace.record_read(&file.path, &file.sha256, seen)?;
 
@@ -81,20 +83,10 @@ pub fn read_file(args: &Arguments, workspace: &impl Workspace) -> Result<Output,
             ));
         }
     }
-    let total = metrics(&file.text);
     let structured = Structured {
         path: &file.path,
         sha256: &file.sha256,
-        total_lines: window.total_lines,
-        start_line: window.start_line,
-        end_line: window.end_line,
-        chars: window.chars,
-        words: window.words,
-        total_chars: total.chars,
-        total_words: total.words,
-        line_truncated: window.line_truncated,
-        full_read: window.is_full(),
-        next_start_line: window.next_start_line(),
+        window: WindowRecord::new(&window, &file.text).full_read(&window),
     };
     Ok(Output::text(content)
         .structured(structured)
@@ -103,21 +95,6 @@ pub fn read_file(args: &Arguments, workspace: &impl Workspace) -> Result<Output,
             window.start_line,
             window.end_line,
         )))
-}
-
-/// A line number or count: a non-negative integer that fits in u32 (0 is
-/// the line-window rules' own error).
-fn small(args: &Arguments, key: &str) -> Result<Option<u32>, ToolError> {
-    args.optional_u64(key)?
-        .map(|value| {
-            u32::try_from(value).map_err(|_| {
-                ToolError::new(
-                    "workspace.invalid_line_range",
-                    format!("{key} {value} is beyond any file"),
-                )
-            })
-        })
-        .transpose()
 }
 
 #[cfg(test)]
