@@ -5,16 +5,8 @@ mod common;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 
-use common::Fixture;
+use common::{Fixture, listed_paths, roots_then};
 use toolhost_workspace::{EntryKind, WorkspaceLimits, codes};
-
-fn paths(listing: &toolhost_workspace::Listing) -> Vec<&str> {
-    listing
-        .entries
-        .iter()
-        .map(|entry| entry.path.as_str())
-        .collect()
-}
 
 fn tree() -> Fixture {
     let fixture = Fixture::new();
@@ -30,7 +22,10 @@ fn tree() -> Fixture {
 fn directories_first_then_by_path_with_depth() {
     let fixture = tree();
     let listing = fixture.workspace.list("output", 1, 200).unwrap();
-    assert_eq!(paths(&listing), ["output/a", "output/b", "output/main.md"]);
+    assert_eq!(
+        listed_paths(&listing),
+        ["output/a", "output/b", "output/main.md"]
+    );
     assert!(!listing.truncated);
     let main = &listing.entries[2];
     assert_eq!((main.kind, main.bytes), (EntryKind::File, 4));
@@ -38,7 +33,7 @@ fn directories_first_then_by_path_with_depth() {
 
     let listing = fixture.workspace.list("output/", 2, 200).unwrap();
     assert_eq!(
-        paths(&listing),
+        listed_paths(&listing),
         [
             "output/a",
             "output/a/deep",
@@ -52,8 +47,8 @@ fn directories_first_then_by_path_with_depth() {
     let four = fixture.workspace.list("output", 4, 200).unwrap();
     let nine = fixture.workspace.list("output", 9, 200).unwrap();
     assert_eq!(four, nine);
-    assert!(paths(&four).contains(&"output/a/deep/er/three.md"));
-    assert!(!paths(&four).contains(&"output/a/deep/er/est/four.md"));
+    assert!(listed_paths(&four).contains(&"output/a/deep/er/three.md"));
+    assert!(!listed_paths(&four).contains(&"output/a/deep/er/est/four.md"));
     // Depth 0 is clamped to 1.
     assert_eq!(
         fixture.workspace.list("output", 0, 200).unwrap(),
@@ -65,7 +60,7 @@ fn directories_first_then_by_path_with_depth() {
 fn the_limit_truncates_after_sorting() {
     let fixture = tree();
     let listing = fixture.workspace.list("output", 2, 2).unwrap();
-    assert_eq!(paths(&listing), ["output/a", "output/a/deep"]);
+    assert_eq!(listed_paths(&listing), ["output/a", "output/a/deep"]);
     assert!(listing.truncated);
     let exact = fixture.workspace.list("output", 1, 3).unwrap();
     assert!(!exact.truncated);
@@ -83,17 +78,8 @@ fn hidden_entries_never_take_a_place_under_the_limit() {
     fixture.write("scratch/b.md", "b");
     let listing = fixture.workspace.list("", 2, 8).unwrap();
     assert_eq!(
-        paths(&listing),
-        [
-            "output",
-            "persist",
-            "plan",
-            "scratch",
-            "summaries",
-            "tool-results",
-            "output/a.md",
-            "scratch/b.md"
-        ]
+        listed_paths(&listing),
+        roots_then(&["output/a.md", "scratch/b.md"])
     );
     assert!(!listing.truncated);
 }
@@ -102,10 +88,10 @@ fn hidden_entries_never_take_a_place_under_the_limit() {
 fn a_file_path_lists_the_file_and_missing_roots_are_skipped() {
     let fixture = tree();
     let listing = fixture.workspace.list("output/main.md", 2, 10).unwrap();
-    assert_eq!(paths(&listing), ["output/main.md"]);
+    assert_eq!(listed_paths(&listing), ["output/main.md"]);
     fs::remove_dir(fixture.path("plan")).unwrap();
     let listing = fixture.workspace.list("", 1, 200).unwrap();
-    assert!(!paths(&listing).contains(&"plan"));
+    assert!(!listed_paths(&listing).contains(&"plan"));
     assert_eq!(
         fixture.workspace.list("plan", 1, 10).unwrap_err().code(),
         codes::PATH_NOT_FOUND
@@ -117,7 +103,7 @@ fn walk_files_lists_files_only_with_depth_and_count_limits() {
     let fixture = tree();
     let walked = fixture.workspace.walk_files("output", 8, 5000).unwrap();
     assert_eq!(
-        paths(&walked),
+        listed_paths(&walked),
         [
             "output/a/deep/er/est/four.md",
             "output/a/deep/er/three.md",
@@ -129,7 +115,7 @@ fn walk_files_lists_files_only_with_depth_and_count_limits() {
     assert!(!walked.truncated);
     let shallow = fixture.workspace.walk_files("output", 2, 5000).unwrap();
     assert_eq!(
-        paths(&shallow),
+        listed_paths(&shallow),
         ["output/a/two.md", "output/b/one.md", "output/main.md"]
     );
     let few = fixture.workspace.walk_files("output", 8, 2).unwrap();
@@ -138,7 +124,7 @@ fn walk_files_lists_files_only_with_depth_and_count_limits() {
     let exact = fixture.workspace.walk_files("output", 8, 5).unwrap();
     assert!(!exact.truncated);
     let root = fixture.workspace.walk_files("", 8, 5000).unwrap();
-    assert_eq!(root.entries.len(), 6, "{:?}", paths(&root));
+    assert_eq!(root.entries.len(), 6, "{:?}", listed_paths(&root));
 }
 
 #[test]
@@ -164,5 +150,5 @@ fn names_the_workspace_cannot_address_are_skipped() {
     fs::write(fixture.path("output/back\\slash.md"), "x").unwrap();
     fs::write(fixture.path("output/new\nline.md"), "x").unwrap();
     let listing = fixture.workspace.list("output", 1, 200).unwrap();
-    assert_eq!(paths(&listing), ["output/ok.md"]);
+    assert_eq!(listed_paths(&listing), ["output/ok.md"]);
 }

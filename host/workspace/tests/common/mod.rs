@@ -19,6 +19,32 @@ pub struct Fixture {
     pub workspace: Arc<Workspace>,
 }
 
+/// The run's workspace roots, as a listing of the run directory orders
+/// them (its top level comes first, by name).
+pub const ROOTS: [&str; 6] = [
+    "output",
+    "persist",
+    "plan",
+    "scratch",
+    "summaries",
+    "tool-results",
+];
+
+/// What a listing of the whole run directory shows: [`ROOTS`], then
+/// `files` (deeper entries, in the listing's order).
+pub fn roots_then<'a>(files: &[&'a str]) -> Vec<&'a str> {
+    ROOTS.iter().copied().chain(files.iter().copied()).collect()
+}
+
+/// The paths of `listing`'s entries, in its order.
+pub fn listed_paths(listing: &toolhost_workspace::Listing) -> Vec<&str> {
+    listing
+        .entries
+        .iter()
+        .map(|entry| entry.path.as_str())
+        .collect()
+}
+
 pub const HIDDEN_FILES: [(&str, &str); 8] = [
     ("run.json", "{\"manifestVersion\":1}\n"),
     ("events.jsonl", "{\"seq\":1}\n"),
@@ -39,15 +65,7 @@ impl Fixture {
         let temp = tempfile::tempdir().expect("tempdir");
         let run = temp.path().join("run");
         let outside = temp.path().join("outside");
-        for dir in [
-            "output",
-            "scratch",
-            "plan",
-            "summaries",
-            "persist",
-            "tool-results",
-            ".tmp",
-        ] {
+        for dir in ROOTS.into_iter().chain([".tmp"]) {
             fs::create_dir_all(run.join(dir)).expect("root");
         }
         for (path, content) in HIDDEN_FILES {
