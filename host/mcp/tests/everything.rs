@@ -31,10 +31,18 @@ fn add(registry: &mut McpRegistry, name: &str, transport: Transport) -> Registra
 }
 
 fn everything(script: &Path) -> Transport {
+    everything_with_env(script, &[])
+}
+
+/// server-everything over stdio with the extra variables `env`.
+fn everything_with_env(script: &Path, env: &[(&str, &str)]) -> Transport {
     Transport::Stdio {
         command: "node".into(),
         args: vec![script.display().to_string(), "stdio".into()],
-        env: Default::default(),
+        env: env
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect(),
     }
 }
 
@@ -378,11 +386,7 @@ async fn a_stdio_server_gets_its_registered_env_but_none_of_toolhosts_secrets() 
     registry
         .add_allowing_all(
             "everything",
-            Transport::Stdio {
-                command: "node".into(),
-                args: vec![script.display().to_string(), "stdio".into()],
-                env: [("GRANTED_TOKEN".to_owned(), "granted-value".to_owned())].into(),
-            },
+            everything_with_env(&script, &[("GRANTED_TOKEN", "granted-value")]),
         )
         .expect("add");
     let registration = registry.find("everything").expect("found").clone();
