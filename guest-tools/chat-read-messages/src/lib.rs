@@ -212,11 +212,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use toolhost_guest::knowledge::Role;
-    use toolhost_guest::testing::MemoryChat;
-
-    fn read(chat: &MemoryChat, args: serde_json::Value) -> Result<Output, ToolError> {
-        read_messages(&Arguments::from_value(args).expect("object"), chat)
-    }
+    use toolhost_guest::testing::{MemoryChat, call, transcript};
 
     #[test]
     fn reads_whole_messages_with_names_and_refs() {
@@ -224,7 +220,12 @@ mod tests {
             (Role::User, "User", "Hello there."),
             (Role::Assistant, "Seraphina", "Greetings,\ntraveller."),
         ]);
-        let output = read(&chat, json!({"messages": [{"index": 1}, {"index": 0}]})).expect("read");
+        let output = call(
+            read_messages,
+            &chat,
+            json!({"messages": [{"index": 1}, {"index": 0}]}),
+        )
+        .expect("read");
         assert_eq!(
             output.content,
             "### Message 1 — Seraphina (assistant)\n\n```\nGreetings,\ntraveller.\n```\n\n### Message 0 — User (user)\n\n```\nHello there.\n```"
@@ -236,7 +237,8 @@ mod tests {
     fn line_windows_and_previews() {
         let long: String = (1..=50).map(|n| format!("line {n}\n")).collect();
         let chat = MemoryChat::with(&[(Role::Assistant, "Seraphina", &long)]);
-        let output = read(
+        let output = call(
+            read_messages,
             &chat,
             json!({"messages": [{"index": 0, "start_line": 10, "line_count": 2}]}),
         )
@@ -260,7 +262,8 @@ mod tests {
             (Role::User, "User", &big),
             (Role::User, "User", "small"),
         ]);
-        let output = read(
+        let output = call(
+            read_messages,
             &chat,
             json!({"messages": [{"index": 0}, {"index": 1}, {"index": 2}]}),
         )
@@ -289,14 +292,19 @@ mod tests {
     #[test]
     fn errors_name_what_to_fix() {
         let chat = MemoryChat::with(&[(Role::User, "User", "one\ntwo")]);
-        let error = read(&chat, json!({"messages": [{"index": 5}]})).expect_err("missing");
+        let error =
+            call(read_messages, &chat, json!({"messages": [{"index": 5}]})).expect_err("missing");
         assert_eq!(error.code, "chat.message_not_found");
         assert_eq!(
             error.message,
             "message index 5 does not exist in this chat; total messages: 1"
         );
-        let error =
-            read(&chat, json!({"messages": [{"index": 0, "start_line": 9}]})).expect_err("range");
+        let error = call(
+            read_messages,
+            &chat,
+            json!({"messages": [{"index": 0, "start_line": 9}]}),
+        )
+        .expect_err("range");
         assert_eq!(error.code, "chat.invalid_message_range");
         for args in [
             json!({"messages": []}),
@@ -306,7 +314,9 @@ mod tests {
             json!({"messages": (0..21).map(|index| json!({"index": index})).collect::<Vec<_>>()}),
         ] {
             assert_eq!(
-                read(&chat, args.clone()).expect_err("refused").code,
+                call(read_messages, &chat, args.clone())
+                    .expect_err("refused")
+                    .code,
                 "tool.invalid_arguments",
                 "{args}"
             );
@@ -325,24 +335,14 @@ mod tests {
                 "Greetings,\ntraveller.\nWelcome.",
             ),
         ]);
-        let mut got = String::new();
-        let output = read(
-            &chat,
+        let got: String = [
             json!({"messages": [{"index": 1, "start_line": 2, "line_count": 1}, {"index": 0}]}),
-        )
-        .expect("read");
-        got.push_str(&format!(
-            "{}\n{}\n{:?}\n",
-            output.content,
-            output.structured.as_deref().unwrap_or(""),
-            output.resource_refs
-        ));
-        for args in [
             json!({"messages": [{"index": 1, "start_line": 4294967296u64}]}),
             json!({"messages": [{"index": 1, "line_count": -1}]}),
-        ] {
-            got.push_str(&format!("{}\n", read(&chat, args).expect_err("refused")));
-        }
+        ]
+        .into_iter()
+        .map(|args| transcript(&call(read_messages, &chat, args)))
+        .collect();
         assert_eq!(
             got,
             "### Message 1 — Seraphina (assistant), lines 2-2 of 3\n\n```\ntraveller.\n```\n\nPreview ended before the end of message 1. Continue with index=1 and start_line=3.\n\n### Message 0 — User (user)\n\n```\nHello there.\n```\n{\"totalMessages\":2,\"messages\":[{\"index\":1,\"role\":\"assistant\",\"name\":\"Seraphina\",\"sendDate\":null,\"totalLines\":3,\"startLine\":2,\"endLine\":2,\"chars\":10,\"words\":1,\"totalChars\":30,\"totalWords\":3,\"lineTruncated\":false,\"nextStartLine\":3,\"text\":\"traveller.\",\"ref\":\"chat:current#1:L2-L2\"},{\"index\":0,\"role\":\"user\",\"name\":\"User\",\"sendDate\":null,\"totalLines\":1,\"startLine\":1,\"endLine\":1,\"chars\":12,\"words\":2,\"totalChars\":12,\"totalWords\":2,\"lineTruncated\":false,\"nextStartLine\":null,\"text\":\"Hello there.\",\"ref\":\"chat:current#0\"}],\"notRead\":[]}\n[\"chat:current#1:L2-L2\", \"chat:current#0\"]\ntool.invalid_arguments: messages[0].start_line is too large\ntool.invalid_arguments: messages[0]: line_count must be a non-negative integer\n"

@@ -268,11 +268,7 @@ pub fn search_chat(args: &Arguments, chat: &impl Chat) -> Result<Output, ToolErr
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolhost_guest::testing::MemoryChat;
-
-    fn search(chat: &MemoryChat, args: serde_json::Value) -> Result<Output, ToolError> {
-        search_chat(&Arguments::from_value(args).expect("object"), chat)
-    }
+    use toolhost_guest::testing::{MemoryChat, call, transcript};
 
     fn indexes(output: &Output) -> Vec<u64> {
         output.structured_value().expect("structured")["hits"]
@@ -303,7 +299,8 @@ mod tests {
 
     #[test]
     fn best_scores_first_and_newer_wins_ties() {
-        let output = search(&chat(), json!({"query": "silver lantern"})).expect("search");
+        let output =
+            call(search_chat, &chat(), json!({"query": "silver lantern"})).expect("search");
         // 0 and 4 match both words (4 is newer), 1 matches one.
         assert_eq!(indexes(&output), [4, 0, 1]);
         assert!(
@@ -317,15 +314,26 @@ mod tests {
     #[test]
     fn role_range_and_scan_limit_filter() {
         let chat = chat();
-        let output = search(&chat, json!({"query": "lantern", "role": "user"})).expect("search");
+        let output = call(
+            search_chat,
+            &chat,
+            json!({"query": "lantern", "role": "user"}),
+        )
+        .expect("search");
         assert_eq!(indexes(&output), [0]);
-        let output = search(
+        let output = call(
+            search_chat,
             &chat,
             json!({"query": "lantern", "start_message": 1, "end_message": 3}),
         )
         .expect("search");
         assert_eq!(indexes(&output), [1]);
-        let output = search(&chat, json!({"query": "lantern", "scan_limit": 1})).expect("search");
+        let output = call(
+            search_chat,
+            &chat,
+            json!({"query": "lantern", "scan_limit": 1}),
+        )
+        .expect("search");
         assert_eq!(indexes(&output), [4], "only the newest message was scanned");
         assert_eq!(output.structured_value().expect("s")["scannedMessages"], 1);
     }
@@ -336,14 +344,14 @@ mod tests {
             (Role::User, "User", "今天天气很好，我们去公园吧。"),
             (Role::Assistant, "Seraphina", "明天会下雨。"),
         ]);
-        let output = search(&chat, json!({"query": "天气很好"})).expect("search");
+        let output = call(search_chat, &chat, json!({"query": "天气很好"})).expect("search");
         assert_eq!(indexes(&output), [0]);
     }
 
     #[test]
     fn zero_hits_is_success_and_arguments_are_checked() {
         let chat = chat();
-        let output = search(&chat, json!({"query": "dragon"})).expect("zero hits");
+        let output = call(search_chat, &chat, json!({"query": "dragon"})).expect("zero hits");
         assert!(
             output
                 .content
@@ -360,7 +368,9 @@ mod tests {
             json!({"query": "x", "offset": 2}),
         ] {
             assert_eq!(
-                search(&chat, args.clone()).expect_err("refused").code,
+                call(search_chat, &chat, args.clone())
+                    .expect_err("refused")
+                    .code,
                 "tool.invalid_arguments",
                 "{args}"
             );
@@ -375,7 +385,8 @@ mod tests {
             .map(|text| (Role::User, "User", text.as_str()))
             .collect();
         let chat = MemoryChat::with(&messages);
-        let output = search(&chat, json!({"query": "number", "limit": 3})).expect("search");
+        let output =
+            call(search_chat, &chat, json!({"query": "number", "limit": 3})).expect("search");
         assert_eq!(indexes(&output), [2499, 2498, 2497]);
         assert_eq!(
             *chat.batches.borrow(),
@@ -388,16 +399,10 @@ mod tests {
     /// shared records cannot change what the model or a program reads.
     #[test]
     fn the_output_is_pinned() {
-        let output = search(&chat(), json!({"query": "silver lantern"})).expect("search");
-        let got = format!(
-            "{}\n{}\n{:?}",
-            output.content,
-            output.structured.as_deref().unwrap_or(""),
-            output.resource_refs
-        );
+        let args = json!({"query": "silver lantern"});
         assert_eq!(
-            got,
-            "Search `silver lantern` matched 3 message(s) (5 searched, newest first among equal scores).\n\n- message 4 (assistant, Seraphina) score 1.000 ref chat:current#4\n  > Follow me to the silver lantern, then.\n\n- message 0 (user, User) score 1.000 ref chat:current#0\n  > Where is the silver lantern?\n\n- message 1 (assistant, Seraphina) score 0.538 ref chat:current#1\n  > The lantern hangs by the old bridge.\n{\"query\":\"silver lantern\",\"hits\":[{\"index\":4,\"role\":\"assistant\",\"name\":\"Seraphina\",\"score\":1.0,\"snippet\":\"Follow me to the silver lantern, then.\",\"chars\":38,\"words\":7,\"ref\":\"chat:current#4\"},{\"index\":0,\"role\":\"user\",\"name\":\"User\",\"score\":1.0,\"snippet\":\"Where is the silver lantern?\",\"chars\":28,\"words\":5,\"ref\":\"chat:current#0\"},{\"index\":1,\"role\":\"assistant\",\"name\":\"Seraphina\",\"score\":0.5384615384615384,\"snippet\":\"The lantern hangs by the old bridge.\",\"chars\":36,\"words\":7,\"ref\":\"chat:current#1\"}],\"scannedMessages\":5,\"totalMessages\":5}\n[\"chat:current#4\", \"chat:current#0\", \"chat:current#1\"]"
+            transcript(&call(search_chat, &chat(), args)),
+            "Search `silver lantern` matched 3 message(s) (5 searched, newest first among equal scores).\n\n- message 4 (assistant, Seraphina) score 1.000 ref chat:current#4\n  > Follow me to the silver lantern, then.\n\n- message 0 (user, User) score 1.000 ref chat:current#0\n  > Where is the silver lantern?\n\n- message 1 (assistant, Seraphina) score 0.538 ref chat:current#1\n  > The lantern hangs by the old bridge.\n{\"query\":\"silver lantern\",\"hits\":[{\"index\":4,\"role\":\"assistant\",\"name\":\"Seraphina\",\"score\":1.0,\"snippet\":\"Follow me to the silver lantern, then.\",\"chars\":38,\"words\":7,\"ref\":\"chat:current#4\"},{\"index\":0,\"role\":\"user\",\"name\":\"User\",\"score\":1.0,\"snippet\":\"Where is the silver lantern?\",\"chars\":28,\"words\":5,\"ref\":\"chat:current#0\"},{\"index\":1,\"role\":\"assistant\",\"name\":\"Seraphina\",\"score\":0.5384615384615384,\"snippet\":\"The lantern hangs by the old bridge.\",\"chars\":36,\"words\":7,\"ref\":\"chat:current#1\"}],\"scannedMessages\":5,\"totalMessages\":5}\n[\"chat:current#4\", \"chat:current#0\", \"chat:current#1\"]\n"
         );
     }
 }

@@ -6,11 +6,11 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use crate::ToolError;
 use crate::workspace::{
     Entry, EntryKind, Listing, Patched, Root, TextFile, Workspace, WorkspaceWriter, WriteMode,
     Written,
 };
+use crate::{Arguments, Output, ToolError};
 
 #[derive(Debug, Default)]
 pub struct MemoryWorkspace {
@@ -365,5 +365,60 @@ impl crate::agents::Agents for MemoryAgents {
             .collect();
         listed.sort_by(|a, b| a.profile_id.cmp(&b.profile_id));
         listed
+    }
+}
+
+/// Call a tool's function as its component does — on the model's arguments,
+/// a JSON object — against a double of its capability:
+/// `call(search_files, &workspace, json!({"query": "x"}))`.
+///
+/// # Panics
+/// When `args` is not a JSON object: the test's own mistake.
+pub fn call<C: ?Sized>(
+    tool: impl FnOnce(&Arguments, &C) -> Result<Output, ToolError>,
+    capability: &C,
+    args: serde_json::Value,
+) -> Result<Output, ToolError> {
+    tool(
+        &Arguments::from_value(args).expect("arguments are an object"),
+        capability,
+    )
+}
+
+/// What the model and a program read of a call's answer, one line each:
+/// the content, the structured JSON text and the references; or the
+/// error's `code: message`. Tests pin it to hold the output byte for byte.
+pub fn transcript(answer: &Result<Output, ToolError>) -> String {
+    match answer {
+        Ok(output) => format!(
+            "{}\n{}\n{:?}\n",
+            output.content,
+            output.structured.as_deref().unwrap_or(""),
+            output.resource_refs
+        ),
+        Err(error) => format!("{error}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn echo(args: &Arguments, workspace: &MemoryWorkspace) -> Result<Output, ToolError> {
+        let path = args.required_str("path")?;
+        let text = workspace.text(path).unwrap_or_default();
+        Ok(Output::text(text).structured(path).resource_ref(path))
+    }
+
+    #[test]
+    fn a_call_and_its_transcript() {
+        let workspace = MemoryWorkspace::with(&[("a.md", "alpha")]);
+        let answer = call(echo, &workspace, serde_json::json!({"path": "a.md"}));
+        assert_eq!(transcript(&answer), "alpha\n\"a.md\"\n[\"a.md\"]\n");
+        let refused = call(echo, &workspace, serde_json::json!({}));
+        assert_eq!(
+            transcript(&refused),
+            "tool.invalid_arguments: path is required\n"
+        );
     }
 }

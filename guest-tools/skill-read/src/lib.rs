@@ -96,11 +96,7 @@ pub fn read_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, Tool
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolhost_guest::testing::MemorySkills;
-
-    fn read(skills: &MemorySkills, args: serde_json::Value) -> Result<Output, ToolError> {
-        read_skill(&Arguments::from_value(args).expect("object"), skills)
-    }
+    use toolhost_guest::testing::{MemorySkills, call, transcript};
 
     fn library(per_call: u64, per_run: u64) -> MemorySkills {
         let guide: String = (1..=40)
@@ -120,7 +116,7 @@ mod tests {
     #[test]
     fn reads_skill_md_by_default_and_charges_what_is_shown() {
         let skills = library(10_000, 10_000);
-        let output = read(&skills, json!({"name": "prose-style"})).expect("read");
+        let output = call(read_skill, &skills, json!({"name": "prose-style"})).expect("read");
         assert!(
             output
                 .content
@@ -132,7 +128,8 @@ mod tests {
         let charged = structured["chars"].as_u64().expect("chars");
         assert_eq!(*skills.remaining.borrow(), 10_000 - charged);
         assert_eq!(output.resource_refs, ["skills/prose-style/SKILL.md#L1-L40"]);
-        let example = read(
+        let example = call(
+            read_skill,
             &skills,
             json!({"name": "prose-style", "path": "examples/a.md"}),
         )
@@ -143,7 +140,7 @@ mod tests {
     #[test]
     fn the_budget_previews_then_refuses() {
         let skills = library(100, 150);
-        let first = read(&skills, json!({"name": "prose-style"})).expect("a preview");
+        let first = call(read_skill, &skills, json!({"name": "prose-style"})).expect("a preview");
         let structured = first.structured_value().expect("structured");
         assert!(
             structured["chars"].as_u64().expect("chars") <= 100,
@@ -155,7 +152,11 @@ mod tests {
         let error = loop {
             calls += 1;
             assert!(calls < 10, "the run budget must run out");
-            match read(&skills, json!({"name": "prose-style", "start_line": 5})) {
+            match call(
+                read_skill,
+                &skills,
+                json!({"name": "prose-style", "start_line": 5}),
+            ) {
                 Ok(_) => continue,
                 Err(error) => break error,
             }
@@ -172,25 +173,39 @@ mod tests {
     fn errors_come_through() {
         let skills = library(1000, 1000);
         assert_eq!(
-            read(&skills, json!({"name": "nope"})).expect_err("x").code,
+            call(read_skill, &skills, json!({"name": "nope"}))
+                .expect_err("x")
+                .code,
             "skill.not_visible"
         );
         assert_eq!(
-            read(&skills, json!({"name": "prose-style", "path": "x.md"}))
-                .expect_err("x")
-                .code,
+            call(
+                read_skill,
+                &skills,
+                json!({"name": "prose-style", "path": "x.md"})
+            )
+            .expect_err("x")
+            .code,
             "skill.not_found"
         );
         assert_eq!(
-            read(&skills, json!({"name": "prose-style", "start_line": 99}))
-                .expect_err("x")
-                .code,
+            call(
+                read_skill,
+                &skills,
+                json!({"name": "prose-style", "start_line": 99})
+            )
+            .expect_err("x")
+            .code,
             "skill.invalid_request"
         );
         assert_eq!(
-            read(&skills, json!({"name": "prose-style", "max_chars": 5}))
-                .expect_err("x")
-                .code,
+            call(
+                read_skill,
+                &skills,
+                json!({"name": "prose-style", "max_chars": 5})
+            )
+            .expect_err("x")
+            .code,
             "tool.invalid_arguments"
         );
     }
@@ -200,25 +215,15 @@ mod tests {
     #[test]
     fn the_output_is_pinned() {
         let skills = library(100, 10_000);
-        let mut got = String::new();
-        for args in [
+        let got: String = [
             json!({"name": "prose-style", "path": "examples/a.md"}),
             json!({"name": "prose-style", "start_line": 3}),
-        ] {
-            let output = read(&skills, args).expect("read");
-            got.push_str(&format!(
-                "{}\n{}\n{:?}\n",
-                output.content,
-                output.structured.as_deref().unwrap_or(""),
-                output.resource_refs
-            ));
-        }
-        for args in [
             json!({"name": "prose-style", "start_line": 4294967296u64}),
             json!({"name": "prose-style", "line_count": "two"}),
-        ] {
-            got.push_str(&format!("{}\n", read(&skills, args).expect_err("refused")));
-        }
+        ]
+        .into_iter()
+        .map(|args| transcript(&call(read_skill, &skills, args)))
+        .collect();
         assert_eq!(
             got,
             "`prose-style/examples/a.md`, the whole file (1 line(s)):\n\n```\n1 | An example.\n```\n\nSkill read budget left for this run: 9989 chars.\n{\"name\":\"prose-style\",\"path\":\"examples/a.md\",\"sha256\":\"f362ee42291819e6\",\"totalLines\":1,\"startLine\":1,\"endLine\":1,\"chars\":11,\"words\":2,\"totalChars\":11,\"lineTruncated\":false,\"nextStartLine\":null,\"budgetRemaining\":9989}\n[\"skills/prose-style/examples/a.md#L1-L1\"]\n`prose-style/SKILL.md` lines 3-7 of 40:\n\n```\n3 | Rule 3: write well.\n4 | Rule 4: write well.\n5 | Rule 5: write well.\n6 | Rule 6: write well.\n7 | Rule 7: write well.\n```\n\nPreview ended before the end of the file. Continue with start_line=8.\n\nSkill read budget left for this run: 9890 chars.\n{\"name\":\"prose-style\",\"path\":\"SKILL.md\",\"sha256\":\"f7e9f2cd58899a4f\",\"totalLines\":40,\"startLine\":3,\"endLine\":7,\"chars\":99,\"words\":20,\"totalChars\":831,\"lineTruncated\":false,\"nextStartLine\":8,\"budgetRemaining\":9890}\n[\"skills/prose-style/SKILL.md#L3-L7\"]\nskill.invalid_request: start_line is too large\ntool.invalid_arguments: line_count must be a non-negative integer\n"

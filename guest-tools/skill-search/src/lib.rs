@@ -107,11 +107,7 @@ pub fn search_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, To
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_guest::testing::MemorySkills;
-
-    fn search(skills: &MemorySkills, args: serde_json::Value) -> Result<Output, ToolError> {
-        search_skill(&Arguments::from_value(args).expect("object"), skills)
-    }
+    use toolhost_guest::testing::{MemorySkills, call, transcript};
 
     fn library(per_call: u64, per_run: u64) -> MemorySkills {
         MemorySkills::with(
@@ -137,7 +133,8 @@ mod tests {
     #[test]
     fn finds_hits_in_the_skill_files_and_charges_them() {
         let skills = library(1_000, 1_000);
-        let output = search(
+        let output = call(
+            search_skill,
             &skills,
             json!({"name": "lore-keeper", "query": "timeline", "context_lines": 0}),
         )
@@ -150,7 +147,8 @@ mod tests {
         let charged = structured["charged"].as_u64().expect("charged");
         assert!(charged > 0);
         assert_eq!(*skills.remaining.borrow(), 1_000 - charged);
-        let scoped = search(
+        let scoped = call(
+            search_skill,
             &skills,
             json!({"name": "lore-keeper", "query": "lantern", "path": "reference"}),
         )
@@ -161,16 +159,24 @@ mod tests {
     #[test]
     fn zero_hits_is_success_and_the_budget_is_enforced() {
         let skills = library(1_000, 1_000);
-        let output =
-            search(&skills, json!({"name": "lore-keeper", "query": "dragon"})).expect("zero hits");
+        let output = call(
+            search_skill,
+            &skills,
+            json!({"name": "lore-keeper", "query": "dragon"}),
+        )
+        .expect("zero hits");
         assert!(
             output
                 .content
                 .starts_with("No file of skill `lore-keeper` matched `dragon`.")
         );
         let broke = library(5, 5);
-        let error = search(&broke, json!({"name": "lore-keeper", "query": "timeline"}))
-            .expect_err("budget");
+        let error = call(
+            search_skill,
+            &broke,
+            json!({"name": "lore-keeper", "query": "timeline"}),
+        )
+        .expect_err("budget");
         assert_eq!(error.code, "skill.read_budget_exhausted");
         assert_eq!(*broke.remaining.borrow(), 5, "nothing charged on refusal");
     }
@@ -195,7 +201,9 @@ mod tests {
             (json!({"query": "x"}), "tool.invalid_arguments"),
         ] {
             assert_eq!(
-                search(&skills, args.clone()).expect_err("refused").code,
+                call(search_skill, &skills, args.clone())
+                    .expect_err("refused")
+                    .code,
                 code,
                 "{args}"
             );
@@ -207,20 +215,10 @@ mod tests {
     #[test]
     fn the_output_is_pinned() {
         let skills = library(1_000, 1_000);
-        let output = search(
-            &skills,
-            json!({"name": "lore-keeper", "query": "the timeline", "context_lines": 1}),
-        )
-        .expect("search");
-        let got = format!(
-            "{}\n{}\n{:?}",
-            output.content,
-            output.structured.as_deref().unwrap_or(""),
-            output.resource_refs
-        );
+        let args = json!({"name": "lore-keeper", "query": "the timeline", "context_lines": 1});
         assert_eq!(
-            got,
-            "Search `the timeline` in skill `lore-keeper` matched 2 location(s).\n\n`SKILL.md` lines 1-2, score 1.000, ref skills/lore-keeper/SKILL.md#L1-L2\n```\n1 | # Lore keeper\n2 | Check the timeline before writing.\n```\n\n`reference/timeline.md` lines 1-2, score 0.273, ref skills/lore-keeper/reference/timeline.md#L1-L2\n```\n1 | Year 1: the lantern is lit.\n2 | Year 9: the bridge falls.\n```\n\nSearched 2 file(s).\n{\"charged\":101,\"hits\":[{\"endLine\":2,\"path\":\"SKILL.md\",\"ref\":\"skills/lore-keeper/SKILL.md#L1-L2\",\"score\":1.0,\"snippet\":\"1 | # Lore keeper\\n2 | Check the timeline before writing.\",\"startLine\":1},{\"endLine\":2,\"path\":\"reference/timeline.md\",\"ref\":\"skills/lore-keeper/reference/timeline.md#L1-L2\",\"score\":0.2727272727272727,\"snippet\":\"1 | Year 1: the lantern is lit.\\n2 | Year 9: the bridge falls.\",\"startLine\":1}],\"name\":\"lore-keeper\",\"query\":\"the timeline\",\"searchedFiles\":2,\"skippedFiles\":0}\n[\"skills/lore-keeper/SKILL.md#L1-L2\", \"skills/lore-keeper/reference/timeline.md#L1-L2\"]"
+            transcript(&call(search_skill, &skills, args)),
+            "Search `the timeline` in skill `lore-keeper` matched 2 location(s).\n\n`SKILL.md` lines 1-2, score 1.000, ref skills/lore-keeper/SKILL.md#L1-L2\n```\n1 | # Lore keeper\n2 | Check the timeline before writing.\n```\n\n`reference/timeline.md` lines 1-2, score 0.273, ref skills/lore-keeper/reference/timeline.md#L1-L2\n```\n1 | Year 1: the lantern is lit.\n2 | Year 9: the bridge falls.\n```\n\nSearched 2 file(s).\n{\"charged\":101,\"hits\":[{\"endLine\":2,\"path\":\"SKILL.md\",\"ref\":\"skills/lore-keeper/SKILL.md#L1-L2\",\"score\":1.0,\"snippet\":\"1 | # Lore keeper\\n2 | Check the timeline before writing.\",\"startLine\":1},{\"endLine\":2,\"path\":\"reference/timeline.md\",\"ref\":\"skills/lore-keeper/reference/timeline.md#L1-L2\",\"score\":0.2727272727272727,\"snippet\":\"1 | Year 1: the lantern is lit.\\n2 | Year 9: the bridge falls.\",\"startLine\":1}],\"name\":\"lore-keeper\",\"query\":\"the timeline\",\"searchedFiles\":2,\"skippedFiles\":0}\n[\"skills/lore-keeper/SKILL.md#L1-L2\", \"skills/lore-keeper/reference/timeline.md#L1-L2\"]\n"
         );
     }
 }

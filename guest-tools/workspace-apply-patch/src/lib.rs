@@ -58,16 +58,12 @@ pub fn apply_patch(
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolhost_guest::testing::MemoryWorkspace;
-
-    fn patch(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {
-        apply_patch(&Arguments::from_value(args).expect("object"), workspace)
-    }
+    use toolhost_guest::testing::{MemoryWorkspace, call};
 
     #[test]
     fn reports_the_replacements_and_keeps_the_statistics_structured() {
         let workspace = MemoryWorkspace::with(&[("output/a.md", "one two two")]);
-        let output = patch(
+        let output = call(apply_patch,
             &workspace,
             json!({"path": "output/a.md", "old_string": "two", "new_string": "2", "replace_all": true}),
         )
@@ -90,19 +86,21 @@ mod tests {
     #[test]
     fn strings_are_raw_and_required() {
         let workspace = MemoryWorkspace::with(&[("output/a.md", "  indented\n")]);
-        patch(
+        call(
+            apply_patch,
             &workspace,
             json!({"path": "output/a.md", "old_string": "  indented", "new_string": "\tdone"}),
         )
         .expect("whitespace is kept");
         assert_eq!(workspace.text("output/a.md").as_deref(), Some("\tdone\n"));
-        let error = patch(
+        let error = call(
+            apply_patch,
             &workspace,
             json!({"path": "output/a.md", "old_string": "x"}),
         )
         .expect_err("missing");
         assert_eq!(error.message, "new_string is required");
-        let error = patch(
+        let error = call(apply_patch,
             &workspace,
             json!({"path": "output/a.md", "old_string": "x", "new_string": "y", "replace_all": "yes"}),
         )

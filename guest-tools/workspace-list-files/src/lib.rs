@@ -103,11 +103,7 @@ pub fn list_files(args: &Arguments, workspace: &impl Workspace) -> Result<Output
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolhost_guest::testing::MemoryWorkspace;
-
-    fn list(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {
-        list_files(&Arguments::from_value(args).expect("object"), workspace)
-    }
+    use toolhost_guest::testing::{MemoryWorkspace, call};
 
     #[test]
     fn lists_entries_as_markdown_with_refs() {
@@ -116,7 +112,7 @@ mod tests {
             ("output/b.md", "b"),
             ("plan/p.md", "p"),
         ]);
-        let output = list(&workspace, json!({"path": "output"})).expect("list");
+        let output = call(list_files, &workspace, json!({"path": "output"})).expect("list");
         assert_eq!(
             output.content,
             "2 entries in `output` (depth 2):\n\n- output/a.md\n- output/b.md"
@@ -142,7 +138,7 @@ mod tests {
             json!({"path": ""}),
             json!({"path": null}),
         ] {
-            let output = list(&workspace, args).expect("empty is success");
+            let output = call(list_files, &workspace, args).expect("empty is success");
             assert_eq!(
                 output.content,
                 "No visible workspace files found in the workspace."
@@ -153,13 +149,13 @@ mod tests {
     #[test]
     fn depth_is_checked() {
         let workspace = MemoryWorkspace::default();
-        let error = list(&workspace, json!({"depth": 5})).expect_err("too deep");
+        let error = call(list_files, &workspace, json!({"depth": 5})).expect_err("too deep");
         assert_eq!(error.code, "workspace.list_depth_too_large");
-        let error = list(&workspace, json!({"depth": 0})).expect_err("zero");
+        let error = call(list_files, &workspace, json!({"depth": 0})).expect_err("zero");
         assert_eq!(error.code, "tool.invalid_arguments");
-        let error = list(&workspace, json!({"depth": "2"})).expect_err("string");
+        let error = call(list_files, &workspace, json!({"depth": "2"})).expect_err("string");
         assert_eq!(error.code, "tool.invalid_arguments");
-        let error = list(&workspace, json!({"recursive": true})).expect_err("unknown");
+        let error = call(list_files, &workspace, json!({"recursive": true})).expect_err("unknown");
         assert!(error.message.starts_with("recursive is not supported"));
     }
 }

@@ -101,16 +101,12 @@ pub fn read_file(args: &Arguments, workspace: &impl Workspace) -> Result<Output,
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolhost_guest::testing::MemoryWorkspace;
-
-    fn read(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {
-        read_file(&Arguments::from_value(args).expect("object"), workspace)
-    }
+    use toolhost_guest::testing::{MemoryWorkspace, call, transcript};
 
     #[test]
     fn a_whole_file_is_shown_numbered_and_recorded_as_a_full_read() {
         let workspace = MemoryWorkspace::with(&[("output/a.md", "# Title\n\nBody with `code`.\n")]);
-        let output = read(&workspace, json!({"path": "output/a.md"})).expect("read");
+        let output = call(read_file, &workspace, json!({"path": "output/a.md"})).expect("read");
         assert_eq!(
             output.content,
             "`output/a.md`, the whole file: 3 line(s).\n\n```\n1 | # Title\n2 | \n3 | Body with `code`.\n```"
@@ -128,7 +124,8 @@ mod tests {
     fn a_window_is_a_partial_read_with_a_continuation_hint() {
         let text: String = (1..=10).map(|n| format!("line {n}\n")).collect();
         let workspace = MemoryWorkspace::with(&[("plan/p.md", &text)]);
-        let output = read(
+        let output = call(
+            read_file,
             &workspace,
             json!({"path": "plan/p.md", "start_line": 3, "line_count": 2}),
         )
@@ -162,8 +159,8 @@ mod tests {
     fn an_oversized_file_previews_within_the_budget() {
         let text: String = (1..=1500).map(|n| format!("{n}\n")).collect();
         let workspace = MemoryWorkspace::with(&[("output/big.txt", &text)]);
-        let output =
-            read(&workspace, json!({"path": "output/big.txt"})).expect("a preview, not an error");
+        let output = call(read_file, &workspace, json!({"path": "output/big.txt"}))
+            .expect("a preview, not an error");
         let structured = output.structured_value().expect("structured");
         assert_eq!(structured["endLine"], 1200);
         assert_eq!(structured["nextStartLine"], 1201);
@@ -174,17 +171,30 @@ mod tests {
     #[test]
     fn bad_ranges_and_arguments_are_typed_errors() {
         let workspace = MemoryWorkspace::with(&[("output/a.md", "one\ntwo\n")]);
-        let error =
-            read(&workspace, json!({"path": "output/a.md", "start_line": 3})).expect_err("beyond");
+        let error = call(
+            read_file,
+            &workspace,
+            json!({"path": "output/a.md", "start_line": 3}),
+        )
+        .expect_err("beyond");
         assert_eq!(error.code, "workspace.invalid_line_range");
         assert_eq!(error.message, "start_line 3 is beyond total lines 2");
-        let error =
-            read(&workspace, json!({"path": "output/a.md", "line_count": 0})).expect_err("zero");
+        let error = call(
+            read_file,
+            &workspace,
+            json!({"path": "output/a.md", "line_count": 0}),
+        )
+        .expect_err("zero");
         assert_eq!(error.message, "line_count must be >= 1");
-        let error =
-            read(&workspace, json!({"path": "output/a.md", "start_char": 3})).expect_err("G1 args");
+        let error = call(
+            read_file,
+            &workspace,
+            json!({"path": "output/a.md", "start_char": 3}),
+        )
+        .expect_err("G1 args");
         assert_eq!(error.code, "tool.invalid_arguments");
-        let error = read(&workspace, json!({"path": "output/missing.md"})).expect_err("missing");
+        let error =
+            call(read_file, &workspace, json!({"path": "output/missing.md"})).expect_err("missing");
         assert_eq!(error.code, "workspace.file_not_found");
         assert!(
             workspace.reads.borrow().is_empty(),
@@ -200,7 +210,7 @@ mod tests {
             json!({"path": "plan/p.md"}),
             json!({"path": "plan/p.md", "start_line": 2, "line_count": 3}),
         ] {
-            let output = read(&workspace, args).expect("read");
+            let output = call(read_file, &workspace, args).expect("read");
             let structured = output.structured_value().expect("structured");
             let sha256 = structured["sha256"].as_str().expect("sha256");
             for statistic in ["chars", "words", sha256] {
@@ -214,7 +224,7 @@ mod tests {
     #[test]
     fn an_empty_file_says_so() {
         let workspace = MemoryWorkspace::with(&[("output/e.md", "")]);
-        let output = read(&workspace, json!({"path": "output/e.md"})).expect("read");
+        let output = call(read_file, &workspace, json!({"path": "output/e.md"})).expect("read");
         assert_eq!(output.content, "`output/e.md` is empty (0 lines).");
     }
 
@@ -224,28 +234,15 @@ mod tests {
     fn the_output_is_pinned() {
         let text: String = (1..=10).map(|n| format!("line {n}\n")).collect();
         let workspace = MemoryWorkspace::with(&[("plan/p.md", &text)]);
-        let mut got = String::new();
-        for args in [
+        let got: String = [
             json!({"path": "plan/p.md"}),
             json!({"path": "plan/p.md", "start_line": 3, "line_count": 2}),
-        ] {
-            let output = read(&workspace, args).expect("read");
-            got.push_str(&format!(
-                "{}\n{}\n{:?}\n",
-                output.content,
-                output.structured.as_deref().unwrap_or(""),
-                output.resource_refs
-            ));
-        }
-        for args in [
             json!({"path": "plan/p.md", "start_line": 4294967296u64}),
             json!({"path": "plan/p.md", "line_count": -1}),
-        ] {
-            got.push_str(&format!(
-                "{}\n",
-                read(&workspace, args).expect_err("refused")
-            ));
-        }
+        ]
+        .into_iter()
+        .map(|args| transcript(&call(read_file, &workspace, args)))
+        .collect();
         assert_eq!(
             got,
             "`plan/p.md`, the whole file: 10 line(s).\n\n```\n 1 | line 1\n 2 | line 2\n 3 | line 3\n 4 | line 4\n 5 | line 5\n 6 | line 6\n 7 | line 7\n 8 | line 8\n 9 | line 9\n10 | line 10\n```\n{\"path\":\"plan/p.md\",\"sha256\":\"65ab00cf0a3624a1\",\"totalLines\":10,\"startLine\":1,\"endLine\":10,\"chars\":70,\"words\":20,\"totalChars\":71,\"totalWords\":20,\"lineTruncated\":false,\"fullRead\":true,\"nextStartLine\":null}\n[\"workspace:plan/p.md#L1-L10\"]\n`plan/p.md` lines 3-4 of 10.\n\n```\n3 | line 3\n4 | line 4\n```\n\nPreview ended before the end of the file. Continue with start_line=5 and line_count=2.\n{\"path\":\"plan/p.md\",\"sha256\":\"65ab00cf0a3624a1\",\"totalLines\":10,\"startLine\":3,\"endLine\":4,\"chars\":13,\"words\":4,\"totalChars\":71,\"totalWords\":20,\"lineTruncated\":false,\"fullRead\":false,\"nextStartLine\":5}\n[\"workspace:plan/p.md#L3-L4\"]\nworkspace.invalid_line_range: start_line 4294967296 is beyond any file\ntool.invalid_arguments: line_count must be a non-negative integer\n"

@@ -94,11 +94,7 @@ pub fn search_files(args: &Arguments, workspace: &impl Workspace) -> Result<Outp
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolhost_guest::testing::MemoryWorkspace;
-
-    fn search(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {
-        search_files(&Arguments::from_value(args).expect("object"), workspace)
-    }
+    use toolhost_guest::testing::{MemoryWorkspace, call, transcript};
 
     #[test]
     fn finds_scored_windows_across_files() {
@@ -106,7 +102,8 @@ mod tests {
             ("output/a.md", "alpha\nbeta gamma\ndelta\n"),
             ("plan/b.md", "gamma\nnothing\n"),
         ]);
-        let output = search(
+        let output = call(
+            search_files,
             &workspace,
             json!({"query": "beta gamma", "context_lines": 0}),
         )
@@ -130,11 +127,12 @@ mod tests {
     #[test]
     fn punctuation_only_queries_match_literally_and_zero_hits_is_success() {
         let workspace = MemoryWorkspace::with(&[("output/a.md", "wait——what\nplain\n")]);
-        let output = search(&workspace, json!({"query": "——"})).expect("search");
+        let output = call(search_files, &workspace, json!({"query": "——"})).expect("search");
         let structured = output.structured_value().expect("structured");
         assert_eq!(structured["hits"][0]["startLine"], 1);
 
-        let output = search(&workspace, json!({"query": "absent"})).expect("zero hits is success");
+        let output = call(search_files, &workspace, json!({"query": "absent"}))
+            .expect("zero hits is success");
         assert!(
             output
                 .content
@@ -149,7 +147,7 @@ mod tests {
             .files
             .borrow_mut()
             .insert("output/blob.bin".into(), vec![0xff, 0xfe, 0x00]);
-        let output = search(&workspace, json!({"query": "needle"})).expect("search");
+        let output = call(search_files, &workspace, json!({"query": "needle"})).expect("search");
         assert!(
             output
                 .content
@@ -178,7 +176,9 @@ mod tests {
             (json!({}), "tool.invalid_arguments"),
         ] {
             assert_eq!(
-                search(&workspace, args.clone()).expect_err("refused").code,
+                call(search_files, &workspace, args.clone())
+                    .expect_err("refused")
+                    .code,
                 code,
                 "{args}"
             );
@@ -195,7 +195,12 @@ mod tests {
             .map(|(p, t)| (p.as_str(), t.as_str()))
             .collect();
         let workspace = MemoryWorkspace::with(&refs);
-        let output = search(&workspace, json!({"query": "needle", "limit": 5})).expect("search");
+        let output = call(
+            search_files,
+            &workspace,
+            json!({"query": "needle", "limit": 5}),
+        )
+        .expect("search");
         let structured = output.structured_value().expect("structured");
         let paths: Vec<&str> = structured["hits"]
             .as_array()
@@ -228,20 +233,10 @@ mod tests {
             .files
             .borrow_mut()
             .insert("output/blob.bin".into(), vec![0xff, 0xfe, 0x00]);
-        let output = search(
-            &workspace,
-            json!({"query": "beta gamma", "context_lines": 1}),
-        )
-        .expect("search");
-        let got = format!(
-            "{}\n{}\n{:?}",
-            output.content,
-            output.structured.as_deref().unwrap_or(""),
-            output.resource_refs
-        );
+        let args = json!({"query": "beta gamma", "context_lines": 1});
         assert_eq!(
-            got,
-            "Search `beta gamma` matched 2 workspace location(s).\n\n`output/a.md` lines 1-3, score 1.000, ref workspace:output/a.md#L1-L3\n```\n1 | alpha\n2 | beta gamma\n3 | delta\n```\n\n`plan/b.md` lines 1-2, score 0.556, ref workspace:plan/b.md#L1-L2\n```\n1 | gamma\n2 | nothing\n```\n\nSearched 2 file(s). Skipped 1 file(s) that could not be read as text.\n{\"query\":\"beta gamma\",\"hits\":[{\"path\":\"output/a.md\",\"score\":1.0,\"startLine\":1,\"endLine\":3,\"snippet\":\"1 | alpha\\n2 | beta gamma\\n3 | delta\",\"chars\":22,\"words\":4,\"sha256\":\"ce2e408db0333496\",\"ref\":\"workspace:output/a.md#L1-L3\"},{\"path\":\"plan/b.md\",\"score\":0.5555555555555556,\"startLine\":1,\"endLine\":2,\"snippet\":\"1 | gamma\\n2 | nothing\",\"chars\":13,\"words\":2,\"sha256\":\"bbda8660830d0855\",\"ref\":\"workspace:plan/b.md#L1-L2\"}],\"searchedFiles\":2,\"skippedFiles\":1,\"truncated\":false}\n[\"workspace:output/a.md#L1-L3\", \"workspace:plan/b.md#L1-L2\"]"
+            transcript(&call(search_files, &workspace, args)),
+            "Search `beta gamma` matched 2 workspace location(s).\n\n`output/a.md` lines 1-3, score 1.000, ref workspace:output/a.md#L1-L3\n```\n1 | alpha\n2 | beta gamma\n3 | delta\n```\n\n`plan/b.md` lines 1-2, score 0.556, ref workspace:plan/b.md#L1-L2\n```\n1 | gamma\n2 | nothing\n```\n\nSearched 2 file(s). Skipped 1 file(s) that could not be read as text.\n{\"query\":\"beta gamma\",\"hits\":[{\"path\":\"output/a.md\",\"score\":1.0,\"startLine\":1,\"endLine\":3,\"snippet\":\"1 | alpha\\n2 | beta gamma\\n3 | delta\",\"chars\":22,\"words\":4,\"sha256\":\"ce2e408db0333496\",\"ref\":\"workspace:output/a.md#L1-L3\"},{\"path\":\"plan/b.md\",\"score\":0.5555555555555556,\"startLine\":1,\"endLine\":2,\"snippet\":\"1 | gamma\\n2 | nothing\",\"chars\":13,\"words\":2,\"sha256\":\"bbda8660830d0855\",\"ref\":\"workspace:plan/b.md#L1-L2\"}],\"searchedFiles\":2,\"skippedFiles\":1,\"truncated\":false}\n[\"workspace:output/a.md#L1-L3\", \"workspace:plan/b.md#L1-L2\"]\n"
         );
     }
 }

@@ -62,16 +62,13 @@ pub fn write_file(args: &Arguments, workspace: &impl WorkspaceWriter) -> Result<
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolhost_guest::testing::MemoryWorkspace;
-
-    fn write(workspace: &MemoryWorkspace, args: serde_json::Value) -> Result<Output, ToolError> {
-        write_file(&Arguments::from_value(args).expect("object"), workspace)
-    }
+    use toolhost_guest::testing::{MemoryWorkspace, call};
 
     #[test]
     fn replace_and_append_report_what_was_written() {
         let workspace = MemoryWorkspace::default();
-        let output = write(
+        let output = call(
+            write_file,
             &workspace,
             json!({"path": "output/a.md", "content": "Hello world"}),
         )
@@ -84,7 +81,8 @@ mod tests {
         );
         let sha256 = structured["sha256"].as_str().expect("sha256");
         assert!(!output.content.contains(sha256));
-        let output = write(
+        let output = call(
+            write_file,
             &workspace,
             json!({"path": "output/a.md", "content": "\nMore", "mode": "append"}),
         )
@@ -102,7 +100,8 @@ mod tests {
     #[test]
     fn content_is_verbatim_and_the_mode_is_checked() {
         let workspace = MemoryWorkspace::default();
-        write(
+        call(
+            write_file,
             &workspace,
             json!({"path": "output/a.md", "content": "  spaced\n\n"}),
         )
@@ -111,10 +110,15 @@ mod tests {
             workspace.text("output/a.md").as_deref(),
             Some("  spaced\n\n")
         );
-        write(&workspace, json!({"path": "output/e.md", "content": ""}))
-            .expect("an empty file is fine");
+        call(
+            write_file,
+            &workspace,
+            json!({"path": "output/e.md", "content": ""}),
+        )
+        .expect("an empty file is fine");
         for mode in [json!("overwrite"), json!(""), json!(3)] {
-            let error = write(
+            let error = call(
+                write_file,
                 &workspace,
                 json!({"path": "output/a.md", "content": "x", "mode": mode}),
             )
@@ -122,7 +126,8 @@ mod tests {
             assert_eq!(error.code, "workspace.write_mode_invalid");
             assert_eq!(error.message, "mode must be `replace` or `append`");
         }
-        let error = write(&workspace, json!({"path": "output/a.md"})).expect_err("no content");
+        let error =
+            call(write_file, &workspace, json!({"path": "output/a.md"})).expect_err("no content");
         assert_eq!(error.message, "content is required");
     }
 }

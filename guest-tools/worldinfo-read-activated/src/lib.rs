@@ -244,7 +244,7 @@ fn index(activation: &knowledge::Activation) -> Output {
 mod tests {
     use super::*;
     use toolhost_guest::knowledge::Activation;
-    use toolhost_guest::testing::MemoryWorldInfo;
+    use toolhost_guest::testing::{MemoryWorldInfo, call};
 
     fn entry(index: u32, world: &str, uid: &str, name: &str, content: &str) -> WorldInfoEntry {
         WorldInfoEntry {
@@ -287,13 +287,9 @@ mod tests {
         }))
     }
 
-    fn call(world_info: &MemoryWorldInfo, args: Value) -> Result<Output, ToolError> {
-        read_activated(&Arguments::from_value(args).expect("object"), world_info)
-    }
-
     #[test]
     fn no_arguments_lists_the_index() {
-        let output = call(&world_info(), json!({})).expect("index");
+        let output = call(read_activated, &world_info(), json!({})).expect("index");
         assert!(output.content.starts_with("3 world-info entries activated"));
         assert!(output.content.contains("- worldinfo:Eldoria#12 `The Silver Lantern` in `Eldoria`, constant, position before_char: 2 line(s)"), "{}", output.content);
         assert!(!output.content.contains("chars"), "{}", output.content);
@@ -310,6 +306,7 @@ mod tests {
     #[test]
     fn entries_are_read_by_ref_and_long_ones_previewed() {
         let output = call(
+            read_activated,
             &world_info(),
             json!({"entries": [{"ref": "worldinfo:Eldoria#12"}, {"ref": "worldinfo:Bestiary#7"}]}),
         )
@@ -333,18 +330,20 @@ mod tests {
     #[test]
     fn errors_have_their_codes() {
         let error = call(
+            read_activated,
             &world_info(),
             json!({"entries": [{"ref": "worldinfo:Nowhere#1"}]}),
         )
         .expect_err("missing");
         assert_eq!(error.code, "worldinfo.entry_not_found");
         let error = call(
+            read_activated,
             &world_info(),
             json!({"entries": [{"ref": "worldinfo:Eldoria#12", "start_line": 5}]}),
         )
         .expect_err("range");
         assert_eq!(error.code, "worldinfo.invalid_entry_range");
-        let error = call(&MemoryWorldInfo(None), json!({})).expect_err("none");
+        let error = call(read_activated, &MemoryWorldInfo(None), json!({})).expect_err("none");
         assert_eq!(error.code, "worldinfo.activation_unavailable");
         for args in [
             json!({"entries": []}),
@@ -352,7 +351,9 @@ mod tests {
             json!({"book": "x"}),
         ] {
             assert_eq!(
-                call(&world_info(), args.clone()).expect_err("refused").code,
+                call(read_activated, &world_info(), args.clone())
+                    .expect_err("refused")
+                    .code,
                 "tool.invalid_arguments",
                 "{args}"
             );
