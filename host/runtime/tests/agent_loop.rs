@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::*;
-use toolhost_chat::Role;
+use toolhost_capabilities::chat::Role;
 use toolhost_journal::{
     AgentLoopFinished, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
     DirectOutputCaptured, DriftRecoveryAttempted, Event as _, ModelCallAttemptFailed,
@@ -250,18 +250,11 @@ async fn append_adds_to_the_runs_message_and_bad_commits_are_recoverable() {
         )
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    assert_eq!(
-        fixture.tool_result("c1")["errorCode"],
-        "workspace.file_not_found"
-    );
-    assert_eq!(
-        fixture.tool_result("c3")["errorCode"],
-        "workspace.required_artifact_empty"
-    );
-    assert_eq!(
-        fixture.tool_result("c4")["errorCode"],
-        "workspace.commit_mode_invalid"
-    );
+    fixture.assert_results(&[
+        ("c1", Some("workspace.file_not_found")),
+        ("c3", Some("workspace.required_artifact_empty")),
+        ("c4", Some("workspace.commit_mode_invalid")),
+    ]);
     assert_eq!(
         fixture.chat().messages().last().expect("message").text(),
         "Part one. Part two."

@@ -18,7 +18,7 @@ use toolhost_journal::{
     ToolCallApprovalDecided, ToolCallApprovalRequested, ToolCallCompleted,
 };
 use toolhost_model::{AgentModel, ModelFuture, ModelSource, ScriptBook, ScriptedModel};
-use toolhost_runtime::{AgentDirectory, LoopConfig, RunStatus};
+use toolhost_runtime::{AgentDirectory, LoopConfig, LoopSummary, RunStatus};
 
 fn writer(extra: Value) -> Profile {
     let mut value = json!({
@@ -113,6 +113,20 @@ fn directory(profiles: Vec<Profile>) -> AgentDirectory {
     AgentDirectory::new(profiles).expect("directory")
 }
 
+/// The writer as `writer(json!({}))` makes it, with `agents` to call,
+/// run under the default config; the run must complete.
+async fn run_writer_to_completion(
+    fixture: &Fixture,
+    models: Arc<dyn ModelSource>,
+    agents: Vec<Profile>,
+) -> LoopSummary {
+    let summary = fixture
+        .run_agents(&writer(json!({})), models, directory(agents), config())
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    summary
+}
+
 #[tokio::test]
 async fn a_delegated_task_runs_returns_and_is_awaited() {
     let fixture = Fixture::new();
@@ -124,15 +138,7 @@ async fn a_delegated_task_runs_returns_and_is_awaited() {
         ]),
         json!({"researcher": research_script("r")}),
     );
-    let summary = fixture
-        .run_agents(
-            &writer(json!({})),
-            models,
-            directory(vec![researcher(json!({}))]),
-            config(),
-        )
-        .await;
-    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let summary = run_writer_to_completion(&fixture, models, vec![researcher(json!({}))]).await;
     // agent.list showed who takes tasks from the writer, through agent-read.
     let listed = fixture.tool_result("p0");
     assert_eq!(listed["structured"]["agents"][0]["profileId"], "researcher");
@@ -275,15 +281,7 @@ async fn results_reach_the_parent_without_await() {
         writer: root.clone(),
         others: book(json!([]), json!({"researcher": research_script("r")})),
     });
-    let summary = fixture
-        .run_agents(
-            &writer(json!({})),
-            models,
-            directory(vec![researcher(json!({}))]),
-            config(),
-        )
-        .await;
-    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    run_writer_to_completion(&fixture, models, vec![researcher(json!({}))]).await;
     let requests = root.requests.lock().expect("lock");
     assert_eq!(requests.len(), 3);
     let notice = |request: &AgentModelRequest| {
@@ -343,15 +341,12 @@ async fn finish_cancels_unfinished_children_and_handoff_waits_for_them() {
             {"toolCalls": [call("p3", "agent_await", json!({"mode": "nextCompleted", "timeoutMs": 50}))]},
             finish_reply("p4")
     ]));
-    let summary = fixture
-        .run_agents(
-            &writer(json!({})),
-            models,
-            directory(vec![researcher(json!({})), editor(json!({}))]),
-            config(),
-        )
-        .await;
-    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let summary = run_writer_to_completion(
+        &fixture,
+        models,
+        vec![researcher(json!({})), editor(json!({}))],
+    )
+    .await;
     assert_eq!(
         fixture.tool_result("p2")["errorCode"],
         "agent.handoff_pending_tasks"
@@ -449,31 +444,21 @@ async fn delegation_policy_and_budgets_are_recoverable_refusals() {
         ]),
         json!({"researcher": [{"toolCalls": [call("r1", "task_return", json!({"summary": "ok"}))]}]}),
     );
-    let summary = fixture
-        .run_agents(
-            &writer(json!({})),
-            models,
-            directory(vec![
-                researcher(json!({"delegation": {"maxInvocationsPerRun": 1}})),
-                editor(json!({})),
-            ]),
-            config(),
-        )
-        .await;
-    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    assert_eq!(
-        fixture.tool_result("p1")["errorCode"],
-        "agent.target_profile_not_found"
-    );
-    assert_eq!(
-        fixture.tool_result("p2")["errorCode"],
-        "agent.delegation_policy_denied"
-    );
-    assert_eq!(fixture.tool_result("p3")["isError"], false);
-    assert_eq!(
-        fixture.tool_result("p4")["errorCode"],
-        "agent.delegation_budget_exhausted"
-    );
+    let summary = run_writer_to_completion(
+        &fixture,
+        models,
+        vec![
+            researcher(json!({"delegation": {"maxInvocationsPerRun": 1}})),
+            editor(json!({})),
+        ],
+    )
+    .await;
+    fixture.assert_results(&[
+        ("p1", Some("agent.target_profile_not_found")),
+        ("p2", Some("agent.delegation_policy_denied")),
+        ("p3", None),
+        ("p4", Some("agent.delegation_budget_exhausted")),
+    ]);
     assert_eq!(summary.tasks.len(), 1);
 }
 
@@ -484,17 +469,14 @@ async fn a_caller_the_target_does_not_accept_is_refused() {
         json!([{"toolCalls": [delegate("p1", "researcher")]}, finish_reply("p2")]),
         json!({}),
     );
-    let summary = fixture
-        .run_agents(
-            &writer(json!({})),
-            models,
-            directory(vec![researcher(
-                json!({"delegation": {"allowedCallers": ["planner"]}}),
-            )]),
-            config(),
-        )
-        .await;
-    assert_eq!(summary.status, RunStatus::Completed);
+    run_writer_to_completion(
+        &fixture,
+        models,
+        vec![researcher(
+            json!({"delegation": {"allowedCallers": ["planner"]}}),
+        )],
+    )
+    .await;
     let refused = fixture.tool_result("p1");
     assert_eq!(refused["errorCode"], "agent.delegation_policy_denied");
     assert!(
@@ -670,24 +652,12 @@ async fn a_delegated_agent_sees_only_what_its_profile_shows() {
         "tools": {"allow": ["workspace.read_file", "workspace.write_file", "workspace.list_files"]},
         "workspace": {"visibleRoots": ["scratch", "summaries"], "writableRoots": ["scratch"]}
     }));
-    let summary = fixture
-        .run_agents(
-            &writer(json!({})),
-            models,
-            directory(vec![researcher]),
-            config(),
-        )
-        .await;
-    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    assert_eq!(
-        fixture.tool_result("r1")["errorCode"],
-        "workspace.path_not_visible"
-    );
-    assert_eq!(
-        fixture.tool_result("r2")["errorCode"],
-        "workspace.path_not_writable"
-    );
-    assert_eq!(fixture.tool_result("r3")["isError"], false);
+    let summary = run_writer_to_completion(&fixture, models, vec![researcher]).await;
+    fixture.assert_results(&[
+        ("r1", Some("workspace.path_not_visible")),
+        ("r2", Some("workspace.path_not_writable")),
+        ("r3", None),
+    ]);
     let listing = fixture.tool_result("r4")["content"]
         .as_str()
         .expect("content")
@@ -729,20 +699,8 @@ async fn a_handoff_target_commits_only_what_its_profile_shows() {
     let editor = editor(json!({
         "workspace": {"visibleRoots": ["scratch"], "writableRoots": ["scratch"]}
     }));
-    let summary = fixture
-        .run_agents(
-            &writer(json!({})),
-            models,
-            directory(vec![editor]),
-            config(),
-        )
-        .await;
-    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    assert_eq!(
-        fixture.tool_result("e1")["errorCode"],
-        "workspace.path_not_visible"
-    );
-    assert_eq!(fixture.tool_result("e3")["isError"], false);
+    run_writer_to_completion(&fixture, models, vec![editor]).await;
+    fixture.assert_results(&[("e1", Some("workspace.path_not_visible")), ("e3", None)]);
     let texts: Vec<String> = fixture
         .chat()
         .messages()
@@ -801,7 +759,7 @@ async fn resume_after_the_end(
     fixture: &Fixture,
     models: Arc<ScriptBook>,
     agents: AgentDirectory,
-) -> (toolhost_runtime::LoopSummary, u32) {
+) -> (LoopSummary, u32) {
     fixture.cut_the_end();
     let (run, record) = toolhost_runtime::Run::resume(&fixture.run_dir).expect("resume");
     let asked = Arc::new(std::sync::atomic::AtomicU32::new(0));

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost_chat::ChatFile;
+use toolhost_capabilities::chat::ChatFile;
 use toolhost_core::{Profile, SnapshotSources, ToolCatalog};
 use toolhost_journal::{Durability, Event as _, JournalEvent, RunCompleted, read_events};
 use toolhost_model::{AgentModel, ModelSource, SameModel, ScriptBook, ScriptedModel};
@@ -234,6 +234,18 @@ impl Fixture {
         let text = std::fs::read_to_string(&path).expect("stored result");
         let record: Value = serde_json::from_str(&text).expect("json");
         record["result"].clone()
+    }
+
+    /// Each call's stored result: `Some(code)`, refused with that error
+    /// code; `None`, not an error.
+    pub fn assert_results(&self, expected: &[(&str, Option<&str>)]) {
+        for (call_id, code) in expected {
+            let result = self.tool_result(call_id);
+            match code {
+                Some(code) => assert_eq!(result["errorCode"], *code, "call {call_id}"),
+                None => assert_eq!(result["isError"], false, "call {call_id}"),
+            }
+        }
     }
 }
 
