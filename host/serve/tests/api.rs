@@ -32,12 +32,7 @@ async fn the_catalog_and_the_openapi_document_are_served() {
     let base = format!("http://{}", server.address);
     let (status, tools) = send(client().get(format!("{base}/v1/tools"))).await;
     assert_eq!(status, 200, "{tools}");
-    let ids: Vec<&str> = tools["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|tool| tool["id"].as_str())
-        .collect();
+    let ids = tool_ids(&tools);
     assert!(ids.contains(&"builtin:dice.roll"), "{ids:?}");
     assert!(ids.contains(&"builtin:chat.search"), "{ids:?}");
     // A catalog carries no alias and no permission: those are a snapshot's.
@@ -140,10 +135,7 @@ async fn a_token_names_the_tenant_and_nothing_else_gets_in() {
         }
         let response = request.send().await.expect("get");
         assert_eq!(
-            response
-                .headers()
-                .get("www-authenticate")
-                .and_then(|v| v.to_str().ok()),
+            header(&response, "www-authenticate").as_deref(),
             Some("Bearer")
         );
         let (status, error) = json(response).await;
@@ -393,14 +385,7 @@ async fn the_web_ui_is_served_with_its_policy_and_without_a_token() {
             .await
             .expect("get");
         assert_eq!(response.status().as_u16(), 200, "{path}");
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or_default()
-                .to_owned()
-        };
+        let header = |name: &str| header(&response, name).unwrap_or_default();
         assert!(header("content-type").starts_with(kind), "{path}");
         assert!(
             header("content-security-policy").starts_with("default-src 'self'"),

@@ -36,41 +36,16 @@ fn post(
     mcp_post(server, path, "acme-secret", session, body)
 }
 
-/// The JSON-RPC message of an answer, sent as JSON or as one SSE event.
-async fn message(response: reqwest::Response) -> Value {
-    let text = response.text().await.expect("a body");
-    let data = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|data| !data.is_empty())
-        .unwrap_or(text.as_str());
-    serde_json::from_str(data).unwrap_or_else(|_| panic!("a JSON-RPC message: {text}"))
-}
-
 /// A legacy session at `path` (initialize, initialized); its id, or the
 /// refusal's status and body.
 async fn open(server: &Server, path: &str) -> Result<String, (u16, String)> {
-    let initialize = mcp_initialize("mcp-interop-test");
-    let response = post(server, path, None, initialize)
-        .send()
-        .await
-        .expect("the server answers");
-    let status = response.status().as_u16();
-    if status != 200 {
-        return Err((status, response.text().await.unwrap_or_default()));
+    match mcp_open(server, path, "acme-secret", "mcp-interop-test").await {
+        Ok(session) => Ok(session),
+        Err(refused) => {
+            let status = refused.status().as_u16();
+            Err((status, refused.text().await.unwrap_or_default()))
+        }
     }
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|value| value.to_str().ok())
-        .expect("a session id")
-        .to_owned();
-    let _ = message(response).await;
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let sent = post(server, path, Some(&session), initialized).send().await;
-    assert_eq!(sent.expect("initialized").status().as_u16(), 202);
-    Ok(session)
 }
 
 /// The tool names the session is offered.
@@ -81,7 +56,7 @@ async fn tool_names(server: &Server, path: &str, session: &str) -> Vec<String> {
         .await
         .expect("tools/list");
     assert_eq!(response.status().as_u16(), 200);
-    let answer = message(response).await;
+    let answer = mcp_message(response).await;
     answer["result"]["tools"]
         .as_array()
         .unwrap_or_else(|| panic!("a tool list: {answer}"))
@@ -178,14 +153,14 @@ async fn a_call_finds_its_tool_by_its_alias_and_no_other_name() {
         .send()
         .await
         .expect("tools/call");
-    let answer = message(response).await;
+    let answer = mcp_message(response).await;
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     for (id, name) in [(4, "dice.roll"), (5, "builtin:dice.roll"), (6, "dice_rol")] {
         let response = post(&server, "/mcp/wide", Some(&session), call(id, name))
             .send()
             .await
             .expect("tools/call");
-        let answer = message(response).await;
+        let answer = mcp_message(response).await;
         let error = answer["error"]["message"].as_str().unwrap_or_default();
         assert_eq!(error, format!("unknown tool: {name}"), "{answer}");
     }

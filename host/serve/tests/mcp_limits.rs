@@ -42,10 +42,6 @@ fn post(
     mcp_post(server, "/mcp/roller", token, session, body)
 }
 
-fn initialize() -> Value {
-    mcp_initialize("mcp-limits-test")
-}
-
 fn roll(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": "dice_roll", "arguments": {"formula": "2d6"}}})
@@ -54,36 +50,18 @@ fn roll(id: u64) -> Value {
 /// A legacy session opened (initialize, initialized): its id; or the
 /// refusal's status, `Retry-After` and error code.
 async fn open(server: &Server, token: &str) -> Result<String, (u16, Option<String>, String)> {
-    let response = post(server, token, None, initialize())
-        .send()
-        .await
-        .expect("the server answers");
+    let response = match mcp_open(server, "/mcp/roller", token, "mcp-limits-test").await {
+        Ok(session) => return Ok(session),
+        Err(refused) => refused,
+    };
     let status = response.status().as_u16();
-    if status != 200 {
-        let retry = header(&response, "retry-after");
-        let body: Value = response.json().await.expect("a JSON refusal");
-        return Err((
-            status,
-            retry,
-            body["code"].as_str().unwrap_or_default().to_owned(),
-        ));
-    }
-    let session = header(&response, "mcp-session-id").expect("a session id");
-    let _ = response.text().await.expect("the initialize answer");
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let sent = post(server, token, Some(&session), initialized)
-        .send()
-        .await;
-    assert_eq!(sent.expect("initialized").status().as_u16(), 202);
-    Ok(session)
-}
-
-fn header(response: &reqwest::Response, name: &str) -> Option<String> {
-    response
-        .headers()
-        .get(name)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
+    let retry = header(&response, "retry-after");
+    let body: Value = response.json().await.expect("a JSON refusal");
+    Err((
+        status,
+        retry,
+        body["code"].as_str().unwrap_or_default().to_owned(),
+    ))
 }
 
 async fn close(server: &Server, token: &str, session: &str) {

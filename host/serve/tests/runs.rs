@@ -151,11 +151,7 @@ async fn start_run(server: &Server, body: Value) -> String {
         .send()
         .await
         .expect("post");
-    let location = response
-        .headers()
-        .get("location")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
+    let location = header(&response, "location");
     let (status, started) = json(response).await;
     assert_eq!(status, 201, "{started}");
     let id = started["id"].as_str().expect("id").to_owned();
@@ -176,10 +172,7 @@ async fn stream(
     let response = request.send().await.expect("events");
     assert_eq!(response.status().as_u16(), 200);
     assert_eq!(
-        response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok()),
+        header(&response, "content-type").as_deref(),
         Some("text/event-stream")
     );
     let text = tokio::time::timeout(Duration::from_secs(60), response.text())
@@ -540,13 +533,7 @@ async fn limits_answer_429_a_busy_chat_409_and_a_run_in_its_loop_takes_no_call()
         .send()
         .await
         .expect("post");
-    assert_eq!(
-        response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok()),
-        Some("7")
-    );
+    assert_eq!(header(&response, "retry-after").as_deref(), Some("7"));
     let (code, error) = json(response).await;
     assert_eq!(
         (code, error["code"].as_str()),
@@ -763,12 +750,7 @@ async fn new_tools_reach_new_runs_and_running_runs_keep_theirs() {
     server.state.replace_host(std::sync::Arc::new(host));
 
     let (_, tools) = send(acme(client().get(server.url("/v1/tools")))).await;
-    let ids: Vec<&str> = tools["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|tool| tool["id"].as_str())
-        .collect();
+    let ids = tool_ids(&tools);
     assert!(!ids.contains(&"builtin:dice.roll"), "{ids:?}");
     let after = start_run(&server, body("chat2")).await;
     let offered = |snapshot: &Value| {

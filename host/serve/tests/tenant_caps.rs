@@ -139,11 +139,9 @@ async fn the_catalog_leaves_out_what_the_tenants_policy_hides() {
         async move {
             let (status, tools) = send(request).await;
             assert_eq!(status, 200, "{tools}");
-            tools["tools"]
-                .as_array()
-                .expect("tools")
-                .iter()
-                .filter_map(|tool| tool["id"].as_str().map(str::to_owned))
+            tool_ids(&tools)
+                .into_iter()
+                .map(str::to_owned)
                 .collect::<Vec<_>>()
         }
     };

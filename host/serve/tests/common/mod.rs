@@ -103,6 +103,15 @@ pub fn client() -> reqwest::Client {
         .expect("client")
 }
 
+/// The value of `response`'s header `name`, if it is there and is text.
+pub fn header(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+}
+
 pub async fn json(response: reqwest::Response) -> (u16, Value) {
     let status = response.status().as_u16();
     let body = response.json::<Value>().await.expect("a JSON body");
@@ -119,6 +128,16 @@ pub async fn refusal(request: reqwest::RequestBuilder) -> (u16, String) {
     let (status, body) = send(request).await;
     let code = body["code"].as_str().unwrap_or_default().to_owned();
     (status, code)
+}
+
+/// The tool ids of a catalog as `GET /v1/tools` answers it, in its order.
+pub fn tool_ids(catalog: &Value) -> Vec<&str> {
+    catalog["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["id"].as_str())
+        .collect()
 }
 
 pub fn fixtures() -> PathBuf {
@@ -227,4 +246,43 @@ pub fn mcp_initialize(client_name: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": MCP_PROTOCOL, "capabilities": {},
         "clientInfo": {"name": client_name, "version": "0"}}})
+}
+
+/// The JSON-RPC message of an MCP answer, sent as JSON or as one SSE event.
+pub async fn mcp_message(response: reqwest::Response) -> Value {
+    let text = response.text().await.expect("a body");
+    let data = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|data| !data.is_empty())
+        .unwrap_or(text.as_str());
+    serde_json::from_str(data).unwrap_or_else(|_| panic!("a JSON-RPC message: {text}"))
+}
+
+/// A legacy MCP session at `path` opened with `token` as the official
+/// clients open one (`initialize` from `client_name`, then
+/// `notifications/initialized`): its id; or, when `initialize` is not
+/// answered 200, that answer, for the test to read its refusal.
+pub async fn mcp_open(
+    server: &Server,
+    path: &str,
+    token: &str,
+    client_name: &str,
+) -> Result<String, reqwest::Response> {
+    let response = mcp_post(server, path, token, None, mcp_initialize(client_name))
+        .send()
+        .await
+        .expect("the server answers");
+    if response.status().as_u16() != 200 {
+        return Err(response);
+    }
+    let session = header(&response, "mcp-session-id").expect("a session id");
+    let _ = mcp_message(response).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let sent = mcp_post(server, path, token, Some(&session), initialized)
+        .send()
+        .await;
+    assert_eq!(sent.expect("initialized").status().as_u16(), 202);
+    Ok(session)
 }
