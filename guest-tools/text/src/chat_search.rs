@@ -31,7 +31,7 @@ use std::cmp::Ordering;
 use std::ops::Range;
 
 use crate::lanes::lower_ascii;
-use crate::search::{NormalizedQuery, Tokens, fold_case_into, folded, folded_len, normalize_query};
+use crate::search::{Expansion, PreparedQuery, fold_case_into, folded, folded_len};
 
 /// Most tokens after expansion.
 pub const MAX_QUERY_TOKENS: usize = 64;
@@ -49,36 +49,21 @@ pub const SNIPPET_MAX_CHARS: usize = 200;
 /// Characters kept before the first match in a cut snippet.
 pub const SNIPPET_CONTEXT_BEFORE: usize = 40;
 
-/// A `chat.search` query, prepared once and scored against many messages.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PreparedChatSearch {
-    tokens: Tokens,
-    literal: bool,
+/// The tokens of `chat.search`: whole words plus character bigrams (see the
+/// [module documentation](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatRules;
+
+impl Expansion for ChatRules {
+    fn expand(words: &str) -> Vec<String> {
+        expand(words)
+    }
 }
 
+/// A `chat.search` query, prepared once and scored against many messages.
+pub type PreparedChatSearch = PreparedQuery<ChatRules>;
+
 impl PreparedChatSearch {
-    /// Prepares `query`; `None` when it is blank.
-    pub fn new(query: &str) -> Option<Self> {
-        let (texts, literal) = match normalize_query(query)? {
-            NormalizedQuery::Literal(literal) => (vec![literal], true),
-            NormalizedQuery::Words(words) => (expand(&words), false),
-        };
-        Some(Self {
-            tokens: Tokens::new(texts),
-            literal,
-        })
-    }
-
-    /// The expanded tokens, in order.
-    pub fn tokens(&self) -> impl ExactSizeIterator<Item = &str> {
-        self.tokens.iter()
-    }
-
-    /// Whether the query is one literal token (it had no word).
-    pub fn is_literal(&self) -> bool {
-        self.literal
-    }
-
     /// The message's score in `0.0..=1.0` (0 when no token matches or the
     /// message is blank) and the position, in characters of `text`, of the
     /// earliest match, for [`chat_snippet`].

@@ -26,6 +26,7 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::marker::PhantomData;
 use std::ops::Range;
 
 use memchr::memmem;
@@ -286,40 +287,43 @@ impl Tokens {
     }
 }
 
-/// A `workspace.search_files` / `skill.search` query, prepared once and run
-/// against many texts.
+/// A query prepared once and run against many texts: its tokens, made from
+/// its words by the rules `R` ([`LineRules`] for [`PreparedSearch`],
+/// [`ChatRules`](crate::chat_search::ChatRules) for
+/// [`PreparedChatSearch`](crate::chat_search::PreparedChatSearch)), or one
+/// literal token when it has no word. Each search's scoring is its own
+/// `impl` on its alias.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PreparedSearch {
-    tokens: Tokens,
+pub struct PreparedQuery<R> {
+    pub(crate) tokens: Tokens,
     literal: bool,
+    rules: PhantomData<R>,
 }
 
-impl PreparedSearch {
+/// How a query's normalized words (joined by single spaces) become its
+/// tokens.
+pub trait Expansion {
+    fn expand(words: &str) -> Vec<String>;
+}
+
+impl<R: Expansion> PreparedQuery<R> {
     /// Prepares `query`; `None` when it is blank (the tool's "query must not
     /// be empty" error).
     pub fn new(query: &str) -> Option<Self> {
         let (texts, literal) = match normalize_query(query)? {
             NormalizedQuery::Literal(literal) => (vec![literal], true),
-            NormalizedQuery::Words(words) => {
-                let mut texts: Vec<String> = Vec::new();
-                for word in words.split(' ') {
-                    if texts.len() == MAX_QUERY_TOKENS {
-                        break;
-                    }
-                    if !texts.iter().any(|seen| seen == word) {
-                        texts.push(word.to_owned());
-                    }
-                }
-                (texts, false)
-            }
+            NormalizedQuery::Words(words) => (R::expand(&words), false),
         };
         Some(Self {
             tokens: Tokens::new(texts),
             literal,
+            rules: PhantomData,
         })
     }
+}
 
-    /// The tokens, in query order.
+impl<R> PreparedQuery<R> {
+    /// The tokens, in order.
     pub fn tokens(&self) -> impl ExactSizeIterator<Item = &str> {
         self.tokens.iter()
     }
@@ -328,7 +332,33 @@ impl PreparedSearch {
     pub fn is_literal(&self) -> bool {
         self.literal
     }
+}
 
+/// The tokens of `workspace.search_files` / `skill.search`: the distinct
+/// words in query order, at most [`MAX_QUERY_TOKENS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRules;
+
+impl Expansion for LineRules {
+    fn expand(words: &str) -> Vec<String> {
+        let mut texts: Vec<String> = Vec::new();
+        for word in words.split(' ') {
+            if texts.len() == MAX_QUERY_TOKENS {
+                break;
+            }
+            if !texts.iter().any(|seen| seen == word) {
+                texts.push(word.to_owned());
+            }
+        }
+        texts
+    }
+}
+
+/// A `workspace.search_files` / `skill.search` query, prepared once and run
+/// against many texts.
+pub type PreparedSearch = PreparedQuery<LineRules>;
+
+impl PreparedSearch {
     /// The score of one line in `0.0..=1.0`; 0 when no token matches. Folds
     /// the line; [`search_text`](Self::search_text) reuses one buffer instead.
     pub fn score_line(&self, line: &str) -> f64 {
@@ -344,14 +374,7 @@ impl PreparedSearch {
     pub fn search_text(&self, text: &str, context_lines: u32, limit: usize) -> Vec<TextHit> {
         self.scan_text(text, context_lines, limit)
             .into_iter()
-            .map(|window| TextHit {
-                snippet: window.snippet(text),
-                line: window.line,
-                start_line: window.start_line,
-                end_line: window.end_line,
-                score: window.score,
-                byte_range: window.byte_range,
-            })
+            .map(|window| window.into_hit(text))
             .collect()
     }
 
@@ -489,6 +512,18 @@ impl TextWindow {
         );
         snippet
     }
+
+    /// The hit this window is in `text`, its snippet built.
+    pub fn into_hit(self, text: &str) -> TextHit {
+        TextHit {
+            snippet: self.snippet(text),
+            line: self.line,
+            start_line: self.start_line,
+            end_line: self.end_line,
+            score: self.score,
+            byte_range: self.byte_range,
+        }
+    }
 }
 
 /// The best `limit` windows over many texts, kept in final order (score
@@ -542,14 +577,7 @@ impl<E: Clone> BestHits<E> {
                 break;
             }
             let counted = crate::metrics::metrics(&text[window.byte_range.clone()]);
-            let hit = TextHit {
-                snippet: window.snippet(text),
-                line: window.line,
-                start_line: window.start_line,
-                end_line: window.end_line,
-                score: window.score,
-                byte_range: window.byte_range,
-            };
+            let hit = window.into_hit(text);
             self.hits.insert(
                 at,
                 KeyedHit {
