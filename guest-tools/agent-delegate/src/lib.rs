@@ -4,24 +4,15 @@
 //! budgets, starts the child and answers with its task id.
 
 use serde_json::json;
+use toolhost_guest::control;
 use toolhost_guest::{Arguments, DelegateRequest, Effect, Output, ToolError};
-
-/// The longest string a brief field may hold, in UTF-8 bytes.
-pub const MAX_FIELD_BYTES: usize = 8_000;
 
 toolhost_guest::builtin_control_tool!(AgentDelegate, |args| delegate(&args));
 
 pub fn delegate(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["agentId", "task"])?;
     let agent_id = args.required_str("agentId")?;
-    let task = args.required_object("task")?;
-    task.required_str("objective")
-        .map_err(|error| ToolError::invalid_arguments(format!("task.{}", error.message)))?;
-    for key in ["title", "context", "expectedOutput"] {
-        task.optional_raw_str(key)
-            .map_err(|error| ToolError::invalid_arguments(format!("task.{}", error.message)))?;
-    }
-    task.strings_at_most(MAX_FIELD_BYTES, "task.")?;
+    let task = control::brief(args, "task", &["title", "context", "expectedOutput"], &[])?;
     let brief = task.to_value();
     Ok(Output::text(format!("Delegation to {agent_id} requested."))
         .structured(json!({"agentId": agent_id, "task": brief}))

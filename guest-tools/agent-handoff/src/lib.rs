@@ -4,10 +4,8 @@
 //! same run with its own tools while this agent's part ends.
 
 use serde_json::json;
+use toolhost_guest::control;
 use toolhost_guest::{Arguments, Effect, HandoffRequest, Output, ToolError};
-
-/// The longest string a brief field may hold, in UTF-8 bytes.
-pub const MAX_FIELD_BYTES: usize = 8_000;
 
 toolhost_guest::builtin_control_tool!(AgentHandoff, |args| handoff(&args));
 
@@ -15,17 +13,12 @@ pub fn handoff(args: &Arguments) -> Result<Output, ToolError> {
     args.only(&["agentId", "handoff", "pendingTaskPolicy"])?;
     let agent_id = args.required_str("agentId")?;
     args.optional_choice("pendingTaskPolicy", &["denyIfPending"])?;
-    let brief = args.required_object("handoff")?;
-    let nested =
-        |error: ToolError| ToolError::invalid_arguments(format!("handoff.{}", error.message));
-    brief.required_str("objective").map_err(nested)?;
-    for key in ["title", "reason", "contextSummary"] {
-        brief.optional_raw_str(key).map_err(nested)?;
-    }
-    for key in ["workspaceRefs", "mustPreserve", "completionCriteria"] {
-        brief.optional_str_list(key).map_err(nested)?;
-    }
-    brief.strings_at_most(MAX_FIELD_BYTES, "handoff.")?;
+    let brief = control::brief(
+        args,
+        "handoff",
+        &["title", "reason", "contextSummary"],
+        &["workspaceRefs", "mustPreserve", "completionCriteria"],
+    )?;
     let brief = brief.to_value();
     Ok(Output::text(format!("Handoff to {agent_id} requested."))
         .structured(json!({"agentId": agent_id, "handoff": brief}))
