@@ -13,6 +13,7 @@ use toolhost_journal::{
 
 mod common;
 
+use common::serve::copy_fixture_chat;
 use common::{repo, stderr};
 
 /// Run `toolhost` with its cache in `cache`, working in `cache` too, so the
@@ -603,11 +604,7 @@ fn run_drives_a_scripted_agent_to_a_committed_reply() {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path();
     let chat = dir.join("chat.jsonl");
-    std::fs::copy(
-        repo("tests/fixtures/chats/long_character_chat.jsonl"),
-        &chat,
-    )
-    .expect("copy");
+    copy_fixture_chat(&chat);
     let before = std::fs::read_to_string(&chat).expect("read");
     let script = repo("examples/demo/script.json");
     let output = toolhost(
@@ -674,11 +671,7 @@ fn run_drives_a_scripted_agent_to_a_committed_reply() {
 fn run_exit_codes_say_failed_and_bad_usage() {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path();
-    std::fs::copy(
-        repo("tests/fixtures/chats/long_character_chat.jsonl"),
-        dir.join("chat.jsonl"),
-    )
-    .expect("copy");
+    copy_fixture_chat(&dir.join("chat.jsonl"));
     // A model that only talks: drift until the rounds run out.
     std::fs::write(
         dir.join("talk.json"),
@@ -1030,11 +1023,7 @@ fn approvals_from_the_command_line() {
     assert_eq!(decided.len(), 1);
     assert_eq!(decided[0]["by"], "toolhost call --approve");
 
-    std::fs::copy(
-        repo("tests/fixtures/chats/long_character_chat.jsonl"),
-        dir.join("chat.jsonl"),
-    )
-    .expect("chat");
+    copy_fixture_chat(&dir.join("chat.jsonl"));
     let script = serde_json::json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
         {"toolCalls": [
             {"id": "w", "name": "workspace_write_file", "arguments": {"path": "output/main.md", "content": "Waited for."}},
@@ -1135,11 +1124,7 @@ fn run_asks_on_a_terminal() {
         ("always", "approved_for_run"),
     ] {
         let chat = format!("chat-{answer}.jsonl");
-        std::fs::copy(
-            repo("tests/fixtures/chats/long_character_chat.jsonl"),
-            dir.join(&chat),
-        )
-        .expect("chat");
+        copy_fixture_chat(&dir.join(&chat));
         let command = format!(
             "{} --cache-dir {} run --model script:script.json --chat {chat} --run-dir run-{answer}",
             env!("CARGO_BIN_EXE_toolhost"),

@@ -114,19 +114,7 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     let crate_dir = home.join("acme-repeat");
-    let created = expect(
-        home,
-        &[
-            "ext",
-            "new",
-            "acme-repeat",
-            "--tool",
-            "text.repeat",
-            "--dir",
-            "acme-repeat",
-        ],
-        0,
-    );
+    let created = expect(home, &common::NEW_ACME_REPEAT, 0);
     assert!(
         created.contains("cargo build --release --target wasm32-wasip2"),
         "{created}"

@@ -14,11 +14,8 @@ use toolhost_journal::{Event as _, RunCompleted, RunStarted, TERMINAL_EVENTS};
 
 mod common;
 
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
+use common::repo;
+use common::serve::{free_port, script_call, serve_command, tenant_with_chats};
 
 /// The component cache every server of this file shares.
 fn cache_dir() -> PathBuf {
@@ -57,15 +54,7 @@ impl Setup {
     fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         for tenant in ["acme", "globex"] {
-            let root = dir.path().join("data/tenants").join(tenant);
-            for sub in ["chats", "profiles"] {
-                std::fs::create_dir_all(root.join(sub)).expect("dirs");
-            }
-            std::fs::copy(
-                repo("tests/fixtures/chats/long_character_chat.jsonl"),
-                root.join("chats/chat.jsonl"),
-            )
-            .expect("chat");
+            let root = tenant_with_chats(dir.path(), tenant, ["chat"]);
             std::fs::write(
                 root.join("profiles/writer.json"),
                 json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
@@ -76,7 +65,7 @@ impl Setup {
             )
             .expect("profile");
         }
-        let call = |id: &str, name: &str, arguments: Value| json!({"id": id, "name": name, "arguments": arguments});
+        let call = script_call;
         std::fs::write(
             dir.path().join("script.json"),
             json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
@@ -124,17 +113,9 @@ impl Setup {
 
     /// `toolhost serve` on a free loopback port; its base URL.
     fn serve(&self) -> (Server, String) {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("free port")
-            .port();
+        let port = free_port();
         let path = |name: &str| self.dir.path().join(name);
-        let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .arg("--cache-dir")
-            .arg(cache_dir())
-            .args(["--mcp-dir", "mcp", "--ext-dir", "extensions"])
-            .arg("serve")
-            .args(["--listen", &format!("127.0.0.1:{port}")])
+        let child = serve_command(&cache_dir(), port)
             .arg("--tokens")
             .arg(path("tokens.json"))
             .arg("--models")
@@ -367,11 +348,7 @@ async fn sigterm_mid_run_leaves_it_interrupted_and_the_next_start_completes_it()
 async fn an_mcp_server_added_while_serving_reaches_the_catalog() {
     let script =
         repo("tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let has_node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !has_node {
+    if !common::installed("node") {
         eprintln!("SKIPPED: node is not installed");
         return;
     }
@@ -481,15 +458,7 @@ async fn an_inline_profile_gets_only_extension_grants_for_every_profile_or_its_o
     };
     // The operator's extension, granted to the tenant `acme`'s `repeater`
     // profile as its file is now.
-    toolhost(&[
-        "ext",
-        "new",
-        "acme-repeat",
-        "--tool",
-        "text.repeat",
-        "--dir",
-        "acme-repeat",
-    ]);
+    toolhost(&common::NEW_ACME_REPEAT);
     common::build_template_extension(&dir.join("acme-repeat"), "acme-repeat");
     toolhost(&["ext", "seal", "acme-repeat"]);
     toolhost(&["ext", "install", "acme-repeat"]);

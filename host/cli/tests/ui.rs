@@ -4,17 +4,15 @@
 //! setup`; nothing is downloaded at run time). Skipped, loudly, only where
 //! the browser or Selenium is not installed.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
+mod common;
+
+use common::repo;
+use common::serve::{free_port, script_call as call, serve_command, tenant_with_chats};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const DRIVER: &str = "/usr/bin/chromedriver";
@@ -51,10 +49,6 @@ impl Drop for Server {
     }
 }
 
-fn call(id: &str, name: &str, arguments: Value) -> Value {
-    json!({"id": id, "name": name, "arguments": arguments})
-}
-
 #[test]
 fn the_timeline_and_approvals_in_a_real_browser() {
     let Some(python) = browser() else {
@@ -62,17 +56,7 @@ fn the_timeline_and_approvals_in_a_real_browser() {
     };
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path();
-    let tenant = dir.join("data/tenants/local");
-    for sub in ["chats", "profiles"] {
-        std::fs::create_dir_all(tenant.join(sub)).expect("dirs");
-    }
-    for chat in ["chat-1", "chat-2"] {
-        std::fs::copy(
-            repo("tests/fixtures/chats/long_character_chat.jsonl"),
-            tenant.join(format!("chats/{chat}.jsonl")),
-        )
-        .expect("chat");
-    }
+    let tenant = tenant_with_chats(dir, "local", ["chat-1", "chat-2"]);
     std::fs::write(
         tenant.join("profiles/writer.json"),
         json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
@@ -120,24 +104,19 @@ fn the_timeline_and_approvals_in_a_real_browser() {
         .to_string(),
     )
     .expect("models");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("free port")
-        .port();
+    let port = free_port();
     let _server = Server(
-        Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .current_dir(dir)
-            .arg("--cache-dir")
-            .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-cache"))
-            .args(["--mcp-dir", "mcp", "--ext-dir", "extensions"])
-            .arg("serve")
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--models", "models.json", "--data-dir", "data"])
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .env_remove("TOOLHOST_POLICY")
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("toolhost serve"),
+        serve_command(
+            &Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-cache"),
+            port,
+        )
+        .current_dir(dir)
+        .args(["--models", "models.json", "--data-dir", "data"])
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("TOOLHOST_POLICY")
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("toolhost serve"),
     );
     let base = format!("http://127.0.0.1:{port}");
     let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");

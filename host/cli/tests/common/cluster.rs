@@ -6,8 +6,11 @@
 
 #![allow(dead_code)] // each user takes what it needs
 
+// By path: this file is itself included by path, from `tests/` and `benches/`.
+#[path = "serve.rs"]
+mod serve;
+
 use std::collections::BTreeSet;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -123,22 +126,14 @@ impl Node {
         flags: &[&str],
         envs: &[(&str, &str)],
     ) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("free port")
-            .port();
+        let port = serve::free_port();
         let log = dir.join(format!("{name}.log"));
         let stderr = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log)
             .expect("node log");
-        let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .arg("--cache-dir")
-            .arg(cache_dir())
-            .args(["--mcp-dir", "mcp", "--ext-dir", "extensions"])
-            .arg("serve")
-            .args(["--listen", &format!("127.0.0.1:{port}")])
+        let child = serve::serve_command(&cache_dir(), port)
             .args(["--models", "models.json", "--data-dir", "data"])
             .args(["--max-runs", &max_runs.to_string()])
             .args(nats.flags())
@@ -239,17 +234,7 @@ pub async fn ready(base: &str) {
 /// A data directory: `runs` chats, a `writer` profile, and a scripted
 /// model whose two replies take `delay_ms` each.
 pub fn setup(dir: &Path, runs: usize, delay_ms: u64) {
-    let tenant = dir.join("data/tenants/local");
-    for sub in ["chats", "profiles"] {
-        std::fs::create_dir_all(tenant.join(sub)).expect("dirs");
-    }
-    for n in 0..runs {
-        std::fs::copy(
-            repo("tests/fixtures/chats/long_character_chat.jsonl"),
-            tenant.join(format!("chats/chat-{n:02}.jsonl")),
-        )
-        .expect("chat");
-    }
+    let tenant = serve::tenant_with_chats(dir, "local", (0..runs).map(|n| format!("chat-{n:02}")));
     std::fs::write(
         tenant.join("profiles/writer.json"),
         json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
@@ -258,7 +243,7 @@ pub fn setup(dir: &Path, runs: usize, delay_ms: u64) {
         .to_string(),
     )
     .expect("profile");
-    let call = |id: &str, name: &str, arguments: Value| json!({"id": id, "name": name, "arguments": arguments});
+    let call = serve::script_call;
     std::fs::write(
         dir.join("script.json"),
         json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [

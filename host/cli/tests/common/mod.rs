@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each test binary uses its own share
 
+pub mod serve;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -30,6 +32,27 @@ pub fn toolhost_in(dir: &Path) -> Command {
     command
 }
 
+/// Whether `program` runs here (`program --version` succeeds): a test
+/// that needs it is skipped, loudly, where it does not.
+pub fn installed(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+/// The arguments that make the Rust template extension `acme-repeat`
+/// (tool `text.repeat`) in the folder of the same name.
+pub const NEW_ACME_REPEAT: [&str; 7] = [
+    "ext",
+    "new",
+    "acme-repeat",
+    "--tool",
+    "text.repeat",
+    "--dir",
+    "acme-repeat",
+];
+
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -49,11 +72,7 @@ pub fn python(modules: &[&str]) -> Option<PathBuf> {
     if modules.iter().all(importable) {
         return Some(python);
     }
-    let have_python = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !have_python {
+    if !installed("python3") {
         eprintln!("SKIPPED: python3 is not installed, so the Python client test cannot run");
         return None;
     }
