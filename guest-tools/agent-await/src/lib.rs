@@ -47,10 +47,7 @@ pub fn await_tasks(args: &Arguments) -> Result<Output, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(value: serde_json::Value) -> Arguments {
-        Arguments::from_value(value).expect("object")
-    }
+    use toolhost_guest::testing::args;
 
     #[test]
     fn defaults_wait_for_the_next_of_every_task() {

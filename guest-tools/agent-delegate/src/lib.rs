@@ -25,10 +25,7 @@ pub fn delegate(args: &Arguments) -> Result<Output, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(value: serde_json::Value) -> Arguments {
-        Arguments::from_value(value).expect("object")
-    }
+    use toolhost_guest::testing::args;
 
     #[test]
     fn a_brief_becomes_a_delegate_effect_with_its_extra_keys() {

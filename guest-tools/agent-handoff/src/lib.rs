@@ -31,10 +31,7 @@ pub fn handoff(args: &Arguments) -> Result<Output, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(value: serde_json::Value) -> Arguments {
-        Arguments::from_value(value).expect("object")
-    }
+    use toolhost_guest::testing::args;
 
     #[test]
     fn a_brief_becomes_a_handoff_effect() {

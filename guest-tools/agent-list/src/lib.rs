@@ -102,7 +102,7 @@ fn matches(agent: &AgentSummary, query: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_guest::testing::MemoryAgents;
+    use toolhost_guest::testing::{MemoryAgents, args};
 
     fn agent(id: &str, description: &str, operations: &[&str]) -> AgentSummary {
         AgentSummary {
@@ -127,10 +127,6 @@ mod tests {
                 &["delegate", "handoff"],
             ),
         ])
-    }
-
-    fn args(value: Value) -> Arguments {
-        Arguments::from_value(value).expect("object")
     }
 
     #[test]

@@ -46,7 +46,8 @@ pub mod markdown;
 pub mod output;
 pub mod random;
 pub mod search_result;
-#[cfg(feature = "testing")]
+// The SDK's own tests use the doubles too.
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod typed;
 pub mod workspace;

@@ -97,12 +97,9 @@ impl WindowRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::args;
     use crate::text::lines::{self, ReadLimits};
     use serde_json::json;
-
-    fn args(value: serde_json::Value) -> Arguments {
-        Arguments::from_value(value).expect("object")
-    }
 
     fn too_large(key: &str, value: u64) -> ToolError {
         ToolError::new("demo.too_large", format!("{key} {value}"))

@@ -170,11 +170,8 @@ impl LineHit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::args;
     use serde_json::json;
-
-    fn args(value: serde_json::Value) -> Arguments {
-        Arguments::from_value(value).expect("object")
-    }
 
     #[test]
     fn arguments_are_checked_with_the_domains_codes() {

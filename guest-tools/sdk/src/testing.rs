@@ -368,6 +368,14 @@ impl crate::agents::Agents for MemoryAgents {
     }
 }
 
+/// The model's arguments for a call, from JSON.
+///
+/// # Panics
+/// When `value` is not a JSON object: the test's own mistake.
+pub fn args(value: serde_json::Value) -> Arguments {
+    Arguments::from_value(value).expect("arguments are an object")
+}
+
 /// Call a tool's function as its component does — on the model's arguments,
 /// a JSON object — against a double of its capability:
 /// `call(search_files, &workspace, json!({"query": "x"}))`.

@@ -80,10 +80,7 @@ fn artifacts(items: &Value) -> Result<Value, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(value: Value) -> Arguments {
-        Arguments::from_value(value).expect("object")
-    }
+    use toolhost_guest::testing::args;
 
     #[test]
     fn a_report_is_normalized_into_the_effect() {

@@ -44,10 +44,7 @@ fn mode_name(mode: CommitMode) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(value: serde_json::Value) -> Arguments {
-        Arguments::from_value(value).expect("object")
-    }
+    use toolhost_guest::testing::args;
 
     #[test]
     fn defaults_to_replacing_with_the_message_body() {
