@@ -738,9 +738,9 @@ fn toml_manifest(id: &str) -> toolhost_extensions::Manifest {
 #[tokio::test]
 async fn an_extension_is_charged_for_every_skill_character_it_reads() {
     use std::sync::Arc;
-    use toolhost_capabilities::{CallGrant, InvocationInputs, SkillAccess};
+    use toolhost_capabilities::{BindInputs, CallGrant, CallScope, InvocationBound, RunInputs};
     use toolhost_sandbox::{ComponentSpec, LimitOverrides, Trust};
-    use toolhost_skills::{Scope, SkillBudget, SkillLibrary, SkillPolicy, SkillSource};
+    use toolhost_skills::{Scope, SkillLibrary, SkillSource};
 
     // The builtin `skill.read` component, installed as a third-party extension.
     let component = toolhost_conformance::builtin("skill-read");
@@ -788,17 +788,26 @@ async fn an_extension_is_charged_for_every_skill_character_it_reads() {
         tool: &toolhost_sandbox::ToolComponent,
         library: Arc<SkillLibrary>,
     ) -> u64 {
-        let budget = Arc::new(SkillBudget::new(100_000, 100_000));
-        let inputs = InvocationInputs {
-            skills: Some(Arc::new(SkillAccess {
-                library,
-                policy: SkillPolicy::new(["*".to_owned()], Vec::<String>::new()),
-                budget: Arc::clone(&budget),
-            })),
-            ..InvocationInputs::default()
-        };
+        let profile = Profile::from_json(
+            &json!({
+                "schemaVersion": 1,
+                "kind": "toolhost.agentProfile",
+                "id": "reader",
+                "tools": {"allow": ["skill.read"]},
+                "skills": {"visible": ["*"], "maxReadCharsPerCall": 100_000,
+                           "maxReadCharsPerRun": 100_000}
+            })
+            .to_string(),
+        )
+        .expect("profile");
+        let bound = InvocationBound::bind(&BindInputs {
+            run: Some(Arc::new(RunInputs::none().with_skills(library))),
+            profile: Some(Arc::new(profile)),
+            ..BindInputs::default()
+        });
         let grant = CallGrant::of(tool, true);
-        let capabilities = toolhost_capabilities::prepare(&inputs, &grant).expect("prepared");
+        bound.begin(&CallScope::default());
+        let capabilities = bound.prepare(&grant).expect("prepared");
         let report = sandbox
             .call_under(
                 tool,
@@ -809,7 +818,7 @@ async fn an_extension_is_charged_for_every_skill_character_it_reads() {
             )
             .await;
         assert!(report.result.is_ok(), "{:?}", report.result);
-        budget.charged()
+        bound.settle().skill_read_chars
     }
     let builtin_charge = charged_by(host.sandbox(), &as_builtin, Arc::clone(&library)).await;
     let extension_charge = charged_by(host.sandbox(), as_extension, library).await;
@@ -830,7 +839,7 @@ async fn an_extension_is_charged_for_every_skill_character_it_reads() {
 #[tokio::test]
 async fn an_extension_sees_tool_results_only_when_granted_and_never_records_reads() {
     use std::sync::Arc;
-    use toolhost_capabilities::InvocationInputs;
+    use toolhost_capabilities::{BindInputs, InvocationBound};
     use toolhost_runtime::ToolExecutor;
     use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
 
@@ -891,10 +900,10 @@ async fn an_extension_sees_tool_results_only_when_granted_and_never_records_read
                 },
                 binding,
                 CallEntropy::seeded(1),
-                InvocationInputs {
+                Arc::new(InvocationBound::bind(&BindInputs {
                     workspace: Some(session),
-                    ..InvocationInputs::default()
-                },
+                    ..BindInputs::default()
+                })),
             )
             .await
             .expect("executes");

@@ -690,7 +690,7 @@ async fn many_calls_reuse_the_same_component() {
 #[tokio::test]
 async fn components_built_against_every_published_host_version_load_and_run() {
     use std::sync::Arc;
-    use toolhost_capabilities::{CallGrant, CallableAgent, InvocationInputs};
+    use toolhost_capabilities::{BindInputs, CallGrant, CallableAgent, InvocationBound, RunInputs};
 
     let run = tempfile::tempdir().expect("run dir");
     for root in ["output", "scratch"] {
@@ -717,14 +717,14 @@ async fn components_built_against_every_published_host_version_load_and_run() {
         max_concurrent_invocations: 1,
         max_handoff_depth: 1,
     };
-    let inputs = InvocationInputs {
+    let inputs = InvocationBound::bind(&BindInputs {
         workspace: Some(Arc::new(toolhost_workspace::WorkspaceSession::new(
             Arc::new(workspace),
         ))),
-        chat: Some(Arc::new(bound)),
+        run: Some(Arc::new(RunInputs::none().with_chat(Arc::new(bound)))),
         agents: Some(Arc::new(vec![agent])),
-        ..InvocationInputs::default()
-    };
+        ..BindInputs::default()
+    });
     let sandbox = sandbox();
     for (name, version, answer) in [
         (
@@ -745,7 +745,7 @@ async fn components_built_against_every_published_host_version_load_and_run() {
             tool.imports()
         );
         let grant = CallGrant::of(&tool, true);
-        let capabilities = toolhost_capabilities::prepare(&inputs, &grant).expect("prepared");
+        let capabilities = inputs.prepare(&grant).expect("prepared");
         let report = sandbox
             .call_under(
                 &tool,

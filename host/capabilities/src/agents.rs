@@ -5,11 +5,13 @@
 
 use std::sync::Arc;
 
-use toolhost_sandbox::CallState;
+use toolhost_core::Capability;
+use toolhost_sandbox::{CallState, HostFault};
 use wasmtime::component::Linker;
 
-use crate::InvocationInputs;
+use crate::CallGrant;
 use crate::bindings::toolhost::host::agent_read as wit;
+use crate::lifecycle::{BindInputs, HostCapability};
 use crate::view::{Projected, View, project};
 
 /// One agent the calling agent may delegate to or hand off to.
@@ -28,13 +30,29 @@ pub struct CallableAgent {
     pub max_handoff_depth: u32,
 }
 
-/// One call's agents: those the invocation's agent may call.
-pub fn prepare(inputs: &InvocationInputs) -> Option<Arc<Vec<CallableAgent>>> {
-    inputs.agents.clone()
-}
+/// `agent-read`.
+pub struct AgentRead;
 
-pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    wit::add_to_linker::<_, Projected<Arc<Vec<CallableAgent>>>>(linker, project)
+impl HostCapability for AgentRead {
+    const KEY: &'static str = "agent-read";
+    type Bound = Arc<Vec<CallableAgent>>;
+    type State = Arc<Vec<CallableAgent>>;
+
+    /// The agents the invocation's agent may call.
+    fn bind(inputs: &BindInputs) -> Option<Self::Bound> {
+        inputs.agents.clone()
+    }
+
+    fn prepare(
+        bound: Option<&Self::Bound>,
+        grant: &CallGrant<'_>,
+    ) -> Result<Option<Self::State>, HostFault> {
+        Ok(bound.filter(|_| grant.has(Capability::AgentRead)).cloned())
+    }
+
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<_, Projected<Self>>(linker, project::<Self>)
+    }
 }
 
 impl wit::Host for View<'_, Arc<Vec<CallableAgent>>> {

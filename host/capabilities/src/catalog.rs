@@ -7,10 +7,11 @@
 use std::sync::Arc;
 
 use toolhost_core::{InvocationToolSnapshot, ToolId};
-use toolhost_sandbox::CallState;
+use toolhost_sandbox::{CallState, HostFault};
 use wasmtime::component::Linker;
 
-use crate::InvocationInputs;
+use crate::CallGrant;
+use crate::lifecycle::{BindInputs, HostCapability};
 use crate::view::{Projected, View, project};
 
 mod bindings {
@@ -28,13 +29,32 @@ mod bindings {
 
 use bindings::toolhost::catalog::tools;
 
-/// One call's catalog: its invocation's snapshot, if it runs in one.
-pub fn prepare(inputs: &InvocationInputs) -> Option<Arc<InvocationToolSnapshot>> {
-    inputs.snapshot.clone()
-}
+/// `toolhost:catalog/tools`.
+pub struct Catalog;
 
-pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    tools::add_to_linker::<_, Projected<Arc<InvocationToolSnapshot>>>(linker, project)
+impl HostCapability for Catalog {
+    const KEY: &'static str = "catalog";
+    type Bound = Arc<InvocationToolSnapshot>;
+    type State = Arc<InvocationToolSnapshot>;
+
+    /// The invocation's snapshot, if the call runs in one.
+    fn bind(inputs: &BindInputs) -> Option<Self::Bound> {
+        inputs.snapshot.clone()
+    }
+
+    /// Every component may ask what the model calls a tool; only one that
+    /// imports the interface is given the state, so no other call pays
+    /// for it.
+    fn prepare(
+        bound: Option<&Self::Bound>,
+        grant: &CallGrant<'_>,
+    ) -> Result<Option<Self::State>, HostFault> {
+        Ok(bound.filter(|_| grant.catalog).cloned())
+    }
+
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        tools::add_to_linker::<_, Projected<Self>>(linker, project::<Self>)
+    }
 }
 
 impl tools::Host for View<'_, Arc<InvocationToolSnapshot>> {

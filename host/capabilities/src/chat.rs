@@ -3,25 +3,44 @@
 
 use std::sync::Arc;
 
-use toolhost_chat::{BoundChat, Role};
-use toolhost_core::HostCallError;
-use toolhost_sandbox::CallState;
+// The chat types a host application or a test of the runtime reads a
+// chat with, so neither names the chat crate.
+pub use toolhost_chat::{BoundChat, ChatFile, Role, generate_chat};
+use toolhost_core::{Capability, HostCallError};
+use toolhost_sandbox::{CallState, HostFault};
 use wasmtime::component::Linker;
 
-use crate::InvocationInputs;
+use crate::CallGrant;
 use crate::bindings::toolhost::host::{capability_types as types, chat_read as chat};
+use crate::lifecycle::{BindInputs, HostCapability};
 use crate::view::{Projected, View, project};
 
 /// Most messages one `messages` or `scan` call returns, whatever the tool asks.
 const MAX_CHAT_BATCH: u32 = 1_000;
 
-/// One call's chat: the run's, if it is bound to one.
-pub fn prepare(inputs: &InvocationInputs) -> Option<Arc<BoundChat>> {
-    inputs.chat.clone()
-}
+/// `chat-read`.
+pub struct ChatRead;
 
-pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    chat::add_to_linker::<_, Projected<Arc<BoundChat>>>(linker, project)
+impl HostCapability for ChatRead {
+    const KEY: &'static str = "chat-read";
+    type Bound = Arc<BoundChat>;
+    type State = Arc<BoundChat>;
+
+    /// The run's chat, if it is bound to one.
+    fn bind(inputs: &BindInputs) -> Option<Self::Bound> {
+        inputs.run.as_ref()?.chat.clone()
+    }
+
+    fn prepare(
+        bound: Option<&Self::Bound>,
+        grant: &CallGrant<'_>,
+    ) -> Result<Option<Self::State>, HostFault> {
+        Ok(bound.filter(|_| grant.has(Capability::ChatRead)).cloned())
+    }
+
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        chat::add_to_linker::<_, Projected<Self>>(linker, project::<Self>)
+    }
 }
 
 type ChatView<'a> = View<'a, Arc<BoundChat>>;

@@ -10,9 +10,12 @@
 //! hands it on with the call's successful outcome.
 
 use serde_json::Value;
-use toolhost_core::{AwaitMode, CommitMode, ToolEffect};
-use toolhost_sandbox::{CallState, RequestedEffect};
+use toolhost_core::{AwaitMode, Capability, CommitMode, ToolEffect};
+use toolhost_sandbox::{CallState, HostFault, RequestedEffect};
 use wasmtime::component::{HasData, Linker};
+
+use crate::CallGrant;
+use crate::lifecycle::{BindInputs, HostCapability};
 
 use bindings::toolhost::control::effects;
 use bindings::toolhost::tool::types as wit;
@@ -30,15 +33,35 @@ mod bindings {
     });
 }
 
-/// One call's slot for its request: empty until the tool asks.
-pub fn prepare() -> RequestedEffect {
-    RequestedEffect::default()
-}
+/// `toolhost:control/effects`.
+pub struct Control;
 
-pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    effects::add_to_linker::<_, Slot>(linker, |state: &mut CallState| {
-        state.project::<RequestedEffect>().1
-    })
+impl HostCapability for Control {
+    /// The sandbox hands on what a call requested from under this key.
+    const KEY: &'static str = RequestedEffect::KEY;
+    /// Nothing to bind: the request is the call's own.
+    type Bound = ();
+    type State = RequestedEffect;
+
+    fn bind(_inputs: &BindInputs) -> Option<Self::Bound> {
+        Some(())
+    }
+
+    /// One call's slot for its request: empty until the tool asks.
+    fn prepare(
+        _bound: Option<&Self::Bound>,
+        grant: &CallGrant<'_>,
+    ) -> Result<Option<Self::State>, HostFault> {
+        Ok(grant
+            .has(Capability::Control)
+            .then(RequestedEffect::default))
+    }
+
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        effects::add_to_linker::<_, Slot>(linker, |state: &mut CallState| {
+            state.project::<RequestedEffect>(Self::KEY).1
+        })
+    }
 }
 
 /// [`HasData`] for the call's request slot (none: the call was not

@@ -1,23 +1,18 @@
 //! The host capabilities beyond `log` and `random`, one module each, each
-//! with one lifecycle (the shape of Spin's factors and of wasmtime's
-//! per-interface WASI contexts):
+//! a [`HostCapability`] with one lifecycle (the shape of Spin's factors and
+//! of wasmtime's per-interface WASI contexts; see [`lifecycle`]): **bind**
+//! per invocation from its own part of the inputs ([`BindInputs`]),
+//! **prepare** per call from the component's grant ([`CallGrant`]), **link**
+//! its WIT interfaces (each projected onto its state under its key, so no
+//! struct implements every host trait), **begin** and **settle** around the
+//! call. They are listed once, below ([`capabilities!`]); the runtime holds
+//! their bound parts as one [`InvocationBound`] and never names a chat, a
+//! skill or a world-info entry. Errors: every capability answers with
+//! [`HostCallError`](toolhost_core::HostCallError), which the sandbox turns
+//! into what the guest sees in one place
+//! ([`CallCore::answer`](toolhost_sandbox::CallCore::answer)).
 //!
-//! - **inputs**: what the capability acts on for a whole invocation, in
-//!   [`InvocationInputs`] (the workspace session, the run's chat, ...),
-//!   gathered once when the invocation starts;
-//! - **prepare**: per call, from those inputs and the component's grant
-//!   ([`CallGrant`]), the call's own state — none when the grant lacks the
-//!   capability — plus its policy hook (an extension not granted
-//!   `tool-results/` gets a workspace session without it);
-//! - **link**: its WIT interfaces added to the sandbox's linker, each
-//!   projected onto that state through [`CallState::project`]; no struct
-//!   implements every host trait;
-//! - errors: every capability answers with
-//!   [`HostCallError`](toolhost_core::HostCallError), which the sandbox turns
-//!   into what the guest sees in one place
-//!   ([`CallCore::answer`](toolhost_sandbox::CallCore::answer)).
-//!
-//! | module | interfaces (`toolhost:host`) | state |
+//! | module | interfaces (`toolhost:host`) | bound per invocation |
 //! |---|---|---|
 //! | [`workspace`] | `workspace-read`, `workspace-write` (0.1.1) | the invocation's `WorkspaceSession` |
 //! | [`chat`] | `chat-read` (0.1.2, `scan` 0.1.4) | the run's chat, frozen at its prefix |
@@ -25,21 +20,27 @@
 //! | [`skills`] | `skill-read` (0.1.2) | the visible skills and the invocation's budget |
 //! | [`agents`] | `agent-read` (0.1.3) | the agents this agent may call |
 //! | [`catalog`] | `toolhost:catalog/tools@0.1.0` (its own package; every component, no grant) | the invocation's snapshot |
-//! | [`control`] | `toolhost:control/effects@0.1.0` (its own package; builtin control tools only) | the call's one requested effect |
-//! | [`http`] | `wasi:http/outgoing-handler@0.2` (its own package) | the granted hosts and the call's request count |
+//! | [`control`] | `toolhost:control/effects@0.1.0` (its own package; builtin control tools only) | nothing: the call's one requested effect |
+//! | [`http`] | `wasi:http/outgoing-handler@0.2` (its own package) | nothing: the granted hosts and the call's request count |
+//!
+//! What a run is bound to (its chat, world info and skills) is loaded in
+//! [`run_inputs`]; the chat a run commits its reply to, in [`chat_host`].
 
 use std::sync::Arc;
 
 use toolhost_core::allowed_hosts::AllowedHosts;
-use toolhost_core::{Capability, CapabilitySet};
+use toolhost_core::{Capability, CapabilitySet, ProfileVersion};
 use toolhost_sandbox::{CallCapabilities, CallState, HostFault, ToolComponent, Trust};
 use wasmtime::component::Linker;
 
 pub mod agents;
 pub mod catalog;
 pub mod chat;
+pub mod chat_host;
 pub mod control;
 pub mod http;
+pub mod lifecycle;
+pub mod run_inputs;
 pub mod skills;
 mod view;
 pub mod workspace;
@@ -48,6 +49,9 @@ pub mod worldinfo;
 pub use view::View;
 
 pub use agents::CallableAgent;
+pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
+pub use lifecycle::{BindInputs, CallScope, HostCapability, Settlement};
+pub use run_inputs::{BindError, RunBindings, RunInputs};
 pub use skills::SkillAccess;
 pub use workspace::READ_STATE_REFUSED;
 
@@ -68,30 +72,6 @@ pub(crate) mod bindings {
     });
 }
 
-/// What an invocation's calls may act on, gathered once when it starts.
-/// Each capability prepares a call's state from its own part.
-#[derive(Debug, Clone, Default)]
-pub struct InvocationInputs {
-    /// The invocation's workspace session (its read-state is shared by all
-    /// of the invocation's calls).
-    pub workspace: Option<Arc<toolhost_workspace::WorkspaceSession>>,
-    /// The chat the run is bound to, frozen at its input prefix.
-    pub chat: Option<Arc<toolhost_chat::BoundChat>>,
-    /// The run's activated world info.
-    pub worldinfo: Option<Arc<toolhost_worldinfo::Activation>>,
-    /// The skills the invocation may read, and its budget.
-    pub skills: Option<Arc<SkillAccess>>,
-    /// The agents the invocation's agent may call; none outside an agent run.
-    pub agents: Option<Arc<Vec<CallableAgent>>>,
-    /// The invocation's tools as the model sees them; none outside one.
-    pub snapshot: Option<Arc<toolhost_core::InvocationToolSnapshot>>,
-    /// The invocation's profile as a grant names it (with the tenant whose
-    /// run it is), rechecked against an extension's grant at every call;
-    /// none outside an invocation, where a profile-restricted extension is
-    /// refused. Shared: the inputs are cloned for every call.
-    pub profile: Option<Arc<toolhost_core::ProfileVersion>>,
-}
-
 /// What one call's component was granted.
 #[derive(Debug, Clone, Copy)]
 pub struct CallGrant<'a> {
@@ -110,6 +90,11 @@ pub struct CallGrant<'a> {
 static NO_HOSTS: AllowedHosts = AllowedHosts::none();
 
 impl<'a> CallGrant<'a> {
+    /// The component was granted `capability`.
+    pub fn has(&self, capability: Capability) -> bool {
+        self.capabilities.contains(capability)
+    }
+
     /// What a loaded component was granted; `tool_results` is the
     /// registry's answer for an extension (a builtin always may). No host.
     pub fn of(component: &'a ToolComponent, tool_results: bool) -> Self {
@@ -131,58 +116,83 @@ impl<'a> CallGrant<'a> {
     }
 }
 
-/// Every capability's interfaces, added to the sandbox's linker
-/// ([`SandboxConfig::capabilities`](toolhost_sandbox::SandboxConfig)).
-pub fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    bindings::toolhost::host::capability_types::add_to_linker::<_, NoState>(linker, |_| NoState)?;
-    workspace::link(linker)?;
-    chat::link(linker)?;
-    worldinfo::link(linker)?;
-    skills::link(linker)?;
-    agents::link(linker)?;
-    http::link(linker)?;
-    control::link(linker)?;
-    catalog::link(linker)
+/// The list, once: each capability's bound part in [`InvocationBound`], its
+/// lifecycle steps called in this order, its interfaces linked by [`link`].
+macro_rules! capabilities {
+    ($($field:ident: $capability:ty),* $(,)?) => {
+        /// Every capability's part of one invocation, bound once when it
+        /// starts; shared by its calls. Opaque to the runtime.
+        #[derive(Debug, Default)]
+        pub struct InvocationBound {
+            $($field: Option<<$capability as HostCapability>::Bound>,)*
+            grant_profile: Option<Arc<ProfileVersion>>,
+        }
+
+        impl InvocationBound {
+            /// Each capability reads its own part of `inputs`.
+            pub fn bind(inputs: &BindInputs) -> Self {
+                Self {
+                    $($field: <$capability>::bind(inputs),)*
+                    grant_profile: inputs.grant_profile.clone(),
+                }
+            }
+
+            /// One call's capability states: each granted capability
+            /// prepares its own; an ungranted one holds nothing for it.
+            pub fn prepare(&self, grant: &CallGrant<'_>) -> Result<CallCapabilities, HostFault> {
+                let mut states = CallCapabilities::new();
+                $(
+                    if let Some(state) = <$capability>::prepare(self.$field.as_ref(), grant)? {
+                        states.insert(<$capability>::KEY, state);
+                    }
+                )*
+                Ok(states)
+            }
+
+            /// Before the executor runs a call of the invocation.
+            pub fn begin(&self, call: &CallScope) {
+                $(if let Some(bound) = &self.$field { <$capability>::begin(bound, call); })*
+            }
+
+            /// After the call ran: what it spent.
+            pub fn settle(&self) -> Settlement {
+                let mut settlement = Settlement::default();
+                $(if let Some(bound) = &self.$field { <$capability>::settle(bound, &mut settlement); })*
+                settlement
+            }
+        }
+
+        /// Every capability's interfaces, added to the sandbox's linker
+        /// ([`SandboxConfig::capabilities`](toolhost_sandbox::SandboxConfig)).
+        pub fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+            bindings::toolhost::host::capability_types::add_to_linker::<_, NoState>(linker, |_| NoState)?;
+            $(<$capability>::link(linker)?;)*
+            Ok(())
+        }
+
+        /// Every capability's key, in the list's order.
+        pub const KEYS: &[&str] = &[$(<$capability>::KEY),*];
+    };
 }
 
-/// One call's capability states: each granted capability prepares its own
-/// from `inputs`; an ungranted one holds nothing for the call.
-pub fn prepare(
-    inputs: &InvocationInputs,
-    grant: &CallGrant<'_>,
-) -> Result<CallCapabilities, HostFault> {
-    let mut states = CallCapabilities::new();
-    let granted = |capability| grant.capabilities.contains(capability);
-    // Every component may ask what the model calls a tool; only one that
-    // imports the interface is given the state, so no other call pays for it.
-    if grant.catalog {
-        states.insert_some(catalog::prepare(inputs));
+capabilities! {
+    catalog: catalog::Catalog,
+    workspace: workspace::Workspace,
+    chat: chat::ChatRead,
+    worldinfo: worldinfo::WorldinfoRead,
+    skills: skills::SkillRead,
+    agents: agents::AgentRead,
+    http: http::Http,
+    control: control::Control,
+}
+
+impl InvocationBound {
+    /// The invocation's profile as a grant names it: an extension granted
+    /// to some profiles is rechecked against it at every call (none
+    /// outside an invocation, where such an extension is refused).
+    pub fn grant_profile(&self) -> Option<&ProfileVersion> {
+        self.grant_profile.as_deref()
     }
-    // A state is held only when there is something to act on; without one
-    // a capability answers "nothing bound" (a run without a chat, a call
-    // outside an agent run).
-    if granted(Capability::WorkspaceRead) || granted(Capability::WorkspaceWrite) {
-        states.insert_some(workspace::prepare(inputs, grant)?);
-    }
-    if granted(Capability::ChatRead) {
-        states.insert_some(chat::prepare(inputs));
-    }
-    if granted(Capability::WorldinfoRead) {
-        states.insert_some(worldinfo::prepare(inputs));
-    }
-    if granted(Capability::SkillRead) {
-        states.insert_some(skills::prepare(inputs));
-    }
-    if granted(Capability::AgentRead) {
-        states.insert_some(agents::prepare(inputs));
-    }
-    if granted(Capability::Control) {
-        states.insert(control::prepare());
-    }
-    if granted(Capability::OutboundHttp) {
-        states.insert(http::prepare(grant));
-    }
-    Ok(states)
 }
 
 /// `capability-types` declares only the error record the 0.1.2+
@@ -200,5 +210,16 @@ pub fn sandbox_config() -> toolhost_sandbox::SandboxConfig {
     toolhost_sandbox::SandboxConfig {
         capabilities: Some(link),
         ..toolhost_sandbox::SandboxConfig::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_capability_has_its_own_key() {
+        let mut keys = super::KEYS.to_vec();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), super::KEYS.len(), "{:?}", super::KEYS);
     }
 }

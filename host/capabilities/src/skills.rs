@@ -5,13 +5,15 @@
 
 use std::sync::Arc;
 
-use toolhost_core::HostCallError;
-use toolhost_sandbox::{CallState, Trust};
-use toolhost_skills::{SkillBudget, SkillLibrary, SkillPolicy};
+use toolhost_core::{Capability, HostCallError, Profile};
+use toolhost_sandbox::{CallState, HostFault, Trust};
+pub use toolhost_skills::{Scope, SkillLibrary, SkillSource};
+use toolhost_skills::{SkillBudget, SkillPolicy};
 use wasmtime::component::Linker;
 
-use crate::InvocationInputs;
+use crate::CallGrant;
 use crate::bindings::toolhost::host::{capability_types as types, skill_read as skills};
+use crate::lifecycle::{BindInputs, CallScope, HostCapability, Settlement};
 use crate::view::{Projected, View, project};
 
 /// What a call may read of the installed skills: the library, the profile's
@@ -23,13 +25,64 @@ pub struct SkillAccess {
     pub budget: Arc<SkillBudget>,
 }
 
-/// One call's skills: the visible ones and the invocation's budget.
-pub fn prepare(inputs: &InvocationInputs) -> Option<Arc<SkillAccess>> {
-    inputs.skills.clone()
+impl SkillAccess {
+    /// What an invocation of `profile` may read of `library`: its
+    /// visibility, and its read budget of which `charged` characters are
+    /// already spent.
+    pub fn of(library: &Arc<SkillLibrary>, profile: &Profile, charged: u64) -> Self {
+        Self {
+            library: Arc::clone(library),
+            policy: SkillPolicy::new(
+                profile.skills.visible.iter().cloned(),
+                profile.skills.deny.iter().cloned(),
+            ),
+            budget: Arc::new(SkillBudget::resumed(
+                u64::from(profile.skills.max_read_chars_per_call),
+                u64::from(profile.skills.max_read_chars_per_run),
+                charged,
+            )),
+        }
+    }
 }
 
-pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    skills::add_to_linker::<_, Projected<Arc<SkillAccess>>>(linker, project)
+/// `skill-read`.
+pub struct SkillRead;
+
+impl HostCapability for SkillRead {
+    const KEY: &'static str = "skill-read";
+    type Bound = Arc<SkillAccess>;
+    type State = Arc<SkillAccess>;
+
+    /// The run's skills under the invocation's profile, with its budget.
+    fn bind(inputs: &BindInputs) -> Option<Self::Bound> {
+        let run = inputs.run.as_ref()?;
+        let profile = inputs.profile.as_ref()?;
+        Some(Arc::new(SkillAccess::of(
+            &run.skills,
+            profile,
+            inputs.skill_chars_charged,
+        )))
+    }
+
+    fn prepare(
+        bound: Option<&Self::Bound>,
+        grant: &CallGrant<'_>,
+    ) -> Result<Option<Self::State>, HostFault> {
+        Ok(bound.filter(|_| grant.has(Capability::SkillRead)).cloned())
+    }
+
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        skills::add_to_linker::<_, Projected<Self>>(linker, project::<Self>)
+    }
+
+    /// The per-call budget starts afresh with every call.
+    fn begin(bound: &Self::Bound, _call: &CallScope) {
+        bound.budget.begin_call();
+    }
+
+    fn settle(bound: &Self::Bound, settlement: &mut Settlement) {
+        settlement.skill_read_chars = bound.budget.charged_this_call();
+    }
 }
 
 type SkillsView<'a> = View<'a, Arc<SkillAccess>>;

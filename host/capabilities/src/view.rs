@@ -1,7 +1,8 @@
 //! The projection every capability's interfaces are linked with: a host
 //! function sees its call through a [`View`] — the shared [`CallCore`] and
 //! the capability's own per-call state, taken out of the store's
-//! [`CallCapabilities`](toolhost_sandbox::CallCapabilities) by type.
+//! [`CallCapabilities`](toolhost_sandbox::CallCapabilities) by the
+//! capability's key.
 
 use std::marker::PhantomData;
 
@@ -10,6 +11,7 @@ use toolhost_sandbox::{CallCore, CallState};
 use wasmtime::component::HasData;
 
 use crate::bindings::toolhost::host::capability_types::CapabilityError;
+use crate::lifecycle::HostCapability;
 
 /// What a capability's host functions see of their call.
 pub struct View<'a, S> {
@@ -19,17 +21,21 @@ pub struct View<'a, S> {
     pub(crate) state: Option<S>,
 }
 
-/// [`HasData`] for the views of per-call state `S`.
-pub(crate) struct Projected<S>(PhantomData<S>);
+/// [`HasData`] for the views of capability `C`.
+pub(crate) struct Projected<C>(PhantomData<C>);
 
-impl<S: 'static> HasData for Projected<S> {
-    type Data<'a> = View<'a, S>;
+impl<C: HostCapability> HasData for Projected<C> {
+    type Data<'a> = View<'a, C::State>;
 }
 
-/// The store projected onto capability state `S` (a cheap clone: states
+/// The store projected onto capability `C`'s state (a cheap clone: states
 /// are `Arc`s).
-pub(crate) fn project<S: Clone + 'static>(state: &mut CallState) -> View<'_, S> {
-    let (core, call) = state.project::<S>();
+pub(crate) fn project<C>(state: &mut CallState) -> View<'_, C::State>
+where
+    C: HostCapability,
+    C::State: Clone,
+{
+    let (core, call) = state.project::<C::State>(C::KEY);
     View {
         core,
         state: call.cloned(),

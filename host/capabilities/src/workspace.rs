@@ -6,18 +6,19 @@
 
 use std::sync::Arc;
 
-use toolhost_core::HostCallError;
+use toolhost_core::{Capability, HostCallError};
 use toolhost_sandbox::{CallState, HostFault, Trust};
 use toolhost_workspace::{
     Entry, EntryKind, Listing, MAX_LIST_DEPTH, TextFile, WorkspaceSession, WriteMode,
 };
 use wasmtime::component::Linker;
 
+use crate::CallGrant;
 use crate::bindings::toolhost::host::{
     workspace_read as read, workspace_types as types, workspace_write as write,
 };
+use crate::lifecycle::{BindInputs, CallScope, HostCapability, Settlement};
 use crate::view::{Projected, View, project};
-use crate::{CallGrant, InvocationInputs};
 
 /// `record-read` from an extension: refused, nothing recorded.
 pub const READ_STATE_REFUSED: &str = "workspace.read_state_refused";
@@ -28,18 +29,52 @@ const MAX_LIST_ENTRIES: u32 = 1_000;
 const MAX_WALK_DEPTH: u32 = toolhost_workspace::DEFAULT_WALK_DEPTH as u32;
 const MAX_WALK_FILES: u32 = toolhost_workspace::DEFAULT_WALK_FILES as u32;
 
-/// One call's workspace: the session it acts through — the invocation's,
-/// or for an extension not granted `tool-results/` a narrowed one.
-pub fn prepare(
-    inputs: &InvocationInputs,
-    grant: &CallGrant<'_>,
-) -> Result<Option<Arc<WorkspaceSession>>, HostFault> {
-    Ok(match &inputs.workspace {
-        Some(session) if grant.trust == Trust::Extension && !grant.tool_results => {
-            Some(without_tool_results(session)?)
+/// `workspace-read` and `workspace-write`: one session, two interfaces.
+pub struct Workspace;
+
+impl HostCapability for Workspace {
+    const KEY: &'static str = "workspace";
+    type Bound = Arc<WorkspaceSession>;
+    type State = Arc<WorkspaceSession>;
+
+    /// The invocation's session (its read-state is shared by its calls).
+    fn bind(inputs: &BindInputs) -> Option<Self::Bound> {
+        inputs.workspace.clone()
+    }
+
+    /// The session a call acts through — the invocation's, or for an
+    /// extension not granted `tool-results/` a narrowed one.
+    fn prepare(
+        bound: Option<&Self::Bound>,
+        grant: &CallGrant<'_>,
+    ) -> Result<Option<Self::State>, HostFault> {
+        if !(grant.has(Capability::WorkspaceRead) || grant.has(Capability::WorkspaceWrite)) {
+            return Ok(None);
         }
-        other => other.clone(),
-    })
+        Ok(match bound {
+            Some(session) if grant.trust == Trust::Extension && !grant.tool_results => {
+                Some(without_tool_results(session)?)
+            }
+            other => other.cloned(),
+        })
+    }
+
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        type Projection = Projected<Workspace>;
+        types::add_to_linker::<_, Projection>(linker, project::<Self>)?;
+        read::add_to_linker::<_, Projection>(linker, project::<Self>)?;
+        write::add_to_linker::<_, Projection>(linker, project::<Self>)
+    }
+
+    /// A write tool's writes are recorded before they land, when the run
+    /// asks (so a resume can tell whether one did).
+    fn begin(bound: &Self::Bound, call: &CallScope) {
+        bound.set_intent_sink(call.write_intents.clone());
+    }
+
+    fn settle(bound: &Self::Bound, _settlement: &mut Settlement) {
+        bound.set_intent_sink(None);
+    }
 }
 
 /// An extension's view of the invocation's workspace without
@@ -54,13 +89,6 @@ fn without_tool_results(session: &WorkspaceSession) -> Result<Arc<WorkspaceSessi
             message: error.message(),
         })?;
     Ok(Arc::new(WorkspaceSession::new(Arc::new(narrowed))))
-}
-
-pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    type Workspace = Projected<Arc<WorkspaceSession>>;
-    types::add_to_linker::<_, Workspace>(linker, project)?;
-    read::add_to_linker::<_, Workspace>(linker, project)?;
-    write::add_to_linker::<_, Workspace>(linker, project)
 }
 
 type WorkspaceView<'a> = View<'a, Arc<WorkspaceSession>>;

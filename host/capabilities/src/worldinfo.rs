@@ -4,22 +4,41 @@
 
 use std::sync::Arc;
 
-use toolhost_core::HostCallError;
-use toolhost_sandbox::CallState;
+use toolhost_core::{Capability, HostCallError};
+use toolhost_sandbox::{CallState, HostFault};
 use toolhost_worldinfo::Activation;
 use wasmtime::component::Linker;
 
-use crate::InvocationInputs;
+use crate::CallGrant;
 use crate::bindings::toolhost::host::{capability_types as types, worldinfo_read as worldinfo};
+use crate::lifecycle::{BindInputs, HostCapability};
 use crate::view::{Projected, View, project};
 
-/// One call's world info: the run's activation, if it has one.
-pub fn prepare(inputs: &InvocationInputs) -> Option<Arc<Activation>> {
-    inputs.worldinfo.clone()
-}
+/// `worldinfo-read`.
+pub struct WorldinfoRead;
 
-pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    worldinfo::add_to_linker::<_, Projected<Arc<Activation>>>(linker, project)
+impl HostCapability for WorldinfoRead {
+    const KEY: &'static str = "worldinfo-read";
+    type Bound = Arc<Activation>;
+    type State = Arc<Activation>;
+
+    /// The run's activation, if it has one.
+    fn bind(inputs: &BindInputs) -> Option<Self::Bound> {
+        inputs.run.as_ref()?.worldinfo.clone()
+    }
+
+    fn prepare(
+        bound: Option<&Self::Bound>,
+        grant: &CallGrant<'_>,
+    ) -> Result<Option<Self::State>, HostFault> {
+        Ok(bound
+            .filter(|_| grant.has(Capability::WorldinfoRead))
+            .cloned())
+    }
+
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        worldinfo::add_to_linker::<_, Projected<Self>>(linker, project::<Self>)
+    }
 }
 
 impl worldinfo::Host for View<'_, Arc<Activation>> {

@@ -12,6 +12,8 @@
 
 pub mod audit;
 mod audit_dirs;
+mod blocking;
+pub use blocking::may_block;
 mod create;
 pub mod events;
 mod fsync;

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_capabilities::{CallGrant, InvocationInputs};
-use toolhost_chat::{BoundChat, generate_chat};
+use toolhost_capabilities::chat::{BoundChat, generate_chat};
+use toolhost_capabilities::{BindInputs, CallGrant, InvocationBound, RunInputs};
 use toolhost_core::{ToolId, ToolOutcome};
 use toolhost_guest::Arguments;
 use toolhost_runtime::{ToolHost, ToolHostConfig};
@@ -78,14 +78,14 @@ async fn bench() {
             },
         )
         .expect("limits");
-    let inputs = InvocationInputs {
-        chat: Some(Arc::clone(&bound)),
-        ..InvocationInputs::default()
-    };
+    let inputs = InvocationBound::bind(&BindInputs {
+        run: Some(Arc::new(RunInputs::none().with_chat(Arc::clone(&bound)))),
+        ..BindInputs::default()
+    });
     // Prepared per call, as the runtime does.
     let context = || {
         let grant = CallGrant::of(search, true);
-        toolhost_capabilities::prepare(&inputs, &grant).expect("prepared")
+        inputs.prepare(&grant).expect("prepared")
     };
     let native = NativeChat(Arc::clone(&bound));
     let queries = [
@@ -112,7 +112,7 @@ async fn bench() {
 
     println!("## `chat.search` over a 100,000-message chat\n");
     println!(
-        "A generated SillyTavern chat (`toolhost_chat::generate_chat(100000, 42)`), {:.1} MB, bound once ({} ms to read, parse and hash). {RUNS} runs each after a warm-up, alternating; both variants search the same bound chat and return identical results (asserted).\n",
+        "A generated SillyTavern chat (`toolhost_capabilities::chat::generate_chat(100000, 42)`), {:.1} MB, bound once ({} ms to read, parse and hash). {RUNS} runs each after a warm-up, alternating; both variants search the same bound chat and return identical results (asserted).\n",
         text.len() as f64 / 1e6,
         bind_time.as_millis()
     );

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_capabilities::{CallGrant, InvocationInputs};
+use toolhost_capabilities::{BindInputs, CallGrant, InvocationBound};
 use toolhost_core::ToolId;
 use toolhost_guest::workspace::{Entry, EntryKind, Listing, Root, TextFile, Workspace};
 use toolhost_guest::{Arguments, ToolError};
@@ -238,13 +238,11 @@ async fn bench() {
                 &limits,
                 &arguments,
                 CallEntropy::seeded(1),
-                toolhost_capabilities::prepare(
-                    &InvocationInputs {
-                        workspace: Some(Arc::clone(&session)),
-                        ..InvocationInputs::default()
-                    },
-                    &CallGrant::of(component, true),
-                )
+                InvocationBound::bind(&BindInputs {
+                    workspace: Some(Arc::clone(&session)),
+                    ..BindInputs::default()
+                })
+                .prepare(&CallGrant::of(component, true))
                 .expect("prepared"),
             )
             .await;

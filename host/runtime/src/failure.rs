@@ -43,15 +43,11 @@ pub enum RunFailure {
     /// the runtime itself failed.
     #[error(transparent)]
     Workspace(#[from] toolhost_workspace::WorkspaceError),
-    /// The bound chat is unreadable, or its frozen history changed.
+    /// What the run is bound to does not bind: the chat is unreadable or
+    /// its frozen history changed, a skills directory cannot be read, the
+    /// prompt snapshot's world info is malformed.
     #[error(transparent)]
-    Chat(#[from] toolhost_chat::ChatError),
-    /// An installed-skills directory cannot be read.
-    #[error(transparent)]
-    Skills(#[from] toolhost_skills::SkillError),
-    /// The prompt snapshot's world info is malformed.
-    #[error(transparent)]
-    WorldInfo(#[from] toolhost_worldinfo::WorldInfoError),
+    Bind(#[from] toolhost_capabilities::BindError),
     /// A stored file of the run (snapshot, profile) does not parse.
     #[error("run.state_invalid: {0}")]
     State(String),
@@ -141,9 +137,7 @@ impl Classified for RunFailure {
             Self::Model(error) => error.code(),
             Self::NotOffered(_) => "agent.tool_policy_denied",
             Self::Workspace(error) => error.code(),
-            Self::Chat(error) => error.code(),
-            Self::Skills(error) => error.code(),
-            Self::WorldInfo(error) => error.code(),
+            Self::Bind(error) => error.code(),
             Self::State(_) => "run.state_invalid",
             Self::ModelClient(error) => error.code(),
             Self::ChatCommit(_) => "agent.chat_commit_failed",

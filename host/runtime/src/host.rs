@@ -7,10 +7,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use toolhost_capabilities::{CallGrant, InvocationInputs};
+use toolhost_capabilities::{CallGrant, InvocationBound};
 use toolhost_core::allowed_hosts::AllowedHosts;
 use toolhost_core::policy::Policies;
 use toolhost_core::{
@@ -109,14 +110,13 @@ impl ExecuteError {
 pub trait ToolExecutor {
     /// Run `invocation` as `binding` (its frozen descriptor and limits) with
     /// the recorded nondeterministic inputs `entropy`, its capabilities
-    /// prepared from `inputs` (the invocation's workspace session, the
-    /// run's chat, ...).
+    /// prepared from `bound` (the invocation's).
     fn execute(
         &self,
         invocation: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
-        inputs: InvocationInputs,
+        bound: Arc<InvocationBound>,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send;
 
     /// Why `tool`'s source asks for a person's approval now although the
@@ -600,7 +600,7 @@ impl ToolHost {
         invocation: &ToolCall,
         entropy: CallEntropy,
     ) -> Result<Execution, ExecuteError> {
-        self.dispatch(invocation, None, entropy, InvocationInputs::default())
+        self.dispatch(invocation, None, entropy, Arc::default())
             .await
     }
 
@@ -609,7 +609,7 @@ impl ToolHost {
         invocation: &ToolCall,
         overrides: Option<&LimitOverrides>,
         entropy: CallEntropy,
-        inputs: InvocationInputs,
+        bound: Arc<InvocationBound>,
     ) -> Result<Execution, ExecuteError> {
         let entry = self
             .entries
@@ -630,7 +630,7 @@ impl ToolHost {
                     id,
                     component.sha256_hex(),
                     &uses,
-                    inputs.profile.as_deref(),
+                    bound.grant_profile(),
                 ) {
                     Ok(grant) => grant,
                     Err((code, message)) => {
@@ -686,8 +686,7 @@ impl ToolHost {
             }
         };
         let grant = CallGrant::of(component, tool_results).allowing(&allowed_hosts);
-        let capabilities =
-            toolhost_capabilities::prepare(&inputs, &grant).map_err(ExecuteError::HostFault)?;
+        let capabilities = bound.prepare(&grant).map_err(ExecuteError::HostFault)?;
         let report = self
             .sandbox
             .call_under(
@@ -837,9 +836,9 @@ impl ToolExecutor for ToolHost {
         invocation: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
-        inputs: InvocationInputs,
+        bound: Arc<InvocationBound>,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send {
-        self.dispatch(invocation, binding.limits.as_ref(), entropy, inputs)
+        self.dispatch(invocation, binding.limits.as_ref(), entropy, bound)
     }
 }
 

@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use toolhost_capabilities::{CallableAgent, InvocationInputs, SkillAccess};
+use toolhost_capabilities::{BindInputs, CallScope, CallableAgent, InvocationBound, Settlement};
 use toolhost_core::{
-    AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, ProfileVersion, ToolBinding,
-    ToolCall, ToolChoice, ToolEffect, ToolFailure, ToolId, ToolOutcome, ToolRequestGate,
-    ToolTurnContract, snapshot::SnapshotDiagnostic,
+    AgentToolResult, Classified, InvocationToolSnapshot, ModelTurn, Profile, ToolBinding, ToolCall,
+    ToolChoice, ToolEffect, ToolFailure, ToolId, ToolOutcome, ToolRequestGate, ToolTurnContract,
+    snapshot::SnapshotDiagnostic,
 };
 use toolhost_journal::{
     Event as _, ModelRequestCreated, ToolCallApprovalDecided, ToolCallApprovalRequested,
@@ -67,7 +67,8 @@ pub struct ExecutedCall {
     report: Option<CallReport>,
     round: u32,
     started: Instant,
-    skill_chars_before: u64,
+    /// What the call spent of its capabilities.
+    settlement: Settlement,
     /// A resumed run's stored result for this call: what the model reads,
     /// whatever the replayed effect says.
     stored: Option<AgentToolResult>,
@@ -113,12 +114,11 @@ pub struct Invocation {
     workspace: Arc<WorkspaceSession>,
     /// The read-state as last stored in the run (`read_state.json`).
     stored_read_state: Option<Vec<u8>>,
-    /// The skills this invocation may read, and its read budget.
-    skills: Arc<SkillAccess>,
-    /// What its calls' capabilities act on (the workspace session and the
-    /// skills above, the run's chat and world info, the agents it may
-    /// call), gathered once; each call's capabilities are prepared from it.
-    inputs: InvocationInputs,
+    /// What its capabilities are bound from (the run's inputs, the
+    /// workspace session above, the snapshot, the agents it may call).
+    inputs: BindInputs,
+    /// Its capabilities' bound parts; each call's are prepared from them.
+    bound: Arc<InvocationBound>,
     /// MCP results longer than this (characters) go to a readable view
     /// file; the model reads a preview and where the rest is.
     mcp_inline_limit: usize,
@@ -138,19 +138,20 @@ impl Invocation {
         snapshot: Arc<InvocationToolSnapshot>,
         reopened: Option<Reopened>,
         workspace: Arc<WorkspaceSession>,
-        skills: Arc<SkillAccess>,
-        profile: ProfileVersion,
+        profile: &Profile,
+        tenant: Option<&str>,
+        skill_chars_charged: u64,
     ) -> Self {
-        let (chat, worldinfo) = run.call_inputs();
-        let inputs = InvocationInputs {
+        let inputs = BindInputs {
+            run: Some(Arc::clone(run.inputs())),
+            profile: Some(Arc::new(profile.clone())),
             workspace: Some(Arc::clone(&workspace)),
-            chat,
-            worldinfo,
-            skills: Some(Arc::clone(&skills)),
-            agents: None,
             snapshot: Some(Arc::clone(&snapshot)),
-            profile: Some(Arc::new(profile)),
+            agents: None,
+            skill_chars_charged,
+            grant_profile: Some(Arc::new(profile.version_for(tenant))),
         };
+        let bound = Arc::new(InvocationBound::bind(&inputs));
         let (gate, round) = match reopened {
             Some(Reopened { gate, round }) => (gate, round),
             None => (ToolRequestGate::new(Arc::clone(&snapshot)), 0),
@@ -164,8 +165,8 @@ impl Invocation {
             diagnostics: Vec::new(),
             workspace,
             stored_read_state: None,
-            skills,
             inputs,
+            bound,
             mcp_inline_limit: DEFAULT_MCP_INLINE_LIMIT,
         }
     }
@@ -175,9 +176,13 @@ impl Invocation {
         self.mcp_inline_limit = chars.max(1) as usize;
     }
 
-    /// Tell this invocation's tools which agents it may call.
+    /// Tell this invocation's tools which agents it may call. Before its
+    /// first call: the capabilities are bound again (binding is cheap and
+    /// reads only the inputs; no call has charged anything yet).
     pub fn set_agents(&mut self, agents: Vec<CallableAgent>) {
+        debug_assert_eq!(self.round, 0, "agents are set before the first turn");
         self.inputs.agents = Some(Arc::new(agents));
+        self.bound = Arc::new(InvocationBound::bind(&self.inputs));
     }
 
     /// Take over what an earlier process of this invocation had read.
@@ -339,7 +344,7 @@ impl Invocation {
                 .is_some_and(|log| log.was_started(&self.invocation_id, &invocation.call_id));
         self.record_request(&invocation)?;
 
-        let mut skill_chars_before = self.skills.budget.charged();
+        let mut settlement = Settlement::default();
         let execution = match self.gate.authorize_and_reserve(turn.contract(), &tool_id) {
             Err(rejection) => match rejection.to_tool_failure() {
                 Some(failure) => {
@@ -395,17 +400,15 @@ impl Invocation {
                         AgentToolResult::from_outcome(&invocation, ToolOutcome::Error(failure));
                     return Ok(self.replayed(invocation, result, started, false));
                 }
-                if resume::is_write_tool(&tool_id) {
-                    self.workspace
-                        .set_intent_sink(Some(self.intent_sink(&invocation.call_id)));
-                }
-                // The per-call skill budget starts afresh with every call.
-                self.skills.budget.begin_call();
-                skill_chars_before = self.skills.budget.charged();
+                let scope = CallScope {
+                    write_intents: resume::is_write_tool(&tool_id)
+                        .then(|| self.intent_sink(&invocation.call_id)),
+                };
+                self.bound.begin(&scope);
                 let executed = executor
-                    .execute(&invocation, binding, entropy, self.inputs.clone())
+                    .execute(&invocation, binding, entropy, Arc::clone(&self.bound))
                     .await;
-                self.workspace.set_intent_sink(None);
+                settlement = self.bound.settle();
                 match executed {
                     Ok(execution) => (execution.result, execution.effect, execution.report),
                     Err(error) => {
@@ -430,7 +433,7 @@ impl Invocation {
             report,
             round,
             started,
-            skill_chars_before,
+            settlement,
             stored,
         })
     }
@@ -622,7 +625,7 @@ impl Invocation {
             report: None,
             round: self.round,
             started,
-            skill_chars_before: self.skills.budget.charged(),
+            settlement: Settlement::default(),
         }
     }
 
@@ -738,7 +741,7 @@ impl Invocation {
             report: None,
             round: self.round,
             started,
-            skill_chars_before: self.skills.budget.charged(),
+            settlement: Settlement::default(),
             stored,
         })
     }
@@ -789,7 +792,7 @@ impl Invocation {
             report,
             round,
             started,
-            skill_chars_before,
+            settlement,
             stored,
         } = executed;
         let replayed = stored.is_some();
@@ -833,12 +836,7 @@ impl Invocation {
             sandbox,
         )
         .with_elapsed_us(elapsed.as_micros() as u64)
-        .with_skill_read_chars(
-            self.skills
-                .budget
-                .charged()
-                .saturating_sub(skill_chars_before),
-        );
+        .with_skill_read_chars(settlement.skill_read_chars);
         // Read-state first: a crash after the completion leaves the file
         // matching the journal, so a resumed run knows what this call read
         // or wrote.

@@ -6,13 +6,10 @@
 mod agent_loop;
 mod agents;
 pub mod approval;
-mod blocking;
-mod chat_host;
 mod direct_call;
 pub mod extensions;
 mod failure;
 mod host;
-mod inputs;
 mod invocation;
 mod lazy_builtin;
 mod readable_view;
@@ -25,16 +22,15 @@ pub use agent_loop::{
     LoopSummary, RetryPolicy, RunCancel, RunStatus, TaskSummary, run_agent_loop,
 };
 pub use agents::{AgentDirectory, AgentDirectoryError};
-pub use blocking::may_block;
-pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
 pub use direct_call::{DirectCallError, DirectCaller};
 pub use failure::RunFailure;
 pub use host::{
     BuiltinComponent, ExecuteError, Execution, ExtensionOmitted, HostError, ToolExecutor, ToolHost,
     ToolHostConfig, ToolSource, arguments_from_text,
 };
-pub use inputs::RunBindings;
 pub use invocation::{CallOutcome, ExecutedCall, Invocation};
 pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};
 pub use resume::{ResumeFound, TERMINAL_EVENTS};
 pub use run::{ReplicaFactory, Run};
+pub use toolhost_capabilities::{ChatHost, ChatHostError, RunBindings, SillyTavernChatHost};
+pub use toolhost_journal::may_block;

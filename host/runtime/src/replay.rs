@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use toolhost_capabilities::{InvocationInputs, SkillAccess};
+use toolhost_capabilities::{BindInputs, CallScope, InvocationBound, RunInputs, run_inputs};
 use toolhost_core::{AgentToolResult, InvocationToolSnapshot, Profile, ToolCall, ToolId};
 use toolhost_journal::{
     AgentDelegateStarted, AgentHandoffAccepted, DirectOutputCaptured, Event as _, JournalEvent,
@@ -37,7 +37,6 @@ use crate::agent_loop::{DIRECT_OUTPUT_PATH, LOOP_RECORD_PATH, LoopRecord, task_s
 use crate::agents::AgentDirectory;
 use crate::failure::RunFailure;
 use crate::host::{ToolExecutor, ToolHost};
-use crate::inputs::{self, Loaded};
 use crate::resume::{TERMINAL_EVENTS, is_effect_tool};
 
 /// What replaying one call found.
@@ -76,11 +75,8 @@ pub struct ReplayReport {
 /// One invocation as the replay sees it.
 struct Replayed {
     snapshot: Arc<InvocationToolSnapshot>,
-    workspace: Arc<WorkspaceSession>,
-    skills: Arc<SkillAccess>,
-    agents: Arc<Vec<toolhost_capabilities::CallableAgent>>,
-    /// Its profile as a grant names it: a replay is the local use.
-    profile: Arc<toolhost_core::ProfileVersion>,
+    /// Its capabilities, bound as the run bound them.
+    bound: Arc<InvocationBound>,
 }
 
 /// Replay the ended run at `run_dir` in `scratch` (absent or empty).
@@ -108,7 +104,7 @@ pub async fn replay_run(
     }
     .with_own(&root_profile);
     let profiles = invocation_profiles(&events, &root_profile, &agents);
-    let loaded = inputs::rebind(&manifest.inputs, run_dir)?;
+    let loaded = Arc::new(run_inputs::rebind(&manifest.inputs, run_dir)?);
 
     std::fs::create_dir_all(scratch).map_err(|error| io(scratch, error))?;
     for spec in &manifest.roots {
@@ -180,7 +176,7 @@ pub async fn replay_run(
                         invocations.entry(invocation_id.clone()).or_insert(entry)
                     }
                 };
-                let verdict = replay_call(host, &layout, event, entry, &loaded).await?;
+                let verdict = replay_call(host, &layout, event, entry).await?;
                 match verdict {
                     CallVerdict::Identical => report.identical += 1,
                     CallVerdict::Different { .. } => report.different += 1,
@@ -205,7 +201,6 @@ async fn replay_call(
     layout: &RunLayout,
     event: &JournalEvent,
     entry: &Replayed,
-    loaded: &Loaded,
 ) -> Result<CallVerdict, RunFailure> {
     let from_record = |reason: &str| {
         Ok(CallVerdict::FromRecord {
@@ -252,18 +247,17 @@ async fn replay_call(
         seed: sandbox["seed"].as_u64().unwrap_or(0),
         clock_ms: sandbox["clockMs"].as_u64().unwrap_or(0),
     };
-    entry.skills.budget.begin_call();
-    let inputs = InvocationInputs {
-        workspace: Some(Arc::clone(&entry.workspace)),
-        chat: loaded.chat.clone(),
-        worldinfo: loaded.worldinfo.clone(),
-        skills: Some(Arc::clone(&entry.skills)),
-        agents: Some(Arc::clone(&entry.agents)),
-        snapshot: Some(Arc::clone(&entry.snapshot)),
-        profile: Some(Arc::clone(&entry.profile)),
-    };
-    let execution = ToolExecutor::execute(host, &invocation, binding, entropy, inputs);
-    let now = match execution.await {
+    entry.bound.begin(&CallScope::default());
+    let execution = ToolExecutor::execute(
+        host,
+        &invocation,
+        binding,
+        entropy,
+        Arc::clone(&entry.bound),
+    )
+    .await;
+    entry.bound.settle();
+    let now = match execution {
         Ok(execution) => execution.result,
         Err(error) => {
             return Ok(CallVerdict::Different {
@@ -289,7 +283,7 @@ fn open_invocation(
     invocation_id: &str,
     profile: &Profile,
     workspace: &Arc<Workspace>,
-    loaded: &Loaded,
+    loaded: &Arc<RunInputs>,
     agents: &AgentDirectory,
 ) -> Result<Replayed, RunFailure> {
     let path = layout
@@ -299,12 +293,20 @@ fn open_invocation(
         .map_err(|error| RunFailure::State(format!("{}: {error}", path.relative)))?;
     let theirs = &profile.workspace;
     let view = Arc::new(workspace.narrowed(&theirs.visible_roots, &theirs.writable_roots)?);
+    let snapshot = Arc::new(snapshot);
+    let inputs = BindInputs {
+        run: Some(Arc::clone(loaded)),
+        profile: Some(Arc::new(profile.clone())),
+        workspace: Some(Arc::new(WorkspaceSession::new(view))),
+        snapshot: Some(Arc::clone(&snapshot)),
+        agents: Some(Arc::new(agents.callable_by(profile))),
+        skill_chars_charged: 0,
+        // A replay is the local use.
+        grant_profile: Some(Arc::new(profile.version())),
+    };
     Ok(Replayed {
-        snapshot: Arc::new(snapshot),
-        workspace: Arc::new(WorkspaceSession::new(view)),
-        skills: crate::run::skill_access(&loaded.skills, profile, 0),
-        agents: Arc::new(agents.callable_by(profile)),
-        profile: Arc::new(profile.version()),
+        snapshot,
+        bound: Arc::new(InvocationBound::bind(&inputs)),
     })
 }
 

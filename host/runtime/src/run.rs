@@ -6,30 +6,26 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::blocking::may_block;
-
 use serde_json::{Value, json};
 use toolhost_core::{
     Classified, ExitPolicy, InvocationToolSnapshot, Profile, SnapshotSources, ToolChoice, ToolId,
     ToolRequestGate, ToolTurnContract, profile::WORKSPACE_ROOTS, snapshot,
 };
-use toolhost_journal::Replica;
 use toolhost_journal::{
     ContextAssembled, Durability, Event, ModelRequestCreated, Observer, PreservedCommit, Recovery,
     RootSpec, RunCompleted, RunDirectory, RunFailed, RunLayout, RunManifest, RunPartialSuccess,
     RunResumed, RunStarted, ToolCallCompleted, ToolCallFailed, ToolCallStarted, ToolCallUnknown,
     read_events,
 };
+use toolhost_journal::{Replica, may_block};
 
-use toolhost_capabilities::SkillAccess;
-use toolhost_skills::{SkillBudget, SkillPolicy};
+use toolhost_capabilities::chat::BoundChat;
+use toolhost_capabilities::{RunBindings, RunInputs, run_inputs};
 use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
-use toolhost_worldinfo::Activation;
 
 use crate::agent_loop::{LOOP_RECORD_PATH, LoopRecord};
 use crate::approval::{Answer, Approver};
 use crate::failure::RunFailure;
-use crate::inputs::{self, Loaded, RunBindings};
 use crate::invocation::{Invocation, Reopened};
 use crate::resume::{ResumeLog, TERMINAL_EVENTS};
 
@@ -49,7 +45,7 @@ pub struct Run {
     /// each invocation reads and writes it through its own session.
     workspace: Arc<Workspace>,
     /// The chat, world info and skills the run is bound to.
-    inputs: Loaded,
+    inputs: Arc<RunInputs>,
     /// The run's frozen profile.
     profile: Arc<Profile>,
     /// A resumed agent run's journal, made again step by step.
@@ -143,18 +139,16 @@ impl Run {
         bindings: &RunBindings,
         replica: Option<ReplicaFactory>,
     ) -> Result<Arc<Self>, RunFailure> {
-        let prepared = inputs::prepare(bindings)?;
+        let prepared = run_inputs::prepare(bindings)?;
         let resolved = profile.to_resolved_json();
         let mut manifest =
             RunManifest::new(run_id, &profile.id, resolved.as_bytes(), roots(profile));
-        manifest.inputs = prepared.record;
+        manifest.inputs = prepared.record.clone();
         let mut dir = RunDirectory::create(root, manifest, resolved.as_bytes(), durability)?;
         if let Some(replica) = replica {
             attach_replica(&mut dir, root, replica)?;
         }
-        if let Some(snapshot) = &prepared.snapshot {
-            Activation::store_prompt_snapshot(root, snapshot)?;
-        }
+        prepared.store_snapshot(root)?;
         let started = RunStarted::new(dir.manifest());
         let seq = dir.journal_mut().record(&started)?;
         toolhost_core::crash_point::hit_event(seq);
@@ -182,7 +176,7 @@ impl Run {
         replica: Option<ReplicaFactory>,
     ) -> Result<(Arc<Self>, Recovery), RunFailure> {
         let (mut dir, recovery) = RunDirectory::open(root)?;
-        let loaded = inputs::rebind(&dir.manifest().inputs, root)?;
+        let loaded = run_inputs::rebind(&dir.manifest().inputs, root)?;
         let profile = Self::load_profile(&dir)?;
         let resumed = RunResumed {
             run_id: dir.manifest().run_id.clone(),
@@ -248,7 +242,7 @@ impl Run {
                 )));
             }
         };
-        let loaded = inputs::rebind(&dir.manifest().inputs, root)?;
+        let loaded = run_inputs::rebind(&dir.manifest().inputs, root)?;
         let profile = Self::load_profile(&dir)?;
         let log = ResumeLog::from_events(&events);
         let resumed = RunResumed {
@@ -296,7 +290,7 @@ impl Run {
         Ok(self.dir().read_file(relative)?)
     }
 
-    fn wrap(dir: RunDirectory, inputs: Loaded, profile: Profile) -> Result<Self, RunFailure> {
+    fn wrap(dir: RunDirectory, inputs: RunInputs, profile: Profile) -> Result<Self, RunFailure> {
         let roots = WorkspaceRoots::from_specs(&dir.manifest().roots)?;
         let workspace = Workspace::open(dir.layout().root(), roots, WorkspaceLimits::default())?;
         Ok(Self {
@@ -304,7 +298,7 @@ impl Run {
             manifest: dir.manifest().clone(),
             dir: Mutex::new(dir),
             workspace: Arc::new(workspace),
-            inputs,
+            inputs: Arc::new(inputs),
             profile: Arc::new(profile),
             resume_log: None,
             approver: Mutex::new(Arc::new(Answer::nobody())),
@@ -313,8 +307,8 @@ impl Run {
     }
 
     /// The chat the run is bound to, if any.
-    pub fn chat(&self) -> Option<&Arc<toolhost_chat::BoundChat>> {
-        self.inputs.chat.as_ref()
+    pub fn chat(&self) -> Option<&Arc<BoundChat>> {
+        self.inputs.chat()
     }
 
     /// The run's frozen profile.
@@ -322,22 +316,9 @@ impl Run {
         &self.profile
     }
 
-    /// What an invocation of `profile` may read of the skills: the run's
-    /// library under the profile's visibility, with its read budget of which
-    /// `charged` characters are already spent.
-    fn skill_access(&self, profile: &Profile, charged: u64) -> Arc<SkillAccess> {
-        skill_access(&self.inputs.skills, profile, charged)
-    }
-
-    /// What every call of an invocation's capabilities act on, but its
-    /// workspace session.
-    pub(crate) fn call_inputs(
-        &self,
-    ) -> (
-        Option<Arc<toolhost_chat::BoundChat>>,
-        Option<Arc<Activation>>,
-    ) {
-        (self.inputs.chat.clone(), self.inputs.worldinfo.clone())
+    /// What the run is bound to, for its invocations' capabilities.
+    pub(crate) fn inputs(&self) -> &Arc<RunInputs> {
+        &self.inputs
     }
 
     pub(crate) fn manifest_layout(&self) -> &RunLayout {
@@ -466,8 +447,9 @@ impl Run {
             snapshot,
             None,
             workspace,
-            self.skill_access(profile, 0),
-            profile.version_for(sources.tenant),
+            profile,
+            sources.tenant,
+            0,
         )
         .with_diagnostics(compiled.diagnostics);
         session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
@@ -535,8 +517,9 @@ impl Run {
             snapshot,
             None,
             self.workspace_session_for(profile)?,
-            self.skill_access(profile, charged),
-            profile.version_for(tenant),
+            profile,
+            tenant,
+            charged,
         );
         session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
         Ok(Some(match self.dir().read_read_state(invocation_id)? {
@@ -615,8 +598,9 @@ impl Run {
             snapshot,
             Some(Reopened { gate, round }),
             self.workspace_session(),
-            self.skill_access(&self.profile, skill_chars),
-            self.profile.version_for(tenant),
+            &self.profile,
+            tenant,
+            skill_chars,
         );
         let stored = self.dir().read_read_state(invocation_id)?;
         Ok(Some(match stored {
@@ -780,25 +764,4 @@ fn roots(profile: &Profile) -> Vec<RootSpec> {
     }
     roots.push(RootSpec::tool_results());
     roots
-}
-
-/// What an invocation of `profile` may read of `library`: its visibility,
-/// and its read budget of which `charged` characters are already spent.
-pub(crate) fn skill_access(
-    library: &Arc<toolhost_skills::SkillLibrary>,
-    profile: &Profile,
-    charged: u64,
-) -> Arc<SkillAccess> {
-    Arc::new(SkillAccess {
-        library: Arc::clone(library),
-        policy: SkillPolicy::new(
-            profile.skills.visible.iter().cloned(),
-            profile.skills.deny.iter().cloned(),
-        ),
-        budget: Arc::new(SkillBudget::resumed(
-            u64::from(profile.skills.max_read_chars_per_call),
-            u64::from(profile.skills.max_read_chars_per_run),
-            charged,
-        )),
-    })
 }

@@ -193,7 +193,7 @@ async fn a_denied_call_never_starts_and_the_model_reads_the_note() {
 }
 
 fn fixture_messages(fixture: &Fixture) -> usize {
-    toolhost_chat::ChatFile::parse("fixture", fixture.original.clone())
+    toolhost_capabilities::chat::ChatFile::parse("fixture", fixture.original.clone())
         .expect("fixture")
         .messages()
         .len()

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use toolhost_capabilities::InvocationInputs;
+use toolhost_capabilities::InvocationBound;
 use toolhost_core::{
     AgentToolResult, Classified, ErrorClass, ExitPolicy, Profile, ProviderToolCall, ToolBinding,
     ToolCall, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolOutcome, ToolSuccess,
@@ -91,7 +91,7 @@ impl ToolExecutor for Scripted {
         invocation: &ToolCall,
         _binding: &ToolBinding,
         entropy: CallEntropy,
-        _inputs: InvocationInputs,
+        _bound: Arc<InvocationBound>,
     ) -> Result<Execution, ExecuteError> {
         *self.calls.lock().expect("lock") += 1;
         let result = (self.answer)(invocation)?;

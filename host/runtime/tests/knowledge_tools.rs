@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use toolhost_capabilities::skills::{Scope, SkillSource};
 use toolhost_core::{Classified, Profile};
 use toolhost_journal::Durability;
 use toolhost_runtime::{Run, RunBindings};
 use toolhost_sandbox::CallEntropy;
-use toolhost_skills::{Scope, SkillSource};
 
 #[path = "support/native_chat.rs"]
 mod native_chat;
@@ -379,7 +379,11 @@ async fn a_link_planted_in_a_skill_never_reads_outside() {
 async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
     let dir = tempfile::tempdir().expect("tempdir");
     let generated = dir.path().join("generated.jsonl");
-    std::fs::write(&generated, toolhost_chat::generate_chat(2500, 3)).expect("write");
+    std::fs::write(
+        &generated,
+        toolhost_capabilities::chat::generate_chat(2500, 3),
+    )
+    .expect("write");
     let chats = [
         (
             generated,
@@ -416,7 +420,8 @@ async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
         .expect("chat.search loads")
         .expect("component");
     for (path, queries) in chats {
-        let bound = Arc::new(toolhost_chat::BoundChat::bind(&path, None).expect("bind"));
+        let bound =
+            Arc::new(toolhost_capabilities::chat::BoundChat::bind(&path, None).expect("bind"));
         let native_chat = NativeChat(Arc::clone(&bound));
         for arguments in queries {
             let report = host
@@ -426,13 +431,16 @@ async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
                     search.limits(),
                     arguments,
                     CallEntropy::seeded(1),
-                    toolhost_capabilities::prepare(
-                        &toolhost_capabilities::InvocationInputs {
-                            chat: Some(Arc::clone(&bound)),
+                    toolhost_capabilities::InvocationBound::bind(
+                        &toolhost_capabilities::BindInputs {
+                            run: Some(Arc::new(
+                                toolhost_capabilities::RunInputs::none()
+                                    .with_chat(Arc::clone(&bound)),
+                            )),
                             ..Default::default()
                         },
-                        &toolhost_capabilities::CallGrant::of(search, true),
                     )
+                    .prepare(&toolhost_capabilities::CallGrant::of(search, true))
                     .expect("prepared"),
                 )
                 .await;

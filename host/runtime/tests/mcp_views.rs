@@ -9,7 +9,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use toolhost_capabilities::InvocationInputs;
+use toolhost_capabilities::InvocationBound;
 use toolhost_core::{
     ExitPolicy, Profile, ProviderToolCall, ToolBinding, ToolCall, ToolCatalog, ToolChoice,
     ToolDescriptor, ToolId, ToolOutcome, ToolProvider, ToolSuccess,
@@ -43,7 +43,7 @@ impl ToolExecutor for WithServer<'_> {
         invocation: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
-        inputs: InvocationInputs,
+        inputs: std::sync::Arc<InvocationBound>,
     ) -> Result<Execution, ExecuteError> {
         if !matches!(invocation.tool_id.provider(), ToolProvider::Mcp(_)) {
             // The trait's execute (the snapshot's limits and the inputs), not

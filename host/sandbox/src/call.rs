@@ -280,7 +280,7 @@ impl Sandbox {
             host_fault: state.core.host_fault.take(),
             requested_effect: state
                 .capabilities
-                .get_mut::<RequestedEffect>()
+                .get_mut::<RequestedEffect>(RequestedEffect::KEY)
                 .and_then(|requested| requested.0.take()),
         };
         tear_down(store, slot);

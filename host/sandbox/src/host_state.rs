@@ -89,11 +89,17 @@ impl CallCore {
 #[derive(Debug, Default)]
 pub struct RequestedEffect(pub Option<ToolEffect>);
 
-/// The per-call states of the capabilities a call was prepared with, one
-/// per type.
+impl RequestedEffect {
+    /// The key the `control` capability keeps it under in a call's store.
+    pub const KEY: &'static str = "control";
+}
+
+/// The per-call states of the capabilities a call was prepared with, each
+/// under its capability's key: two capabilities that hold the same type of
+/// state never see each other's.
 #[derive(Default)]
 pub struct CallCapabilities {
-    states: Vec<Box<dyn Any + Send>>,
+    states: Vec<(&'static str, Box<dyn Any + Send>)>,
 }
 
 impl CallCapabilities {
@@ -101,37 +107,68 @@ impl CallCapabilities {
         Self::default()
     }
 
-    /// Add (or replace) the state of one capability.
-    pub fn insert<S: Any + Send>(&mut self, state: S) {
-        self.states.retain(|held| !held.is::<S>());
-        self.states.push(Box::new(state));
+    /// Add (or replace) the state of the capability `key`.
+    pub fn insert<S: Any + Send>(&mut self, key: &'static str, state: S) {
+        self.states.retain(|(held, _)| *held != key);
+        self.states.push((key, Box::new(state)));
     }
 
-    /// [`insert`](Self::insert) when there is a state.
-    pub fn insert_some<S: Any + Send>(&mut self, state: Option<S>) {
-        if let Some(state) = state {
-            self.insert(state);
-        }
-    }
-
-    /// The state of type `S`, made with `make` if there is none yet.
-    pub fn get_or_insert_with<S: Any + Send>(&mut self, make: impl FnOnce() -> S) -> &mut S {
-        let index = match self.states.iter().position(|held| held.is::<S>()) {
+    /// The state of the capability `key`, made with `make` if there is none
+    /// yet (or, a bug, one of another type).
+    pub fn get_or_insert_with<S: Any + Send>(
+        &mut self,
+        key: &'static str,
+        make: impl FnOnce() -> S,
+    ) -> &mut S {
+        let index = match self
+            .states
+            .iter()
+            .position(|(held, state)| *held == key && state.is::<S>())
+        {
             Some(index) => index,
             None => {
-                self.states.push(Box::new(make()));
+                self.insert(key, make());
                 self.states.len() - 1
             }
         };
-        match self.states[index].downcast_mut::<S>() {
+        match self.states[index].1.downcast_mut::<S>() {
             Some(state) => state,
             None => unreachable!("the state at {index} was just found or made as S"),
         }
     }
 
-    pub fn get_mut<S: Any>(&mut self) -> Option<&mut S> {
-        self.states
+    /// The state of the capability `key`; none when the call was not
+    /// prepared with it.
+    pub fn get_mut<S: Any>(&mut self, key: &'static str) -> Option<&mut S> {
+        let state = self
+            .states
             .iter_mut()
-            .find_map(|held| held.downcast_mut::<S>())
+            .find(|(held, _)| *held == key)
+            .map(|(_, state)| state)?;
+        debug_assert!(
+            state.is::<S>(),
+            "capability `{key}` holds another type of state"
+        );
+        state.downcast_mut::<S>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallCapabilities;
+
+    #[test]
+    fn states_of_one_type_under_two_keys_stay_apart() {
+        let mut states = CallCapabilities::new();
+        states.insert("chat", 1_u32);
+        states.insert("skills", 2_u32);
+        assert_eq!(states.get_mut::<u32>("chat"), Some(&mut 1));
+        assert_eq!(states.get_mut::<u32>("skills"), Some(&mut 2));
+        states.insert("chat", 3_u32);
+        assert_eq!(states.get_mut::<u32>("chat"), Some(&mut 3));
+        assert_eq!(states.get_mut::<u32>("worldinfo"), None);
+        *states.get_or_insert_with("http", || 7_u32) += 1;
+        assert_eq!(states.get_mut::<u32>("http"), Some(&mut 8));
+        assert_eq!(states.get_mut::<u32>("skills"), Some(&mut 2));
     }
 }

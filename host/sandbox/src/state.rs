@@ -143,25 +143,29 @@ impl CallState {
         }
     }
 
-    /// A capability's view of the call: the shared core and the state it
-    /// was prepared with for this call (none: the call was not given it).
-    pub fn project<S: std::any::Any>(&mut self) -> (&mut CallCore, Option<&mut S>) {
-        (&mut self.core, self.capabilities.get_mut::<S>())
+    /// The view of capability `key`: the shared core and the state it was
+    /// prepared with for this call (none: the call was not given it).
+    pub fn project<S: std::any::Any>(
+        &mut self,
+        key: &'static str,
+    ) -> (&mut CallCore, Option<&mut S>) {
+        (&mut self.core, self.capabilities.get_mut::<S>(key))
     }
 
-    /// The view of a capability whose resources live in WASI's resource
+    /// The view of capability `key` whose resources live in WASI's resource
     /// table (`wasi:http` bodies are `wasi:io` streams): the shared core,
     /// that table, and its state — `refused` makes one when the call was not
     /// prepared with the capability, so such a call is answered by a state
     /// that refuses everything rather than by a missing one.
     pub fn project_with_table<S: std::any::Any + Send>(
         &mut self,
+        key: &'static str,
         refused: impl FnOnce() -> S,
     ) -> (&mut CallCore, &mut ResourceTable, &mut S) {
         (
             &mut self.core,
             &mut self.table,
-            self.capabilities.get_or_insert_with(refused),
+            self.capabilities.get_or_insert_with(key, refused),
         )
     }
 }

@@ -73,6 +73,11 @@ impl SkillBudget {
         self.used().run
     }
 
+    /// Characters charged by the current call so far.
+    pub fn charged_this_call(&self) -> u64 {
+        self.used().call
+    }
+
     /// Characters left for the rest of this invocation.
     pub fn remaining(&self) -> u64 {
         self.per_run.saturating_sub(self.used().run)

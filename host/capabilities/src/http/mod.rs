@@ -23,8 +23,9 @@ mod send;
 use std::sync::Arc;
 use std::time::Instant;
 
+use toolhost_core::Capability;
 use toolhost_core::allowed_hosts::{AllowedHosts, Destination, Scheme};
-use toolhost_sandbox::CallState;
+use toolhost_sandbox::{CallState, HostFault};
 use wasmtime::component::Linker;
 use wasmtime_wasi_http::p2::bindings::http as wasi_http;
 use wasmtime_wasi_http::{
@@ -32,6 +33,7 @@ use wasmtime_wasi_http::{
 };
 
 use crate::CallGrant;
+use crate::lifecycle::{BindInputs, HostCapability};
 
 /// Most requests one call may make (each redirect hop is one).
 pub const MAX_REQUESTS_PER_CALL: u32 = 16;
@@ -76,27 +78,46 @@ impl OutboundHttp {
     }
 }
 
-/// One call's state: granted hosts, or none — a component granted
-/// `outbound-http` with no host left (a grant narrowed by hand) gets
-/// every request refused.
-pub fn prepare(grant: &CallGrant<'_>) -> OutboundHttp {
-    let policy = (!grant.allowed_hosts.is_empty())
-        .then(|| Arc::new(HttpPolicy::new(grant.allowed_hosts.clone())));
-    OutboundHttp::new(policy)
-}
+/// `outbound-http`.
+pub struct Http;
 
-/// `wasi:http/outgoing-handler` and `wasi:http/types`, over WASI's table.
-pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    let options = wasmtime_wasi_http::p2::bindings::LinkOptions::default();
-    wasi_http::outgoing_handler::add_to_linker::<_, WasiHttp>(linker, view)?;
-    wasi_http::types::add_to_linker::<_, WasiHttp>(linker, &options.into(), view)
+impl HostCapability for Http {
+    const KEY: &'static str = "outbound-http";
+    /// Nothing to bind: what a call may reach is its grant's.
+    type Bound = ();
+    type State = OutboundHttp;
+
+    fn bind(_inputs: &BindInputs) -> Option<Self::Bound> {
+        Some(())
+    }
+
+    /// Granted hosts, or none — a component granted `outbound-http` with
+    /// no host left (a grant narrowed by hand) gets every request refused.
+    fn prepare(
+        _bound: Option<&Self::Bound>,
+        grant: &CallGrant<'_>,
+    ) -> Result<Option<Self::State>, HostFault> {
+        if !grant.has(Capability::OutboundHttp) {
+            return Ok(None);
+        }
+        let policy = (!grant.allowed_hosts.is_empty())
+            .then(|| Arc::new(HttpPolicy::new(grant.allowed_hosts.clone())));
+        Ok(Some(OutboundHttp::new(policy)))
+    }
+
+    /// `wasi:http/outgoing-handler` and `wasi:http/types`, over WASI's table.
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        let options = wasmtime_wasi_http::p2::bindings::LinkOptions::default();
+        wasi_http::outgoing_handler::add_to_linker::<_, WasiHttp>(linker, view)?;
+        wasi_http::types::add_to_linker::<_, WasiHttp>(linker, &options.into(), view)
+    }
 }
 
 fn view(state: &mut CallState) -> WasiHttpCtxView<'_> {
     // A call not prepared with the capability (its component was not
     // granted it, so it cannot import it; or an embedder skipped prepare)
     // refuses every request.
-    let (core, table, http) = state.project_with_table(|| OutboundHttp::new(None));
+    let (core, table, http) = state.project_with_table(Http::KEY, || OutboundHttp::new(None));
     http.hooks.deadline_at = core.deadline_at();
     WasiHttpCtxView {
         ctx: &mut http.ctx,

@@ -47,9 +47,9 @@ use toolhost_core::policy::Policies;
 use toolhost_model::ModelSource;
 
 use crate::agents::AgentDirectory;
-use crate::chat_host::ChatHost;
 use crate::host::ToolHost;
 use crate::run::Run;
+use toolhost_capabilities::ChatHost;
 
 use invocation::{InvocationEnd, InvocationRole, InvocationSpec};
 use shared::RunShared;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost_capabilities::InvocationInputs;
+use toolhost_capabilities::InvocationBound;
 use toolhost_core::{
     AgentToolResult, ExitPolicy, Profile, SnapshotSources, ToolBinding, ToolCall, ToolCatalog,
     ToolDescriptor, ToolId, ToolOutcome, ToolSuccess, builtin,
@@ -28,7 +28,7 @@ impl ToolExecutor for Answering {
         invocation: &ToolCall,
         _binding: &ToolBinding,
         _entropy: CallEntropy,
-        _inputs: InvocationInputs,
+        _bound: std::sync::Arc<InvocationBound>,
     ) -> Result<Execution, ExecuteError> {
         let (result, effect) = AgentToolResult::from_outcome(
             invocation,

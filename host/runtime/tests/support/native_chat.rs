@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use toolhost_chat::{BoundChat, Role};
+use toolhost_capabilities::chat::{BoundChat, Role};
 use toolhost_guest::ToolError;
 use toolhost_guest::knowledge::{self, Chat, ChatInfo, ChatMessage, MessagePack};
 

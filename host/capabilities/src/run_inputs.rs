@@ -2,18 +2,46 @@
 //! (frozen at its input prefix), the prompt snapshot with the activated
 //! world info, and the installed skills. Given once when the run is created,
 //! recorded in `run.json` (`inputs`), and bound again, unchanged, when the
-//! run is reopened.
+//! run is reopened. Loaded here, where the capabilities that read them
+//! live, so the runtime never names a chat, a skill or a world-info entry.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolhost_chat::BoundChat;
-use toolhost_journal::{ChatBinding, RunInputs, SkillSourceRef};
-use toolhost_skills::{Scope, SkillLibrary, SkillSource};
-use toolhost_worldinfo::Activation;
+use toolhost_chat::{BoundChat, ChatError};
+use toolhost_journal::{ChatBinding, RunInputs as InputsRecord, SkillSourceRef};
+use toolhost_skills::{Scope, SkillError, SkillLibrary, SkillSource};
+use toolhost_worldinfo::{Activation, WorldInfoError};
 
-use crate::failure::RunFailure;
+/// A run's inputs that do not bind: the run is not created (or not
+/// reopened).
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// The chat is unreadable, or its frozen history changed.
+    #[error(transparent)]
+    Chat(#[from] ChatError),
+    /// An installed-skills directory cannot be read.
+    #[error(transparent)]
+    Skills(#[from] SkillError),
+    /// The prompt snapshot's world info is malformed.
+    #[error(transparent)]
+    WorldInfo(#[from] WorldInfoError),
+    /// A path or file given is unusable.
+    #[error("run.state_invalid: {0}")]
+    State(String),
+}
+
+impl BindError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Chat(error) => error.code(),
+            Self::Skills(error) => error.code(),
+            Self::WorldInfo(error) => error.code(),
+            Self::State(_) => "run.state_invalid",
+        }
+    }
+}
 
 /// What a host application binds a new run to.
 #[derive(Debug, Clone, Default)]
@@ -27,31 +55,73 @@ pub struct RunBindings {
     pub skills: Vec<SkillSource>,
 }
 
-/// The bound inputs, loaded.
+/// What a run is bound to, loaded: the part of every invocation's inputs
+/// that is the run's ([`BindInputs::run`](crate::BindInputs)).
 #[derive(Debug, Clone)]
-pub(crate) struct Loaded {
-    pub chat: Option<Arc<BoundChat>>,
-    pub worldinfo: Option<Arc<Activation>>,
-    pub skills: Arc<SkillLibrary>,
+pub struct RunInputs {
+    pub(crate) chat: Option<Arc<BoundChat>>,
+    pub(crate) worldinfo: Option<Arc<Activation>>,
+    pub(crate) skills: Arc<SkillLibrary>,
+}
+
+impl RunInputs {
+    /// Bound to nothing: no chat, no world info, no skill.
+    pub fn none() -> Self {
+        Self {
+            chat: None,
+            worldinfo: None,
+            skills: Arc::new(SkillLibrary::empty()),
+        }
+    }
+
+    /// Bound to `chat` too (an embedder's or a bench's own bound chat).
+    pub fn with_chat(mut self, chat: Arc<BoundChat>) -> Self {
+        self.chat = Some(chat);
+        self
+    }
+
+    /// With `skills` installed (an embedder's or a test's own library).
+    pub fn with_skills(mut self, skills: Arc<SkillLibrary>) -> Self {
+        self.skills = skills;
+        self
+    }
+
+    /// The chat the run is bound to, if any.
+    pub fn chat(&self) -> Option<&Arc<BoundChat>> {
+        self.chat.as_ref()
+    }
 }
 
 /// Checked and loaded before the run directory exists, so a bad chat or
 /// snapshot never leaves a half-made run behind.
-pub(crate) struct Prepared {
-    pub record: RunInputs,
-    pub loaded: Loaded,
+pub struct Prepared {
+    /// What `run.json` records of the inputs.
+    pub record: InputsRecord,
+    pub loaded: RunInputs,
     /// The prompt snapshot to store once the run directory exists.
     pub snapshot: Option<Value>,
 }
 
-fn absolute(path: &Path) -> Result<PathBuf, RunFailure> {
-    std::path::absolute(path)
-        .map_err(|error| RunFailure::State(format!("{}: {error}", path.display())))
+impl Prepared {
+    /// Store the prompt snapshot (create-only) in the run directory at
+    /// `root`, once it exists.
+    pub fn store_snapshot(&self, root: &Path) -> Result<(), BindError> {
+        if let Some(snapshot) = &self.snapshot {
+            Activation::store_prompt_snapshot(root, snapshot)?;
+        }
+        Ok(())
+    }
 }
 
-pub(crate) fn prepare(bindings: &RunBindings) -> Result<Prepared, RunFailure> {
-    let mut record = RunInputs::default();
-    let mut loaded = Loaded {
+fn absolute(path: &Path) -> Result<PathBuf, BindError> {
+    std::path::absolute(path)
+        .map_err(|error| BindError::State(format!("{}: {error}", path.display())))
+}
+
+/// Check and load what a new run is bound to.
+pub fn prepare(bindings: &RunBindings) -> Result<Prepared, BindError> {
+    let mut record = InputsRecord::default();
+    let mut loaded = RunInputs {
         chat: None,
         worldinfo: None,
         skills: Arc::new(SkillLibrary::empty()),
@@ -70,10 +140,10 @@ pub(crate) fn prepare(bindings: &RunBindings) -> Result<Prepared, RunFailure> {
         None => None,
         Some(path) => {
             let bytes = std::fs::read(path).map_err(|error| {
-                RunFailure::State(format!("prompt snapshot {}: {error}", path.display()))
+                BindError::State(format!("prompt snapshot {}: {error}", path.display()))
             })?;
             let value: Value = serde_json::from_slice(&bytes).map_err(|error| {
-                RunFailure::State(format!(
+                BindError::State(format!(
                     "agent.invalid_prompt_snapshot_file: {} is not JSON: {error}",
                     path.display()
                 ))
@@ -101,7 +171,7 @@ pub(crate) fn prepare(bindings: &RunBindings) -> Result<Prepared, RunFailure> {
 /// Bind a reopened run to what its manifest records: the same chat prefix
 /// (a changed history is `agent.input_history_conflict`), its stored
 /// snapshot, its skill sources.
-pub(crate) fn rebind(record: &RunInputs, run_dir: &Path) -> Result<Loaded, RunFailure> {
+pub fn rebind(record: &InputsRecord, run_dir: &Path) -> Result<RunInputs, BindError> {
     let chat = match &record.chat {
         None => None,
         Some(binding) => Some(Arc::new(BoundChat::rebind(
@@ -115,14 +185,14 @@ pub(crate) fn rebind(record: &RunInputs, run_dir: &Path) -> Result<Loaded, RunFa
     } else {
         None
     };
-    Ok(Loaded {
+    Ok(RunInputs {
         chat,
         worldinfo,
         skills: Arc::new(load_skills(&record.skills)?),
     })
 }
 
-fn load_skills(sources: &[SkillSourceRef]) -> Result<SkillLibrary, RunFailure> {
+fn load_skills(sources: &[SkillSourceRef]) -> Result<SkillLibrary, BindError> {
     let sources = sources
         .iter()
         .map(|source| {
@@ -131,11 +201,11 @@ fn load_skills(sources: &[SkillSourceRef]) -> Result<SkillLibrary, RunFailure> {
                 .copied()
                 .find(|scope| scope.as_str() == source.scope)
                 .ok_or_else(|| {
-                    RunFailure::State(format!("unknown skill scope `{}`", source.scope))
+                    BindError::State(format!("unknown skill scope `{}`", source.scope))
                 })?;
             Ok(SkillSource::new(scope, PathBuf::from(&source.dir)))
         })
-        .collect::<Result<Vec<_>, RunFailure>>()?;
+        .collect::<Result<Vec<_>, BindError>>()?;
     // Skipped skills are logged (and listed) by the library itself.
     Ok(SkillLibrary::load(&sources)?)
 }

@@ -29,7 +29,7 @@ pub trait ChatHost: Send + Sync {
     /// (`<runId>:commit_NNN`); the host keeps it with the message so
     /// [`ChatHost::find_commit`] can answer for it later. Called on the
     /// run's task: a host that waits on a disk should not hold a runtime
-    /// worker meanwhile — wrap the write in [`may_block`](crate::may_block),
+    /// worker meanwhile — wrap the write in [`may_block`](toolhost_journal::may_block),
     /// as the SillyTavern host does (a host that waits on the network is
     /// better made async on its own side).
     fn commit(
@@ -76,7 +76,7 @@ impl ChatHost for SillyTavernChatHost {
             CommitMode::Append => toolhost_chat::CommitMode::Append,
         };
         // It syncs the file and its directory: off the runtime worker.
-        crate::blocking::may_block(self.chat.path(), || {
+        toolhost_journal::may_block(self.chat.path(), || {
             toolhost_chat::commit(&self.chat, run_message, text, mode, Some(commit_id))
         })
         .map(|committed| committed.index)

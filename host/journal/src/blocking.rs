@@ -15,8 +15,8 @@
 
 use std::path::Path;
 
+use crate::sync_may_wait;
 use tokio::runtime::{Handle, RuntimeFlavor};
-use toolhost_journal::sync_may_wait;
 
 /// Run `work`, which may block on syncing what is written at `path`,
 /// without holding up the runtime's other tasks.
