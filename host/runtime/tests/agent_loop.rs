@@ -5,7 +5,7 @@
 mod support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -138,10 +138,7 @@ async fn drift_after_a_commit_is_a_partial_success_that_keeps_the_commit() {
     assert_eq!(partial["preservedCommitCount"], 1);
     assert_eq!(partial["userRetryable"], false);
     assert_eq!(partial["preservedCommits"][0]["path"], "output/main.md");
-    assert_eq!(
-        fixture.chat().messages().last().expect("kept").text(),
-        REPLY
-    );
+    assert_eq!(fixture.last_message(), REPLY);
     fixture.assert_prefix_untouched();
 }
 
@@ -255,10 +252,7 @@ async fn append_adds_to_the_runs_message_and_bad_commits_are_recoverable() {
         ("c3", Some("workspace.required_artifact_empty")),
         ("c4", Some("workspace.commit_mode_invalid")),
     ]);
-    assert_eq!(
-        fixture.chat().messages().last().expect("message").text(),
-        "Part one. Part two."
-    );
+    assert_eq!(fixture.last_message(), "Part one. Part two.");
     assert_eq!(summary.commits.len(), 2);
     fixture.assert_prefix_untouched();
 }
@@ -305,11 +299,10 @@ async fn a_chat_changed_under_the_run_fails_the_commit_fast() {
 #[tokio::test]
 async fn retryable_model_failures_are_retried_then_give_up() {
     let fixture = Fixture::new();
-    let flaky = Arc::new(Flaky {
-        failures: 2,
-        seen: AtomicU32::new(0),
-        inner: script(json!([{"toolCalls": [write("c1", REPLY), commit("c2"), finish("c3")]}])),
-    });
+    let flaky = Flaky::new(
+        2,
+        script(json!([{"toolCalls": [write("c1", REPLY), commit("c2"), finish("c3")]}])),
+    );
     let summary = fixture
         .run_with(&profile(5, "foreground"), flaky, config())
         .await;
@@ -320,11 +313,7 @@ async fn retryable_model_failures_are_retried_then_give_up() {
     assert_eq!(attempts[0]["willRetry"], true);
 
     let hopeless = Fixture::new();
-    let down = Arc::new(Flaky {
-        failures: 100,
-        seen: AtomicU32::new(0),
-        inner: script(json!([])),
-    });
+    let down = Flaky::new(100, script(json!([])));
     let summary = hopeless
         .run_with(&profile(5, "foreground"), down.clone(), config())
         .await;
@@ -623,10 +612,7 @@ async fn a_whole_run_against_an_openai_compatible_server_on_loopback() {
         .run_with(&profile(5, "foreground"), model, config)
         .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
-    assert_eq!(
-        fixture.chat().messages().last().expect("reply").text(),
-        REPLY
-    );
+    assert_eq!(fixture.last_message(), REPLY);
 
     let seen = fake.seen.lock().expect("lock").clone();
     assert_eq!(seen.len(), 2);
@@ -738,11 +724,7 @@ async fn the_loop_round_trips_tool_calls_with_every_provider_format_on_loopback(
             .await;
         let name = provider.name();
         assert_eq!(summary.status, RunStatus::Completed, "{name}: {summary:?}");
-        assert_eq!(
-            fixture.chat().messages().last().expect("reply").text(),
-            REPLY,
-            "{name}"
-        );
+        assert_eq!(fixture.last_message(), REPLY, "{name}");
         // The second request carries both results back under their call ids.
         let seen = fake.seen.lock().expect("lock").clone();
         assert_eq!(seen.len(), 2, "{name}");

@@ -151,10 +151,7 @@ async fn an_approved_call_runs_after_its_approval_in_journal_order() {
     assert_eq!(events[2].1["by"], "test");
     // A call that needs no approval is not asked about.
     assert!(!types(&call_events(&fixture, "w")).contains(&ToolCallApprovalRequested::TYPE));
-    assert_eq!(
-        fixture.chat().messages().last().expect("reply").text(),
-        REPLY
-    );
+    assert_eq!(fixture.last_message(), REPLY);
 }
 
 #[tokio::test]
@@ -369,10 +366,7 @@ async fn a_pending_approval_is_pending_again_after_an_interruption() {
     assert_eq!(count(ToolCallApprovalRequested::TYPE), 1, "{events:?}");
     assert_eq!(count(ToolCallApprovalDecided::TYPE), 1);
     assert_eq!(count(ToolCallStarted::TYPE), 1);
-    assert_eq!(
-        fixture.chat().messages().last().expect("reply").text(),
-        REPLY
-    );
+    assert_eq!(fixture.last_message(), REPLY);
 }
 
 /// A run's stored snapshot is a file an edit can reach (on a cluster node,

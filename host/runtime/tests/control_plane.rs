@@ -30,14 +30,7 @@ fn id(text: &str) -> ToolId {
 }
 
 fn descriptor(tool: &ToolId) -> ToolDescriptor {
-    ToolDescriptor {
-        id: tool.clone(),
-        title: None,
-        description: Some("A test tool.".into()),
-        input_schema: json!({"type": "object"}),
-        output_schema: None,
-        annotations: json!({}),
-    }
+    support::described(tool.clone(), "A test tool.")
 }
 
 fn profile(tools: Value) -> Profile {

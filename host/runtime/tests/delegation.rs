@@ -423,10 +423,7 @@ async fn a_handoff_chain_continues_the_run_until_its_depth_limit() {
     )
     .expect("json");
     assert_eq!(stored["invocationId"], next);
-    assert_eq!(
-        fixture.chat().messages().last().expect("reply").text(),
-        "Draft by the writer."
-    );
+    assert_eq!(fixture.last_message(), "Draft by the writer.");
 }
 
 #[tokio::test]
@@ -623,10 +620,7 @@ async fn a_cancelled_run_stops_keeps_its_commits_and_cancels_its_tasks() {
         cancelled["cancelledTasks"][0],
         summary.tasks[0].task_id.as_str()
     );
-    assert_eq!(
-        fixture.chat().messages().last().expect("kept").text(),
-        REPLY
-    );
+    assert_eq!(fixture.last_message(), REPLY);
 }
 
 #[tokio::test]

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use toolhost_capabilities::InvocationBound;
 use toolhost_core::{
-    ExitPolicy, Profile, ProviderToolCall, ToolBinding, ToolCall, ToolCatalog, ToolChoice,
-    ToolDescriptor, ToolId, ToolOutcome, ToolProvider, ToolSuccess,
+    ExitPolicy, Profile, ProviderToolCall, ToolBinding, ToolCall, ToolCatalog, ToolChoice, ToolId,
+    ToolOutcome, ToolProvider, ToolSuccess,
 };
 use toolhost_journal::Durability;
 use toolhost_runtime::{
@@ -96,14 +96,7 @@ async fn a_two_megabyte_line_is_read_in_windows_from_its_view() {
     let dump = ToolId::parse(&format!("mcp/{server}:dump")).expect("id");
     let mut catalog: ToolCatalog = host.catalog().clone();
     catalog
-        .insert(ToolDescriptor {
-            id: dump.clone(),
-            title: None,
-            description: Some("Dump the rows.".into()),
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            annotations: json!({}),
-        })
+        .insert(support::described(dump.clone(), "Dump the rows."))
         .expect("insert");
     let names = BTreeMap::from([(server, "rows".to_owned())]);
     let sources = plain_sources(&catalog, &names);

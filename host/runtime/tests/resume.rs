@@ -6,7 +6,7 @@
 mod support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 
 use serde_json::json;
 use support::*;
@@ -29,11 +29,7 @@ fn replies() -> serde_json::Value {
 #[tokio::test]
 async fn a_resumed_run_after_a_retried_model_call_commits_nothing_twice() {
     let fixture = Fixture::new();
-    let model = Arc::new(Flaky {
-        failures: 1,
-        seen: AtomicU32::new(0),
-        inner: script(replies()),
-    });
+    let model = Flaky::new(1, script(replies()));
     let summary = fixture
         .run_with(&profile(10, "foreground"), model, config())
         .await;
@@ -46,11 +42,7 @@ async fn a_resumed_run_after_a_retried_model_call_commits_nothing_twice() {
 
     let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
     // A model that would fail again and has no reply left: none is asked for.
-    let model = Arc::new(Flaky {
-        failures: 1,
-        seen: AtomicU32::new(0),
-        inner: script(replies()),
-    });
+    let model = Flaky::new(1, script(replies()));
     let summary = run_agent_loop(
         &run,
         parts(
@@ -169,11 +161,7 @@ async fn a_resumed_run_answers_an_invented_name_once() {
     fixture.cut_the_end();
 
     let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
-    let model = Arc::new(Flaky {
-        failures: 1,
-        seen: AtomicU32::new(0),
-        inner: script(replies),
-    });
+    let model = Flaky::new(1, script(replies));
     let summary = run_agent_loop(
         &run,
         parts(

@@ -451,10 +451,7 @@ async fn drift_capture_and_auto_publish_follow_the_profiles_message_body() {
     assert_eq!(summary.commits[0].path, "scratch/reply.md");
     assert!(summary.commits[1].explicit);
     assert_eq!(summary.commits[1].path, "scratch/reply.md");
-    assert_eq!(
-        fixture.chat().messages().last().expect("message").text(),
-        REPLY
-    );
+    assert_eq!(fixture.last_message(), REPLY);
     let system = seen.system_of("writer");
     assert!(
         system.contains("scratch/ (writable; your reply goes in scratch/reply.md)"),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost_capabilities::chat::ChatFile;
-use toolhost_core::{Profile, SnapshotSources, ToolCatalog};
+use toolhost_core::{Profile, SnapshotSources, ToolCatalog, ToolDescriptor, ToolId};
 use toolhost_journal::{Durability, Event as _, JournalEvent, RunCompleted, read_events};
 use toolhost_model::{AgentModel, ModelSource, SameModel, ScriptBook, ScriptedModel};
 use toolhost_runtime::{
@@ -46,6 +46,19 @@ pub fn plain_sources<'a>(
         tenant: None,
         policies: &toolhost_core::policy::NO_POLICIES,
         source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
+    }
+}
+
+/// A tool `id` taking any object, with only a description: for a
+/// catalog entry a test's own executor answers.
+pub fn described(id: ToolId, description: &str) -> ToolDescriptor {
+    ToolDescriptor {
+        id,
+        title: None,
+        description: Some(description.into()),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: json!({}),
     }
 }
 
@@ -216,6 +229,13 @@ impl Fixture {
         ChatFile::load(&self.chat).expect("the chat stays valid SillyTavern JSONL")
     }
 
+    /// The text of the chat's last message: where a run's commit lands.
+    pub fn last_message(&self) -> String {
+        let chat = self.chat();
+        let last = chat.messages().last().expect("the chat has a message");
+        last.text().to_owned()
+    }
+
     /// The chat's lines before the run's message are byte for byte the
     /// original file.
     pub fn assert_prefix_untouched(&self) {
@@ -310,6 +330,18 @@ pub struct Flaky {
     pub failures: u32,
     pub seen: std::sync::atomic::AtomicU32,
     pub inner: ScriptedModel,
+}
+
+impl Flaky {
+    /// `failures` retryable 503s, then `inner`'s replies; shared by the
+    /// run and the test that counts what it was asked.
+    pub fn new(failures: u32, inner: ScriptedModel) -> Arc<Self> {
+        Arc::new(Self {
+            failures,
+            seen: std::sync::atomic::AtomicU32::new(0),
+            inner,
+        })
+    }
 }
 
 impl AgentModel for Flaky {
