@@ -1,12 +1,14 @@
 //! What the tools that read text by 1-based line window
 //! (`workspace.read_file`, `skill.read`, `chat.read_messages`) share around
-//! `toolhost-text`'s window rules: `start_line`/`line_count` parsed, and the
-//! record of the window each reports. Each tool keeps its own error codes
+//! `toolhost-text`'s window rules: `start_line`/`line_count` parsed, the
+//! record of the window each reports, and a file's window as the model
+//! reads it. Each tool keeps its own error codes
 //! and words, and what it reports around the window (a path and a version,
 //! a message's author, a budget).
 
 use serde::Serialize;
 
+use crate::markdown::fenced_into;
 use crate::text::lines::LineWindow;
 use crate::text::metrics;
 use crate::{Arguments, ToolError};
@@ -94,6 +96,69 @@ impl WindowRecord {
     }
 }
 
+/// How a file-reading tool words a window. `workspace.read_file` and
+/// `skill.read` have always worded three things differently and models were
+/// shown both, so each keeps its own, byte for byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wording {
+    /// After the file's name when it has no line.
+    pub empty: &'static str,
+    /// Around the line count of a whole file.
+    pub whole: (&'static str, &'static str),
+    /// Ends the heading of a part.
+    pub part_end: &'static str,
+    /// Whether the continuation also names `line_count` (this window's).
+    pub continue_with_line_count: bool,
+}
+
+impl Wording {
+    /// `workspace.read_file`'s.
+    pub const WORKSPACE: Self = Self {
+        empty: " is empty (0 lines).",
+        whole: (", the whole file: ", " line(s)."),
+        part_end: ".",
+        continue_with_line_count: true,
+    };
+
+    /// `skill.read`'s.
+    pub const SKILL: Self = Self {
+        empty: " is empty.",
+        whole: (", the whole file (", " line(s)):"),
+        part_end: ":",
+        continue_with_line_count: false,
+    };
+
+    /// `window` of the file named `shown` (already in code spans), as the
+    /// model reads it: a heading, the lines numbered and fenced, and where
+    /// to continue when the file goes on.
+    pub fn render_into(&self, shown: &str, window: &LineWindow<'_>, content: &mut String) {
+        content.push_str(shown);
+        if window.total_lines == 0 {
+            content.push_str(self.empty);
+            return;
+        }
+        if window.is_full() {
+            let (before, after) = self.whole;
+            content.push_str(&format!("{before}{}{after}\n\n", window.total_lines));
+        } else {
+            content.push_str(&format!(
+                " lines {}-{} of {}{}\n\n",
+                window.start_line, window.end_line, window.total_lines, self.part_end
+            ));
+        }
+        fenced_into(&window.render_numbered(), content);
+        if let Some(next) = window.next_start_line() {
+            content.push_str(&format!(
+                "\n\nPreview ended before the end of the file. Continue with start_line={next}"
+            ));
+            if self.continue_with_line_count {
+                content.push_str(&format!(" and line_count={}", window.line_count()));
+            }
+            content.push('.');
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +209,38 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&record.full_read(&window).without_total_words()).expect("json"),
             r#"{"totalLines":3,"startLine":2,"endLine":2,"chars":5,"words":1,"totalChars":19,"lineTruncated":false,"fullRead":false,"nextStartLine":3}"#
+        );
+    }
+
+    #[test]
+    fn each_wording_renders_the_empty_the_whole_and_a_part() {
+        let text = "one\ntwo\nthree\n";
+        let render = |wording: Wording, text: &str, start: Option<u32>, count: Option<u32>| {
+            let window = lines::select(text, start, count, ReadLimits::WORKSPACE).expect("window");
+            let mut content = String::new();
+            wording.render_into("`a.md`", &window, &mut content);
+            content
+        };
+        assert_eq!(
+            render(Wording::WORKSPACE, "", None, None),
+            "`a.md` is empty (0 lines)."
+        );
+        assert_eq!(render(Wording::SKILL, "", None, None), "`a.md` is empty.");
+        assert_eq!(
+            render(Wording::WORKSPACE, text, None, None),
+            "`a.md`, the whole file: 3 line(s).\n\n```\n1 | one\n2 | two\n3 | three\n```"
+        );
+        assert_eq!(
+            render(Wording::SKILL, text, None, None),
+            "`a.md`, the whole file (3 line(s)):\n\n```\n1 | one\n2 | two\n3 | three\n```"
+        );
+        assert_eq!(
+            render(Wording::WORKSPACE, text, Some(1), Some(2)),
+            "`a.md` lines 1-2 of 3.\n\n```\n1 | one\n2 | two\n```\n\nPreview ended before the end of the file. Continue with start_line=3 and line_count=2."
+        );
+        assert_eq!(
+            render(Wording::SKILL, text, Some(1), Some(2)),
+            "`a.md` lines 1-2 of 3:\n\n```\n1 | one\n2 | two\n```\n\nPreview ended before the end of the file. Continue with start_line=3."
         );
     }
 }

@@ -6,8 +6,8 @@
 
 use serde::Serialize;
 use toolhost_guest::knowledge::{self, Skills};
-use toolhost_guest::line_read::{LineRequest, WindowRecord};
-use toolhost_guest::markdown::{code, fenced_into};
+use toolhost_guest::line_read::{LineRequest, WindowRecord, Wording};
+use toolhost_guest::markdown::code;
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::{Arguments, Output, ToolError};
 
@@ -53,27 +53,7 @@ pub fn read_skill(args: &Arguments, skills: &impl Skills) -> Result<Output, Tool
 
     let shown = code(&format!("{name}/{}", file.path));
     let mut content = String::new();
-    if window.total_lines == 0 {
-        content.push_str(&format!("{shown} is empty."));
-    } else {
-        if window.is_full() {
-            content.push_str(&format!(
-                "{shown}, the whole file ({} line(s)):\n\n",
-                window.total_lines
-            ));
-        } else {
-            content.push_str(&format!(
-                "{shown} lines {}-{} of {}:\n\n",
-                window.start_line, window.end_line, window.total_lines
-            ));
-        }
-        fenced_into(&window.render_numbered(), &mut content);
-        if let Some(next) = window.next_start_line() {
-            content.push_str(&format!(
-                "\n\nPreview ended before the end of the file. Continue with start_line={next}."
-            ));
-        }
-    }
+    Wording::SKILL.render_into(&shown, &window, &mut content);
     content.push_str(&format!(
         "\n\nSkill read budget left for this run: {remaining} chars."
     ));

@@ -13,8 +13,8 @@
 //! keeps them for programs.
 
 use serde::Serialize;
-use toolhost_guest::line_read::{LineRequest, WindowRecord};
-use toolhost_guest::markdown::{code, fenced_into};
+use toolhost_guest::line_read::{LineRequest, WindowRecord, Wording};
+use toolhost_guest::markdown::code;
 use toolhost_guest::text::lines::{self, ReadLimits};
 use toolhost_guest::workspace::{self, Workspace};
 use toolhost_guest::{Arguments, Output, ToolError};
@@ -55,33 +55,12 @@ pub fn read_file(args: &Arguments, workspace: &impl Workspace) -> Result<Output,
 
     let shown = code(&file.path);
     let mut content = String::with_capacity(window.text.len() + 256);
-    if window.total_lines == 0 {
-        content.push_str(&format!("{shown} is empty (0 lines)."));
-    } else {
-        if window.is_full() {
-            content.push_str(&format!(
-                "{shown}, the whole file: {} line(s).\n\n",
-                window.total_lines
-            ));
-        } else {
-            content.push_str(&format!(
-                "{shown} lines {}-{} of {}.\n\n",
-                window.start_line, window.end_line, window.total_lines
-            ));
-        }
-        fenced_into(&window.render_numbered(), &mut content);
-        if let Some(next) = window.next_start_line() {
-            content.push_str(&format!(
-                "\n\nPreview ended before the end of the file. Continue with start_line={next} and line_count={}.",
-                window.line_count()
-            ));
-        }
-        if window.line_truncated {
-            content.push_str(&format!(
-                "\n\nLine {} is longer than the read budget and was cut; use workspace_search_files to find text inside it.",
-                window.start_line
-            ));
-        }
+    Wording::WORKSPACE.render_into(&shown, &window, &mut content);
+    if window.line_truncated {
+        content.push_str(&format!(
+            "\n\nLine {} is longer than the read budget and was cut; use workspace_search_files to find text inside it.",
+            window.start_line
+        ));
     }
     let structured = Structured {
         path: &file.path,
