@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
-use toolhost_runtime::Run;
 use toolhost_runtime::approval::{
     self, Answer, ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, DecisionError,
     DecisionFile, DecisionFiles, Verdict,
@@ -106,7 +105,11 @@ impl Terminal {
 }
 
 impl Approver for Terminal {
-    fn decide<'a>(&'a self, _: &'a Run, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+    fn decide<'a>(
+        &'a self,
+        _: &'a std::path::Path,
+        request: &'a ApprovalRequest,
+    ) -> ApprovalFuture<'a> {
         Box::pin(async move {
             let mut answers = self.answers.lock().await;
             if answers.stale {

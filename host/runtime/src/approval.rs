@@ -29,8 +29,6 @@ use toolhost_journal::{
     Event as _, ToolCallApprovalDecided, ToolCallApprovalRequested, audit_stem,
 };
 
-use crate::run::Run;
-
 mod summary;
 
 pub use summary::{ArgumentField, ArgumentsSummary};
@@ -104,7 +102,8 @@ pub type ApprovalFuture<'a> = Pin<Box<dyn Future<Output = ApprovalDecision> + Se
 
 /// Where a run's approvals are decided.
 pub trait Approver: Send + Sync + std::fmt::Debug {
-    fn decide<'a>(&'a self, run: &'a Run, request: &'a ApprovalRequest) -> ApprovalFuture<'a>;
+    /// Decide `request`, a call of the run in the directory `run_dir`.
+    fn decide<'a>(&'a self, run_dir: &'a Path, request: &'a ApprovalRequest) -> ApprovalFuture<'a>;
 }
 
 /// The same answer for every call.
@@ -145,7 +144,7 @@ impl Answer {
 }
 
 impl Approver for Answer {
-    fn decide<'a>(&'a self, _: &'a Run, _: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+    fn decide<'a>(&'a self, _: &'a Path, _: &'a ApprovalRequest) -> ApprovalFuture<'a> {
         Box::pin(async move {
             ApprovalDecision {
                 verdict: self.verdict,
@@ -178,11 +177,11 @@ impl Default for DecisionFiles {
 }
 
 impl Approver for DecisionFiles {
-    fn decide<'a>(&'a self, run: &'a Run, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+    fn decide<'a>(&'a self, run_dir: &'a Path, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
         Box::pin(async move {
             let deadline = Instant::now() + self.timeout;
             loop {
-                match read_decision(run.root(), &request.call_id) {
+                match read_decision(run_dir, &request.call_id) {
                     Ok(Some(file)) => return file.into_decision(),
                     Ok(None) => {}
                     Err(error) => tracing::warn!(

@@ -9,8 +9,8 @@ use serde_json::Value;
 use toolhost_core::{ModelCallError, ProviderToolCall, ToolId};
 use toolhost_sandbox::CallEntropy;
 
+use crate::executor::ToolExecutor;
 use crate::failure::RunFailure;
-use crate::host::ToolExecutor;
 use crate::invocation::{CallOutcome, Invocation};
 
 /// Why a direct call did not give an outcome.

@@ -8,7 +8,7 @@ use toolhost_core::{
 };
 use toolhost_journal::{AuditError, JournalError, RunError};
 
-use crate::host::ExecuteError;
+use crate::executor::ExecuteError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunFailure {

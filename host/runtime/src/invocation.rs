@@ -33,8 +33,8 @@ use toolhost_sandbox::{CallEntropy, CallReport};
 use toolhost_workspace::WorkspaceSession;
 
 use crate::approval::{ApprovalDecision, ApprovalRequest, ArgumentsSummary, Verdict};
+use crate::executor::ToolExecutor;
 use crate::failure::RunFailure;
-use crate::host::ToolExecutor;
 use crate::resume::{self, InDoubt};
 use crate::run::Run;
 
@@ -504,7 +504,7 @@ impl Invocation {
             }
         } else {
             let approver = self.run.approver();
-            approver.decide(&self.run, &request).await
+            approver.decide(self.run.root(), &request).await
         };
         if decision.verdict == Verdict::ApprovedForRun {
             self.run.approve_for_run(tool_id);

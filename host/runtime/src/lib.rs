@@ -7,6 +7,7 @@ mod agent_loop;
 mod agents;
 pub mod approval;
 mod direct_call;
+mod executor;
 pub mod extensions;
 mod failure;
 mod host;
@@ -23,10 +24,11 @@ pub use agent_loop::{
 };
 pub use agents::{AgentDirectory, AgentDirectoryError};
 pub use direct_call::{DirectCallError, DirectCaller};
+pub use executor::{ExecuteError, Execution, ToolExecutor};
 pub use failure::RunFailure;
 pub use host::{
-    BuiltinComponent, ExecuteError, Execution, ExtensionOmitted, HostError, ToolExecutor, ToolHost,
-    ToolHostConfig, ToolSource, arguments_from_text,
+    BuiltinComponent, ExtensionOmitted, HostError, ToolHost, ToolHostConfig, ToolSource,
+    arguments_from_text,
 };
 pub use invocation::{CallOutcome, ExecutedCall, Invocation};
 pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};

@@ -35,8 +35,9 @@ use toolhost_workspace::{
 
 use crate::agent_loop::{DIRECT_OUTPUT_PATH, LOOP_RECORD_PATH, LoopRecord, task_summary_markdown};
 use crate::agents::AgentDirectory;
+use crate::executor::ToolExecutor;
 use crate::failure::RunFailure;
-use crate::host::{ToolExecutor, ToolHost};
+use crate::host::ToolHost;
 use crate::resume::{TERMINAL_EVENTS, is_effect_tool};
 
 /// What replaying one call found.

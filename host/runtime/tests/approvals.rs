@@ -87,7 +87,11 @@ struct Counting {
 }
 
 impl Approver for Counting {
-    fn decide<'a>(&'a self, _: &'a Run, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+    fn decide<'a>(
+        &'a self,
+        _: &'a std::path::Path,
+        request: &'a ApprovalRequest,
+    ) -> ApprovalFuture<'a> {
         self.asked.fetch_add(1, Ordering::SeqCst);
         assert_eq!(request.tool_id.as_str(), "builtin:workspace.commit");
         assert!(

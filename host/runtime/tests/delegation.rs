@@ -896,13 +896,13 @@ struct ApprovesOnceTheRootMovedOn;
 impl toolhost_runtime::approval::Approver for ApprovesOnceTheRootMovedOn {
     fn decide<'a>(
         &'a self,
-        run: &'a toolhost_runtime::Run,
+        run_dir: &'a std::path::Path,
         request: &'a toolhost_runtime::approval::ApprovalRequest,
     ) -> toolhost_runtime::approval::ApprovalFuture<'a> {
         Box::pin(async move {
             assert_ne!(request.invocation_id, "inv_root", "only the child asks");
-            std::fs::write(run.root().join(CHILD_ASKED), b"").expect("mark the ask");
-            let journal = run.root().join("events.jsonl");
+            std::fs::write(run_dir.join(CHILD_ASKED), b"").expect("mark the ask");
+            let journal = run_dir.join("events.jsonl");
             loop {
                 let text = std::fs::read_to_string(&journal).unwrap_or_default();
                 if text.lines().any(|line| {

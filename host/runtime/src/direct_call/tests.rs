@@ -16,7 +16,7 @@ use toolhost_journal::{Durability, Event as _, ModelRequestCreated, read_events}
 use toolhost_sandbox::CallEntropy;
 
 use super::DirectCaller;
-use crate::host::{ExecuteError, Execution, ToolExecutor};
+use crate::executor::{ExecuteError, Execution, ToolExecutor};
 use crate::run::Run;
 
 /// Answers at once: only the control plane runs.

@@ -1,30 +1,28 @@
-//! `ToolHost`: every tool source loaded into one [`ToolCatalog`], and the
-//! executor that runs a [`ToolCall`] on the right one.
+//! `ToolHost`: every tool source loaded into one [`ToolCatalog`] — the
+//! builtins, granted extensions and MCP servers — and the policies over
+//! them. Assembly is here; running a call on its source is [`dispatch`].
 //!
 //! Two executors sit behind the catalog: the sandbox (builtin and granted
 //! extension components) and MCP servers (their cached tools, called over
 //! rmcp).
 
+mod dispatch;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use toolhost_capabilities::{CallGrant, InvocationBound};
-use toolhost_core::allowed_hosts::AllowedHosts;
 use toolhost_core::policy::Policies;
 use toolhost_core::{
-    AgentToolCatalogItemDto, AgentToolResult, CatalogError, IdentityMismatch, ProfileVersion,
-    SnapshotSources, ToolBinding, ToolCall, ToolCatalog, ToolEffect, ToolId, ToolProvider,
-    ToolSourceDto,
+    AgentToolCatalogItemDto, CatalogError, ProfileVersion, SnapshotSources, ToolCatalog, ToolId,
+    ToolProvider, ToolSourceDto,
 };
-use toolhost_core::{ToolFailure, ToolOutcome, ToolSuccess};
 use toolhost_extensions::ExtensionRegistry;
-use toolhost_mcp::{CallOutcome, McpRegistry, Omitted, Permission, State};
+use toolhost_mcp::{McpRegistry, Omitted, Permission};
 use toolhost_sandbox::{
-    CallEntropy, CallReport, CapabilitySet, ComponentSpec, HostFault, LimitError, LimitOverrides,
-    LoadError, LoadEvent, Sandbox, SandboxConfig, SandboxError, ToolComponent, Trust,
+    CapabilitySet, ComponentSpec, LimitOverrides, LoadError, LoadEvent, Sandbox, SandboxConfig,
+    SandboxError, ToolComponent, Trust,
 };
 use uuid::Uuid;
 
@@ -59,73 +57,6 @@ pub enum HostError {
     UnknownWorld { package: String, world: String },
     #[error("builtin component `{package}` has no entry in the builtin table (no tool.json)")]
     NotInTable { package: String },
-}
-
-/// A system failure while executing: the run cannot go on.
-#[derive(Debug, thiserror::Error)]
-pub enum ExecuteError {
-    #[error("tool.executor_missing: no executor for tool `{0}`")]
-    UnknownTool(ToolId),
-    #[error(transparent)]
-    Identity(#[from] Box<IdentityMismatch>),
-    #[error("sandbox.limits_invalid: the limits of `{tool}` cannot be applied: {source}")]
-    Limits { tool: ToolId, source: LimitError },
-    /// A host capability hit a system failure during the call (a symlink
-    /// planted in the workspace, an I/O error); the call was stopped.
-    #[error("{0}")]
-    HostFault(HostFault),
-    /// An MCP call was sent and never answered: whether the server acted is
-    /// unknown, so the run fails rather than guess (never retried).
-    #[error("mcp.outcome_unknown: {tool}: {message}")]
-    McpOutcomeUnknown { tool: ToolId, message: String },
-    /// A builtin's component could not be loaded at its first use (a
-    /// cache that cannot be read, a component that disagrees with its
-    /// table entry); the next call tries again.
-    #[error("sandbox.load_failed: {tool}: {source}")]
-    Load {
-        tool: ToolId,
-        #[source]
-        source: Box<LoadError>,
-    },
-}
-
-impl ExecuteError {
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::UnknownTool(_) => "tool.executor_missing",
-            Self::Identity(_) => "tool.result_identity_mismatch",
-            Self::Limits { .. } => "sandbox.limits_invalid",
-            // Codes of host faults are the capability's own (`workspace.*`);
-            // the static ones here name the class.
-            Self::HostFault(_) => "sandbox.host_fault",
-            Self::McpOutcomeUnknown { .. } => "mcp.outcome_unknown",
-            Self::Load { .. } => "sandbox.load_failed",
-        }
-    }
-}
-
-/// Runs invocations. The control plane (gate, journal, audit) sits in front
-/// of every executor; an executor only runs the call and binds the result
-/// to it.
-pub trait ToolExecutor {
-    /// Run `invocation` as `binding` (its frozen descriptor and limits) with
-    /// the recorded nondeterministic inputs `entropy`, its capabilities
-    /// prepared from `bound` (the invocation's).
-    fn execute(
-        &self,
-        invocation: &ToolCall,
-        binding: &ToolBinding,
-        entropy: CallEntropy,
-        bound: Arc<InvocationBound>,
-    ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send;
-
-    /// Why `tool`'s source asks for a person's approval now although the
-    /// snapshot did not (an MCP registration switched to `ask` since it
-    /// was compiled). The call-time recheck can only tighten a frozen
-    /// decision, never loosen it.
-    fn approval_required_now(&self, _tool: &ToolId) -> Option<String> {
-        None
-    }
 }
 
 /// Where a catalog entry's code comes from.
@@ -170,16 +101,6 @@ enum Entry {
         registration: Uuid,
         server: String,
     },
-}
-
-/// One finished execution.
-#[derive(Debug)]
-pub struct Execution {
-    pub result: AgentToolResult,
-    /// For the runtime to apply; never part of the stored result.
-    pub effect: Option<ToolEffect>,
-    /// The sandbox's report (none for an MCP call).
-    pub report: Option<CallReport>,
 }
 
 pub struct ToolHost {
@@ -591,269 +512,6 @@ impl ToolHost {
             })
             .collect()
     }
-
-    /// Run one call outside any snapshot, under the tool's own
-    /// limits. Tool errors and sandbox failures are results the model reads;
-    /// only a missing executor or an identity mismatch is a system failure.
-    pub async fn call(
-        &self,
-        invocation: &ToolCall,
-        entropy: CallEntropy,
-    ) -> Result<Execution, ExecuteError> {
-        self.dispatch(invocation, None, entropy, Arc::default())
-            .await
-    }
-
-    async fn dispatch(
-        &self,
-        invocation: &ToolCall,
-        overrides: Option<&LimitOverrides>,
-        entropy: CallEntropy,
-        bound: Arc<InvocationBound>,
-    ) -> Result<Execution, ExecuteError> {
-        let entry = self
-            .entries
-            .get(&invocation.tool_id)
-            .ok_or_else(|| ExecuteError::UnknownTool(invocation.tool_id.clone()))?;
-        let mut tool_results = true;
-        let mut allowed_hosts = AllowedHosts::none();
-        let component = match entry {
-            Entry::Component {
-                component,
-                source: ToolSource::Extension { id, registry, .. },
-            } => {
-                // The grant as it is now, not as it was when the host loaded:
-                // a revoke or an upgrade takes effect at the next call.
-                let uses = component.imported_capabilities();
-                let grant = match crate::extensions::recheck(
-                    registry,
-                    id,
-                    component.sha256_hex(),
-                    &uses,
-                    bound.grant_profile(),
-                ) {
-                    Ok(grant) => grant,
-                    Err((code, message)) => {
-                        let (result, _) = AgentToolResult::from_outcome(
-                            invocation,
-                            ToolOutcome::Error(ToolFailure::new(code, message)),
-                        );
-                        return Ok(Execution {
-                            result,
-                            effect: None,
-                            report: None,
-                        });
-                    }
-                };
-                tool_results = grant.tool_results;
-                allowed_hosts = grant.allowed_hosts();
-                component
-            }
-            Entry::Builtin(lazy) => {
-                lazy.get(&self.sandbox, &|_| {})
-                    .await
-                    .map_err(|source| ExecuteError::Load {
-                        tool: invocation.tool_id.clone(),
-                        source: Box::new(source),
-                    })?
-            }
-            Entry::Component { component, .. } => component,
-            Entry::Mcp {
-                dir, registration, ..
-            } => return self.run_mcp(invocation, dir, *registration).await,
-        };
-        let limits = match overrides {
-            None => *component.limits(),
-            Some(overrides) => {
-                let (limits, clamped) = self
-                    .sandbox
-                    .policy()
-                    .resolve(*component.limits(), overrides)
-                    .map_err(|source| ExecuteError::Limits {
-                        tool: invocation.tool_id.clone(),
-                        source,
-                    })?;
-                for lowered in clamped {
-                    tracing::debug!(
-                        tool = %invocation.tool_id,
-                        limit = lowered.limit,
-                        requested = lowered.requested,
-                        cap = lowered.cap,
-                        "profile limit lowered to the host policy cap"
-                    );
-                }
-                limits
-            }
-        };
-        let grant = CallGrant::of(component, tool_results).allowing(&allowed_hosts);
-        let capabilities = bound.prepare(&grant).map_err(ExecuteError::HostFault)?;
-        let report = self
-            .sandbox
-            .call_under(
-                component,
-                &limits,
-                &invocation.arguments,
-                entropy,
-                capabilities,
-            )
-            .await;
-        if let Some(fault) = report.host_fault.clone() {
-            return Err(ExecuteError::HostFault(fault));
-        }
-        let (result, effect) = AgentToolResult::from_outcome(invocation, report.outcome());
-        result.check_identity(invocation)?;
-        Ok(Execution {
-            result,
-            effect,
-            report: Some(report),
-        })
-    }
-
-    /// One MCP call: recheck the registration right before sending, send,
-    /// project the answer.
-    async fn run_mcp(
-        &self,
-        invocation: &ToolCall,
-        dir: &std::path::Path,
-        registration: Uuid,
-    ) -> Result<Execution, ExecuteError> {
-        let tool = invocation.tool_id.native_name();
-        let refused = |code: &str, message: String| {
-            let (result, _) = AgentToolResult::from_outcome(
-                invocation,
-                ToolOutcome::Error(ToolFailure::new(code, message)),
-            );
-            Ok(Execution {
-                result,
-                effect: None,
-                report: None,
-            })
-        };
-        // The registration as it is now, not as it was when the run began.
-        let current = match registration_now(dir, registration) {
-            Ok(current) => current,
-            Err(error) => {
-                return refused(
-                    error.code(),
-                    format!("the MCP registrations cannot be read now: {error}"),
-                );
-            }
-        };
-        let Some(current) = current else {
-            return refused(
-                "mcp.server_unavailable",
-                "this tool's MCP server is no longer registered".into(),
-            );
-        };
-        if current.state != State::Active {
-            return refused(
-                "mcp.server_unavailable",
-                format!(
-                    "the MCP server {} is {:?} now",
-                    current.display_name, current.state
-                ),
-            );
-        }
-        if current.permission(tool) == Permission::Deny {
-            return refused(
-                "mcp.tool_denied",
-                format!("{tool} of {} is denied now", current.display_name),
-            );
-        }
-        let Some(arguments) = invocation.arguments.as_object() else {
-            return refused(
-                "tool.invalid_arguments",
-                "the arguments must be a JSON object".into(),
-            );
-        };
-        let size = invocation.arguments.to_string().len();
-        if size > MCP_MAX_ARGUMENT_BYTES {
-            return refused(
-                "tool.arguments_too_large",
-                format!(
-                    "the arguments are {size} bytes; at most {MCP_MAX_ARGUMENT_BYTES} may be sent"
-                ),
-            );
-        }
-        let outcome =
-            toolhost_mcp::call_tool(&current, tool, arguments.clone(), self.mcp_call_timeout).await;
-        let outcome = match outcome {
-            CallOutcome::Completed(answer) => {
-                let projected = toolhost_mcp::project(&answer);
-                if projected.is_error {
-                    let mut failure = ToolFailure::new("mcp.tool_error", projected.content);
-                    failure.structured = projected.structured;
-                    ToolOutcome::Error(failure)
-                } else {
-                    ToolOutcome::Success(ToolSuccess {
-                        content: projected.content,
-                        structured: projected.structured,
-                        resource_refs: Vec::new(),
-                        effect: None,
-                    })
-                }
-            }
-            CallOutcome::Failed(info) => {
-                ToolOutcome::Error(ToolFailure::new(info.code, info.message))
-            }
-            CallOutcome::Unknown(info) => {
-                return Err(ExecuteError::McpOutcomeUnknown {
-                    tool: invocation.tool_id.clone(),
-                    message: info.message,
-                });
-            }
-        };
-        let (result, _) = AgentToolResult::from_outcome(invocation, outcome);
-        result.check_identity(invocation)?;
-        Ok(Execution {
-            result,
-            effect: None,
-            report: None,
-        })
-    }
-}
-
-impl ToolExecutor for ToolHost {
-    fn approval_required_now(&self, tool: &ToolId) -> Option<String> {
-        let Some(Entry::Mcp {
-            dir, registration, ..
-        }) = self.entries.get(tool)
-        else {
-            return None;
-        };
-        // A registry that does not read now is refused by the call itself.
-        let current = registration_now(dir, *registration).ok()??;
-        (current.permission(tool.native_name()) == Permission::Ask).then(|| {
-            format!(
-                "the MCP registration `{}` asks now (permission Ask)",
-                current.display_name
-            )
-        })
-    }
-
-    fn execute(
-        &self,
-        invocation: &ToolCall,
-        binding: &ToolBinding,
-        entropy: CallEntropy,
-        bound: Arc<InvocationBound>,
-    ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send {
-        self.dispatch(invocation, binding.limits.as_ref(), entropy, bound)
-    }
-}
-
-/// An MCP registration as the registry on disk says it is now (rechecked
-/// before each call: a pause, a deny or an `ask` takes effect at once).
-fn registration_now(
-    dir: &std::path::Path,
-    registration: Uuid,
-) -> Result<Option<toolhost_mcp::Registration>, toolhost_mcp::McpError> {
-    let registry = McpRegistry::load(dir)?;
-    Ok(registry
-        .registrations()
-        .iter()
-        .find(|r| r.id == registration)
-        .cloned())
 }
 
 /// Parse a person's argument text the way a provider's would be: text that is
