@@ -30,6 +30,9 @@
 //! toolhost_guest::export_tool!(Echo);
 //! ```
 //!
+//! A builtin (a crate with a `tool.json`) whose call is one function writes
+//! one line instead: [`builtin_tool!`] (or [`builtin_control_tool!`]).
+//!
 //! Build with `cargo build --target wasm32-wasip2`; the resulting `.wasm` is a
 //! component. Everything except the host capability calls also compiles
 //! natively, so tool logic is unit-tested with a plain `cargo test`.

@@ -63,7 +63,8 @@ mod tests {
     #[test]
     fn reports_the_replacements_and_keeps_the_statistics_structured() {
         let workspace = MemoryWorkspace::with(&[("output/a.md", "one two two")]);
-        let output = call(apply_patch,
+        let output = call(
+            apply_patch,
             &workspace,
             json!({"path": "output/a.md", "old_string": "two", "new_string": "2", "replace_all": true}),
         )
@@ -100,7 +101,8 @@ mod tests {
         )
         .expect_err("missing");
         assert_eq!(error.message, "new_string is required");
-        let error = call(apply_patch,
+        let error = call(
+            apply_patch,
             &workspace,
             json!({"path": "output/a.md", "old_string": "x", "new_string": "y", "replace_all": "yes"}),
         )
