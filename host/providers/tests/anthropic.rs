@@ -66,10 +66,8 @@ fn expected_two_calls(id: &str) -> AgentModelResponse {
 
 #[test]
 fn request_with_tools_history_and_results_matches_the_fixture() {
-    let body = ANTHROPIC
-        .encode_request(&request(MODEL, history().messages(), turn()), false)
-        .expect("encodes");
-    assert_eq!(body, fixture(PROVIDER, "request_tools_history.json"));
+    let request = request(MODEL, history().messages(), turn());
+    assert_history_request_matches(ANTHROPIC, PROVIDER, &request);
 }
 
 #[test]
@@ -130,10 +128,8 @@ fn response_with_two_calls_decodes() {
 
 #[test]
 fn stream_with_split_input_assembles() {
-    let turn = turn();
-    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
     assert_eq!(
-        assemble(ANTHROPIC.stream_assembler(&turn), &events).expect("assembles"),
+        assembled_two_calls(ANTHROPIC, PROVIDER),
         expected_two_calls("msg_014p7gG3wDgGV9EUtLvnow3U")
     );
 }
@@ -185,10 +181,9 @@ fn input_split_anywhere_assembles() {
 
 #[test]
 fn round_trip_keeps_tool_use_ids_and_thinking() {
-    let reply = decode(&response_fixture()).expect("decodes");
-    let body = ANTHROPIC
-        .encode_request(&request(MODEL, next_history(&reply.message), turn()), false)
-        .expect("encodes");
+    let body = next_request_body(ANTHROPIC, PROVIDER, |messages| {
+        request(MODEL, messages, turn())
+    });
     assert_eq!(
         body["messages"][1],
         json!({"role": "assistant", "content": [
@@ -210,8 +205,7 @@ fn round_trip_keeps_tool_use_ids_and_thinking() {
 #[test]
 fn hostile_responses_fail_fast_with_typed_errors() {
     let mutate = |index: usize, key: &str, value: Value| {
-        let mut body = response_fixture();
-        match value {
+        decode_edited(ANTHROPIC, PROVIDER, |body| match value {
             Value::Null => {
                 body["content"][index]
                     .as_object_mut()
@@ -219,8 +213,7 @@ fn hostile_responses_fail_fast_with_typed_errors() {
                     .remove(key);
             }
             value => body["content"][index][key] = value,
-        }
-        decode(&body)
+        })
     };
     assert_call_identity_checked(
         CallSlots {
@@ -263,9 +256,11 @@ fn hostile_responses_fail_fast_with_typed_errors() {
 #[test]
 fn stop_reasons_map_and_unknown_ones_are_kept() {
     let with = |reason: &str| {
-        let mut body = response_fixture();
-        body["stop_reason"] = json!(reason);
-        decode(&body).expect("decodes").finish_reason
+        decode_edited(ANTHROPIC, PROVIDER, |body| {
+            body["stop_reason"] = json!(reason)
+        })
+        .expect("decodes")
+        .finish_reason
     };
     assert_eq!(with("end_turn"), FinishReason::Stop);
     assert_eq!(with("stop_sequence"), FinishReason::Stop);

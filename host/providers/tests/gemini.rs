@@ -59,14 +59,10 @@ fn expected_two_calls(id: &str) -> AgentModelResponse {
 
 #[test]
 fn request_with_tools_history_and_results_matches_the_fixture() {
-    let body = GEMINI
-        .encode_request(&request(MODEL, history().messages(), turn()), false)
-        .expect("encodes");
-    assert_eq!(body, fixture(PROVIDER, "request_tools_history.json"));
+    let request = request(MODEL, history().messages(), turn());
+    let body = assert_history_request_matches(GEMINI, PROVIDER, &request);
     // The same body streams (another endpoint, same JSON).
-    let streamed = GEMINI
-        .encode_request(&request(MODEL, history().messages(), turn()), true)
-        .expect("encodes");
+    let streamed = GEMINI.encode_request(&request, true).expect("encodes");
     assert_eq!(streamed, body);
 }
 
@@ -111,10 +107,8 @@ fn response_with_two_calls_decodes() {
 
 #[test]
 fn stream_with_split_text_assembles() {
-    let turn = turn();
-    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
     assert_eq!(
-        assemble(GEMINI.stream_assembler(&turn), &events).expect("assembles"),
+        assembled_two_calls(GEMINI, PROVIDER),
         expected_two_calls("pX9mZqa1Lb6r2NkQ")
     );
 }
@@ -164,10 +158,9 @@ fn text_split_anywhere_keeps_its_late_signature() {
 
 #[test]
 fn round_trip_keeps_ids_aliases_and_signatures() {
-    let reply = decode(&response_fixture()).expect("decodes");
-    let body = GEMINI
-        .encode_request(&request(MODEL, next_history(&reply.message), turn()), false)
-        .expect("encodes");
+    let body = next_request_body(GEMINI, PROVIDER, |messages| {
+        request(MODEL, messages, turn())
+    });
     assert_eq!(
         body["contents"][1],
         json!({"role": "model", "parts": [
@@ -221,15 +214,15 @@ fn text_signatures_round_trip_even_on_empty_text() {
 #[test]
 fn hostile_responses_fail_fast_with_typed_errors() {
     let mutate = |index: usize, key: &str, value: Value| {
-        let mut body = response_fixture();
-        let call = &mut body["candidates"][0]["content"]["parts"][index]["functionCall"];
-        match value {
-            Value::Null => {
-                call.as_object_mut().expect("call").remove(key);
+        decode_edited(GEMINI, PROVIDER, |body| {
+            let call = &mut body["candidates"][0]["content"]["parts"][index]["functionCall"];
+            match value {
+                Value::Null => {
+                    call.as_object_mut().expect("call").remove(key);
+                }
+                value => call[key] = value,
             }
-            value => call[key] = value,
-        }
-        decode(&body)
+        })
     };
     // Gemini's `id` is optional on the wire; SPEC §9 still fails fast on
     // a call without one. Dots are legal Gemini names: the canonical
@@ -263,9 +256,11 @@ fn hostile_responses_fail_fast_with_typed_errors() {
 #[test]
 fn finish_reasons_map_and_unknown_ones_are_kept() {
     let with = |reason: &str| {
-        let mut body = response_fixture();
-        body["candidates"][0]["finishReason"] = json!(reason);
-        decode(&body).expect("decodes").finish_reason
+        decode_edited(GEMINI, PROVIDER, |body| {
+            body["candidates"][0]["finishReason"] = json!(reason)
+        })
+        .expect("decodes")
+        .finish_reason
     };
     assert_eq!(with("MAX_TOKENS"), FinishReason::Length);
     assert_eq!(with("SAFETY"), FinishReason::ContentFilter);

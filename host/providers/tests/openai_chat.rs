@@ -50,8 +50,7 @@ fn expected_two_calls(text: Option<&str>, id: &str) -> AgentModelResponse {
 #[test]
 fn request_with_tools_history_and_results_matches_the_fixture() {
     let request = request("gpt-4.1", history().messages(), turn());
-    let body = CHAT.encode_request(&request, false).expect("encodes");
-    assert_eq!(body, fixture(PROVIDER, "request_tools_history.json"));
+    assert_history_request_matches(CHAT, PROVIDER, &request);
 }
 
 #[test]
@@ -101,11 +100,8 @@ fn response_with_two_calls_decodes() {
 
 #[test]
 fn stream_with_split_interleaved_arguments_assembles() {
-    let turn = turn();
-    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
-    let response = assemble(CHAT.stream_assembler(&turn), &events).expect("assembles");
     assert_eq!(
-        response,
+        assembled_two_calls(CHAT, PROVIDER),
         expected_two_calls(Some("Rolling now."), "chatcmpl-C7Yk2")
     );
 }
@@ -139,9 +135,9 @@ fn arguments_split_anywhere_assemble() {
 
 #[test]
 fn round_trip_keeps_ids_and_aliases() {
-    let reply = decode(&response_fixture()).expect("decodes");
-    let request = request("gpt-4.1", next_history(&reply.message), turn());
-    let body = CHAT.encode_request(&request, false).expect("encodes");
+    let body = next_request_body(CHAT, PROVIDER, |messages| {
+        request("gpt-4.1", messages, turn())
+    });
     assert_eq!(
         body["messages"][2],
         json!({
@@ -206,9 +202,7 @@ fn set_call(body: &mut Value, index: usize, key: &str, value: Value) {
 #[test]
 fn hostile_responses_fail_fast_with_typed_errors() {
     let mutate = |index: usize, key: &str, value: Value| {
-        let mut body = response_fixture();
-        set_call(&mut body, index, key, value);
-        decode(&body)
+        decode_edited(CHAT, PROVIDER, |body| set_call(body, index, key, value))
     };
     assert_call_identity_checked(
         CallSlots {
@@ -235,9 +229,11 @@ fn hostile_responses_fail_fast_with_typed_errors() {
 #[test]
 fn finish_reasons_map_and_unknown_ones_are_kept() {
     let with_reason = |reason: &str| {
-        let mut body = response_fixture();
-        body["choices"][0]["finish_reason"] = json!(reason);
-        decode(&body).expect("decodes").finish_reason
+        decode_edited(CHAT, PROVIDER, |body| {
+            body["choices"][0]["finish_reason"] = json!(reason)
+        })
+        .expect("decodes")
+        .finish_reason
     };
     assert_eq!(with_reason("stop"), FinishReason::Stop);
     assert_eq!(with_reason("length"), FinishReason::Length);

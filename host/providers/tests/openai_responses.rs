@@ -67,10 +67,11 @@ fn expected_two_calls(
 
 #[test]
 fn request_with_tools_history_and_results_matches_the_fixture() {
-    let body = RESPONSES
-        .encode_request(&responses_request(history().messages()), false)
-        .expect("encodes");
-    assert_eq!(body, fixture(PROVIDER, "request_tools_history.json"));
+    assert_history_request_matches(
+        RESPONSES,
+        PROVIDER,
+        &responses_request(history().messages()),
+    );
 }
 
 #[test]
@@ -105,11 +106,8 @@ fn response_with_two_calls_decodes() {
 
 #[test]
 fn stream_with_split_interleaved_arguments_assembles() {
-    let turn = turn();
-    let events = sse_fixture(PROVIDER, "stream_two_calls.sse");
-    let response = assemble(RESPONSES.stream_assembler(&turn), &events).expect("assembles");
     assert_eq!(
-        response,
+        assembled_two_calls(RESPONSES, PROVIDER),
         expected_two_calls(
             Some("Rolling now."),
             "resp_68a1d2",
@@ -153,10 +151,7 @@ fn arguments_split_anywhere_assemble() {
 
 #[test]
 fn round_trip_keeps_call_ids_item_ids_and_reasoning() {
-    let reply = decode(&response_fixture()).expect("decodes");
-    let body = RESPONSES
-        .encode_request(&responses_request(next_history(&reply.message)), false)
-        .expect("encodes");
+    let body = next_request_body(RESPONSES, PROVIDER, responses_request);
     assert_eq!(
         body["input"],
         json!([
@@ -175,9 +170,9 @@ fn round_trip_keeps_call_ids_item_ids_and_reasoning() {
 #[test]
 fn hostile_responses_fail_fast_with_typed_errors() {
     let mutate = |index: usize, key: &str, value: Value| {
-        let mut body = response_fixture();
-        body["output"][index][key] = value;
-        decode(&body)
+        decode_edited(RESPONSES, PROVIDER, |body| {
+            body["output"][index][key] = value
+        })
     };
     assert_call_identity_checked(
         CallSlots {
@@ -202,12 +197,12 @@ fn hostile_responses_fail_fast_with_typed_errors() {
 #[test]
 fn statuses_map_to_finish_reasons() {
     let with = |status: &str, reason: Option<&str>| {
-        let mut body = response_fixture();
-        body["status"] = json!(status);
-        if let Some(reason) = reason {
-            body["incomplete_details"] = json!({"reason": reason});
-        }
-        decode(&body)
+        decode_edited(RESPONSES, PROVIDER, |body| {
+            body["status"] = json!(status);
+            if let Some(reason) = reason {
+                body["incomplete_details"] = json!({"reason": reason});
+            }
+        })
     };
     assert_eq!(
         with("incomplete", Some("max_output_tokens"))

@@ -546,3 +546,50 @@ pub fn assert_event_after_end_refused(provider: Provider, name: &str, late: usiz
         DecodeError::InvalidResponse(format!("an event arrived after {after}"))
     );
 }
+
+/// The format's `stream_two_calls.sse` fixture, assembled whole.
+pub fn assembled_two_calls(provider: Provider, name: &str) -> AgentModelResponse {
+    let turn = turn();
+    let events = sse_fixture(name, "stream_two_calls.sse");
+    assemble(provider.stream_assembler(&turn), &events).expect("assembles")
+}
+
+/// The body `provider` sends after its `response_two_calls.json`: the
+/// reply decoded, then `request` made of the question, that reply and a
+/// result for each of its calls ([`next_history`]).
+pub fn next_request_body(
+    provider: Provider,
+    name: &str,
+    request: impl FnOnce(Vec<AgentModelMessage>) -> AgentModelRequest,
+) -> Value {
+    let reply = provider
+        .decode_response(&turn(), &fixture(name, "response_two_calls.json"))
+        .expect("decodes");
+    provider
+        .encode_request(&request(next_history(&reply.message)), false)
+        .expect("encodes")
+}
+
+/// The format's `response_two_calls.json` with `edit` applied, decoded by
+/// `provider`: how a test probes one field of a reply.
+pub fn decode_edited(
+    provider: Provider,
+    name: &str,
+    edit: impl FnOnce(&mut Value),
+) -> Result<AgentModelResponse, DecodeError> {
+    let mut body = fixture(name, "response_two_calls.json");
+    edit(&mut body);
+    provider.decode_response(&turn(), &body)
+}
+
+/// `request` as `provider` encodes it, unstreamed, is the format's
+/// `request_tools_history.json`; the body, for what a test checks next.
+pub fn assert_history_request_matches(
+    provider: Provider,
+    name: &str,
+    request: &AgentModelRequest,
+) -> Value {
+    let body = provider.encode_request(request, false).expect("encodes");
+    assert_eq!(body, fixture(name, "request_tools_history.json"));
+    body
+}
