@@ -13,6 +13,7 @@ mod failure;
 mod host;
 mod invocation;
 mod lazy_builtin;
+mod loop_record;
 mod readable_view;
 mod replay;
 mod resume;

@@ -23,10 +23,10 @@ use toolhost_capabilities::chat::BoundChat;
 use toolhost_capabilities::{RunBindings, RunInputs, run_inputs};
 use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
 
-use crate::agent_loop::{LOOP_RECORD_PATH, LoopRecord};
 use crate::approval::{Answer, Approver};
 use crate::failure::RunFailure;
 use crate::invocation::{Invocation, Reopened};
+use crate::loop_record::{LOOP_RECORD_PATH, LoopRecord};
 use crate::resume::{ResumeLog, TERMINAL_EVENTS};
 
 /// Makes the journal replica of the run directory at the given root, before

@@ -29,19 +29,15 @@
 //! `run_partial_success` (the chat keeps the commits); before, `run_failed`.
 //! A child's failure only fails its task.
 
-mod cancel;
 mod invocation;
-mod record;
 mod shared;
 mod tasks;
 
-pub use cancel::RunCancel;
+pub use crate::loop_record::{LOOP_RECORD_PATH, LoopConfig, LoopRecord, RetryPolicy, RunCancel};
 pub(crate) use invocation::task_summary_markdown;
-pub use record::{LOOP_RECORD_PATH, LoopRecord};
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use toolhost_core::policy::Policies;
 use toolhost_model::ModelSource;
@@ -57,49 +53,6 @@ use shared::RunShared;
 /// Where the text of a reply without tool calls is kept with the default
 /// message body: `direct_output.md` in the message body's root.
 pub const DIRECT_OUTPUT_PATH: &str = "output/direct_output.md";
-
-/// Model calls that fail with a retryable error are tried again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt.
-    pub max_retries: u32,
-    /// Before the first retry; doubled for each next one.
-    pub initial_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            max_retries: 3,
-            initial_delay: Duration::from_secs(1),
-        }
-    }
-}
-
-/// What a loop is asked to do, beyond the run's profile.
-#[derive(Debug, Clone, Default)]
-pub struct LoopConfig {
-    /// The first user message: what this run is for.
-    pub task: String,
-    /// The provider's model name; overrides the profiles' `model.id`.
-    pub model_name: Option<String>,
-    /// Overrides the profiles' `model.maxOutputTokens`.
-    pub max_output_tokens: Option<u32>,
-    /// Overrides the root profile's `tools.maxRounds`.
-    pub max_rounds: Option<u32>,
-    pub retry: RetryPolicy,
-    /// The chat's persist directory: projected into `persist/` when the
-    /// loop starts, changed files copied back when the run finishes.
-    pub persist_dir: Option<PathBuf>,
-    /// Stops the run from outside.
-    pub cancel: RunCancel,
-    /// The run seed (`toolhost run --seed`): ids and every call's entropy
-    /// derive from it. `None`: a random one, recorded all the same.
-    pub seed: Option<u64>,
-    /// How the embedder describes its models, for `input/loop.json` (never
-    /// a key): what it needs to open them again when the run is resumed.
-    pub model: serde_json::Value,
-}
 
 /// What a run talks to.
 #[derive(Clone)]

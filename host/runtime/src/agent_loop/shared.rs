@@ -11,10 +11,10 @@ use toolhost_journal::{
 };
 use toolhost_workspace::{PersistBase, Workspace, persist};
 
-use super::record::LoopRecord;
 use super::tasks::TaskBoard;
 use super::{CommitRecord, LoopConfig, LoopParts, LoopSummary, RunStatus};
 use crate::failure::RunFailure;
+use crate::loop_record::LoopRecord;
 use crate::run::Run;
 
 pub(super) struct RunShared {

@@ -5,6 +5,12 @@
 //! run makes the same ids again, and two runs of one script with one
 //! `--seed` are comparable.
 
+mod cancel;
+mod config;
+
+pub use cancel::RunCancel;
+pub use config::{LoopConfig, RetryPolicy};
+
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -14,7 +20,6 @@ use sha2::{Digest, Sha256};
 use toolhost_core::Profile;
 use toolhost_sandbox::CallEntropy;
 
-use super::{LoopConfig, RetryPolicy};
 use crate::agents::AgentDirectory;
 use crate::failure::RunFailure;
 
