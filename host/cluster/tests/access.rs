@@ -3,8 +3,11 @@
 //! certificates, and refused — as a typed error, before any of the
 //! cluster's resources is touched — without them.
 
+mod common;
+
 use std::path::PathBuf;
 
+use common::nats;
 use toolhost_cluster::testing::{NatsServer, Security, nats_server_or_skip};
 use toolhost_cluster::{
     Cluster, ClusterAddress, ClusterError, ClusterSettings, Credential, NodeName, RunTicket,
@@ -86,10 +89,7 @@ async fn a_token_server_lets_in_only_its_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls_and_an_nkey_are_both_needed() {
-    let Some(binary) = nats_server_or_skip() else {
-        return;
-    };
-    let server = NatsServer::start(&binary).expect("nats-server");
+    let Some(server) = nats() else { return };
     connect(&server.address())
         .await
         .expect("seed, CA and client certificate");

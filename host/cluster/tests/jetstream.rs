@@ -3,10 +3,13 @@
 //! appends, the run queue, create-only files, and appends across a NATS
 //! restart.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use toolhost_cluster::testing::{NatsServer, nats_server_or_skip, take_free_lease};
+use common::nats;
+use toolhost_cluster::testing::{NatsServer, take_free_lease};
 use toolhost_cluster::{
     Cluster, ClusterError, ClusterSettings, NodeName, RunKey, RunLog, RunTicket,
 };
@@ -32,11 +35,6 @@ async fn node(server: &NatsServer, name: &str) -> Cluster {
     .expect("connect")
 }
 
-fn server() -> Option<NatsServer> {
-    let binary = nats_server_or_skip()?;
-    Some(NatsServer::start(&binary).expect("nats-server starts"))
-}
-
 fn run(id: &str) -> RunKey {
     RunKey::new("tenant-a", id).expect("run key")
 }
@@ -60,7 +58,7 @@ async fn take_when_expired(node: &Cluster, key: &RunKey) -> toolhost_cluster::Le
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_has_one_holder_and_expires_when_not_renewed() {
-    let Some(server) = server() else { return };
+    let Some(server) = nats() else { return };
     let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
     let (leases_a, leases_b) = (a.leases().await.unwrap(), b.leases().await.unwrap());
     assert_eq!(leases_a.length(), Duration::from_secs(2));
@@ -106,7 +104,7 @@ async fn a_lease_has_one_holder_and_expires_when_not_renewed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_lost_its_lease_cannot_append_to_the_journal() {
-    let Some(server) = server() else { return };
+    let Some(server) = nats() else { return };
     let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
     let key = run("fenced-1");
     let lease_a = take_free_lease(&a, &key).await;
@@ -141,7 +139,7 @@ async fn a_node_that_lost_its_lease_cannot_append_to_the_journal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_retried_after_a_lost_answer_is_stored_once() {
-    let Some(server) = server() else { return };
+    let Some(server) = nats() else { return };
     let a = node(&server, "node-a").await;
     let key = run("retried-1");
     let lease = take_free_lease(&a, &key).await;
@@ -164,7 +162,7 @@ async fn an_append_retried_after_a_lost_answer_is_stored_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_run_queue_hands_each_run_to_one_node_and_refuses_past_its_limit() {
-    let Some(server) = server() else { return };
+    let Some(server) = nats() else { return };
     let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
     let queue = a.queue();
     let ticket = |id: &str| RunTicket {
@@ -220,7 +218,7 @@ async fn the_run_queue_hands_each_run_to_one_node_and_refuses_past_its_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_are_create_only_in_a_store_that_would_overwrite() {
-    let Some(server) = server() else { return };
+    let Some(server) = nats() else { return };
     let a = node(&server, "node-a").await;
     let files = a.files(&run("files-1"));
     let name = "tool-results/call_01.json";
@@ -266,7 +264,7 @@ async fn files_are_create_only_in_a_store_that_would_overwrite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_wait_out_a_nats_restart_with_no_gap_or_duplicate() {
-    let Some(mut server) = server() else { return };
+    let Some(mut server) = nats() else { return };
     let a = node(&server, "node-a").await;
     let key = run("outage-1");
     let lease = take_free_lease(&a, &key).await;
@@ -295,7 +293,7 @@ async fn appends_wait_out_a_nats_restart_with_no_gap_or_duplicate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_gives_up_after_its_window_when_nats_stays_away() {
-    let Some(mut server) = server() else { return };
+    let Some(mut server) = nats() else { return };
     let a = Cluster::connect(
         &server.address(),
         NodeName::new("node-a").unwrap(),

@@ -2,12 +2,15 @@
 //! node, and what `toolhost cluster status` reads, against a real
 //! nats-server.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use toolhost_cluster::testing::{NatsServer, nats_server_or_skip, take_free_lease};
+use common::{nats, two_nodes};
+use toolhost_cluster::testing::{NatsServer, take_free_lease};
 use toolhost_cluster::{Cluster, NodeName, NodeRecord, RunKey, RunLog, RunMirror, RunTicket};
 
 async fn node(server: &NatsServer, name: &str) -> Cluster {
@@ -50,11 +53,8 @@ fn line(seq: u64) -> Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_directory_is_rebuilt_on_another_node_from_checkpoints_and_the_journal() {
-    let Some(binary) = nats_server_or_skip() else {
-        return;
-    };
-    let server = NatsServer::start(&binary).expect("nats-server");
-    let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
+    let Some(server) = nats() else { return };
+    let (a, b) = two_nodes(&server, Duration::from_secs(3)).await;
     let key = RunKey::new("local", "run_mirror_1").unwrap();
     let lease = take_free_lease(&a, &key).await;
     let mut log = RunLog::open(&a, &lease).await.unwrap();
@@ -115,10 +115,7 @@ async fn a_run_directory_is_rebuilt_on_another_node_from_checkpoints_and_the_jou
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_status_lists_nodes_their_leases_orphaned_runs_and_the_queue() {
-    let Some(binary) = nats_server_or_skip() else {
-        return;
-    };
-    let server = NatsServer::start(&binary).expect("nats-server");
+    let Some(server) = nats() else { return };
     // Nothing set up yet: a look makes nothing.
     let err = Cluster::attach(&server.address(), NodeName::new("viewer").unwrap())
         .await
@@ -188,11 +185,8 @@ async fn the_status_lists_nodes_their_leases_orphaned_runs_and_the_queue() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_copy_follows_the_run_its_journal_only_growing() {
-    let Some(binary) = nats_server_or_skip() else {
-        return;
-    };
-    let server = NatsServer::start(&binary).expect("nats-server");
-    let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
+    let Some(server) = nats() else { return };
+    let (a, b) = two_nodes(&server, Duration::from_secs(3)).await;
     let key = RunKey::new("local", "run_copy_1").unwrap();
     let lease = take_free_lease(&a, &key).await;
     let mut log = RunLog::open(&a, &lease).await.unwrap();
@@ -265,11 +259,8 @@ async fn a_read_copy_follows_the_run_its_journal_only_growing() {
 /// written outside the run's directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_checkpoint_or_blob_is_refused_by_a_rebuild() {
-    let Some(binary) = nats_server_or_skip() else {
-        return;
-    };
-    let server = NatsServer::start(&binary).expect("nats-server");
-    let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
+    let Some(server) = nats() else { return };
+    let (a, b) = two_nodes(&server, Duration::from_secs(3)).await;
     let temp = tempfile::tempdir().unwrap();
     let sha = |bytes: &[u8]| toolhost_journal::sha256_hex(bytes);
     let forged = [

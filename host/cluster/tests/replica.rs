@@ -4,11 +4,14 @@
 //! owner's journal refuses its next event — nothing of it in the cluster
 //! and nothing in its file.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use toolhost_cluster::testing::{NatsServer, nats_server_or_skip, take_free_lease};
-use toolhost_cluster::{Cluster, JournalReplica, RunKey, RunLog};
+use common::{nats, two_nodes};
+use toolhost_cluster::testing::take_free_lease;
+use toolhost_cluster::{JournalReplica, RunKey, RunLog};
 use toolhost_journal::{
     Durability, Event as _, EventScope, Journal, JournalError, Level, ModelCompleted, NewEvent,
     RunResumed, RunStarted, ToolCallCompleted, ToolCallStarted,
@@ -20,17 +23,10 @@ fn event(event_type: &str, n: u64) -> NewEvent {
     NewEvent::new(Level::Info, event_type, EventScope::root()).with_payload(payload)
 }
 
-async fn node(server: &NatsServer, name: &str) -> Cluster {
-    toolhost_cluster::testing::node(server, name, Duration::from_secs(2)).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_journal_file_is_a_prefix_of_the_cluster_journal_and_a_stale_owner_is_refused() {
-    let Some(binary) = nats_server_or_skip() else {
-        return;
-    };
-    let server = NatsServer::start(&binary).expect("nats-server");
-    let (a, b) = (node(&server, "node-a").await, node(&server, "node-b").await);
+    let Some(server) = nats() else { return };
+    let (a, b) = two_nodes(&server, Duration::from_secs(2)).await;
     let key = RunKey::new("local", "run_replica_1").unwrap();
     let lease = take_free_lease(&a, &key).await;
 
