@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use toolhost_journal::{
     AgentDelegateStarted, ChatCommitCompleted, ContextAssembled, Event as _, ModelCompleted,
     ModelRequestCreated, RunCompleted, RunFailed, RunResumed, RunStarted, TaskReturnCompleted,
@@ -14,7 +14,7 @@ use toolhost_journal::{
 mod common;
 
 use common::serve::copy_fixture_chat;
-use common::{repo, stderr};
+use common::{profile_file, repo, stderr};
 
 /// Run `toolhost` with its cache in `cache`, working in `cache` too, so the
 /// run directories it creates (`runs/…`) stay inside the test's temp dir.
@@ -299,13 +299,11 @@ fn a_call_is_journalled_and_audited_in_its_run_directory() {
 #[test]
 fn budgets_hold_across_calls_in_one_run_directory() {
     let cache = tempfile::tempdir().expect("tempdir");
-    let profile = cache.path().join("roller.json");
-    std::fs::write(
-        &profile,
-        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"roller",
-            "tools":{"allow":["dice.roll"],"maxCallsPerRun":3,"maxCallsPerTool":{"dice.roll":2}}}"#,
-    )
-    .expect("profile");
+    let profile = profile_file(
+        cache.path(),
+        "roller",
+        json!({"tools":{"allow":["dice.roll"],"maxCallsPerRun":3,"maxCallsPerTool":{"dice.roll":2}}}),
+    );
     let profile = profile.to_str().expect("utf-8");
     let call = |extra: &[&str]| {
         let mut args = vec!["call", "--run-dir", "r", "dice.roll", r#"{"formula":"d6"}"#];
@@ -333,12 +331,11 @@ fn budgets_hold_across_calls_in_one_run_directory() {
     );
 
     // A continued run keeps its frozen profile: another one is refused.
-    let other = cache.path().join("other.json");
-    std::fs::write(
-        &other,
-        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"other","tools":{"allow":["dice.roll"]}}"#,
-    )
-    .expect("profile");
+    let other = profile_file(
+        cache.path(),
+        "other",
+        json!({"tools":{"allow":["dice.roll"]}}),
+    );
     let refused = call(&["--profile", other.to_str().expect("utf-8")]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
@@ -371,13 +368,11 @@ fn a_tool_the_profile_does_not_offer_is_a_policy_denial() {
     assert_eq!(types.last().map(String::as_str), Some(RunFailed::TYPE));
     assert!(!types.iter().any(|t| t == ToolCallStarted::TYPE));
 
-    let profile = cache.path().join("denied.json");
-    std::fs::write(
-        &profile,
-        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"denied",
-            "tools":{"allow":["dice.roll"],"deny":["builtin:dice.roll"]}}"#,
-    )
-    .expect("profile");
+    let profile = profile_file(
+        cache.path(),
+        "denied",
+        json!({"tools":{"allow":["dice.roll"],"deny":["builtin:dice.roll"]}}),
+    );
     let output = toolhost(
         cache.path(),
         &[
@@ -399,13 +394,11 @@ fn a_tool_the_profile_does_not_offer_is_a_policy_denial() {
 #[test]
 fn a_bad_profile_is_refused_naming_the_field() {
     let cache = tempfile::tempdir().expect("tempdir");
-    let profile = cache.path().join("bad.json");
-    std::fs::write(
-        &profile,
-        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"bad",
-            "tools":{"allow":["dice.roll","dice.rol"]}}"#,
-    )
-    .expect("profile");
+    let profile = profile_file(
+        cache.path(),
+        "bad",
+        json!({"tools":{"allow":["dice.roll","dice.rol"]}}),
+    );
     let output = toolhost(
         cache.path(),
         &["snapshot", "--profile", profile.to_str().expect("utf-8")],
@@ -419,14 +412,11 @@ fn a_bad_profile_is_refused_naming_the_field() {
 #[test]
 fn snapshot_prints_the_compiled_snapshot_and_what_was_left_out() {
     let cache = tempfile::tempdir().expect("tempdir");
-    let profile = cache.path().join("p.json");
-    std::fs::write(
-        &profile,
-        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"p",
-            "tools":{"allow":["dice.roll","workspace.finish","mcp/3f2b8c1e-9a4d-4e2f-8b6a-1c2d3e4f5a6b:get-forecast"],"maxCallsPerRun":7,"maxCallsPerTool":{"dice.roll":2}},
-            "sandbox":{"limits":{"dice.roll":{"deadlineMs":250}}}}"#,
-    )
-    .expect("profile");
+    let profile = profile_file(
+        cache.path(),
+        "p",
+        json!({"tools":{"allow":["dice.roll","workspace.finish","mcp/3f2b8c1e-9a4d-4e2f-8b6a-1c2d3e4f5a6b:get-forecast"],"maxCallsPerRun":7,"maxCallsPerTool":{"dice.roll":2}}, "sandbox":{"limits":{"dice.roll":{"deadlineMs":250}}}}),
+    );
     let profile = profile.to_str().expect("utf-8");
     let output = toolhost(cache.path(), &["snapshot", "--profile", profile]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -800,15 +790,11 @@ fn mcp_serve_answers_the_official_python_client_through_the_gate() {
     };
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path();
-    let profile = dir.join("served.json");
-    std::fs::write(
-        &profile,
-        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"served",
-            "tools":{"allow":["dice.roll","workspace.write_file","workspace.read_file","workspace.commit","workspace.finish","agent.list"],
-                     "maxCallsPerTool":{"dice.roll":2}},
-            "delegation":{"canDelegate":true}}"#,
-    )
-    .expect("profile");
+    let profile = profile_file(
+        dir,
+        "served",
+        json!({"tools":{"allow":["dice.roll","workspace.write_file","workspace.read_file","workspace.commit","workspace.finish","agent.list"], "maxCallsPerTool":{"dice.roll":2}}, "delegation":{"canDelegate":true}}),
+    );
     let output = Command::new(&python)
         .current_dir(dir)
         .arg(repo("tests/peers/python/mcp_client.py"))

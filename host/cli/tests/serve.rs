@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost_journal::{Event as _, RunCompleted, RunFailed, ToolCallStarted};
 
+mod common;
+
+use common::profile_file;
+
 fn serve(dir: &Path, profile: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .current_dir(dir)
@@ -78,13 +82,11 @@ fn exit_code(child: &mut Child, limit: Duration) -> Option<i32> {
 fn a_call_that_fails_the_run_ends_the_server() {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path();
-    let profile = dir.join("served.json");
-    std::fs::write(
-        &profile,
-        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"served",
-            "tools":{"allow":["dice.roll","workspace.read_file"]}}"#,
-    )
-    .expect("profile");
+    let profile = profile_file(
+        dir,
+        "served",
+        json!({"tools":{"allow":["dice.roll","workspace.read_file"]}}),
+    );
     std::fs::write(dir.join("outside.txt"), "not the workspace's\n").expect("outside");
     let mut child = serve(dir, &profile);
     let mut stdin = child.stdin.take().expect("stdin");
@@ -188,13 +190,11 @@ fn tools_needing_approval_are_served_only_with_approve_all() {
     for approve_all in [false, true] {
         let temp = tempfile::tempdir().expect("tempdir");
         let dir = temp.path();
-        let profile = dir.join("served.json");
-        std::fs::write(
-            &profile,
-            r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"served",
-                "tools":{"allow":["dice.roll","workspace.read_file"]}}"#,
-        )
-        .expect("profile");
+        let profile = profile_file(
+            dir,
+            "served",
+            json!({"tools":{"allow":["dice.roll","workspace.read_file"]}}),
+        );
         std::fs::create_dir_all(dir.join("config/toolhost")).expect("config");
         std::fs::write(
             dir.join("config/toolhost/policy.json"),
@@ -319,13 +319,7 @@ fn between_calls_the_next_calls_files_wait_unnamed() {
         eprintln!("skipped: no O_TMPFILE on this file system");
         return;
     }
-    let profile = dir.join("served.json");
-    std::fs::write(
-        &profile,
-        r#"{"schemaVersion":1,"kind":"toolhost.agentProfile","id":"served",
-            "tools":{"allow":["dice.roll"]}}"#,
-    )
-    .expect("profile");
+    let profile = profile_file(&dir, "served", json!({"tools":{"allow":["dice.roll"]}}));
     let mut child = serve(&dir, &profile);
     let pid = child.id();
     let mut stdin = child.stdin.take().expect("stdin");

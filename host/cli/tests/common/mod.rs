@@ -7,6 +7,8 @@ pub mod serve;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::{Value, json};
+
 /// `path` in this repository.
 pub fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,6 +32,18 @@ pub fn toolhost_in(dir: &Path) -> Command {
         .env_remove("TOOLHOST_LOG")
         .env_remove("TOOLHOST_RUNS_DIR");
     command
+}
+
+/// Profile `id` written to `dir/{id}.json`: `body`'s fields (its tools,
+/// delegation, sandbox) after the header every profile starts with.
+pub fn profile_file(dir: &Path, id: &str, body: Value) -> PathBuf {
+    let mut profile = json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": id});
+    for (field, value) in body.as_object().expect("profile fields") {
+        profile[field] = value.clone();
+    }
+    let path = dir.join(format!("{id}.json"));
+    std::fs::write(&path, profile.to_string()).expect("profile");
+    path
 }
 
 /// Whether `program` runs here (`program --version` succeeds): a test
