@@ -7,15 +7,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
-use toolhost_core::{
-    Classified, ExitPolicy, InvocationToolSnapshot, Profile, SnapshotSources, ToolChoice, ToolId,
-    ToolRequestGate, ToolTurnContract, profile::WORKSPACE_ROOTS, snapshot,
-};
+use toolhost_core::{Classified, Profile, ToolId, profile::WORKSPACE_ROOTS};
 use toolhost_journal::{
-    ContextAssembled, Durability, Event, ModelRequestCreated, Observer, PreservedCommit, Recovery,
-    RootSpec, RunCompleted, RunDirectory, RunFailed, RunLayout, RunManifest, RunPartialSuccess,
-    RunResumed, RunStarted, ToolCallCompleted, ToolCallFailed, ToolCallStarted, ToolCallUnknown,
-    read_events,
+    Durability, Event, Observer, PreservedCommit, Recovery, RootSpec, RunCompleted, RunDirectory,
+    RunFailed, RunLayout, RunManifest, RunPartialSuccess, RunResumed, RunStarted, read_events,
 };
 use toolhost_journal::{Replica, may_block};
 
@@ -25,7 +20,6 @@ use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSe
 
 use crate::approval::{Answer, Approver};
 use crate::failure::RunFailure;
-use crate::invocation::{Invocation, Reopened};
 use crate::loop_record::{LOOP_RECORD_PATH, LoopRecord};
 use crate::resume::{ResumeLog, TERMINAL_EVENTS};
 
@@ -332,7 +326,7 @@ impl Run {
 
     /// A fresh session on the workspace: one per invocation, holding what
     /// that invocation has read.
-    fn workspace_session(&self) -> Arc<WorkspaceSession> {
+    pub(crate) fn workspace_session(&self) -> Arc<WorkspaceSession> {
         Arc::new(WorkspaceSession::new(Arc::clone(&self.workspace)))
     }
 
@@ -340,7 +334,7 @@ impl Run {
     /// is the run's (or shows the same), else a narrowed view — a delegated
     /// agent or a handoff target never sees more than its profile allows,
     /// nor more than the run does.
-    fn workspace_session_for(
+    pub(crate) fn workspace_session_for(
         &self,
         profile: &Profile,
     ) -> Result<Arc<WorkspaceSession>, RunFailure> {
@@ -412,201 +406,6 @@ impl Run {
         drop(dir);
         toolhost_core::crash_point::hit_event(seq);
         Ok(seq)
-    }
-
-    /// Compile, store (create-only) and journal the snapshot of a new
-    /// invocation, and open its session.
-    pub fn start_invocation(
-        self: &Arc<Self>,
-        profile: &Profile,
-        sources: SnapshotSources<'_>,
-        invocation_id: &str,
-        exit_policy: ExitPolicy,
-    ) -> Result<Invocation, RunFailure> {
-        let compiled = snapshot::compile(profile, sources, invocation_id, exit_policy)?;
-        if self.resume_log.is_some()
-            && let Some(session) =
-                self.restart_invocation(profile, invocation_id, sources.tenant, &compiled)?
-        {
-            return Ok(session);
-        }
-        let snapshot = Arc::new(compiled.snapshot);
-        let diagnostics: Vec<Value> = compiled
-            .diagnostics
-            .iter()
-            .map(|diagnostic| serde_json::to_value(diagnostic).unwrap_or(Value::Null))
-            .collect();
-        let snapshot_path = self
-            .dir()
-            .write_snapshot(invocation_id, snapshot.to_json_pretty().as_bytes())?;
-        self.record_context(invocation_id, &snapshot, snapshot_path, diagnostics)?;
-        let workspace = self.workspace_session_for(profile)?;
-        let mut session = Invocation::new(
-            Arc::clone(self),
-            invocation_id,
-            snapshot,
-            None,
-            workspace,
-            profile,
-            sources.tenant,
-            0,
-        )
-        .with_diagnostics(compiled.diagnostics);
-        session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
-        Ok(session)
-    }
-
-    /// `context_assembled` for an invocation's snapshot.
-    fn record_context(
-        &self,
-        invocation_id: &str,
-        snapshot: &InvocationToolSnapshot,
-        snapshot_path: String,
-        diagnostics: Vec<Value>,
-    ) -> Result<(), RunFailure> {
-        let contract = ToolTurnContract::all(snapshot, ToolChoice::Auto)?;
-        self.record(&ContextAssembled {
-            invocation_id: invocation_id.to_owned(),
-            snapshot_id: snapshot.id().to_owned(),
-            snapshot_path,
-            snapshot: snapshot.summary(),
-            turn_contract: serde_json::to_value(&contract).unwrap_or(Value::Null),
-            diagnostics,
-        })?;
-        Ok(())
-    }
-
-    /// An invocation of a resumed run that had started: its stored snapshot
-    /// (kept: the model saw it; only checked against `fresh`, the same
-    /// invocation compiled now, for what it may not grant), its read-state and the
-    /// skill characters its calls were charged; a fresh gate, which the
-    /// replayed calls fill again. `None` when it had not started.
-    fn restart_invocation(
-        self: &Arc<Self>,
-        profile: &Profile,
-        invocation_id: &str,
-        tenant: Option<&str>,
-        fresh: &snapshot::CompiledSnapshot,
-    ) -> Result<Option<Invocation>, RunFailure> {
-        let Some(bytes) = self.dir().read_snapshot(invocation_id)? else {
-            return Ok(None);
-        };
-        let snapshot: InvocationToolSnapshot = serde_json::from_slice(&bytes).map_err(|error| {
-            RunFailure::State(format!(
-                "the stored snapshot of `{invocation_id}` does not load: {error}"
-            ))
-        })?;
-        // A file of the run directory (on a cluster node, rebuilt from
-        // NATS): it may not grant what today's profile, catalog and
-        // policies would not.
-        snapshot.recheck_against(fresh)?;
-        let snapshot = Arc::new(snapshot);
-        let snapshot_path = self
-            .layout
-            .tool_snapshot(invocation_id)
-            .map_err(|error| RunFailure::State(error.to_string()))?
-            .relative;
-        self.record_context(invocation_id, &snapshot, snapshot_path, Vec::new())?;
-        let charged = self
-            .resume_log
-            .as_ref()
-            .map_or(0, |log| log.skill_chars(invocation_id));
-        let mut session = Invocation::new(
-            Arc::clone(self),
-            invocation_id,
-            snapshot,
-            None,
-            self.workspace_session_for(profile)?,
-            profile,
-            tenant,
-            charged,
-        );
-        session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
-        Ok(Some(match self.dir().read_read_state(invocation_id)? {
-            Some(stored) => session.with_read_state(stored)?,
-            None => session,
-        }))
-    }
-
-    /// Reopen an invocation of a reopened run: its stored snapshot, a gate
-    /// that has already reserved every call the journal shows started, and
-    /// the skill characters its calls were charged. Its calls are made for
-    /// the run's profile as `tenant` runs it (`None`: the local use): an
-    /// extension granted to some profiles checks that at every call.
-    pub fn resume_invocation(
-        self: &Arc<Self>,
-        invocation_id: &str,
-        tenant: Option<&str>,
-    ) -> Result<Option<Invocation>, RunFailure> {
-        let stored = self.dir().read_snapshot(invocation_id)?;
-        let Some(bytes) = stored else {
-            return Ok(None);
-        };
-        let snapshot: InvocationToolSnapshot = serde_json::from_slice(&bytes).map_err(|error| {
-            RunFailure::State(format!(
-                "the stored snapshot of `{invocation_id}` does not load: {error}"
-            ))
-        })?;
-        let events = read_events(self.layout.journal().absolute)?;
-        let mut started = Vec::new();
-        let mut unknown_charged = 0_u32;
-        let mut round = 0;
-        let mut skill_chars = 0_u64;
-        for event in &events {
-            let ours = event
-                .scope()
-                .is_ok_and(|scope| scope.invocation_id == invocation_id);
-            if !ours {
-                continue;
-            }
-            match event.r#type.as_str() {
-                // An invented name the model called used the total too.
-                ToolCallUnknown::TYPE
-                    if event.payload.get("charged").and_then(Value::as_bool) == Some(true) =>
-                {
-                    unknown_charged = unknown_charged.saturating_add(1);
-                }
-                ToolCallStarted::TYPE => {
-                    let tool = event.payload.get("toolId").and_then(Value::as_str);
-                    match tool.map(ToolId::parse) {
-                        Some(Ok(tool)) => started.push(tool),
-                        _ => {
-                            return Err(RunFailure::State(format!(
-                                "journal event {} has no valid toolId",
-                                event.seq
-                            )));
-                        }
-                    }
-                }
-                ModelRequestCreated::TYPE => {
-                    let seen = event.payload.get("round").and_then(Value::as_u64);
-                    round = round.max(seen.unwrap_or(0) as u32);
-                }
-                ToolCallCompleted::TYPE | ToolCallFailed::TYPE => {
-                    let charged = event.payload.get("skillReadChars").and_then(Value::as_u64);
-                    skill_chars = skill_chars.saturating_add(charged.unwrap_or(0));
-                }
-                _ => {}
-            }
-        }
-        let snapshot = Arc::new(snapshot);
-        let gate = ToolRequestGate::resume(Arc::clone(&snapshot), started.iter())
-            .with_unknown_charged(unknown_charged);
-        let session = Invocation::new(
-            Arc::clone(self),
-            invocation_id,
-            snapshot,
-            Some(Reopened { gate, round }),
-            self.workspace_session(),
-            &self.profile,
-            tenant,
-            skill_chars,
-        );
-        let stored = self.dir().read_read_state(invocation_id)?;
-        Ok(Some(match stored {
-            Some(bytes) => session.with_read_state(bytes)?,
-            None => session,
-        }))
     }
 
     /// Make every event and audit file written so far durable, without
