@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{nats, two_nodes};
+use common::{leased, nats, two_nodes};
 use toolhost_cluster::testing::{NatsServer, take_free_lease};
 use toolhost_cluster::{Cluster, NodeName, NodeRecord, RunKey, RunLog, RunMirror, RunTicket};
 
@@ -55,8 +55,7 @@ fn line(seq: u64) -> Bytes {
 async fn a_run_directory_is_rebuilt_on_another_node_from_checkpoints_and_the_journal() {
     let Some(server) = nats() else { return };
     let (a, b) = two_nodes(&server, Duration::from_secs(3)).await;
-    let key = RunKey::new("local", "run_mirror_1").unwrap();
-    let lease = take_free_lease(&a, &key).await;
+    let (key, lease) = leased(&a, "run_mirror_1").await;
     let mut log = RunLog::open(&a, &lease).await.unwrap();
 
     let temp = tempfile::tempdir().unwrap();
@@ -187,8 +186,7 @@ async fn the_status_lists_nodes_their_leases_orphaned_runs_and_the_queue() {
 async fn a_read_copy_follows_the_run_its_journal_only_growing() {
     let Some(server) = nats() else { return };
     let (a, b) = two_nodes(&server, Duration::from_secs(3)).await;
-    let key = RunKey::new("local", "run_copy_1").unwrap();
-    let lease = take_free_lease(&a, &key).await;
+    let (key, lease) = leased(&a, "run_copy_1").await;
     let mut log = RunLog::open(&a, &lease).await.unwrap();
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("run");

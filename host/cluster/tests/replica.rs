@@ -9,9 +9,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{nats, two_nodes};
-use toolhost_cluster::testing::take_free_lease;
-use toolhost_cluster::{JournalReplica, RunKey, RunLog};
+use common::{leased, nats, two_nodes};
+use toolhost_cluster::{JournalReplica, RunLog};
 use toolhost_journal::{
     Durability, Event as _, EventScope, Journal, JournalError, Level, ModelCompleted, NewEvent,
     RunResumed, RunStarted, ToolCallCompleted, ToolCallStarted,
@@ -27,8 +26,7 @@ fn event(event_type: &str, n: u64) -> NewEvent {
 async fn the_journal_file_is_a_prefix_of_the_cluster_journal_and_a_stale_owner_is_refused() {
     let Some(server) = nats() else { return };
     let (a, b) = two_nodes(&server, Duration::from_secs(2)).await;
-    let key = RunKey::new("local", "run_replica_1").unwrap();
-    let lease = take_free_lease(&a, &key).await;
+    let (key, lease) = leased(&a, "run_replica_1").await;
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("events.jsonl");

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use toolhost_cluster::Cluster;
-use toolhost_cluster::testing::{NatsServer, nats_server_or_skip};
+use toolhost_cluster::testing::{NatsServer, nats_server_or_skip, take_free_lease};
+use toolhost_cluster::{Cluster, Lease, RunKey};
 
 /// A nats-server for one test, secured as [`NatsServer::start`] secures
 /// it; `None` where none is installed, and the test returns.
@@ -20,4 +20,11 @@ pub fn nats() -> Option<NatsServer> {
 pub async fn two_nodes(server: &NatsServer, lease: Duration) -> (Cluster, Cluster) {
     let node = |name| toolhost_cluster::testing::node(server, name, lease);
     (node("node-a").await, node("node-b").await)
+}
+
+/// Run `id` of tenant `local`, its lease taken by `node`.
+pub async fn leased(node: &Cluster, id: &str) -> (RunKey, Lease) {
+    let key = RunKey::new("local", id).expect("run key");
+    let lease = take_free_lease(node, &key).await;
+    (key, lease)
 }
