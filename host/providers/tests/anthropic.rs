@@ -255,18 +255,18 @@ fn hostile_responses_fail_fast_with_typed_errors() {
 
 #[test]
 fn stop_reasons_map_and_unknown_ones_are_kept() {
-    let with = |reason: &str| {
-        decode_edited(ANTHROPIC, PROVIDER, |body| {
-            body["stop_reason"] = json!(reason)
-        })
-        .expect("decodes")
-        .finish_reason
-    };
-    assert_eq!(with("end_turn"), FinishReason::Stop);
-    assert_eq!(with("stop_sequence"), FinishReason::Stop);
-    assert_eq!(with("max_tokens"), FinishReason::Length);
-    assert_eq!(with("refusal"), FinishReason::ContentFilter);
-    assert_eq!(with("pause_turn"), FinishReason::Other("pause_turn".into()));
+    assert_finish_reasons(
+        ANTHROPIC,
+        PROVIDER,
+        |body, reason| body["stop_reason"] = reason,
+        &[
+            ("end_turn", FinishReason::Stop),
+            ("stop_sequence", FinishReason::Stop),
+            ("max_tokens", FinishReason::Length),
+            ("refusal", FinishReason::ContentFilter),
+            ("pause_turn", FinishReason::Other("pause_turn".into())),
+        ],
+    );
     let overloaded =
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
     assert_eq!(

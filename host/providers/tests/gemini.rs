@@ -255,18 +255,18 @@ fn hostile_responses_fail_fast_with_typed_errors() {
 
 #[test]
 fn finish_reasons_map_and_unknown_ones_are_kept() {
-    let with = |reason: &str| {
-        decode_edited(GEMINI, PROVIDER, |body| {
-            body["candidates"][0]["finishReason"] = json!(reason)
-        })
-        .expect("decodes")
-        .finish_reason
-    };
-    assert_eq!(with("MAX_TOKENS"), FinishReason::Length);
-    assert_eq!(with("SAFETY"), FinishReason::ContentFilter);
-    assert_eq!(
-        with("MALFORMED_FUNCTION_CALL"),
-        FinishReason::Other("MALFORMED_FUNCTION_CALL".into())
+    assert_finish_reasons(
+        GEMINI,
+        PROVIDER,
+        |body, reason| body["candidates"][0]["finishReason"] = reason,
+        &[
+            ("MAX_TOKENS", FinishReason::Length),
+            ("SAFETY", FinishReason::ContentFilter),
+            (
+                "MALFORMED_FUNCTION_CALL",
+                FinishReason::Other("MALFORMED_FUNCTION_CALL".into()),
+            ),
+        ],
     );
     let blocked = json!({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 9}});
     let reply = decode(&blocked).expect("blocked prompt");

@@ -228,19 +228,16 @@ fn hostile_responses_fail_fast_with_typed_errors() {
 
 #[test]
 fn finish_reasons_map_and_unknown_ones_are_kept() {
-    let with_reason = |reason: &str| {
-        decode_edited(CHAT, PROVIDER, |body| {
-            body["choices"][0]["finish_reason"] = json!(reason)
-        })
-        .expect("decodes")
-        .finish_reason
-    };
-    assert_eq!(with_reason("stop"), FinishReason::Stop);
-    assert_eq!(with_reason("length"), FinishReason::Length);
-    assert_eq!(with_reason("content_filter"), FinishReason::ContentFilter);
-    assert_eq!(
-        with_reason("function_call"),
-        FinishReason::Other("function_call".into())
+    assert_finish_reasons(
+        CHAT,
+        PROVIDER,
+        |body, reason| body["choices"][0]["finish_reason"] = reason,
+        &[
+            ("stop", FinishReason::Stop),
+            ("length", FinishReason::Length),
+            ("content_filter", FinishReason::ContentFilter),
+            ("function_call", FinishReason::Other("function_call".into())),
+        ],
     );
 }
 

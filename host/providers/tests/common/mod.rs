@@ -593,3 +593,22 @@ pub fn assert_history_request_matches(
     assert_eq!(body, fixture(name, "request_tools_history.json"));
     body
 }
+
+/// Each of `cases` — a finish reason as the format's field holds it, and
+/// the [`FinishReason`] it decodes to — set into the reply fixture by
+/// `set` and decoded.
+pub fn assert_finish_reasons(
+    provider: Provider,
+    name: &str,
+    set: impl Fn(&mut Value, Value),
+    cases: &[(&str, FinishReason)],
+) {
+    for (reason, expected) in cases {
+        let decoded = decode_edited(provider, name, |body| set(body, json!(reason)));
+        assert_eq!(
+            &decoded.expect("decodes").finish_reason,
+            expected,
+            "{reason}"
+        );
+    }
+}
