@@ -12,7 +12,6 @@ pub mod extensions;
 mod failure;
 mod host;
 mod invocation;
-mod lazy_builtin;
 mod loop_record;
 mod readable_view;
 mod replay;

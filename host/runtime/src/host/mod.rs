@@ -7,6 +7,7 @@
 //! rmcp).
 
 mod dispatch;
+mod lazy_builtin;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ use toolhost_sandbox::{
 };
 use uuid::Uuid;
 
-use crate::lazy_builtin::LazyBuiltin;
+use lazy_builtin::LazyBuiltin;
 pub use toolhost_builtins::BuiltinComponent;
 
 #[derive(Debug, Default, Clone)]

@@ -18,7 +18,7 @@ use toolhost_sandbox::{
     ToolComponent, Trust,
 };
 
-use crate::BuiltinComponent;
+use toolhost_builtins::BuiltinComponent;
 
 pub(crate) struct LazyBuiltin {
     component: &'static BuiltinComponent,
