@@ -104,9 +104,7 @@ fn results_come_first_in_the_user_message_that_follows() {
     let [roll, read] = history().calls();
     let mut messages = history().messages();
     messages.push(AgentModelMessage::user_text("Also, what day is it?"));
-    let body = ANTHROPIC
-        .encode_request(&request(MODEL, messages, turn()), false)
-        .expect("encodes");
+    let body = encoded(ANTHROPIC, &request(MODEL, messages, turn()));
     let content = &body["messages"][2]["content"];
     assert_eq!(content.as_array().map(Vec::len), Some(3));
     assert_eq!(content[0]["tool_use_id"], json!(roll.call_id));
@@ -362,9 +360,7 @@ fn history_arguments_must_be_objects() {
 #[test]
 fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
     let messages = unknown_exchange("toolu_9", "get_weather", Value::Null);
-    let body = ANTHROPIC
-        .encode_request(&request(MODEL, messages, turn()), false)
-        .expect("encodes");
+    let body = encoded(ANTHROPIC, &request(MODEL, messages, turn()));
     let sent = &body["messages"];
     let call = &sent[1]["content"][0];
     assert_eq!(call["type"], "tool_use");

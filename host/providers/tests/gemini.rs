@@ -89,7 +89,7 @@ fn tool_choice_forms() {
     ];
     for (choice, expected) in cases {
         let request = request(MODEL, history().messages(), turn_of(&snapshot, choice));
-        let body = GEMINI.encode_request(&request, false).expect("encodes");
+        let body = encoded(GEMINI, &request);
         assert_eq!(
             body["toolConfig"],
             json!({"functionCallingConfig": expected})
@@ -199,11 +199,9 @@ fn text_signatures_round_trip_even_on_empty_text() {
         reply.message,
         AgentModelMessage::user_text("Thanks."),
     ];
-    let encoded = GEMINI
-        .encode_request(&request(MODEL, messages, turn()), false)
-        .expect("encodes");
+    let body = encoded(GEMINI, &request(MODEL, messages, turn()));
     assert_eq!(
-        encoded["contents"][1],
+        body["contents"][1],
         json!({"role": "model", "parts": [
             {"text": "The answer is 7."},
             {"text": "", "thoughtSignature": "c2lnLXRleHQ="}
@@ -380,9 +378,7 @@ fn consecutive_turns_merge_by_role() {
             provider_metadata: Value::Null,
         },
     ];
-    let body = GEMINI
-        .encode_request(&request(MODEL, messages, turn()), false)
-        .expect("encodes");
+    let body = encoded(GEMINI, &request(MODEL, messages, turn()));
     let roles: Vec<&str> = body["contents"]
         .as_array()
         .expect("contents")
@@ -400,9 +396,7 @@ fn consecutive_turns_merge_by_role() {
 #[test]
 fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
     let messages = unknown_exchange("x9", "get_weather", signed("CiwBjz1rX0Kx"));
-    let body = GEMINI
-        .encode_request(&request(MODEL, messages, turn()), false)
-        .expect("encodes");
+    let body = encoded(GEMINI, &request(MODEL, messages, turn()));
     let contents = &body["contents"];
     let call = &contents[1]["parts"][0];
     assert_eq!(call["functionCall"]["id"], "x9");
@@ -420,9 +414,7 @@ fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
 fn an_invented_name_goes_back_under_one_name_gemini_takes_for_call_and_answer() {
     for invented in ["dice.roll", "3d_roll"] {
         let messages = unknown_exchange("x9", invented, signed("CiwBjz1rX0Kx"));
-        let body = GEMINI
-            .encode_request(&request(MODEL, messages, turn()), false)
-            .expect("encodes");
+        let body = encoded(GEMINI, &request(MODEL, messages, turn()));
         let contents = &body["contents"];
         let name = contents[1]["parts"][0]["functionCall"]["name"]
             .as_str()

@@ -74,7 +74,7 @@ fn tool_choice_forms() {
     ];
     for (choice, expected) in cases {
         let request = request("gpt-4.1", history().messages(), turn_of(&snapshot, choice));
-        let body = CHAT.encode_request(&request, false).expect("encodes");
+        let body = encoded(CHAT, &request);
         assert_eq!(body["tool_choice"], expected);
     }
     // No tools: neither `tools` nor `tool_choice` (the API refuses a choice alone).
@@ -84,7 +84,7 @@ fn tool_choice_forms() {
         vec![toolhost_core::AgentModelMessage::user_text("hi")],
         turn_of(&empty, ToolChoice::Auto),
     );
-    let body = CHAT.encode_request(&request, false).expect("encodes");
+    let body = encoded(CHAT, &request);
     assert_eq!(body.get("tools"), None);
     assert_eq!(body.get("tool_choice"), None);
 }
@@ -172,9 +172,9 @@ fn invalid_argument_json_stays_a_string_and_round_trips() {
     let call = reply.message.tool_calls().next().expect("call");
     assert_eq!(call.arguments, json!("{\"formula\": \"1d20"));
     let request = request("gpt-4.1", next_history(&reply.message), turn());
-    let encoded = CHAT.encode_request(&request, false).expect("encodes");
+    let body = encoded(CHAT, &request);
     assert_eq!(
-        encoded["messages"][2]["tool_calls"][0]["function"]["arguments"],
+        body["messages"][2]["tool_calls"][0]["function"]["arguments"],
         json!("{\"formula\": \"1d20")
     );
 }
@@ -364,9 +364,7 @@ fn hostile_streams() {
 #[test]
 fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
     let messages = unknown_exchange("call_9", "get_weather", Value::Null);
-    let body = CHAT
-        .encode_request(&request("gpt-4.1", messages, turn()), false)
-        .expect("encodes");
+    let body = encoded(CHAT, &request("gpt-4.1", messages, turn()));
     let sent = &body["messages"];
     let call = &sent[2]["tool_calls"][0];
     assert_eq!(call["id"], "call_9");
@@ -409,9 +407,7 @@ fn an_invented_name_the_wire_refuses_goes_back_under_one_it_takes() {
         "",
     ] {
         let messages = unknown_exchange("call_9", invented, Value::Null);
-        let body = CHAT
-            .encode_request(&request("gpt-4.1", messages, turn.clone()), false)
-            .expect("encodes");
+        let body = encoded(CHAT, &request("gpt-4.1", messages, turn.clone()));
         let sent = &body["messages"];
         let name = sent[2]["tool_calls"][0]["function"]["name"]
             .as_str()
@@ -433,9 +429,7 @@ fn an_invented_name_the_wire_refuses_goes_back_under_one_it_takes() {
     }
     // A name the wire takes goes back as it was.
     let messages = unknown_exchange("call_9", "get-weather_2", Value::Null);
-    let body = CHAT
-        .encode_request(&request("gpt-4.1", messages, turn), false)
-        .expect("encodes");
+    let body = encoded(CHAT, &request("gpt-4.1", messages, turn));
     assert_eq!(
         body["messages"][2]["tool_calls"][0]["function"]["name"],
         "get-weather_2"

@@ -86,7 +86,7 @@ fn tool_choice_forms_and_stream_flag() {
     );
     assert_eq!(body["stream"], json!(true));
     request.turn = turn_of(&snapshot, ToolChoice::Required);
-    let body = RESPONSES.encode_request(&request, false).expect("encodes");
+    let body = encoded(RESPONSES, &request);
     assert_eq!(body["tool_choice"], json!("required"));
     assert_eq!(body.get("stream"), None);
 }
@@ -333,9 +333,7 @@ fn metadata_of_another_provider_or_unreadable_is_refused() {
     let mut plain = history();
     plain.call_metadata = [Value::Null, Value::Null];
     plain.message_metadata = Value::Null;
-    let body = RESPONSES
-        .encode_request(&responses_request(plain.messages()), false)
-        .expect("encodes");
+    let body = encoded(RESPONSES, &responses_request(plain.messages()));
     assert_eq!(
         body["input"][2],
         json!({"type": "function_call", "call_id": "call_Rr1ollA9", "name": "dice_roll",
@@ -346,9 +344,7 @@ fn metadata_of_another_provider_or_unreadable_is_refused() {
 #[test]
 fn an_unknown_call_goes_back_under_its_own_name_with_its_error() {
     let messages = unknown_exchange("call_9", "get_weather", Value::Null);
-    let body = RESPONSES
-        .encode_request(&request("o4-mini", messages, turn()), false)
-        .expect("encodes");
+    let body = encoded(RESPONSES, &request("o4-mini", messages, turn()));
     let items = body["input"].as_array().expect("input");
     let call = items
         .iter()

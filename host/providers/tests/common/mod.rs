@@ -565,9 +565,7 @@ pub fn next_request_body(
     let reply = provider
         .decode_response(&turn(), &fixture(name, "response_two_calls.json"))
         .expect("decodes");
-    provider
-        .encode_request(&request(next_history(&reply.message)), false)
-        .expect("encodes")
+    encoded(provider, &request(next_history(&reply.message)))
 }
 
 /// The format's `response_two_calls.json` with `edit` applied, decoded by
@@ -589,7 +587,7 @@ pub fn assert_history_request_matches(
     name: &str,
     request: &AgentModelRequest,
 ) -> Value {
-    let body = provider.encode_request(request, false).expect("encodes");
+    let body = encoded(provider, request);
     assert_eq!(body, fixture(name, "request_tools_history.json"));
     body
 }
@@ -611,4 +609,9 @@ pub fn assert_finish_reasons(
             "{reason}"
         );
     }
+}
+
+/// `request` as `provider` encodes it for a whole (unstreamed) reply.
+pub fn encoded(provider: Provider, request: &AgentModelRequest) -> Value {
+    provider.encode_request(request, false).expect("encodes")
 }
