@@ -27,15 +27,6 @@ fn write_profile(dir: &std::path::Path, name: &str, tools: Value) {
     .expect("profile");
 }
 
-fn post(
-    server: &Server,
-    path: &str,
-    session: Option<&str>,
-    body: Value,
-) -> reqwest::RequestBuilder {
-    mcp_post(server, path, "acme-secret", session, body)
-}
-
 /// A legacy session at `path` (initialize, initialized); its id, or the
 /// refusal's status and body.
 async fn open(server: &Server, path: &str) -> Result<String, (u16, String)> {
@@ -51,7 +42,7 @@ async fn open(server: &Server, path: &str) -> Result<String, (u16, String)> {
 /// The tool names the session is offered.
 async fn tool_names(server: &Server, path: &str, session: &str) -> Vec<String> {
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let response = post(server, path, Some(session), list)
+    let response = mcp_post(server, path, "acme-secret", Some(session), list)
         .send()
         .await
         .expect("tools/list");
@@ -123,7 +114,7 @@ async fn deleting_a_session_answers_204_and_ends_it() {
     assert_eq!((status, body.as_str()), (204, ""));
     // The session is gone: the transport's answer to a stale id is 404.
     let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
-    let response = post(&server, "/mcp/roller", Some(&session), list)
+    let response = mcp_post(&server, "/mcp/roller", "acme-secret", Some(&session), list)
         .send()
         .await
         .expect("tools/list");
@@ -149,17 +140,29 @@ async fn a_call_finds_its_tool_by_its_alias_and_no_other_name() {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                "params": {"name": name, "arguments": {"formula": "2d6"}}})
     };
-    let response = post(&server, "/mcp/wide", Some(&session), call(3, "dice_roll"))
-        .send()
-        .await
-        .expect("tools/call");
+    let response = mcp_post(
+        &server,
+        "/mcp/wide",
+        "acme-secret",
+        Some(&session),
+        call(3, "dice_roll"),
+    )
+    .send()
+    .await
+    .expect("tools/call");
     let answer = mcp_message(response).await;
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     for (id, name) in [(4, "dice.roll"), (5, "builtin:dice.roll"), (6, "dice_rol")] {
-        let response = post(&server, "/mcp/wide", Some(&session), call(id, name))
-            .send()
-            .await
-            .expect("tools/call");
+        let response = mcp_post(
+            &server,
+            "/mcp/wide",
+            "acme-secret",
+            Some(&session),
+            call(id, name),
+        )
+        .send()
+        .await
+        .expect("tools/call");
         let answer = mcp_message(response).await;
         let error = answer["error"]["message"].as_str().unwrap_or_default();
         assert_eq!(error, format!("unknown tool: {name}"), "{answer}");

@@ -33,15 +33,6 @@ async fn serve(dir: &std::path::Path, limits: Limits) -> Server {
     start_with(tokens(dir), options(&data, ModelTable::empty(), limits)).await
 }
 
-fn post(
-    server: &Server,
-    token: &str,
-    session: Option<&str>,
-    body: Value,
-) -> reqwest::RequestBuilder {
-    mcp_post(server, "/mcp/roller", token, session, body)
-}
-
 fn roll(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": "dice_roll", "arguments": {"formula": "2d6"}}})
@@ -99,7 +90,7 @@ async fn call(
     session: Option<&str>,
     id: u64,
 ) -> (u16, Option<String>, String) {
-    let response = post(server, token, session, roll(id))
+    let response = mcp_post(server, "/mcp/roller", token, session, roll(id))
         .send()
         .await
         .expect("call");
