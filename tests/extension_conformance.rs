@@ -900,10 +900,13 @@ async fn an_extension_sees_tool_results_only_when_granted_and_never_records_read
                 },
                 binding,
                 CallEntropy::seeded(1),
-                Arc::new(InvocationBound::bind(&BindInputs {
-                    workspace: Some(session),
-                    ..BindInputs::default()
-                })),
+                toolhost_runtime::CallContext {
+                    bound: Arc::new(InvocationBound::bind(&BindInputs {
+                        workspace: Some(session),
+                        ..BindInputs::default()
+                    })),
+                    views: None,
+                },
             )
             .await
             .expect("executes");

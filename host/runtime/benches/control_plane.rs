@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_capabilities::InvocationBound;
 use toolhost_core::{
     AgentToolResult, ExitPolicy, ModelTurn, Profile, ProviderToolCall, SnapshotSources,
     ToolBinding, ToolCall, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolOutcome,
@@ -46,7 +45,7 @@ impl ToolExecutor for Answering {
         invocation: &ToolCall,
         _binding: &ToolBinding,
         entropy: CallEntropy,
-        _bound: std::sync::Arc<InvocationBound>,
+        _context: toolhost_runtime::CallContext,
     ) -> Result<Execution, ExecuteError> {
         let (result, effect) = AgentToolResult::from_outcome(
             invocation,

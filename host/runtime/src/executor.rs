@@ -7,7 +7,21 @@ use std::sync::Arc;
 
 use toolhost_capabilities::InvocationBound;
 use toolhost_core::{AgentToolResult, IdentityMismatch, ToolBinding, ToolCall, ToolEffect, ToolId};
+use toolhost_journal::AuditError;
 use toolhost_sandbox::{CallEntropy, CallReport, HostFault, LimitError, LoadError};
+
+use crate::readable_view::ResultViews;
+
+/// What an executor is given of the invocation a call belongs to.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// The invocation's capabilities, prepared per call for a sandboxed
+    /// tool (none bound outside an invocation).
+    pub bound: Arc<InvocationBound>,
+    /// How an MCP result too long to read inline becomes a readable view;
+    /// none outside an invocation, where the whole result is inline.
+    pub views: Option<Arc<ResultViews>>,
+}
 
 /// A system failure while executing: the run cannot go on.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +49,9 @@ pub enum ExecuteError {
         #[source]
         source: Box<LoadError>,
     },
+    /// A long MCP result's readable view could not be stored.
+    #[error(transparent)]
+    View(#[from] AuditError),
 }
 
 impl ExecuteError {
@@ -48,6 +65,7 @@ impl ExecuteError {
             Self::HostFault(_) => "sandbox.host_fault",
             Self::McpOutcomeUnknown { .. } => "mcp.outcome_unknown",
             Self::Load { .. } => "sandbox.load_failed",
+            Self::View(_) => "audit.write_failed",
         }
     }
 }
@@ -57,14 +75,14 @@ impl ExecuteError {
 /// to it.
 pub trait ToolExecutor {
     /// Run `invocation` as `binding` (its frozen descriptor and limits) with
-    /// the recorded nondeterministic inputs `entropy`, its capabilities
-    /// prepared from `bound` (the invocation's).
+    /// the recorded nondeterministic inputs `entropy`, in its invocation's
+    /// `context` (its capabilities, its readable views).
     fn execute(
         &self,
         invocation: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
-        bound: Arc<InvocationBound>,
+        context: CallContext,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send;
 
     /// Why `tool`'s source asks for a person's approval now although the

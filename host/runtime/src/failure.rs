@@ -130,6 +130,7 @@ impl Classified for RunFailure {
             Self::Directory(_) => "run.directory_failed",
             Self::Identity(_) => "tool.result_identity_mismatch",
             Self::Execute(ExecuteError::HostFault(fault)) => host_fault_code(&fault.code),
+            Self::Execute(ExecuteError::View(error)) => audit_code(error),
             Self::Execute(error) => error.code(),
             Self::Gate(rejection) => rejection.code(),
             Self::Turn(error) => error.code(),

@@ -24,13 +24,14 @@ pub use agent_loop::{
 };
 pub use agents::{AgentDirectory, AgentDirectoryError};
 pub use direct_call::{DirectCallError, DirectCaller};
-pub use executor::{ExecuteError, Execution, ToolExecutor};
+pub use executor::{CallContext, ExecuteError, Execution, ToolExecutor};
 pub use failure::RunFailure;
 pub use host::{
     BuiltinComponent, ExtensionOmitted, HostError, ToolHost, ToolHostConfig, ToolSource,
     arguments_from_text,
 };
 pub use invocation::{CallOutcome, ExecutedCall, Invocation};
+pub use readable_view::{ResultViews, ViewStore};
 pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};
 pub use resume::{ResumeFound, TERMINAL_EVENTS};
 pub use run::{ReplicaFactory, Run};

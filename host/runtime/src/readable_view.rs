@@ -3,6 +3,116 @@
 //! over-long physical line hard-wrapped, so all of it is reachable with
 //! `workspace.read_file` line windows. The exact result stays in the JSON
 //! audit (`tool-results/<call>.json`); only this view is wrapped (seed §7).
+//!
+//! [`ResultViews`] is what the MCP executor is given of its invocation to
+//! make one: the profile's inline limit, the snapshot's reading tools, and
+//! where the run keeps views.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use toolhost_core::{AgentToolResult, InvocationToolSnapshot, ToolId};
+use toolhost_journal::AuditError;
+
+/// Characters of an externalized MCP result the model still reads inline
+/// (fewer when the inline limit is lower).
+pub const MCP_PREVIEW_CHARS: usize = 3_000;
+
+/// Where a run keeps the readable views of its calls' results.
+pub trait ViewStore: Send + Sync {
+    /// Store `bytes` at the run-relative `path`, create-only.
+    fn store_view(&self, path: &str, bytes: &[u8]) -> Result<(), AuditError>;
+}
+
+/// How an invocation's long MCP results become readable views.
+pub struct ResultViews {
+    /// `tools.mcpResultInlineCharLimit`: longer results are externalized.
+    inline_limit: usize,
+    /// The snapshot's aliases of `workspace.read_file` and
+    /// `workspace.search_files`, which the model reads a view with.
+    read_with: Option<String>,
+    search_with: Option<String>,
+    store: Arc<dyn ViewStore>,
+}
+
+impl std::fmt::Debug for ResultViews {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResultViews")
+            .field("inline_limit", &self.inline_limit)
+            .field("read_with", &self.read_with)
+            .field("search_with", &self.search_with)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResultViews {
+    /// For an invocation of `snapshot` whose profile allows `inline_limit`
+    /// characters inline (at least 1), stored in `store`.
+    pub fn new(
+        snapshot: &InvocationToolSnapshot,
+        inline_limit: u32,
+        store: Arc<dyn ViewStore>,
+    ) -> Self {
+        let alias = |native: &str| {
+            ToolId::builtin(native)
+                .ok()
+                .and_then(|id| snapshot.binding(&id).map(|b| b.model_alias.clone()))
+        };
+        Self {
+            inline_limit: inline_limit.max(1) as usize,
+            read_with: alias("workspace.read_file"),
+            search_with: alias("workspace.search_files"),
+            store,
+        }
+    }
+
+    /// A result longer than the inline limit: the whole text goes to
+    /// `tool-results/<call>.view.txt` (create-only, readable by every
+    /// invocation), its over-long lines hard-wrapped so that line windows
+    /// reach all of it, and the model reads a preview, the size and how to
+    /// read the rest with this snapshot's tools. The structured result
+    /// stays the full, exact audit fact.
+    pub fn externalize(&self, mut result: AgentToolResult) -> Result<AgentToolResult, AuditError> {
+        let chars = result.content.chars().count();
+        if chars <= self.inline_limit {
+            return Ok(result);
+        }
+        let stem = toolhost_journal::audit_stem(&result.call_id);
+        let path = format!("tool-results/{stem}.view.txt");
+        let view = hard_wrap(&result.content, VIEW_LINE_CHARS);
+        self.store.store_view(&path, view.as_bytes())?;
+        let how = match (&self.read_with, &self.search_with) {
+            (Some(read), Some(search)) => {
+                format!("Read it in parts with {read} (path `{path}`), or search it with {search}.")
+            }
+            (Some(read), None) => format!("Read it in parts with {read} (path `{path}`)."),
+            (None, Some(search)) => format!("Search it with {search} (path `{path}`)."),
+            (None, None) => {
+                "No workspace reading tool is offered to you, so only this preview is readable."
+                    .to_owned()
+            }
+        };
+        let shown = MCP_PREVIEW_CHARS.min(self.inline_limit);
+        let preview: String = result.content.chars().take(shown).collect();
+        result.content = format!(
+            "The result has {chars} characters, more than the {} shown inline, so it was saved to `{path}`. {how}\n\n## Prefix preview\n{preview}",
+            self.inline_limit
+        );
+        let audit_path = format!("tool-results/{stem}.json");
+        let full = std::mem::take(&mut result.structured);
+        result.structured = json!({
+            "externalized": true,
+            "path": path,
+            "auditPath": audit_path,
+            "charCount": chars,
+            "charLimit": self.inline_limit,
+            "result": full,
+        });
+        result.resource_refs.push(format!("workspace:{path}"));
+        result.resource_refs.push(format!("workspace:{audit_path}"));
+        Ok(result)
+    }
+}
 
 /// Widest line of a readable view, in characters. `workspace.read_file`
 /// shows at most 80,000 characters per call (`MAX_READ_CHARS`,

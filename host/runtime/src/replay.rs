@@ -35,7 +35,7 @@ use toolhost_workspace::{
 
 use crate::agent_loop::{DIRECT_OUTPUT_PATH, LOOP_RECORD_PATH, LoopRecord, task_summary_markdown};
 use crate::agents::AgentDirectory;
-use crate::executor::ToolExecutor;
+use crate::executor::{CallContext, ToolExecutor};
 use crate::failure::RunFailure;
 use crate::host::ToolHost;
 use crate::resume::{TERMINAL_EVENTS, is_effect_tool};
@@ -254,7 +254,10 @@ async fn replay_call(
         &invocation,
         binding,
         entropy,
-        Arc::clone(&entry.bound),
+        CallContext {
+            bound: Arc::clone(&entry.bound),
+            views: None,
+        },
     )
     .await;
     entry.bound.settle();

@@ -564,3 +564,9 @@ fn roots(profile: &Profile) -> Vec<RootSpec> {
     roots.push(RootSpec::tool_results());
     roots
 }
+
+impl crate::readable_view::ViewStore for Run {
+    fn store_view(&self, path: &str, bytes: &[u8]) -> Result<(), toolhost_journal::AuditError> {
+        self.dir().write_create_only(path, bytes)
+    }
+}

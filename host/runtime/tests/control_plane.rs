@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use toolhost_capabilities::InvocationBound;
 use toolhost_core::{
     AgentToolResult, Classified, ErrorClass, ExitPolicy, Profile, ProviderToolCall, ToolBinding,
     ToolCall, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolOutcome, ToolSuccess,
@@ -19,7 +18,8 @@ use toolhost_journal::{
     ToolCallStarted, ToolResultStored, read_events,
 };
 use toolhost_runtime::{
-    ExecuteError, Execution, Invocation, Run, RunFailure, ToolExecutor, ToolHost, ToolHostConfig,
+    CallOutcome, ExecuteError, Execution, Invocation, Run, RunFailure, ToolExecutor, ToolHost,
+    ToolHostConfig,
 };
 use toolhost_sandbox::{CallEntropy, CallReport};
 
@@ -84,7 +84,7 @@ impl ToolExecutor for Scripted {
         invocation: &ToolCall,
         _binding: &ToolBinding,
         entropy: CallEntropy,
-        _bound: Arc<InvocationBound>,
+        _context: toolhost_runtime::CallContext,
     ) -> Result<Execution, ExecuteError> {
         *self.calls.lock().expect("lock") += 1;
         let result = (self.answer)(invocation)?;
@@ -140,6 +140,23 @@ fn call(session: &mut Invocation, call_id: &str, alias: &str, arguments: Value) 
         provider_metadata: Value::Null,
     })
     .expect("decodes")
+}
+
+/// `alias` called as `call_id` with `arguments` and run by `executor`
+/// (entropy seeded with `seed`): decoded in one turn, run in the next.
+async fn run_call<E: ToolExecutor>(
+    session: &mut Invocation,
+    executor: &E,
+    call_id: &str,
+    alias: &str,
+    arguments: Value,
+    seed: u64,
+) -> Result<CallOutcome, RunFailure> {
+    let invocation = call(session, call_id, alias, arguments);
+    let turn = session.begin_turn(ToolChoice::Auto, "test").expect("turn");
+    session
+        .call(executor, &turn, invocation, CallEntropy::seeded(seed))
+        .await
 }
 
 fn events(root: &Path) -> Vec<JournalEvent> {
@@ -216,20 +233,16 @@ async fn sync_calls_of(durability: Durability, calls: usize) -> (u64, u64) {
     let executor = Scripted::echo();
     let before = f.run.sync_calls();
     for n in 0..calls {
-        let invocation = call(
+        run_call(
             &mut f.session,
+            &executor,
             &format!("call_{n}"),
             "dice_roll",
             json!({"formula": "d6"}),
-        );
-        let turn = f
-            .session
-            .begin_turn(ToolChoice::Auto, "test")
-            .expect("turn");
-        f.session
-            .call(&executor, &turn, invocation, CallEntropy::seeded(7))
-            .await
-            .expect("call");
+            7,
+        )
+        .await
+        .expect("call");
     }
     let during = f.run.sync_calls() - before;
     let ended = f.run.sync_calls();
@@ -263,14 +276,7 @@ async fn a_result_for_another_call_is_a_system_failure_and_is_never_stored() {
         other.call_id = "call_someone_else".into();
         Ok(AgentToolResult::from_outcome(&other, ToolOutcome::Success(ToolSuccess::default())).0)
     });
-    let invocation = call(&mut f.session, "call_1", "dice_roll", json!({}));
-    let turn = f
-        .session
-        .begin_turn(ToolChoice::Auto, "test")
-        .expect("turn");
-    let failure = f
-        .session
-        .call(&liar, &turn, invocation, CallEntropy::seeded(1))
+    let failure = run_call(&mut f.session, &liar, "call_1", "dice_roll", json!({}), 1)
         .await
         .expect_err("identity mismatch");
     assert!(matches!(failure, RunFailure::Identity(_)), "{failure}");
@@ -468,14 +474,7 @@ async fn an_executor_failure_ends_the_run() {
     let mut f = fixture(&profile, &catalog(&["builtin:dice.roll"]));
     let broken =
         Scripted::new(|invocation| Err(ExecuteError::UnknownTool(invocation.tool_id.clone())));
-    let invocation = call(&mut f.session, "call_1", "dice_roll", json!({}));
-    let turn = f
-        .session
-        .begin_turn(ToolChoice::Auto, "test")
-        .expect("turn");
-    let failure = f
-        .session
-        .call(&broken, &turn, invocation, CallEntropy::seeded(1))
+    let failure = run_call(&mut f.session, &broken, "call_1", "dice_roll", json!({}), 1)
         .await
         .expect_err("system failure");
     assert_eq!(failure.code(), "tool.executor_missing");
@@ -515,12 +514,16 @@ async fn a_reopened_run_keeps_its_snapshot_and_spent_budget() {
     let executor = Scripted::echo();
     let mut session = f.session;
     for n in 0..2 {
-        let invocation = call(&mut session, &format!("call_{n}"), "dice_roll", json!({}));
-        let turn = session.begin_turn(ToolChoice::Auto, "test").expect("turn");
-        session
-            .call(&executor, &turn, invocation, CallEntropy::seeded(1))
-            .await
-            .expect("call");
+        run_call(
+            &mut session,
+            &executor,
+            &format!("call_{n}"),
+            "dice_roll",
+            json!({}),
+            1,
+        )
+        .await
+        .expect("call");
     }
     drop(session);
     drop(f.run);
@@ -533,10 +536,7 @@ async fn a_reopened_run_keeps_its_snapshot_and_spent_budget() {
         .expect("root invocation");
     assert_eq!(session.gate().total_used(), 2);
     assert_eq!(session.round(), 4);
-    let invocation = call(&mut session, "call_2", "dice_roll", json!({}));
-    let turn = session.begin_turn(ToolChoice::Auto, "test").expect("turn");
-    let outcome = session
-        .call(&executor, &turn, invocation, CallEntropy::seeded(1))
+    let outcome = run_call(&mut session, &executor, "call_2", "dice_roll", json!({}), 1)
         .await
         .expect("call");
     assert_eq!(
@@ -556,10 +556,7 @@ async fn a_journal_torn_mid_line_reopens_at_the_last_whole_event() {
     let f = fixture(&profile, &catalog(&["builtin:dice.roll"]));
     let executor = Scripted::echo();
     let mut session = f.session;
-    let invocation = call(&mut session, "call_1", "dice_roll", json!({}));
-    let turn = session.begin_turn(ToolChoice::Auto, "test").expect("turn");
-    session
-        .call(&executor, &turn, invocation, CallEntropy::seeded(1))
+    run_call(&mut session, &executor, "call_1", "dice_roll", json!({}), 1)
         .await
         .expect("call");
     drop(session);
@@ -616,17 +613,16 @@ async fn profile_limits_reach_the_sandbox() {
                 ExitPolicy::RunFinishAllowed,
             )
             .expect("session");
-        let invocation = call(
+        let outcome = run_call(
             &mut session,
+            &host,
             "call_1",
             "dice_roll",
             json!({"formula": "2d6"}),
-        );
-        let turn = session.begin_turn(ToolChoice::Auto, "test").expect("turn");
-        let outcome = session
-            .call(&host, &turn, invocation, CallEntropy::seeded(3))
-            .await
-            .expect("the run goes on");
+            3,
+        )
+        .await
+        .expect("the run goes on");
         assert_eq!(
             outcome.result.error_code.as_deref(),
             expected,

@@ -159,12 +159,15 @@ async fn another_tenant_with_the_same_profile_neither_sees_nor_calls_the_extensi
         arguments: json!({"formula": "2d6"}),
         provider_metadata: serde_json::Value::Null,
     };
-    let inputs = Arc::new(toolhost_capabilities::InvocationBound::bind(
-        &toolhost_capabilities::BindInputs {
-            grant_profile: Some(Arc::new(profile().version_for(Some("bob")))),
-            ..Default::default()
-        },
-    ));
+    let inputs = toolhost_runtime::CallContext {
+        bound: Arc::new(toolhost_capabilities::InvocationBound::bind(
+            &toolhost_capabilities::BindInputs {
+                grant_profile: Some(Arc::new(profile().version_for(Some("bob")))),
+                ..Default::default()
+            },
+        )),
+        views: None,
+    };
     let refused =
         ToolExecutor::execute(&host, &invocation, &binding, CallEntropy::seeded(7), inputs)
             .await

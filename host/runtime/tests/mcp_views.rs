@@ -9,14 +9,14 @@ mod support;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use toolhost_capabilities::InvocationBound;
 use toolhost_core::{
     ExitPolicy, Profile, ProviderToolCall, ToolBinding, ToolCall, ToolCatalog, ToolChoice, ToolId,
     ToolOutcome, ToolProvider, ToolSuccess,
 };
 use toolhost_journal::Durability;
 use toolhost_runtime::{
-    CallOutcome, ExecuteError, Execution, Invocation, Run, ToolExecutor, ToolHost, ToolHostConfig,
+    CallContext, CallOutcome, ExecuteError, Execution, Invocation, Run, ToolExecutor, ToolHost,
+    ToolHostConfig,
 };
 use toolhost_sandbox::CallEntropy;
 
@@ -43,12 +43,11 @@ impl ToolExecutor for WithServer<'_> {
         invocation: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
-        inputs: std::sync::Arc<InvocationBound>,
+        context: CallContext,
     ) -> Result<Execution, ExecuteError> {
         if !matches!(invocation.tool_id.provider(), ToolProvider::Mcp(_)) {
-            // The trait's execute (the snapshot's limits and the inputs), not
-            // the inherent one of the same name.
-            return ToolExecutor::execute(self.host, invocation, binding, entropy, inputs).await;
+            // The trait's execute (the snapshot's limits and the context).
+            return ToolExecutor::execute(self.host, invocation, binding, entropy, context).await;
         }
         let projected = toolhost_mcp::project(&answer(&self.document));
         let (result, _) = toolhost_core::AgentToolResult::from_outcome(
@@ -59,8 +58,10 @@ impl ToolExecutor for WithServer<'_> {
                 ..ToolSuccess::default()
             }),
         );
+        // As the MCP executor does: a long result becomes a readable view.
+        let views = context.views.expect("an invocation keeps views");
         Ok(Execution {
-            result,
+            result: views.externalize(result)?,
             effect: None,
             report: None,
         })

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost_capabilities::InvocationBound;
 use toolhost_core::{
     AgentToolResult, ExitPolicy, Profile, SnapshotSources, ToolBinding, ToolCall, ToolCatalog,
     ToolDescriptor, ToolId, ToolOutcome, ToolSuccess, builtin,
@@ -28,7 +27,7 @@ impl ToolExecutor for Answering {
         invocation: &ToolCall,
         _binding: &ToolBinding,
         _entropy: CallEntropy,
-        _bound: std::sync::Arc<InvocationBound>,
+        _context: crate::executor::CallContext,
     ) -> Result<Execution, ExecuteError> {
         let (result, effect) = AgentToolResult::from_outcome(
             invocation,

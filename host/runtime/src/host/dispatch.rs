@@ -2,9 +2,7 @@
 //! sandbox for a builtin or a granted extension (its grant rechecked as it
 //! is now), or an MCP server (its registration rechecked as it is now).
 
-use std::sync::Arc;
-
-use toolhost_capabilities::{CallGrant, InvocationBound};
+use toolhost_capabilities::CallGrant;
 use toolhost_core::allowed_hosts::AllowedHosts;
 use toolhost_core::{
     AgentToolResult, ToolBinding, ToolCall, ToolFailure, ToolId, ToolOutcome, ToolSuccess,
@@ -14,7 +12,8 @@ use toolhost_sandbox::{CallEntropy, LimitOverrides};
 use uuid::Uuid;
 
 use super::{Entry, MCP_MAX_ARGUMENT_BYTES, ToolHost, ToolSource};
-use crate::executor::{ExecuteError, Execution, ToolExecutor};
+use crate::executor::{CallContext, ExecuteError, Execution, ToolExecutor};
+use crate::readable_view::ResultViews;
 
 impl ToolHost {
     /// Run one call outside any snapshot, under the tool's own
@@ -25,7 +24,7 @@ impl ToolHost {
         invocation: &ToolCall,
         entropy: CallEntropy,
     ) -> Result<Execution, ExecuteError> {
-        self.dispatch(invocation, None, entropy, Arc::default())
+        self.dispatch(invocation, None, entropy, CallContext::default())
             .await
     }
 
@@ -34,8 +33,9 @@ impl ToolHost {
         invocation: &ToolCall,
         overrides: Option<&LimitOverrides>,
         entropy: CallEntropy,
-        bound: Arc<InvocationBound>,
+        context: CallContext,
     ) -> Result<Execution, ExecuteError> {
+        let bound = &context.bound;
         let entry = self
             .entries
             .get(&invocation.tool_id)
@@ -85,7 +85,10 @@ impl ToolHost {
             Entry::Component { component, .. } => component,
             Entry::Mcp {
                 dir, registration, ..
-            } => return self.run_mcp(invocation, dir, *registration).await,
+            } => {
+                let execution = self.run_mcp(invocation, dir, *registration).await?;
+                return mcp_view(execution, context.views.as_deref());
+            }
         };
         let limits = match overrides {
             None => *component.limits(),
@@ -261,9 +264,9 @@ impl ToolExecutor for ToolHost {
         invocation: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
-        bound: Arc<InvocationBound>,
+        context: CallContext,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send {
-        self.dispatch(invocation, binding.limits.as_ref(), entropy, bound)
+        self.dispatch(invocation, binding.limits.as_ref(), entropy, context)
     }
 }
 
@@ -279,4 +282,16 @@ fn registration_now(
         .iter()
         .find(|r| r.id == registration)
         .cloned())
+}
+
+/// An MCP result too long to read inline, in an invocation that keeps
+/// views: externalized, the model reading a preview.
+fn mcp_view(
+    mut execution: Execution,
+    views: Option<&ResultViews>,
+) -> Result<Execution, ExecuteError> {
+    if let Some(views) = views {
+        execution.result = views.externalize(execution.result)?;
+    }
+    Ok(execution)
 }

@@ -10,14 +10,15 @@
 //!   → tool_call_started                                       │
 //!   → the record's answer (stored, or a write in doubt), or   │
 //!     begin → executor → settle                               │
-//!   → identity check → MCP view                               │
+//!   → identity check                                          │
 //!   → result stored (create-only) → tool_result_stored ◄──────┘
 //!   → tool_call_completed | tool_call_failed
 //! ```
 //!
 //! One file per step: [`prior`] (resume), [`approval`], [`audit`] (the
-//! stored arguments and results, the journal, the read-state),
-//! [`mcp_view`], and [`open`] (opening an invocation of a run).
+//! stored arguments and results, the journal, the read-state), and
+//! [`open`] (opening an invocation of a run). A long MCP result's readable
+//! view is the MCP executor's ([`CallContext::views`]).
 //!
 //! A rejected or failed call the run survives (budget exhausted, tool error,
 //! sandbox limit) comes back as a [`CallOutcome`] the model reads; anything
@@ -38,14 +39,14 @@ use toolhost_journal::{ModelRequestCreated, ToolCallStarted};
 use toolhost_sandbox::{CallEntropy, CallReport};
 use toolhost_workspace::WorkspaceSession;
 
-use crate::executor::ToolExecutor;
+use crate::executor::{CallContext, ToolExecutor};
 use crate::failure::RunFailure;
+use crate::readable_view::{ResultViews, ViewStore};
 use crate::resume;
 use crate::run::Run;
 
 mod approval;
 mod audit;
-mod mcp_view;
 mod open;
 mod prior;
 
@@ -151,9 +152,8 @@ pub struct Invocation {
     inputs: BindInputs,
     /// Its capabilities' bound parts; each call's are prepared from them.
     bound: Arc<InvocationBound>,
-    /// MCP results longer than this (characters) go to a readable view
-    /// file; the model reads a preview and where the rest is.
-    mcp_inline_limit: usize,
+    /// How its long MCP results become readable views.
+    views: Arc<ResultViews>,
 }
 
 /// Where a reopened invocation's gate and rounds stand (`None` for a new
@@ -184,6 +184,11 @@ impl Invocation {
             grant_profile: Some(Arc::new(profile.version_for(tenant))),
         };
         let bound = Arc::new(InvocationBound::bind(&inputs));
+        let views = Arc::new(ResultViews::new(
+            &snapshot,
+            profile.tools.mcp_result_inline_char_limit,
+            Arc::clone(&run) as Arc<dyn ViewStore>,
+        ));
         let (gate, round) = match reopened {
             Some(Reopened { gate, round }) => (gate, round),
             None => (ToolRequestGate::new(Arc::clone(&snapshot)), 0),
@@ -199,13 +204,8 @@ impl Invocation {
             stored_read_state: None,
             inputs,
             bound,
-            mcp_inline_limit: DEFAULT_MCP_INLINE_LIMIT,
+            views,
         }
-    }
-
-    /// The profile's `tools.mcpResultInlineCharLimit`.
-    pub fn set_mcp_inline_limit(&mut self, chars: u32) {
-        self.mcp_inline_limit = chars.max(1) as usize;
     }
 
     /// Tell this invocation's tools which agents it may call. Before its
@@ -347,14 +347,12 @@ impl Invocation {
             }
         };
         // Never interpret or store a result that belongs to another call.
-        let checked = ran.result.check_identity(&call).map_err(RunFailure::from);
-        let result = match checked.and_then(|()| self.externalize_mcp_result(ran.result)) {
-            Ok(result) => result,
-            Err(failure) => return Err(self.system_failure(&call, round, failure)),
-        };
+        if let Err(mismatch) = ran.result.check_identity(&call) {
+            return Err(self.system_failure(&call, round, mismatch.into()));
+        }
         Ok(ExecutedCall {
             invocation: call,
-            result,
+            result: ran.result,
             effect: ran.effect,
             report: ran.report,
             round,
@@ -435,9 +433,11 @@ impl Invocation {
                 .then(|| self.intent_sink(&call.call_id)),
         };
         self.bound.begin(&scope);
-        let executed = executor
-            .execute(call, binding, entropy, Arc::clone(&self.bound))
-            .await;
+        let context = CallContext {
+            bound: Arc::clone(&self.bound),
+            views: Some(Arc::clone(&self.views)),
+        };
+        let executed = executor.execute(call, binding, entropy, context).await;
         let settlement = self.bound.settle();
         let execution = executed?;
         Ok(Ran {
@@ -462,13 +462,6 @@ impl Invocation {
         }
     }
 }
-
-/// The default of `tools.mcpResultInlineCharLimit`.
-const DEFAULT_MCP_INLINE_LIMIT: usize = 50_000;
-
-/// Characters of an externalized MCP result the model still reads inline
-/// (fewer when the inline limit is lower).
-pub const MCP_PREVIEW_CHARS: usize = 3_000;
 
 /// When a journal line goes out.
 #[derive(Debug, Clone, Copy)]

@@ -47,7 +47,7 @@ impl Run {
             .write_snapshot(invocation_id, snapshot.to_json_pretty().as_bytes())?;
         self.record_context(invocation_id, &snapshot, snapshot_path, diagnostics)?;
         let workspace = self.workspace_session_for(profile)?;
-        let mut session = Invocation::new(
+        let session = Invocation::new(
             Arc::clone(self),
             invocation_id,
             snapshot,
@@ -58,7 +58,6 @@ impl Run {
             0,
         )
         .with_diagnostics(compiled.diagnostics);
-        session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
         Ok(session)
     }
 
@@ -116,7 +115,7 @@ impl Run {
         let charged = self
             .resume_log()
             .map_or(0, |log| log.skill_chars(invocation_id));
-        let mut session = Invocation::new(
+        let session = Invocation::new(
             Arc::clone(self),
             invocation_id,
             snapshot,
@@ -126,7 +125,6 @@ impl Run {
             tenant,
             charged,
         );
-        session.set_mcp_inline_limit(profile.tools.mcp_result_inline_char_limit);
         Ok(Some(match self.dir().read_read_state(invocation_id)? {
             Some(stored) => session.with_read_state(stored)?,
             None => session,

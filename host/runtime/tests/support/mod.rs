@@ -16,7 +16,7 @@ use toolhost_core::{Profile, SnapshotSources, ToolCatalog, ToolDescriptor, ToolI
 use toolhost_journal::{Durability, Event as _, JournalEvent, RunCompleted, read_events};
 use toolhost_model::{AgentModel, ModelSource, SameModel, ScriptBook, ScriptedModel};
 use toolhost_runtime::{
-    AgentDirectory, LoopConfig, LoopParts, LoopSummary, RetryPolicy, Run, RunBindings,
+    AgentDirectory, LoopConfig, LoopParts, LoopSummary, RetryPolicy, Run, RunBindings, RunStatus,
     SillyTavernChatHost, ToolHost, ToolHostConfig, run_agent_loop,
 };
 
@@ -175,6 +175,13 @@ impl Fixture {
             config(),
         )
         .await
+    }
+
+    /// [`run`](Self::run), which must complete.
+    pub async fn run_to_completion(&self, max_rounds: u32, replies: Value) -> LoopSummary {
+        let summary = self.run(max_rounds, replies).await;
+        assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+        summary
     }
 
     pub fn events(&self) -> Vec<JournalEvent> {
