@@ -40,19 +40,11 @@ async fn a_resumed_run_after_a_retried_model_call_commits_nothing_twice() {
     let chat = std::fs::read(&fixture.chat).unwrap();
     fixture.cut_the_end();
 
-    let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
     // A model that would fail again and has no reply left: none is asked for.
     let model = Flaky::new(1, script(replies()));
-    let summary = run_agent_loop(
-        &run,
-        parts(
-            &run,
-            Arc::new(SameModel(model.clone())),
-            record.agents().unwrap(),
-        ),
-        &record.config(),
-    )
-    .await;
+    let summary = fixture
+        .resume_with(Arc::new(SameModel(model.clone())))
+        .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     assert_eq!(model.seen.load(Ordering::SeqCst), 0, "the model was asked");
     // The chat is byte for byte what the first run left: no second message,
@@ -160,18 +152,10 @@ async fn a_resumed_run_answers_an_invented_name_once() {
     assert_eq!(before[toolhost_journal::ToolCallUnknown::TYPE], 1);
     fixture.cut_the_end();
 
-    let (run, record) = Run::resume(&fixture.run_dir).expect("resume");
     let model = Flaky::new(1, script(replies));
-    let summary = run_agent_loop(
-        &run,
-        parts(
-            &run,
-            Arc::new(SameModel(model.clone())),
-            record.agents().unwrap(),
-        ),
-        &record.config(),
-    )
-    .await;
+    let summary = fixture
+        .resume_with(Arc::new(SameModel(model.clone())))
+        .await;
     assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
     assert_eq!(model.seen.load(Ordering::SeqCst), 0, "the model was asked");
     let mut after = fixture.type_counts();

@@ -184,6 +184,14 @@ impl Fixture {
         summary
     }
 
+    /// The run in `run_dir` resumed and driven to its end by `models`,
+    /// with the agents and the loop config its record holds.
+    pub async fn resume_with(&self, models: Arc<dyn ModelSource>) -> LoopSummary {
+        let (run, record) = Run::resume(&self.run_dir).expect("resume");
+        let agents = record.agents().expect("the recorded agents");
+        run_agent_loop(&run, parts(&run, models, agents), &record.config()).await
+    }
+
     pub fn events(&self) -> Vec<JournalEvent> {
         read_events(self.run_dir.join("events.jsonl")).expect("journal")
     }
