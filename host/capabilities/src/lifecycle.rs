@@ -19,6 +19,8 @@
 
 use std::sync::Arc;
 
+use serde_json::{Map, Value};
+
 use toolhost_core::{InvocationToolSnapshot, Profile, ProfileVersion};
 use toolhost_sandbox::{CallState, HostFault};
 use toolhost_workspace::{IntentSink, WorkspaceSession};
@@ -87,11 +89,19 @@ pub struct CallScope {
     /// Records each workspace write of the call before it lands (a write
     /// tool of a run that can be resumed).
     pub write_intents: Option<IntentSink>,
+    /// What the capabilities recorded of this call when it first ran
+    /// ([`Settlement::recorded`], from its journal event), each under its
+    /// key: a replay hands it back so the call reads the same values.
+    pub recorded: Map<String, Value>,
 }
 
 /// What one call spent of the capabilities, for its journal event.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settlement {
     /// Skill characters shown to the model (`skillReadChars`).
     pub skill_read_chars: u64,
+    /// What a capability read from outside the call's recorded entropy
+    /// (the clock), under its key: journalled with the call
+    /// (`capabilities`) so a replay can give it back ([`CallScope::recorded`]).
+    pub recorded: Map<String, Value>,
 }

@@ -254,6 +254,11 @@ pub struct ToolCallOutcome {
     /// sessions. Absent when the call charged nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skill_read_chars: Option<u64>,
+    /// What the call's capabilities read from outside its recorded entropy
+    /// (the clock's readings), each under its capability's key; a replay
+    /// hands it back. Absent when nothing was recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<serde_json::Map<String, Value>>,
 }
 
 impl ToolCallOutcome {
@@ -280,6 +285,7 @@ impl ToolCallOutcome {
             resource_refs: result.resource_refs.clone(),
             sandbox,
             skill_read_chars: None,
+            capabilities: None,
         }
     }
 
@@ -292,6 +298,12 @@ impl ToolCallOutcome {
     /// Records that the call charged `chars` to the skill read budget.
     pub fn with_skill_read_chars(mut self, chars: u64) -> Self {
         self.skill_read_chars = (chars > 0).then_some(chars);
+        self
+    }
+
+    /// With what the call's capabilities recorded (nothing: absent).
+    pub fn with_capabilities(mut self, recorded: serde_json::Map<String, Value>) -> Self {
+        self.capabilities = (!recorded.is_empty()).then_some(recorded);
         self
     }
 

@@ -248,7 +248,16 @@ async fn replay_call(
         seed: sandbox["seed"].as_u64().unwrap_or(0),
         clock_ms: sandbox["clockMs"].as_u64().unwrap_or(0),
     };
-    entry.bound.begin(&CallScope::default());
+    // What the call's capabilities read the first time, read again.
+    let recorded = payload
+        .get("capabilities")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    entry.bound.begin(&CallScope {
+        recorded,
+        ..CallScope::default()
+    });
     let execution = ToolExecutor::execute(
         host,
         &invocation,

@@ -169,7 +169,8 @@ impl Invocation {
             sandbox,
         )
         .with_elapsed_us(elapsed.as_micros() as u64)
-        .with_skill_read_chars(settlement.skill_read_chars);
+        .with_skill_read_chars(settlement.skill_read_chars)
+        .with_capabilities(settlement.recorded);
         // Read-state first: a crash after the completion leaves the file
         // matching the journal, so a resumed run knows what this call read
         // or wrote.

@@ -431,6 +431,7 @@ impl Invocation {
         let scope = CallScope {
             write_intents: resume::is_write_tool(&call.tool_id)
                 .then(|| self.intent_sink(&call.call_id)),
+            ..CallScope::default()
         };
         self.bound.begin(&scope);
         let context = CallContext {
