@@ -62,18 +62,23 @@ fn bindings(chat: Option<PathBuf>) -> RunBindings {
     }
 }
 
+/// Run `name` in `dir` under `profile`, bound to the fixtures (and `chat`).
+fn bound_run(dir: &Path, name: &str, profile: &Profile, chat: Option<PathBuf>) -> Arc<Run> {
+    Run::create_with(
+        &dir.join(name),
+        profile,
+        Durability::Batched,
+        &bindings(chat),
+    )
+    .expect("run")
+}
+
 #[tokio::test]
 async fn the_chat_is_frozen_at_its_input_prefix() {
     let dir = tempfile::tempdir().expect("tempdir");
     let chat = chat_copy(dir.path());
     let profile = profile(json!({}));
-    let run = Run::create_with(
-        &dir.path().join("run"),
-        &profile,
-        Durability::Batched,
-        &bindings(Some(chat.clone())),
-    )
-    .expect("run");
+    let run = bound_run(dir.path(), "run", &profile, Some(chat.clone()));
     let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
     let before = agent.ok("chat_search", json!({"query": "lantern"})).await;
     let total = before.result.structured["totalMessages"]
@@ -144,13 +149,7 @@ async fn a_result_points_only_at_tools_the_invocation_offers() {
             .to_string(),
         )
         .expect("profile");
-        let run = Run::create_with(
-            &dir.path().join(run_dir),
-            &profile,
-            Durability::Batched,
-            &bindings(Some(chat.clone())),
-        )
-        .expect("run");
+        let run = bound_run(dir.path(), run_dir, &profile, Some(chat.clone()));
         async move {
             let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
             agent
@@ -193,13 +192,7 @@ async fn world_info_and_chat_are_unavailable_when_not_bound() {
 async fn world_info_is_listed_and_read_by_ref() {
     let dir = tempfile::tempdir().expect("tempdir");
     let profile = profile(json!({}));
-    let run = Run::create_with(
-        &dir.path().join("run"),
-        &profile,
-        Durability::Batched,
-        &bindings(None),
-    )
-    .expect("run");
+    let run = bound_run(dir.path(), "run", &profile, None);
     assert!(
         run.root().join("input/prompt_snapshot.json").is_file(),
         "stored in the run"
@@ -239,13 +232,7 @@ async fn skills_follow_scope_visibility_and_budgets() {
         "maxReadCharsPerCall": 300,
         "maxReadCharsPerRun": 500
     }));
-    let run = Run::create_with(
-        &dir.path().join("run"),
-        &profile,
-        Durability::Batched,
-        &bindings(None),
-    )
-    .expect("run");
+    let run = bound_run(dir.path(), "run", &profile, None);
     let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
     let listed = agent.ok("skill_list", json!({})).await;
     let names: Vec<&str> = listed.result.structured["skills"]
@@ -299,7 +286,7 @@ async fn the_skill_read_budget_holds_across_a_reopened_run() {
         "maxReadCharsPerRun": 500
     }));
     let root = dir.path().join("run");
-    let run = Run::create_with(&root, &profile, Durability::Batched, &bindings(None)).expect("run");
+    let run = bound_run(dir.path(), "run", &profile, None);
     let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");
     let first = agent.ok("skill_read", json!({"name": "prose-style"})).await;
     let mut shown = first.result.structured["chars"].as_u64().expect("chars");
