@@ -1334,3 +1334,175 @@ mod outbound_http {
         assert_eq!(error.as_deref(), Some("http.denied"), "{text}");
     }
 }
+
+/// The `clock` capability (`toolhost:clock`): granted like any other, and
+/// every reading recorded with the call so a replay reads the same.
+mod clock {
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use toolhost_capabilities::{BindInputs, CallGrant, CallScope, InvocationBound};
+    use toolhost_core::ToolOutcome;
+
+    use super::*;
+
+    const TOOL: &str = "ext/acme-clock:hostile.clock_reader";
+    const GRANTED: &str =
+        "capabilities = [\"log\", \"clock\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.4\"\n";
+
+    fn readings(outcome: ToolOutcome) -> Vec<u64> {
+        let ToolOutcome::Success(success) = outcome else {
+            panic!("the clock reader failed: {outcome:?}");
+        };
+        serde_json::from_str(&success.content).expect("readings")
+    }
+
+    #[tokio::test]
+    async fn the_clock_is_refused_unless_requested() {
+        let world = World::new();
+        let error = world
+            .refuse_guest(
+                "clock-reader",
+                "acme-clock",
+                "hostile.clock_reader",
+                MINIMAL,
+            )
+            .await;
+        assert_eq!(error.code(), "ext.imports_not_requested", "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_granted_tool_reads_the_time_and_a_replay_reads_it_again() {
+        let world = World::new();
+        world
+            .install_guest(
+                "clock-reader",
+                "acme-clock",
+                "hostile.clock_reader",
+                GRANTED,
+            )
+            .await;
+        world.grant("acme-clock", None);
+        let host = world.host().await;
+
+        // Outside an invocation: the machine's time, nothing recorded.
+        let execution = call(&host, TOOL, json!({})).await;
+        assert_eq!(
+            execution.result.error_code, None,
+            "{}",
+            execution.result.content
+        );
+        let read: Vec<u64> = serde_json::from_str(&execution.result.content).expect("readings");
+        let [now, first, second, later] = read[..] else {
+            panic!("four readings: {read:?}");
+        };
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis() as u64;
+        assert!(
+            now <= later && later <= wall && wall - now < 60_000,
+            "{now} {later} {wall}"
+        );
+        assert!(first <= second, "elapsed never decreases: {first} {second}");
+
+        // In an invocation: the readings settle into what the journal keeps.
+        let component = host
+            .component(&id(TOOL))
+            .await
+            .expect("loads")
+            .expect("loaded");
+        let bound = InvocationBound::bind(&BindInputs::default());
+        let run = |scope: CallScope| {
+            bound.begin(&scope);
+            let capabilities = bound
+                .prepare(&CallGrant::of(component, true))
+                .expect("prepared");
+            async {
+                let report = host
+                    .sandbox()
+                    .call_under(
+                        component,
+                        component.limits(),
+                        &json!({}),
+                        CallEntropy::seeded(3),
+                        capabilities,
+                    )
+                    .await;
+                (readings(report.outcome()), bound.settle())
+            }
+        };
+        let (read, settled) = run(CallScope::default()).await;
+        assert_eq!(settled.recorded["clock"]["reads"], json!(read));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let (again, _) = run(CallScope {
+            recorded: settled.recorded.clone(),
+            ..CallScope::default()
+        })
+        .await;
+        assert_eq!(again, read, "a replay reads the recorded time");
+    }
+
+    #[tokio::test]
+    async fn a_run_journals_its_clock_readings_and_its_replay_is_identical() {
+        use toolhost_journal::Event as _;
+        use toolhost_runtime::{DirectCaller, Run, replay_run};
+
+        let world = World::new();
+        world
+            .install_guest(
+                "clock-reader",
+                "acme-clock",
+                "hostile.clock_reader",
+                GRANTED,
+            )
+            .await;
+        world.grant("acme-clock", None);
+        let host = world.host().await;
+        let profile = profile("timekeeper", &[TOOL]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("run");
+        let run = Run::create(&root, &profile, toolhost_journal::Durability::Batched).expect("run");
+        let mut session = run
+            .start_invocation(
+                &profile,
+                host.snapshot_sources(),
+                "inv_root",
+                ExitPolicy::RunFinishAllowed,
+            )
+            .expect("session");
+        let caller = DirectCaller {
+            requester: "test",
+            call_id_prefix: "test",
+        };
+        let outcome = session
+            .call_directly(
+                &host,
+                caller,
+                &id(TOOL),
+                Some(json!({})),
+                CallEntropy::seeded(3),
+            )
+            .await
+            .expect("a call");
+        assert!(!outcome.result.is_error, "{}", outcome.model_text());
+        let read: Vec<u64> = serde_json::from_str(&outcome.result.content).expect("readings");
+        drop(session);
+        run.complete().expect("ended");
+
+        let events = toolhost_journal::read_events(root.join("events.jsonl")).expect("journal");
+        let completed = events
+            .iter()
+            .find(|event| event.r#type == toolhost_journal::ToolCallCompleted::TYPE)
+            .expect("the call completed");
+        assert_eq!(
+            completed.payload["capabilities"]["clock"]["reads"],
+            json!(read)
+        );
+
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let report = replay_run(&host, &root, &dir.path().join("scratch"))
+            .await
+            .expect("replayed");
+        assert_eq!((report.identical, report.different), (1, 0), "{report:?}");
+    }
+}

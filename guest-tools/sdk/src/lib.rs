@@ -40,6 +40,7 @@
 pub mod agents;
 pub mod args;
 pub mod catalog;
+pub mod clock;
 pub mod control;
 pub mod http;
 pub mod knowledge;

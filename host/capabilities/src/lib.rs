@@ -22,6 +22,7 @@
 //! | [`catalog`] | `toolhost:catalog/tools@0.1.0` (its own package; every component, no grant) | the invocation's snapshot |
 //! | [`control`] | `toolhost:control/effects@0.1.0` (its own package; builtin control tools only) | nothing: the call's one requested effect |
 //! | [`http`] | `wasi:http/outgoing-handler@0.2` (its own package) | nothing: the granted hosts and the call's request count |
+//! | [`clock`] | `toolhost:clock/clock@0.1.0` (its own package) | the call in progress: its readings, recorded or replayed |
 //!
 //! What a run is bound to (its chat, world info and skills) is loaded in
 //! [`run_inputs`]; the chat a run commits its reply to, in [`chat_host`].
@@ -37,6 +38,7 @@ pub mod agents;
 pub mod catalog;
 pub mod chat;
 pub mod chat_host;
+pub mod clock;
 pub mod control;
 pub mod http;
 pub mod lifecycle;
@@ -184,6 +186,7 @@ capabilities! {
     agents: agents::AgentRead,
     http: http::Http,
     control: control::Control,
+    clock: clock::Clock,
 }
 
 impl InvocationBound {

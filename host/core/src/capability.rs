@@ -48,6 +48,10 @@ pub enum Capability {
     /// (commit, finish, delegate, hand off, await, return a task). Only the
     /// builtin control tools have it; never granted to an extension.
     Control,
+    /// `toolhost:clock/clock@0.1.0`: the time now and since the call
+    /// started, every reading journalled with the call so a replay reads
+    /// the same.
+    Clock,
 }
 
 /// Where a capability's interfaces are published.
@@ -76,6 +80,7 @@ impl Capability {
         Capability::AgentRead,
         Capability::OutboundHttp,
         Capability::Control,
+        Capability::Clock,
     ];
 
     /// The name manifests and grants use: for a `toolhost:host` capability
@@ -92,6 +97,7 @@ impl Capability {
             Self::AgentRead => "agent-read",
             Self::OutboundHttp => "outbound-http",
             Self::Control => "control",
+            Self::Clock => "clock",
         }
     }
 
@@ -113,6 +119,11 @@ impl Capability {
                 package: CONTROL_PACKAGE,
                 series: "0.1.",
                 interfaces: &["effects"],
+            },
+            Self::Clock => CapabilityHome::Package {
+                package: "toolhost:clock",
+                series: "0.1.",
+                interfaces: &["clock"],
             },
         }
     }
