@@ -194,9 +194,12 @@ fn open_session(
     };
     let (durability, bindings) = (args.durability.into(), args.inputs.bindings()?);
     let run = match &args.run_dir {
-        Some(dir) => Run::create_with(dir, &profile, durability, &bindings)?,
-        None => Run::create_under(&args.runs_dir, &profile, durability, &bindings)?,
-    };
+        Some(dir) => Run::at(dir),
+        None => Run::under(&args.runs_dir),
+    }
+    .durability(durability)
+    .bindings(&bindings)
+    .create(&profile)?;
     let session = run.start_invocation(
         &profile,
         host.snapshot_sources(),

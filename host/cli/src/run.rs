@@ -212,9 +212,12 @@ fn start(args: &RunArgs) -> Result<Prepared> {
     }
     let durability = args.durability.into();
     let run = match &args.run_dir {
-        Some(dir) => Run::create_with(dir, &profile, durability, &bindings)?,
-        None => Run::create_under(&args.runs_dir, &profile, durability, &bindings)?,
-    };
+        Some(dir) => Run::at(dir),
+        None => Run::under(&args.runs_dir),
+    }
+    .durability(durability)
+    .bindings(&bindings)
+    .create(&profile)?;
     let config = LoopConfig {
         task: args.task.clone().unwrap_or_else(|| DEFAULT_TASK.to_owned()),
         model_name: args.model_name.clone(),

@@ -90,13 +90,11 @@ impl Bench {
             ..RunBindings::default()
         };
         let started = Instant::now();
-        let run = Run::create_with(
-            &dir.join("run"),
-            &self.profile,
-            Durability::Batched,
-            &bindings,
-        )
-        .expect("run");
+        let run = Run::at(&dir.join("run"))
+            .durability(Durability::Batched)
+            .bindings(&bindings)
+            .create(&self.profile)
+            .expect("run");
         let config = LoopConfig {
             task: "bench".into(),
             max_rounds: Some(ROUNDS as u32 + 5),

@@ -34,6 +34,6 @@ pub use invocation::{CallOutcome, ExecutedCall, Invocation};
 pub use readable_view::{ResultViews, ViewStore};
 pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};
 pub use resume::{ResumeFound, TERMINAL_EVENTS};
-pub use run::{ReplicaFactory, Run};
+pub use run::{ReplicaFactory, Run, RunBuilder};
 pub use toolhost_capabilities::{ChatHost, ChatHostError, RunBindings, SillyTavernChatHost};
 pub use toolhost_journal::may_block;

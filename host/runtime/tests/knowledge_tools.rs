@@ -64,13 +64,11 @@ fn bindings(chat: Option<PathBuf>) -> RunBindings {
 
 /// Run `name` in `dir` under `profile`, bound to the fixtures (and `chat`).
 fn bound_run(dir: &Path, name: &str, profile: &Profile, chat: Option<PathBuf>) -> Arc<Run> {
-    Run::create_with(
-        &dir.join(name),
-        profile,
-        Durability::Batched,
-        &bindings(chat),
-    )
-    .expect("run")
+    Run::at(&dir.join(name))
+        .durability(Durability::Batched)
+        .bindings(&bindings(chat))
+        .create(profile)
+        .expect("run")
 }
 
 #[tokio::test]
@@ -331,16 +329,14 @@ async fn a_link_planted_in_a_skill_never_reads_outside() {
     let secret = dir.path().join("secret.txt");
     std::fs::write(&secret, "host secret").expect("secret");
     let profile = profile(json!({}));
-    let run = Run::create_with(
-        &dir.path().join("run"),
-        &profile,
-        Durability::Batched,
-        &RunBindings {
+    let run = Run::at(&dir.path().join("run"))
+        .durability(Durability::Batched)
+        .bindings(&RunBindings {
             skills: vec![SkillSource::new(Scope::Global, skills.clone())],
             ..RunBindings::default()
-        },
-    )
-    .expect("run");
+        })
+        .create(&profile)
+        .expect("run");
     // Planted after the library was loaded.
     std::os::unix::fs::symlink(&secret, skill.join("leak.md")).expect("symlink");
     let mut agent = Agent::start(&run, &profile, "inv_root").with_call_prefix("call");

@@ -264,12 +264,14 @@ impl Inner {
 
     fn make(&self) -> Result<Opened, RunFailure> {
         let run = match &self.place {
-            RunPlace::At(dir) => {
-                Run::create_with(dir, &self.profile, self.durability, &self.bindings)?
-            }
-            RunPlace::Under(dir) => {
-                Run::create_under(dir, &self.profile, self.durability, &self.bindings)?
-            }
+            RunPlace::At(dir) => Run::at(dir)
+                .durability(self.durability)
+                .bindings(&self.bindings)
+                .create(&self.profile)?,
+            RunPlace::Under(dir) => Run::under(dir)
+                .durability(self.durability)
+                .bindings(&self.bindings)
+                .create(&self.profile)?,
         };
         if self.needing_approval == NeedingApproval::ApprovedByFlag {
             run.set_approver(Arc::new(Answer::allow("mcp serve --approve-all")));

@@ -165,7 +165,11 @@ impl Fixture {
             chat: Some(self.chat.clone()),
             ..RunBindings::default()
         };
-        Run::create_with(&self.run_dir, profile, Durability::Batched, &bindings).expect("run")
+        Run::at(&self.run_dir)
+            .durability(Durability::Batched)
+            .bindings(&bindings)
+            .create(profile)
+            .expect("run")
     }
 
     pub async fn run(&self, max_rounds: u32, replies: Value) -> LoopSummary {

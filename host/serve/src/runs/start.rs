@@ -124,7 +124,10 @@ pub(crate) async fn start(
         request,
         prepared,
         move |profile, durability, bindings| {
-            Run::create_under(&runs_dir, profile, durability, bindings)
+            Run::under(&runs_dir)
+                .durability(durability)
+                .bindings(bindings)
+                .create(profile)
         },
     )
     .await?;
@@ -149,7 +152,12 @@ pub async fn start_taken(
         request,
         prepared,
         move |profile, durability, bindings| {
-            Run::create_replicated(&root, &id, profile, durability, bindings, replica)
+            Run::at(&root)
+                .id(&id)
+                .durability(durability)
+                .bindings(bindings)
+                .replicated(replica)
+                .create(profile)
         },
     )
     .await
@@ -185,7 +193,10 @@ pub async fn restart_taken(
         ));
     }
     create_and_launch(state, tenant, request, prepared, move |_, _, _| {
-        Run::open_replicated(&root, replica).map(|(run, _)| run)
+        Run::at(&root)
+            .replicated(replica)
+            .open()
+            .map(|(run, _)| run)
     })
     .await
     .map(drop)
@@ -389,7 +400,7 @@ async fn resume_with(
     let chat = record.inputs.chat.map(|chat| PathBuf::from(chat.path));
     let slot = state.runs.reserve(tenant, chat.as_deref())?;
     let (run, record) = tokio::task::spawn_blocking(move || match replica {
-        Some(replica) => Run::resume_replicated(&root, replica),
+        Some(replica) => Run::at(&root).replicated(replica).resume(),
         None => Run::resume(&root),
     })
     .await

@@ -7,21 +7,24 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
-use toolhost_core::{Classified, Profile, ToolId, profile::WORKSPACE_ROOTS};
+use toolhost_core::{Classified, Profile, ToolId};
 use toolhost_journal::{
-    Durability, Event, Observer, PreservedCommit, Recovery, RootSpec, RunCompleted, RunDirectory,
-    RunFailed, RunLayout, RunManifest, RunPartialSuccess, RunResumed, RunStarted, read_events,
+    Event, Observer, PreservedCommit, RunCompleted, RunDirectory, RunFailed, RunLayout,
+    RunManifest, RunPartialSuccess,
 };
 use toolhost_journal::{Replica, may_block};
 
+use toolhost_capabilities::RunInputs;
 use toolhost_capabilities::chat::BoundChat;
-use toolhost_capabilities::{RunBindings, RunInputs, run_inputs};
 use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
+
+mod open;
+
+pub use open::RunBuilder;
 
 use crate::approval::{Answer, Approver};
 use crate::failure::RunFailure;
-use crate::loop_record::{LOOP_RECORD_PATH, LoopRecord};
-use crate::resume::{ResumeLog, TERMINAL_EVENTS};
+use crate::resume::ResumeLog;
 
 /// Makes the journal replica of the run directory at the given root, before
 /// the run's first event (the cluster's: `toolhost-cluster`). An error
@@ -59,221 +62,6 @@ enum AuditSync {
 }
 
 impl Run {
-    /// Create a run at `root` (absent or an empty directory) for `profile`,
-    /// bound to nothing but its own directory, and journal `run_started`.
-    pub fn create(
-        root: &Path,
-        profile: &Profile,
-        durability: Durability,
-    ) -> Result<Arc<Self>, RunFailure> {
-        Self::create_with(root, profile, durability, &RunBindings::default())
-    }
-
-    /// [`Run::create`], bound to a chat, a prompt snapshot and skills.
-    pub fn create_with(
-        root: &Path,
-        profile: &Profile,
-        durability: Durability,
-        bindings: &RunBindings,
-    ) -> Result<Arc<Self>, RunFailure> {
-        Self::create_with_id(
-            root,
-            &toolhost_journal::new_run_id(),
-            profile,
-            durability,
-            bindings,
-        )
-    }
-
-    /// [`Run::create_with`] with the id `run_id`, its journal replicated
-    /// by what `replica` makes, from `run_started` on.
-    pub fn create_replicated(
-        root: &Path,
-        run_id: &str,
-        profile: &Profile,
-        durability: Durability,
-        bindings: &RunBindings,
-        replica: ReplicaFactory,
-    ) -> Result<Arc<Self>, RunFailure> {
-        Self::create_full(root, run_id, profile, durability, bindings, Some(replica))
-    }
-
-    /// Create a run in a new directory `<runs_dir>/<run-id>`.
-    pub fn create_under(
-        runs_dir: &Path,
-        profile: &Profile,
-        durability: Durability,
-        bindings: &RunBindings,
-    ) -> Result<Arc<Self>, RunFailure> {
-        let run_id = toolhost_journal::new_run_id();
-        Self::create_with_id(
-            &runs_dir.join(&run_id),
-            &run_id,
-            profile,
-            durability,
-            bindings,
-        )
-    }
-
-    fn create_with_id(
-        root: &Path,
-        run_id: &str,
-        profile: &Profile,
-        durability: Durability,
-        bindings: &RunBindings,
-    ) -> Result<Arc<Self>, RunFailure> {
-        Self::create_full(root, run_id, profile, durability, bindings, None)
-    }
-
-    fn create_full(
-        root: &Path,
-        run_id: &str,
-        profile: &Profile,
-        durability: Durability,
-        bindings: &RunBindings,
-        replica: Option<ReplicaFactory>,
-    ) -> Result<Arc<Self>, RunFailure> {
-        let prepared = run_inputs::prepare(bindings)?;
-        let resolved = profile.to_resolved_json();
-        let mut manifest =
-            RunManifest::new(run_id, &profile.id, resolved.as_bytes(), roots(profile));
-        manifest.inputs = prepared.record.clone();
-        let mut dir = RunDirectory::create(root, manifest, resolved.as_bytes(), durability)?;
-        if let Some(replica) = replica {
-            attach_replica(&mut dir, root, replica)?;
-        }
-        prepared.store_snapshot(root)?;
-        let started = RunStarted::new(dir.manifest());
-        let seq = dir.journal_mut().record(&started)?;
-        toolhost_core::crash_point::hit_event(seq);
-        Ok(Arc::new(Self::wrap(dir, prepared.loaded, profile.clone())?))
-    }
-
-    /// Reopen a run, cutting a torn journal tail, and journal `run_resumed`.
-    /// Its chat must still have the frozen prefix it was bound to.
-    pub fn open(root: &Path) -> Result<(Arc<Self>, Recovery), RunFailure> {
-        Self::open_full(root, None)
-    }
-
-    /// [`Run::open`], its journal replicated by what `replica` makes from
-    /// `run_resumed` on: a cluster node going on with a run whose loop
-    /// never started (no `input/loop.json`), as a new loop.
-    pub fn open_replicated(
-        root: &Path,
-        replica: ReplicaFactory,
-    ) -> Result<(Arc<Self>, Recovery), RunFailure> {
-        Self::open_full(root, Some(replica))
-    }
-
-    fn open_full(
-        root: &Path,
-        replica: Option<ReplicaFactory>,
-    ) -> Result<(Arc<Self>, Recovery), RunFailure> {
-        let (mut dir, recovery) = RunDirectory::open(root)?;
-        let loaded = run_inputs::rebind(&dir.manifest().inputs, root)?;
-        let profile = Self::load_profile(&dir)?;
-        let resumed = RunResumed {
-            run_id: dir.manifest().run_id.clone(),
-            previous_seq: recovery.last_seq,
-            torn_bytes: recovery.torn_bytes,
-            resume: None,
-        };
-        if let Some(replica) = replica {
-            attach_replica(&mut dir, root, replica)?;
-        }
-        dir.journal_mut().record(&resumed)?;
-        Ok((Arc::new(Self::wrap(dir, loaded, profile)?), recovery))
-    }
-
-    /// Reopen an interrupted agent run to go on with its loop
-    /// ([`crate::run_agent_loop`] with the returned record's settings). The
-    /// run directory's lock is held from here, so no second process can
-    /// resume it at once. Refused when the run ended, or has no
-    /// `input/loop.json` (not an agent run, or one made before runs were
-    /// resumable).
-    pub fn resume(root: &Path) -> Result<(Arc<Self>, LoopRecord), RunFailure> {
-        Self::resume_full(root, None)
-    }
-
-    /// [`Run::resume`], its journal replicated by what `replica` makes from
-    /// `run_resumed` on (which, in a cluster, fences the run's last owner).
-    pub fn resume_replicated(
-        root: &Path,
-        replica: ReplicaFactory,
-    ) -> Result<(Arc<Self>, LoopRecord), RunFailure> {
-        Self::resume_full(root, Some(replica))
-    }
-
-    fn resume_full(
-        root: &Path,
-        replica: Option<ReplicaFactory>,
-    ) -> Result<(Arc<Self>, LoopRecord), RunFailure> {
-        let (mut dir, recovery) = RunDirectory::open(root)?;
-        let events = read_events(dir.layout().journal().absolute)?;
-        if let Some(end) = events
-            .iter()
-            .find(|event| TERMINAL_EVENTS.contains(&event.r#type.as_str()))
-        {
-            return Err(RunFailure::AlreadyEnded {
-                kind: end.r#type.clone(),
-                seq: end.seq,
-            });
-        }
-        let record = match dir.read_file(LOOP_RECORD_PATH)? {
-            Some(bytes) => LoopRecord::from_json(&bytes)?,
-            // Cut off between its creation and its loop's first step:
-            // nothing was asked or done yet.
-            None if events.iter().all(|event| event.r#type == RunStarted::TYPE) => {
-                return Err(RunFailure::NotResumable(format!(
-                    "{} was interrupted before its loop started: nothing was done yet, so start the run again",
-                    root.display()
-                )));
-            }
-            None => {
-                return Err(RunFailure::NotResumable(format!(
-                    "{} has no {LOOP_RECORD_PATH}: it is not an agent run, or was made before runs could be resumed",
-                    root.display()
-                )));
-            }
-        };
-        let loaded = run_inputs::rebind(&dir.manifest().inputs, root)?;
-        let profile = Self::load_profile(&dir)?;
-        let log = ResumeLog::from_events(&events);
-        let resumed = RunResumed {
-            run_id: dir.manifest().run_id.clone(),
-            previous_seq: recovery.last_seq,
-            torn_bytes: recovery.torn_bytes,
-            resume: serde_json::to_value(&log.found).ok(),
-        };
-        if let Some(replica) = replica {
-            attach_replica(&mut dir, root, replica)?;
-        }
-        dir.journal_mut().record(&resumed)?;
-        let mut run = Self::wrap(dir, loaded, profile)?;
-        run.resume_log = Some(Arc::new(log));
-        Ok((Arc::new(run), record))
-    }
-
-    /// A reopened run's profile — checked before anything is journalled or
-    /// replicated: a reopened run.json (edited, or rebuilt from a cluster)
-    /// may not show or open for writing a root its profile does not.
-    fn load_profile(dir: &RunDirectory) -> Result<Profile, RunFailure> {
-        let resolved = dir.read_resolved_profile()?;
-        let profile = std::str::from_utf8(&resolved)
-            .map_err(|error| error.to_string())
-            .and_then(|text| Profile::from_json(text).map_err(|error| error.to_string()))
-            .map_err(|error| {
-                RunFailure::State(format!("the run's profile does not load: {error}"))
-            })?;
-        if dir.manifest().roots != roots(&profile) {
-            return Err(RunFailure::State(
-                "run.json's workspace roots (what is shown and writable) are not the ones its profile gives"
-                    .to_owned(),
-            ));
-        }
-        Ok(profile)
-    }
-
     /// A resumed run's journal cursor (`None`: a new or reopened run).
     pub(crate) fn resume_log(&self) -> Option<&Arc<ResumeLog>> {
         self.resume_log.as_ref()
@@ -538,31 +326,6 @@ impl Run {
     pub(crate) fn request_summary(requester: &str, tools: usize) -> Value {
         json!({"requester": requester, "toolCount": tools})
     }
-}
-
-/// Give `dir`'s journal the replica `replica` makes for `root`.
-fn attach_replica(
-    dir: &mut RunDirectory,
-    root: &Path,
-    replica: ReplicaFactory,
-) -> Result<(), RunFailure> {
-    let made = replica(root)
-        .map_err(|error| RunFailure::State(format!("the journal's replica: {error}")))?;
-    dir.journal_mut().set_replica(Some(made))?;
-    Ok(())
-}
-
-/// The manifest's roots: the whole universe in its fixed order, each shown
-/// and made writable as the profile says, then the runtime's `tool-results/`.
-fn roots(profile: &Profile) -> Vec<RootSpec> {
-    let mut roots = RootSpec::default_universe();
-    for root in &mut roots {
-        debug_assert!(WORKSPACE_ROOTS.contains(&root.path.as_str()));
-        root.visible = profile.workspace.visible_roots.contains(&root.path);
-        root.writable = profile.workspace.writable_roots.contains(&root.path);
-    }
-    roots.push(RootSpec::tool_results());
-    roots
 }
 
 impl crate::readable_view::ViewStore for Run {
