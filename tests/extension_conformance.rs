@@ -1349,6 +1349,22 @@ mod clock {
     const GRANTED: &str =
         "capabilities = [\"log\", \"clock\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.4\"\n";
 
+    /// A host with the clock reader installed and granted.
+    async fn granted() -> (World, ToolHost) {
+        let world = World::new();
+        world
+            .install_guest(
+                "clock-reader",
+                "acme-clock",
+                "hostile.clock_reader",
+                GRANTED,
+            )
+            .await;
+        world.grant("acme-clock", None);
+        let host = world.host().await;
+        (world, host)
+    }
+
     fn readings(outcome: ToolOutcome) -> Vec<u64> {
         let ToolOutcome::Success(success) = outcome else {
             panic!("the clock reader failed: {outcome:?}");
@@ -1372,17 +1388,7 @@ mod clock {
 
     #[tokio::test]
     async fn a_granted_tool_reads_the_time_and_a_replay_reads_it_again() {
-        let world = World::new();
-        world
-            .install_guest(
-                "clock-reader",
-                "acme-clock",
-                "hostile.clock_reader",
-                GRANTED,
-            )
-            .await;
-        world.grant("acme-clock", None);
-        let host = world.host().await;
+        let (_world, host) = granted().await;
 
         // Outside an invocation: the machine's time, nothing recorded.
         let execution = call(&host, TOOL, json!({})).await;
@@ -1447,17 +1453,7 @@ mod clock {
         use toolhost_journal::Event as _;
         use toolhost_runtime::{DirectCaller, Run, replay_run};
 
-        let world = World::new();
-        world
-            .install_guest(
-                "clock-reader",
-                "acme-clock",
-                "hostile.clock_reader",
-                GRANTED,
-            )
-            .await;
-        world.grant("acme-clock", None);
-        let host = world.host().await;
+        let (_world, host) = granted().await;
         let profile = profile("timekeeper", &[TOOL]);
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("run");
