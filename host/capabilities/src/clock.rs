@@ -34,10 +34,18 @@ pub const MAX_RECORDED_READS: usize = 4_096;
 /// `clock`.
 pub struct Clock;
 
-/// The invocation's clock: the call in progress, between begin and settle.
+/// The invocation's clock: the call in progress, between begin and settle
+/// — made when a granted call is prepared, so a call that cannot read the
+/// clock pays for none — and the readings a replay hands back for it.
 #[derive(Debug, Default)]
 pub struct ClockBound {
-    current: Mutex<Option<Arc<ClockCall>>>,
+    current: Mutex<Current>,
+}
+
+#[derive(Debug, Default)]
+struct Current {
+    call: Option<Arc<ClockCall>>,
+    replay: VecDeque<u64>,
 }
 
 /// One call's readings: recorded as read, or replayed from the record.
@@ -86,7 +94,7 @@ impl ClockCall {
 }
 
 impl ClockBound {
-    fn current(&self) -> MutexGuard<'_, Option<Arc<ClockCall>>> {
+    fn current(&self) -> MutexGuard<'_, Current> {
         self.current
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -111,10 +119,15 @@ impl HostCapability for Clock {
         if !grant.has(Capability::Clock) {
             return Ok(None);
         }
-        let current = bound.and_then(|bound| bound.current().clone());
-        Ok(Some(current.unwrap_or_else(|| {
-            Arc::new(ClockCall::new(VecDeque::new()))
-        })))
+        let Some(bound) = bound else {
+            return Ok(Some(Arc::new(ClockCall::new(VecDeque::new()))));
+        };
+        let mut current = bound.current();
+        let replay = std::mem::take(&mut current.replay);
+        let call = current
+            .call
+            .get_or_insert_with(|| Arc::new(ClockCall::new(replay)));
+        Ok(Some(Arc::clone(call)))
     }
 
     fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
@@ -131,11 +144,11 @@ impl HostCapability for Clock {
             .and_then(Value::as_array)
             .map(|reads| reads.iter().filter_map(Value::as_u64).collect())
             .unwrap_or_default();
-        *bound.current() = Some(Arc::new(ClockCall::new(replay)));
+        *bound.current() = Current { call: None, replay };
     }
 
     fn settle(bound: &Self::Bound, settlement: &mut Settlement) {
-        let Some(call) = bound.current().take() else {
+        let Some(call) = std::mem::take(&mut *bound.current()).call else {
             return;
         };
         let readings = call.readings();
@@ -178,26 +191,28 @@ impl View<'_, Arc<ClockCall>> {
 
 #[cfg(test)]
 mod tests {
+    use toolhost_core::CapabilitySet;
+
     use super::*;
 
     #[test]
     fn a_call_records_its_readings_and_a_replay_reads_them_again() {
         let bound = ClockBound::default();
         Clock::begin(&bound, &CallScope::default());
-        let call = bound.current().clone().expect("begun");
+        let call = prepared(&bound);
         assert_eq!(call.read(|| 5), 5);
         assert_eq!(call.read(|| 9), 9);
         let mut settlement = Settlement::default();
         Clock::settle(&bound, &mut settlement);
         assert_eq!(settlement.recorded["clock"], json!({"reads": [5, 9]}));
-        assert!(bound.current().is_none(), "settled");
+        assert!(bound.current().call.is_none(), "settled");
 
         let replay = CallScope {
             recorded: settlement.recorded,
             ..CallScope::default()
         };
         Clock::begin(&bound, &replay);
-        let call = bound.current().clone().expect("begun");
+        let call = prepared(&bound);
         assert_eq!(call.read(|| 100), 5);
         assert_eq!(call.read(|| 100), 9);
         // Past the record: the clock again.
@@ -208,7 +223,7 @@ mod tests {
     fn recording_is_bounded() {
         let bound = ClockBound::default();
         Clock::begin(&bound, &CallScope::default());
-        let call = bound.current().clone().expect("begun");
+        let call = prepared(&bound);
         for reading in 0..MAX_RECORDED_READS as u64 + 3 {
             call.read(|| reading);
         }
@@ -229,5 +244,43 @@ mod tests {
         let mut settlement = Settlement::default();
         Clock::settle(&bound, &mut settlement);
         assert!(settlement.recorded.is_empty());
+        // Prepared, never read: nothing either.
+        Clock::begin(&bound, &CallScope::default());
+        prepared(&bound);
+        Clock::settle(&bound, &mut settlement);
+        assert!(settlement.recorded.is_empty());
+    }
+
+    #[test]
+    fn an_ungranted_call_gets_no_clock() {
+        let bound = ClockBound::default();
+        let grant = CapabilitySet::new([Capability::Log]);
+        let no_hosts = toolhost_core::allowed_hosts::AllowedHosts::none();
+        let prepared =
+            Clock::prepare(Some(&bound), &grant_of(&grant, &no_hosts)).expect("no fault");
+        assert!(prepared.is_none());
+        assert!(bound.current().call.is_none());
+    }
+
+    fn grant_of<'a>(
+        capabilities: &'a CapabilitySet,
+        hosts: &'a toolhost_core::allowed_hosts::AllowedHosts,
+    ) -> CallGrant<'a> {
+        CallGrant {
+            capabilities,
+            trust: toolhost_sandbox::Trust::Extension,
+            tool_results: false,
+            allowed_hosts: hosts,
+            catalog: false,
+        }
+    }
+
+    /// The call's clock, as a granted call is prepared with it.
+    fn prepared(bound: &ClockBound) -> Arc<ClockCall> {
+        let grant = CapabilitySet::new([Capability::Clock]);
+        let no_hosts = toolhost_core::allowed_hosts::AllowedHosts::none();
+        Clock::prepare(Some(bound), &grant_of(&grant, &no_hosts))
+            .expect("no fault")
+            .expect("granted")
     }
 }
