@@ -223,7 +223,7 @@ fn hostile_responses_fail_fast_with_typed_errors() {
             invented: "mcp__other__get-forecast",
             canonical: "dice.roll",
         },
-        &mutate,
+        mutate,
     );
     // `input` must be an object: a JSON text, an array or nothing is refused.
     for (input, found) in [

@@ -235,7 +235,7 @@ fn hostile_responses_fail_fast_with_typed_errors() {
             invented: "roll_dice",
             canonical: "dice.roll",
         },
-        &mutate,
+        mutate,
     );
     assert_eq!(
         mutate(1, "args", json!("{\"formula\":\"1d20\"}")).expect_err("string args"),

@@ -214,7 +214,7 @@ fn hostile_responses_fail_fast_with_typed_errors() {
             invented: "get_weather",
             canonical: "builtin:dice.roll",
         },
-        &mutate,
+        mutate,
     );
     let object_arguments = mutate(0, "arguments", json!({"formula": "1d20"})).expect_err("refused");
     assert_eq!(

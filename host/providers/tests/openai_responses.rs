@@ -184,7 +184,7 @@ fn hostile_responses_fail_fast_with_typed_errors() {
             invented: "roll",
             canonical: "dice.roll",
         },
-        &mutate,
+        mutate,
     );
     assert_eq!(
         mutate(0, "type", json!("web_search_call")).expect_err("refused"),

@@ -163,6 +163,15 @@ pub(crate) struct Reopened {
     pub round: u32,
 }
 
+/// Whose invocation it is: the agent's profile, the tenant running it
+/// (`None`: the local use) and the skill characters its calls were charged
+/// before its run was reopened.
+pub(crate) struct Agent<'a> {
+    pub profile: &'a Profile,
+    pub tenant: Option<&'a str>,
+    pub skill_chars_charged: u64,
+}
+
 impl Invocation {
     pub(crate) fn new(
         run: Arc<Run>,
@@ -170,10 +179,13 @@ impl Invocation {
         snapshot: Arc<InvocationToolSnapshot>,
         reopened: Option<Reopened>,
         workspace: Arc<WorkspaceSession>,
-        profile: &Profile,
-        tenant: Option<&str>,
-        skill_chars_charged: u64,
+        agent: Agent<'_>,
     ) -> Self {
+        let Agent {
+            profile,
+            tenant,
+            skill_chars_charged,
+        } = agent;
         let inputs = BindInputs {
             run: Some(Arc::clone(run.inputs())),
             profile: Some(Arc::new(profile.clone())),

@@ -15,7 +15,7 @@ use toolhost_journal::{
     ToolCallStarted, ToolCallUnknown, read_events,
 };
 
-use super::{Invocation, Reopened};
+use super::{Agent, Invocation, Reopened};
 use crate::failure::RunFailure;
 use crate::run::Run;
 
@@ -53,9 +53,11 @@ impl Run {
             snapshot,
             None,
             workspace,
-            profile,
-            sources.tenant,
-            0,
+            Agent {
+                profile,
+                tenant: sources.tenant,
+                skill_chars_charged: 0,
+            },
         )
         .with_diagnostics(compiled.diagnostics);
         Ok(session)
@@ -121,9 +123,11 @@ impl Run {
             snapshot,
             None,
             self.workspace_session_for(profile)?,
-            profile,
-            tenant,
-            charged,
+            Agent {
+                profile,
+                tenant,
+                skill_chars_charged: charged,
+            },
         );
         Ok(Some(match self.dir().read_read_state(invocation_id)? {
             Some(stored) => session.with_read_state(stored)?,
@@ -201,9 +205,11 @@ impl Run {
             snapshot,
             Some(Reopened { gate, round }),
             self.workspace_session(),
-            self.profile(),
-            tenant,
-            skill_chars,
+            Agent {
+                profile: self.profile(),
+                tenant,
+                skill_chars_charged: skill_chars,
+            },
         );
         let stored = self.dir().read_read_state(invocation_id)?;
         Ok(Some(match stored {
