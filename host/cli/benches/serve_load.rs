@@ -27,6 +27,8 @@ use toolhost_journal::{Event as _, ToolCallCompleted};
 
 #[path = "../../../bench/fresh_disk.rs"]
 mod fresh_disk;
+#[path = "../tests/common/serve.rs"]
+mod serve_common;
 
 const RUNS: usize = 100;
 const ROUNDS: usize = 20;
@@ -70,13 +72,7 @@ fn profile() -> Value {
 fn prepare(dir: &Path) {
     std::fs::write(dir.join("script.json"), script().to_string()).expect("script");
     std::fs::write(dir.join("profile.json"), profile().to_string()).expect("profile");
-    std::fs::write(
-        dir.join("models.json"),
-        json!({"schemaVersion": 1, "kind": "toolhost.models",
-               "models": {"script": {"kind": "script", "path": "script.json"}}})
-        .to_string(),
-    )
-    .expect("models");
+    serve_common::script_models(dir);
     let tenant = dir.join("data/tenants/local");
     std::fs::create_dir_all(tenant.join("profiles")).expect("profiles");
     std::fs::create_dir_all(tenant.join("chats")).expect("chats");

@@ -12,7 +12,9 @@ use serde_json::json;
 mod common;
 
 use common::repo;
-use common::serve::{free_port, script_call as call, serve_command, tenant_with_chats};
+use common::serve::{
+    free_port, script_call as call, script_models, serve_command, tenant_with_chats,
+};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const DRIVER: &str = "/usr/bin/chromedriver";
@@ -97,13 +99,7 @@ fn the_timeline_and_approvals_in_a_real_browser() {
         .to_string(),
     )
     .expect("script");
-    std::fs::write(
-        dir.join("models.json"),
-        json!({"schemaVersion": 1, "kind": "toolhost.models",
-               "models": {"script": {"kind": "script", "path": "script.json"}}})
-        .to_string(),
-    )
-    .expect("models");
+    script_models(dir);
     let port = free_port();
     let _server = Server(
         serve_command(

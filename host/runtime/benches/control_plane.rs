@@ -259,15 +259,7 @@ async fn run_benches() {
     let dir = disk.dir.as_path();
     let names = BTreeMap::new();
     let catalog = catalog();
-    let fake = SnapshotSources {
-        catalog: &catalog,
-        mcp_server_names: &names,
-        unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
-        restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
-        tenant: None,
-        policies: &toolhost_core::policy::NO_POLICIES,
-        source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
-    };
+    let fake = SnapshotSources::of(&catalog, &names);
     let host = ToolHost::with_builtins(ToolHostConfig::default()).expect("builtins");
 
     let gate_only = bench(dir, "gate", Durability::Batched, fake);

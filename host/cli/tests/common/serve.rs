@@ -63,3 +63,15 @@ pub fn copy_fixture_chat(to: &Path) {
 pub fn script_call(id: &str, name: &str, arguments: Value) -> Value {
     json!({"id": id, "name": name, "arguments": arguments})
 }
+
+/// `models.json` in `dir`, naming one model, `script`, that plays
+/// `script.json` beside it.
+pub fn script_models(dir: &Path) {
+    std::fs::write(
+        dir.join("models.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.models",
+               "models": {"script": {"kind": "script", "path": "script.json"}}})
+        .to_string(),
+    )
+    .expect("models");
+}

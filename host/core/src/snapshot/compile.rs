@@ -41,6 +41,21 @@ pub struct SnapshotSources<'a> {
 }
 
 impl<'a> SnapshotSources<'a> {
+    /// Only `catalog` and its MCP registrations' names: nothing omitted or
+    /// restricted, no policy, no source asking for approval, the local use
+    /// (tests, benches, an embedder without external tools).
+    pub fn of(catalog: &'a ToolCatalog, mcp_server_names: &'a BTreeMap<Uuid, String>) -> Self {
+        Self {
+            catalog,
+            mcp_server_names,
+            unavailable: &NO_OMISSIONS,
+            restricted_to_profiles: &NO_RESTRICTIONS,
+            tenant: None,
+            policies: &crate::policy::NO_POLICIES,
+            source_approvals: &NO_SOURCE_APPROVALS,
+        }
+    }
+
     /// The same sources under other user and platform policies (a
     /// tenant's, under `toolhost serve`).
     pub fn with_policies(self, policies: &'a Policies) -> Self {

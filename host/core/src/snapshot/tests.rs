@@ -32,15 +32,7 @@ fn compile_with(
     let names = names();
     compile(
         profile,
-        SnapshotSources {
-            catalog,
-            mcp_server_names: &names,
-            unavailable: &super::NO_OMISSIONS,
-            restricted_to_profiles: &super::NO_RESTRICTIONS,
-            tenant: None,
-            policies: &crate::policy::NO_POLICIES,
-            source_approvals: &super::NO_SOURCE_APPROVALS,
-        },
+        SnapshotSources::of(catalog, &names),
         "inv_root",
         exit_policy,
     )
@@ -188,15 +180,7 @@ fn external_aliases_collide_deterministically_and_never_shadow_builtins() {
     let profile = profile(json!({"tools": {"allow": [
         mcp("issue.create").to_string(), other_tool.to_string(), "dice.roll", sneaky.to_string()
     ]}}));
-    let sources = SnapshotSources {
-        catalog: &catalog,
-        mcp_server_names: &names,
-        unavailable: &super::NO_OMISSIONS,
-        restricted_to_profiles: &super::NO_RESTRICTIONS,
-        tenant: None,
-        policies: &crate::policy::NO_POLICIES,
-        source_approvals: &super::NO_SOURCE_APPROVALS,
-    };
+    let sources = SnapshotSources::of(&catalog, &names);
     let first = compile(&profile, sources, "inv_a", ExitPolicy::RunFinishAllowed).expect("ok");
     let second = compile(&profile, sources, "inv_b", ExitPolicy::RunFinishAllowed).expect("ok");
     let got = aliases(&first.snapshot);
@@ -382,13 +366,9 @@ fn extension_grants_decide_visibility_per_profile() {
     let names = names();
     let compile_as = |profile: crate::Profile, tenant: Option<&str>| {
         let sources = SnapshotSources {
-            catalog: &catalog,
-            mcp_server_names: &names,
             unavailable: &unavailable,
             restricted_to_profiles: &restricted,
-            tenant: None,
-            policies: &crate::policy::NO_POLICIES,
-            source_approvals: &super::NO_SOURCE_APPROVALS,
+            ..SnapshotSources::of(&catalog, &names)
         }
         .for_tenant(tenant);
         compile(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed).expect("compiles")
@@ -448,13 +428,9 @@ fn a_grant_to_a_tenants_profile_is_not_another_tenants_with_the_same_content() {
     let names = names();
     let compile_for = |tenant: Option<&str>| {
         let sources = SnapshotSources {
-            catalog: &catalog,
-            mcp_server_names: &names,
-            unavailable: &super::NO_OMISSIONS,
             restricted_to_profiles: &restricted,
             tenant,
-            policies: &crate::policy::NO_POLICIES,
-            source_approvals: &super::NO_SOURCE_APPROVALS,
+            ..SnapshotSources::of(&catalog, &names)
         };
         compile(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed).expect("compiles")
     };
@@ -574,13 +550,9 @@ fn policies_decide_what_the_snapshot_offers_and_what_needs_approval() {
     let compiled = compile(
         &profile,
         SnapshotSources {
-            catalog: &catalog,
-            mcp_server_names: &names,
-            unavailable: &super::NO_OMISSIONS,
-            restricted_to_profiles: &super::NO_RESTRICTIONS,
-            tenant: None,
             policies: &policies,
             source_approvals: &approvals,
+            ..SnapshotSources::of(&catalog, &names)
         },
         "inv_root",
         ExitPolicy::RunFinishAllowed,

@@ -75,15 +75,7 @@ async fn direct_turns(dir: &Path, tools: Vec<ToolId>, calls: usize) -> (usize, V
     let run = Run::create(&root, &profile, Durability::Batched).expect("run");
     let catalog = catalog();
     let names = BTreeMap::new();
-    let sources = SnapshotSources {
-        catalog: &catalog,
-        mcp_server_names: &names,
-        unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
-        restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
-        tenant: None,
-        policies: &toolhost_core::policy::NO_POLICIES,
-        source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
-    };
+    let sources = SnapshotSources::of(&catalog, &names);
     let mut session = run
         .start_invocation(&profile, sources, "inv_root", ExitPolicy::RunFinishAllowed)
         .expect("session");

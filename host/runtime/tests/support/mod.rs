@@ -38,15 +38,7 @@ pub fn plain_sources<'a>(
     catalog: &'a ToolCatalog,
     mcp_server_names: &'a BTreeMap<uuid::Uuid, String>,
 ) -> SnapshotSources<'a> {
-    SnapshotSources {
-        catalog,
-        mcp_server_names,
-        unavailable: &toolhost_core::snapshot::NO_OMISSIONS,
-        restricted_to_profiles: &toolhost_core::snapshot::NO_RESTRICTIONS,
-        tenant: None,
-        policies: &toolhost_core::policy::NO_POLICIES,
-        source_approvals: &toolhost_core::snapshot::NO_SOURCE_APPROVALS,
-    }
+    SnapshotSources::of(catalog, mcp_server_names)
 }
 
 /// A tool `id` taking any object, with only a description: for a
