@@ -15,56 +15,28 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost_core::{
-    AgentToolResult, ExitPolicy, ModelTurn, Profile, ProviderToolCall, SnapshotSources,
-    ToolBinding, ToolCall, ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolOutcome,
-    ToolRequestGate, ToolSuccess, ToolTurnContract,
+    AgentToolResult, ExitPolicy, ModelTurn, Profile, ProviderToolCall, SnapshotSources, ToolCall,
+    ToolCatalog, ToolChoice, ToolDescriptor, ToolId, ToolOutcome, ToolRequestGate, ToolSuccess,
+    ToolTurnContract,
 };
 use toolhost_journal::{
     Durability, ToolCallCompleted, ToolCallOutcome, ToolCallRequested, ToolCallStarted,
     ToolResultStored,
 };
-use toolhost_runtime::{
-    DirectCaller, ExecuteError, Execution, Invocation, Run, ToolExecutor, ToolHost, ToolHostConfig,
-};
-use toolhost_sandbox::{CallEntropy, CallReport};
+use toolhost_runtime::{DirectCaller, Invocation, Run, ToolExecutor, ToolHost, ToolHostConfig};
+use toolhost_sandbox::CallEntropy;
 
 #[path = "../../../bench/fresh_disk.rs"]
 mod fresh_disk;
 
 const ROUNDS: usize = 10;
 const CALLS_PER_ROUND: usize = 1_000;
+#[path = "../tests/support/answering.rs"]
+mod answering;
+use answering::Answering;
+
 /// fsync costs milliseconds on a VM disk: fewer calls keep the bench short.
 const FSYNC_CALLS_PER_ROUND: usize = 40;
-
-/// Answers at once, so only the control plane is measured.
-struct Answering;
-
-impl ToolExecutor for Answering {
-    async fn execute(
-        &self,
-        invocation: &ToolCall,
-        _binding: &ToolBinding,
-        entropy: CallEntropy,
-        _context: toolhost_runtime::CallContext,
-    ) -> Result<Execution, ExecuteError> {
-        let (result, effect) = AgentToolResult::from_outcome(
-            invocation,
-            ToolOutcome::Success(ToolSuccess {
-                content: "Rolled 1d6: 4.".into(),
-                structured: json!({"total": 4}),
-                ..ToolSuccess::default()
-            }),
-        );
-        Ok(Execution {
-            result,
-            effect,
-            report: Some(CallReport::not_run(
-                entropy,
-                Ok(ToolOutcome::Success(ToolSuccess::default())),
-            )),
-        })
-    }
-}
 
 fn dice() -> ToolId {
     ToolId::builtin("dice.roll").expect("id")

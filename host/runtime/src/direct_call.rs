@@ -71,6 +71,3 @@ impl Invocation {
         Ok(self.call(executor, &turn, invocation, entropy).await?)
     }
 }
-
-#[cfg(test)]
-mod tests;

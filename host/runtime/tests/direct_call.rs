@@ -8,41 +8,16 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolhost_core::{
-    AgentToolResult, ExitPolicy, Profile, SnapshotSources, ToolBinding, ToolCall, ToolCatalog,
-    ToolDescriptor, ToolId, ToolOutcome, ToolSuccess, builtin,
+    ExitPolicy, Profile, SnapshotSources, ToolCatalog, ToolDescriptor, ToolId, builtin,
 };
 use toolhost_journal::{Durability, Event as _, ModelRequestCreated, read_events};
 use toolhost_sandbox::CallEntropy;
 
-use super::DirectCaller;
-use crate::executor::{ExecuteError, Execution, ToolExecutor};
-use crate::run::Run;
+use toolhost_runtime::{DirectCaller, Run};
 
-/// Answers at once: only the control plane runs.
-struct Answering;
-
-impl ToolExecutor for Answering {
-    async fn execute(
-        &self,
-        invocation: &ToolCall,
-        _binding: &ToolBinding,
-        _entropy: CallEntropy,
-        _context: crate::executor::CallContext,
-    ) -> Result<Execution, ExecuteError> {
-        let (result, effect) = AgentToolResult::from_outcome(
-            invocation,
-            ToolOutcome::Success(ToolSuccess {
-                content: "Rolled 2d6: 7.".into(),
-                ..ToolSuccess::default()
-            }),
-        );
-        Ok(Execution {
-            result,
-            effect,
-            report: None,
-        })
-    }
-}
+#[path = "support/answering.rs"]
+mod answering;
+use answering::Answering;
 
 fn dice() -> ToolId {
     ToolId::builtin("dice.roll").expect("id")
