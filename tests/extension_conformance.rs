@@ -738,7 +738,7 @@ fn toml_manifest(id: &str) -> toolhost_extensions::Manifest {
 #[tokio::test]
 async fn an_extension_is_charged_for_every_skill_character_it_reads() {
     use std::sync::Arc;
-    use toolhost_capabilities::{BindInputs, CallGrant, CallScope, InvocationBound, RunInputs};
+    use toolhost_capabilities::{BindInputs, CallGrant, CallScope, InvocationBound, RunContext};
     use toolhost_sandbox::{ComponentSpec, LimitOverrides, Trust};
     use toolhost_skills::{Scope, SkillLibrary, SkillSource};
 
@@ -801,7 +801,7 @@ async fn an_extension_is_charged_for_every_skill_character_it_reads() {
         )
         .expect("profile");
         let bound = InvocationBound::bind(&BindInputs {
-            run: Some(Arc::new(RunInputs::none().with_skills(library))),
+            run: Some(Arc::new(RunContext::none().with_skills(library))),
             profile: Some(Arc::new(profile)),
             ..BindInputs::default()
         });
@@ -1365,6 +1365,12 @@ mod clock {
         (world, host)
     }
 
+    /// What the journal records of the reader's four readings (now,
+    /// elapsed, elapsed, now): each function's in order.
+    fn recorded(read: &[u64]) -> Value {
+        json!({"nowMs": [read[0], read[3]], "elapsedNs": [read[1], read[2]]})
+    }
+
     fn readings(outcome: ToolOutcome) -> Vec<u64> {
         let ToolOutcome::Success(success) = outcome else {
             panic!("the clock reader failed: {outcome:?}");
@@ -1438,7 +1444,7 @@ mod clock {
             }
         };
         let (read, settled) = run(CallScope::default()).await;
-        assert_eq!(settled.recorded["clock"]["reads"], json!(read));
+        assert_eq!(settled.recorded["clock"], recorded(&read));
         std::thread::sleep(std::time::Duration::from_millis(5));
         let (again, _) = run(CallScope {
             recorded: settled.recorded.clone(),
@@ -1490,10 +1496,7 @@ mod clock {
             .iter()
             .find(|event| event.r#type == toolhost_journal::ToolCallCompleted::TYPE)
             .expect("the call completed");
-        assert_eq!(
-            completed.payload["capabilities"]["clock"]["reads"],
-            json!(read)
-        );
+        assert_eq!(completed.payload["recorded"]["clock"], recorded(&read));
 
         std::thread::sleep(std::time::Duration::from_millis(5));
         let report = replay_run(&host, &root, &dir.path().join("scratch"))

@@ -690,7 +690,9 @@ async fn many_calls_reuse_the_same_component() {
 #[tokio::test]
 async fn components_built_against_every_published_host_version_load_and_run() {
     use std::sync::Arc;
-    use toolhost_capabilities::{BindInputs, CallGrant, CallableAgent, InvocationBound, RunInputs};
+    use toolhost_capabilities::{
+        BindInputs, CallGrant, CallableAgent, InvocationBound, RunContext,
+    };
 
     let run = tempfile::tempdir().expect("run dir");
     for root in ["output", "scratch"] {
@@ -721,7 +723,7 @@ async fn components_built_against_every_published_host_version_load_and_run() {
         workspace: Some(Arc::new(toolhost_workspace::WorkspaceSession::new(
             Arc::new(workspace),
         ))),
-        run: Some(Arc::new(RunInputs::none().with_chat(Arc::new(bound)))),
+        run: Some(Arc::new(RunContext::none().with_chat(Arc::new(bound)))),
         agents: Some(Arc::new(vec![agent])),
         ..BindInputs::default()
     });

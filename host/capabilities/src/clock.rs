@@ -1,9 +1,13 @@
 //! `clock`: `toolhost:clock/clock@0.1.0`, the time as the host reads it.
-//! Every reading of a call is recorded in order and settled into the
-//! call's journal event (`capabilities.clock.reads`); a replay hands them
-//! back ([`CallScope::recorded`]) and the call reads the same values again.
-//! Recording is bounded: past [`MAX_RECORDED_READS`] a call still reads the
-//! clock, unrecorded, and the event counts what was left out.
+//! Every reading of a call is recorded in order, per function, and settled
+//! into the call's journal event (`recorded.clock`: `nowMs`, `elapsedNs`);
+//! a replay (`toolhost replay`) hands them back ([`CallScope::recorded`])
+//! and the call reads the same values again — each function its own, so a
+//! replay that reads in another order never gets a wall time as an
+//! elapsed one. Past the record, a replay reads the clock itself, and
+//! `elapsed-ns` still never decreases. Recording is bounded: past
+//! [`MAX_RECORDED_READS`] a call still reads the clock, unrecorded, and
+//! the event counts what was left out.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -45,7 +49,7 @@ pub struct ClockBound {
 #[derive(Debug, Default)]
 struct Current {
     call: Option<Arc<ClockCall>>,
-    replay: VecDeque<u64>,
+    replay: Readings,
 }
 
 /// One call's readings: recorded as read, or replayed from the record.
@@ -55,21 +59,64 @@ pub struct ClockCall {
     readings: Mutex<Readings>,
 }
 
+/// Which function a reading is of.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    NowMs,
+    ElapsedNs,
+}
+
+impl Kind {
+    const ALL: [Kind; 2] = [Kind::NowMs, Kind::ElapsedNs];
+
+    /// Its key in the recorded readings.
+    fn key(self) -> &'static str {
+        match self {
+            Self::NowMs => "nowMs",
+            Self::ElapsedNs => "elapsedNs",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One call's readings, per function.
 #[derive(Debug, Default)]
-struct Readings {
-    replay: VecDeque<u64>,
-    recorded: Vec<u64>,
+pub struct Readings {
+    replay: [VecDeque<u64>; 2],
+    recorded: [Vec<u64>; 2],
     unrecorded: u64,
+    /// The last `elapsed-ns` handed out, which none after goes below.
+    last_elapsed: u64,
+}
+
+impl Readings {
+    /// A replay's readings, from what a call recorded (`recorded.clock`).
+    fn replaying(recorded: Option<&Value>) -> Self {
+        let mut readings = Self::default();
+        for kind in Kind::ALL {
+            if let Some(values) = recorded
+                .and_then(|recorded| recorded.get(kind.key()))
+                .and_then(Value::as_array)
+            {
+                readings.replay[kind.index()] = values.iter().filter_map(Value::as_u64).collect();
+            }
+        }
+        readings
+    }
+
+    fn count(&self) -> usize {
+        self.recorded.iter().map(Vec::len).sum()
+    }
 }
 
 impl ClockCall {
-    fn new(replay: VecDeque<u64>) -> Self {
+    fn new(readings: Readings) -> Self {
         Self {
             started: Instant::now(),
-            readings: Mutex::new(Readings {
-                replay,
-                ..Readings::default()
-            }),
+            readings: Mutex::new(readings),
         }
     }
 
@@ -80,12 +127,19 @@ impl ClockCall {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The next reading: the recorded one in a replay, else `now()`.
-    fn read(&self, now: impl FnOnce() -> u64) -> u64 {
+    /// The next reading of `kind`: the recorded one in a replay, else
+    /// `now()`.
+    fn read(&self, kind: Kind, now: impl FnOnce() -> u64) -> u64 {
         let mut readings = self.readings();
-        let value = readings.replay.pop_front().unwrap_or_else(now);
-        if readings.recorded.len() < MAX_RECORDED_READS {
-            readings.recorded.push(value);
+        let mut value = readings.replay[kind.index()]
+            .pop_front()
+            .unwrap_or_else(now);
+        if let Kind::ElapsedNs = kind {
+            value = value.max(readings.last_elapsed);
+            readings.last_elapsed = value;
+        }
+        if readings.count() < MAX_RECORDED_READS {
+            readings.recorded[kind.index()].push(value);
         } else {
             readings.unrecorded += 1;
         }
@@ -120,7 +174,7 @@ impl HostCapability for Clock {
             return Ok(None);
         }
         let Some(bound) = bound else {
-            return Ok(Some(Arc::new(ClockCall::new(VecDeque::new()))));
+            return Ok(Some(Arc::new(ClockCall::new(Readings::default()))));
         };
         let mut current = bound.current();
         let replay = std::mem::take(&mut current.replay);
@@ -137,13 +191,7 @@ impl HostCapability for Clock {
     /// A new call reads a clock of its own: the recorded readings first,
     /// when it is replayed.
     fn begin(bound: &Self::Bound, call: &CallScope) {
-        let replay = call
-            .recorded
-            .get(Self::KEY)
-            .and_then(|recorded| recorded.get("reads"))
-            .and_then(Value::as_array)
-            .map(|reads| reads.iter().filter_map(Value::as_u64).collect())
-            .unwrap_or_default();
+        let replay = Readings::replaying(call.recorded.get(Self::KEY));
         *bound.current() = Current { call: None, replay };
     }
 
@@ -152,10 +200,16 @@ impl HostCapability for Clock {
             return;
         };
         let readings = call.readings();
-        if readings.recorded.is_empty() {
+        if readings.count() == 0 {
             return;
         }
-        let mut recorded = json!({"reads": readings.recorded});
+        let mut recorded = json!({});
+        for kind in Kind::ALL {
+            let values = &readings.recorded[kind.index()];
+            if !values.is_empty() {
+                recorded[kind.key()] = json!(values);
+            }
+        }
         if readings.unrecorded > 0 {
             recorded["unrecorded"] = json!(readings.unrecorded);
         }
@@ -165,7 +219,7 @@ impl HostCapability for Clock {
 
 impl wit::Host for View<'_, Arc<ClockCall>> {
     fn now_ms(&mut self) -> wasmtime::Result<u64> {
-        Ok(self.clock().read(|| {
+        Ok(self.clock().read(Kind::NowMs, || {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |since| since.as_millis() as u64)
@@ -175,7 +229,9 @@ impl wit::Host for View<'_, Arc<ClockCall>> {
     fn elapsed_ns(&mut self) -> wasmtime::Result<u64> {
         let clock = self.clock();
         let started = clock.started;
-        Ok(clock.read(|| u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)))
+        Ok(clock.read(Kind::ElapsedNs, || {
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        }))
     }
 }
 
@@ -185,7 +241,7 @@ impl View<'_, Arc<ClockCall>> {
     fn clock(&mut self) -> Arc<ClockCall> {
         self.state
             .clone()
-            .unwrap_or_else(|| Arc::new(ClockCall::new(VecDeque::new())))
+            .unwrap_or_else(|| Arc::new(ClockCall::new(Readings::default())))
     }
 }
 
@@ -200,11 +256,15 @@ mod tests {
         let bound = ClockBound::default();
         Clock::begin(&bound, &CallScope::default());
         let call = prepared(&bound);
-        assert_eq!(call.read(|| 5), 5);
-        assert_eq!(call.read(|| 9), 9);
+        assert_eq!(call.read(Kind::NowMs, || 5), 5);
+        assert_eq!(call.read(Kind::ElapsedNs, || 9), 9);
+        assert_eq!(call.read(Kind::NowMs, || 6), 6);
         let mut settlement = Settlement::default();
         Clock::settle(&bound, &mut settlement);
-        assert_eq!(settlement.recorded["clock"], json!({"reads": [5, 9]}));
+        assert_eq!(
+            settlement.recorded["clock"],
+            json!({"nowMs": [5, 6], "elapsedNs": [9]})
+        );
         assert!(bound.current().call.is_none(), "settled");
 
         let replay = CallScope {
@@ -213,10 +273,13 @@ mod tests {
         };
         Clock::begin(&bound, &replay);
         let call = prepared(&bound);
-        assert_eq!(call.read(|| 100), 5);
-        assert_eq!(call.read(|| 100), 9);
-        // Past the record: the clock again.
-        assert_eq!(call.read(|| 100), 100);
+        // Another order: each function reads its own record.
+        assert_eq!(call.read(Kind::ElapsedNs, || 100), 9);
+        assert_eq!(call.read(Kind::NowMs, || 100), 5);
+        assert_eq!(call.read(Kind::NowMs, || 100), 6);
+        // Past the record: the clock again, and elapsed never goes back.
+        assert_eq!(call.read(Kind::NowMs, || 100), 100);
+        assert_eq!(call.read(Kind::ElapsedNs, || 3), 9);
     }
 
     #[test]
@@ -225,13 +288,13 @@ mod tests {
         Clock::begin(&bound, &CallScope::default());
         let call = prepared(&bound);
         for reading in 0..MAX_RECORDED_READS as u64 + 3 {
-            call.read(|| reading);
+            call.read(Kind::NowMs, || reading);
         }
         let mut settlement = Settlement::default();
         Clock::settle(&bound, &mut settlement);
         let recorded = &settlement.recorded["clock"];
         assert_eq!(
-            recorded["reads"].as_array().map(Vec::len),
+            recorded["nowMs"].as_array().map(Vec::len),
             Some(MAX_RECORDED_READS)
         );
         assert_eq!(recorded["unrecorded"], 3);

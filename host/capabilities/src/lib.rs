@@ -25,7 +25,7 @@
 //! | [`clock`] | `toolhost:clock/clock@0.1.0` (its own package) | the call in progress: its readings, recorded or replayed |
 //!
 //! What a run is bound to (its chat, world info and skills) is loaded in
-//! [`run_inputs`]; the chat a run commits its reply to, in [`chat_host`].
+//! [`run_context`]; the chat a run commits its reply to, in [`chat_host`].
 
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ pub mod clock;
 pub mod control;
 pub mod http;
 pub mod lifecycle;
-pub mod run_inputs;
+pub mod run_context;
 pub mod skills;
 mod view;
 pub mod workspace;
@@ -53,7 +53,7 @@ pub use view::View;
 pub use agents::CallableAgent;
 pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
 pub use lifecycle::{BindInputs, CallScope, HostCapability, Settlement};
-pub use run_inputs::{BindError, RunBindings, RunInputs};
+pub use run_context::{ContextError, RunBindings, RunContext};
 pub use skills::SkillAccess;
 pub use workspace::READ_STATE_REFUSED;
 

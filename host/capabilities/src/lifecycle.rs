@@ -26,7 +26,7 @@ use toolhost_sandbox::{CallState, HostFault};
 use toolhost_workspace::{IntentSink, WorkspaceSession};
 use wasmtime::component::Linker;
 
-use crate::{CallGrant, CallableAgent, RunInputs};
+use crate::{CallGrant, CallableAgent, RunContext};
 
 /// One host capability, whole.
 pub trait HostCapability: 'static {
@@ -52,7 +52,11 @@ pub trait HostCapability: 'static {
     /// Its interfaces, added to the sandbox's linker.
     fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()>;
 
-    /// Before the executor runs a call of the invocation.
+    /// Before the executor runs a call of the invocation. An invocation
+    /// runs one call at a time (`Invocation::execute` takes it mutably), so
+    /// `begin`, the call's `prepare` and `settle` follow each other for one
+    /// call before the next call's `begin`; per-call state kept in the
+    /// bound part relies on that.
     fn begin(_bound: &Self::Bound, _call: &CallScope) {}
 
     /// After the call ran (whatever its outcome): what it spent, and any
@@ -64,7 +68,7 @@ pub trait HostCapability: 'static {
 #[derive(Debug, Clone, Default)]
 pub struct BindInputs {
     /// What the run was bound to (its chat, world info and skills).
-    pub run: Option<Arc<RunInputs>>,
+    pub run: Option<Arc<RunContext>>,
     /// The invocation's agent profile (its skills' visibility and budget).
     pub profile: Option<Arc<Profile>>,
     /// The invocation's view of the workspace (its read-state is shared by
@@ -102,6 +106,6 @@ pub struct Settlement {
     pub skill_read_chars: u64,
     /// What a capability read from outside the call's recorded entropy
     /// (the clock), under its key: journalled with the call
-    /// (`capabilities`) so a replay can give it back ([`CallScope::recorded`]).
+    /// (`recorded`) so a replay can give it back ([`CallScope::recorded`]).
     pub recorded: Map<String, Value>,
 }

@@ -1,7 +1,8 @@
 //! The typed event vocabulary. Each struct is one event's payload (without
 //! `eventScope`, which [`Journal::record`] injects from [`Event::scope`]).
 //! Payload field names are part of the journal format: camelCase, and
-//! `Option`s serialize as `null` rather than being left out.
+//! `Option`s serialize as `null` rather than being left out, except the few
+//! marked `skip_serializing_if` (fields added later, absent when empty).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -258,7 +259,7 @@ pub struct ToolCallOutcome {
     /// (the clock's readings), each under its capability's key; a replay
     /// hands it back. Absent when nothing was recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub capabilities: Option<serde_json::Map<String, Value>>,
+    pub recorded: Option<serde_json::Map<String, Value>>,
 }
 
 impl ToolCallOutcome {
@@ -285,7 +286,7 @@ impl ToolCallOutcome {
             resource_refs: result.resource_refs.clone(),
             sandbox,
             skill_read_chars: None,
-            capabilities: None,
+            recorded: None,
         }
     }
 
@@ -302,8 +303,8 @@ impl ToolCallOutcome {
     }
 
     /// With what the call's capabilities recorded (nothing: absent).
-    pub fn with_capabilities(mut self, recorded: serde_json::Map<String, Value>) -> Self {
-        self.capabilities = (!recorded.is_empty()).then_some(recorded);
+    pub fn with_recorded(mut self, recorded: serde_json::Map<String, Value>) -> Self {
+        self.recorded = (!recorded.is_empty()).then_some(recorded);
         self
     }
 

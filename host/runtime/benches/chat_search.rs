@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost_capabilities::chat::{BoundChat, generate_chat};
-use toolhost_capabilities::{BindInputs, CallGrant, InvocationBound, RunInputs};
+use toolhost_capabilities::{BindInputs, CallGrant, InvocationBound, RunContext};
 use toolhost_core::{ToolId, ToolOutcome};
 use toolhost_guest::Arguments;
 use toolhost_runtime::{ToolHost, ToolHostConfig};
@@ -79,7 +79,7 @@ async fn bench() {
         )
         .expect("limits");
     let inputs = InvocationBound::bind(&BindInputs {
-        run: Some(Arc::new(RunInputs::none().with_chat(Arc::clone(&bound)))),
+        run: Some(Arc::new(RunContext::none().with_chat(Arc::clone(&bound)))),
         ..BindInputs::default()
     });
     // Prepared per call, as the runtime does.

@@ -74,12 +74,12 @@ impl ExecuteError {
 /// of every executor; an executor only runs the call and binds the result
 /// to it.
 pub trait ToolExecutor {
-    /// Run `invocation` as `binding` (its frozen descriptor and limits) with
+    /// Run `call` as `binding` (its frozen descriptor and limits) with
     /// the recorded nondeterministic inputs `entropy`, in its invocation's
     /// `context` (its capabilities, its readable views).
     fn execute(
         &self,
-        invocation: &ToolCall,
+        call: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
         context: CallContext,

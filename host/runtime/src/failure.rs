@@ -47,7 +47,7 @@ pub enum RunFailure {
     /// its frozen history changed, a skills directory cannot be read, the
     /// prompt snapshot's world info is malformed.
     #[error(transparent)]
-    Bind(#[from] toolhost_capabilities::BindError),
+    Context(#[from] toolhost_capabilities::ContextError),
     /// A stored file of the run (snapshot, profile) does not parse.
     #[error("run.state_invalid: {0}")]
     State(String),
@@ -138,7 +138,7 @@ impl Classified for RunFailure {
             Self::Model(error) => error.code(),
             Self::NotOffered(_) => "agent.tool_policy_denied",
             Self::Workspace(error) => error.code(),
-            Self::Bind(error) => error.code(),
+            Self::Context(error) => error.code(),
             Self::State(_) => "run.state_invalid",
             Self::ModelClient(error) => error.code(),
             Self::ChatCommit(_) => "agent.chat_commit_failed",

@@ -149,7 +149,82 @@ pub fn hard_wrap(text: &str, width: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
+    use toolhost_core::ToolId;
+
     use super::*;
+
+    /// Keeps what it is asked to store.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<(String, Vec<u8>)>>);
+
+    impl ViewStore for Kept {
+        fn store_view(&self, path: &str, bytes: &[u8]) -> Result<(), AuditError> {
+            self.0
+                .lock()
+                .expect("kept")
+                .push((path.to_owned(), bytes.to_vec()));
+            Ok(())
+        }
+    }
+
+    fn result(content: &str) -> AgentToolResult {
+        AgentToolResult {
+            call_id: "call_1".into(),
+            tool_id: ToolId::parse("mcp/00000000-0000-0000-0000-000000000001:echo").expect("id"),
+            content: content.into(),
+            structured: json!({"echo": content}),
+            is_error: false,
+            error_code: None,
+            resource_refs: Vec::new(),
+        }
+    }
+
+    fn views(store: Arc<Kept>, read_with: Option<&str>) -> ResultViews {
+        ResultViews {
+            inline_limit: 10,
+            read_with: read_with.map(str::to_owned),
+            search_with: None,
+            store,
+        }
+    }
+
+    #[test]
+    fn a_result_within_the_limit_is_left_inline() {
+        let store = Arc::new(Kept::default());
+        let kept = views(Arc::clone(&store), None)
+            .externalize(result("short"))
+            .expect("kept");
+        assert_eq!(kept, result("short"));
+        assert!(store.0.lock().expect("kept").is_empty());
+    }
+
+    #[test]
+    fn a_long_result_goes_to_its_view_and_the_model_reads_a_preview() {
+        let store = Arc::new(Kept::default());
+        let long = "0123456789abcdef";
+        let shown = views(Arc::clone(&store), Some("workspace_read_file"))
+            .externalize(result(long))
+            .expect("externalized");
+        let stem = toolhost_journal::audit_stem("call_1");
+        let path = format!("tool-results/{stem}.view.txt");
+        assert_eq!(
+            store.0.lock().expect("kept").as_slice(),
+            [(path.clone(), long.as_bytes().to_vec())]
+        );
+        assert!(
+            shown.content.starts_with(&format!(
+                "The result has 16 characters, more than the 10 shown inline, so it was saved to `{path}`. Read it in parts with workspace_read_file (path `{path}`)."
+            )),
+            "{}",
+            shown.content
+        );
+        assert!(shown.content.ends_with("## Prefix preview\n0123456789"));
+        assert_eq!(shown.structured["externalized"], true);
+        assert_eq!(shown.structured["result"], json!({"echo": long}));
+        assert_eq!(shown.resource_refs.len(), 2);
+    }
 
     #[test]
     fn long_lines_are_cut_at_the_width_and_short_ones_kept() {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use toolhost_capabilities::{BindInputs, CallScope, InvocationBound, RunInputs, run_inputs};
+use toolhost_capabilities::{BindInputs, CallScope, InvocationBound, RunContext, run_context};
 use toolhost_core::{AgentToolResult, InvocationToolSnapshot, Profile, ToolCall, ToolId};
 use toolhost_journal::{
     AgentDelegateStarted, AgentHandoffAccepted, DirectOutputCaptured, Event as _, JournalEvent,
@@ -105,7 +105,7 @@ pub async fn replay_run(
     }
     .with_own(&root_profile);
     let profiles = invocation_profiles(&events, &root_profile, &agents);
-    let loaded = Arc::new(run_inputs::rebind(&manifest.inputs, run_dir)?);
+    let loaded = Arc::new(run_context::reload(&manifest.inputs, run_dir)?);
 
     std::fs::create_dir_all(scratch).map_err(|error| io(scratch, error))?;
     for spec in &manifest.roots {
@@ -250,7 +250,7 @@ async fn replay_call(
     };
     // What the call's capabilities read the first time, read again.
     let recorded = payload
-        .get("capabilities")
+        .get("recorded")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
@@ -296,7 +296,7 @@ fn open_invocation(
     invocation_id: &str,
     profile: &Profile,
     workspace: &Arc<Workspace>,
-    loaded: &Arc<RunInputs>,
+    loaded: &Arc<RunContext>,
     agents: &AgentDirectory,
 ) -> Result<Replayed, RunFailure> {
     let path = layout

@@ -417,7 +417,7 @@ async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
                     toolhost_capabilities::InvocationBound::bind(
                         &toolhost_capabilities::BindInputs {
                             run: Some(Arc::new(
-                                toolhost_capabilities::RunInputs::none()
+                                toolhost_capabilities::RunContext::none()
                                     .with_chat(Arc::clone(&bound)),
                             )),
                             ..Default::default()

@@ -29,21 +29,45 @@ fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-/// The identifiers that follow `prefix` in `line`.
-fn after<'a>(line: &'a str, prefix: &str) -> Vec<&'a str> {
+/// The first identifier of each path that follows `prefix` in `text`:
+/// `crate::run::Run` gives `run`; a group, `crate::{run::Run, host}`,
+/// gives `run` and `host` (however many lines it spans).
+fn after(text: &str, prefix: &str) -> Vec<String> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut names = Vec::new();
-    let mut rest = line;
+    let mut rest = text;
     while let Some(at) = rest.find(prefix) {
-        let preceded = rest[..at]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let preceded = rest[..at].chars().next_back().is_some_and(ident);
         rest = &rest[at + prefix.len()..];
-        let end = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        if !preceded && end > 0 {
-            names.push(&rest[..end]);
+        if preceded {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            // Each item at the group's own depth starts with a name.
+            let mut depth = 0;
+            let mut item_start = true;
+            for (offset, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if item_start && ident(c) => {
+                        let end = group[offset..]
+                            .find(|c: char| !ident(c))
+                            .map_or(group.len(), |len| offset + len);
+                        names.push(group[offset..end].to_owned());
+                        item_start = false;
+                    }
+                    c if c.is_whitespace() => {}
+                    _ => item_start = false,
+                }
+            }
+            continue;
+        }
+        let end = rest.find(|c: char| !ident(c)).unwrap_or(rest.len());
+        if end > 0 {
+            names.push(rest[..end].to_owned());
         }
     }
     names
@@ -100,25 +124,26 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         let depth = relative.components().count();
         let own_file = depth == 1 || (depth == 2 && relative.ends_with("mod.rs"));
         let text = std::fs::read_to_string(path).expect("source");
-        for line in text.lines() {
-            if line.trim_start().starts_with("//") {
-                continue;
-            }
-            let mut names = after(line, "crate::");
-            if own_file {
-                names.extend(after(line, "super::"));
-            }
-            for name in names {
-                let target = if modules.contains(name) {
-                    Some(name.to_owned())
-                } else {
-                    exported.get(name).cloned()
-                };
-                if let Some(target) = target
-                    && target != module
-                {
-                    graph.entry(module.clone()).or_default().insert(target);
-                }
+        // Comments may name any module; only code imports one.
+        let code: String = text
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut names = after(&code, "crate::");
+        if own_file {
+            names.extend(after(&code, "super::"));
+        }
+        for name in names {
+            let target = if modules.contains(&name) {
+                Some(name)
+            } else {
+                exported.get(&name).cloned()
+            };
+            if let Some(target) = target
+                && target != module
+            {
+                graph.entry(module.clone()).or_default().insert(target);
             }
         }
     }
@@ -168,6 +193,12 @@ fn the_modules_import_each_other_in_one_direction() {
         "{graph:#?}"
     );
     assert_eq!(cycle(&graph), None, "{graph:#?}");
+}
+
+#[test]
+fn paths_and_groups_are_read() {
+    let text = "use crate::run::Run;\nuse crate::{\n    executor::{CallContext, ToolExecutor},\n    readable_view,\n};\nlet x = mycrate::other;";
+    assert_eq!(after(text, "crate::"), ["run", "executor", "readable_view"]);
 }
 
 #[test]

@@ -21,16 +21,16 @@ impl ToolHost {
     /// only a missing executor or an identity mismatch is a system failure.
     pub async fn call(
         &self,
-        invocation: &ToolCall,
+        call: &ToolCall,
         entropy: CallEntropy,
     ) -> Result<Execution, ExecuteError> {
-        self.dispatch(invocation, None, entropy, CallContext::default())
+        self.dispatch(call, None, entropy, CallContext::default())
             .await
     }
 
     async fn dispatch(
         &self,
-        invocation: &ToolCall,
+        call: &ToolCall,
         overrides: Option<&LimitOverrides>,
         entropy: CallEntropy,
         context: CallContext,
@@ -38,8 +38,8 @@ impl ToolHost {
         let bound = &context.bound;
         let entry = self
             .entries
-            .get(&invocation.tool_id)
-            .ok_or_else(|| ExecuteError::UnknownTool(invocation.tool_id.clone()))?;
+            .get(&call.tool_id)
+            .ok_or_else(|| ExecuteError::UnknownTool(call.tool_id.clone()))?;
         let mut tool_results = true;
         let mut allowed_hosts = AllowedHosts::none();
         let component = match entry {
@@ -60,7 +60,7 @@ impl ToolHost {
                     Ok(grant) => grant,
                     Err((code, message)) => {
                         let (result, _) = AgentToolResult::from_outcome(
-                            invocation,
+                            call,
                             ToolOutcome::Error(ToolFailure::new(code, message)),
                         );
                         return Ok(Execution {
@@ -78,7 +78,7 @@ impl ToolHost {
                 lazy.get(&self.sandbox, &|_| {})
                     .await
                     .map_err(|source| ExecuteError::Load {
-                        tool: invocation.tool_id.clone(),
+                        tool: call.tool_id.clone(),
                         source: Box::new(source),
                     })?
             }
@@ -86,7 +86,7 @@ impl ToolHost {
             Entry::Mcp {
                 dir, registration, ..
             } => {
-                let execution = self.run_mcp(invocation, dir, *registration).await?;
+                let execution = self.run_mcp(call, dir, *registration).await?;
                 return mcp_view(execution, context.views.as_deref());
             }
         };
@@ -98,12 +98,12 @@ impl ToolHost {
                     .policy()
                     .resolve(*component.limits(), overrides)
                     .map_err(|source| ExecuteError::Limits {
-                        tool: invocation.tool_id.clone(),
+                        tool: call.tool_id.clone(),
                         source,
                     })?;
                 for lowered in clamped {
                     tracing::debug!(
-                        tool = %invocation.tool_id,
+                        tool = %call.tool_id,
                         limit = lowered.limit,
                         requested = lowered.requested,
                         cap = lowered.cap,
@@ -117,19 +117,13 @@ impl ToolHost {
         let capabilities = bound.prepare(&grant).map_err(ExecuteError::HostFault)?;
         let report = self
             .sandbox
-            .call_under(
-                component,
-                &limits,
-                &invocation.arguments,
-                entropy,
-                capabilities,
-            )
+            .call_under(component, &limits, &call.arguments, entropy, capabilities)
             .await;
         if let Some(fault) = report.host_fault.clone() {
             return Err(ExecuteError::HostFault(fault));
         }
-        let (result, effect) = AgentToolResult::from_outcome(invocation, report.outcome());
-        result.check_identity(invocation)?;
+        let (result, effect) = AgentToolResult::from_outcome(call, report.outcome());
+        result.check_identity(call)?;
         Ok(Execution {
             result,
             effect,
@@ -141,14 +135,14 @@ impl ToolHost {
     /// project the answer.
     async fn run_mcp(
         &self,
-        invocation: &ToolCall,
+        call: &ToolCall,
         dir: &std::path::Path,
         registration: Uuid,
     ) -> Result<Execution, ExecuteError> {
-        let tool = invocation.tool_id.native_name();
+        let tool = call.tool_id.native_name();
         let refused = |code: &str, message: String| {
             let (result, _) = AgentToolResult::from_outcome(
-                invocation,
+                call,
                 ToolOutcome::Error(ToolFailure::new(code, message)),
             );
             Ok(Execution {
@@ -188,13 +182,13 @@ impl ToolHost {
                 format!("{tool} of {} is denied now", current.display_name),
             );
         }
-        let Some(arguments) = invocation.arguments.as_object() else {
+        let Some(arguments) = call.arguments.as_object() else {
             return refused(
                 "tool.invalid_arguments",
                 "the arguments must be a JSON object".into(),
             );
         };
-        let size = invocation.arguments.to_string().len();
+        let size = call.arguments.to_string().len();
         if size > MCP_MAX_ARGUMENT_BYTES {
             return refused(
                 "tool.arguments_too_large",
@@ -226,13 +220,13 @@ impl ToolHost {
             }
             CallOutcome::Unknown(info) => {
                 return Err(ExecuteError::McpOutcomeUnknown {
-                    tool: invocation.tool_id.clone(),
+                    tool: call.tool_id.clone(),
                     message: info.message,
                 });
             }
         };
-        let (result, _) = AgentToolResult::from_outcome(invocation, outcome);
-        result.check_identity(invocation)?;
+        let (result, _) = AgentToolResult::from_outcome(call, outcome);
+        result.check_identity(call)?;
         Ok(Execution {
             result,
             effect: None,
@@ -261,12 +255,12 @@ impl ToolExecutor for ToolHost {
 
     fn execute(
         &self,
-        invocation: &ToolCall,
+        call: &ToolCall,
         binding: &ToolBinding,
         entropy: CallEntropy,
         context: CallContext,
     ) -> impl std::future::Future<Output = Result<Execution, ExecuteError>> + Send {
-        self.dispatch(invocation, binding.limits.as_ref(), entropy, context)
+        self.dispatch(call, binding.limits.as_ref(), entropy, context)
     }
 }
 

@@ -60,15 +60,15 @@ impl Invocation {
     /// to the budgets.
     pub fn refuse(
         &mut self,
-        invocation: ToolCall,
+        call: ToolCall,
         failure: ToolFailure,
     ) -> Result<CallOutcome, RunFailure> {
         let started = Instant::now();
-        let stored = self.prior(&invocation)?.into_stored();
-        self.record_request(&invocation)?;
-        let (result, _) = AgentToolResult::from_outcome(&invocation, ToolOutcome::Error(failure));
+        let stored = self.prior(&call)?.into_stored();
+        self.record_request(&call)?;
+        let (result, _) = AgentToolResult::from_outcome(&call, ToolOutcome::Error(failure));
         self.store(ExecutedCall {
-            invocation,
+            call,
             result,
             effect: None,
             report: None,
@@ -81,23 +81,23 @@ impl Invocation {
 
     /// The arguments are an audit fact before anything acts on them. A
     /// duplicate call id fails here, before any file is overwritten.
-    pub(super) fn record_request(&mut self, invocation: &ToolCall) -> Result<(), RunFailure> {
+    pub(super) fn record_request(&mut self, call: &ToolCall) -> Result<(), RunFailure> {
         let dir = self.run.dir();
         let arguments_ref = if self.run.resume_log().is_some() {
             dir.store_tool_args_again(
-                &invocation.call_id,
-                &invocation.tool_id,
+                &call.call_id,
+                &call.tool_id,
                 &self.invocation_id,
                 self.round,
-                &invocation.arguments,
+                &call.arguments,
             )?
         } else {
             dir.store_tool_args(
-                &invocation.call_id,
-                &invocation.tool_id,
+                &call.call_id,
+                &call.tool_id,
                 &self.invocation_id,
                 self.round,
-                &invocation.arguments,
+                &call.arguments,
             )?
         };
         drop(dir);
@@ -106,10 +106,10 @@ impl Invocation {
         self.run.hold(&ToolCallRequested {
             round: self.round,
             invocation_id: self.invocation_id.clone(),
-            call_id: invocation.call_id.clone(),
-            tool_id: invocation.tool_id.clone(),
+            call_id: call.call_id.clone(),
+            tool_id: call.tool_id.clone(),
             snapshot_id: self.snapshot.id().to_owned(),
-            name: invocation.tool_id.native_name().to_owned(),
+            name: call.tool_id.native_name().to_owned(),
             arguments_ref,
         })?;
         Ok(())
@@ -119,7 +119,7 @@ impl Invocation {
     /// (create-only) and the call's outcome journalled.
     pub fn store(&mut self, executed: ExecutedCall) -> Result<CallOutcome, RunFailure> {
         let ExecutedCall {
-            invocation,
+            call,
             result,
             effect,
             report,
@@ -130,14 +130,14 @@ impl Invocation {
         } = executed;
         let replayed = stored.is_some();
         let result = stored.unwrap_or(result);
-        if let Err(mismatch) = result.check_identity(&invocation) {
-            return Err(self.system_failure(&invocation, round, mismatch.into()));
+        if let Err(mismatch) = result.check_identity(&call) {
+            return Err(self.system_failure(&call, round, mismatch.into()));
         }
         let stored = if replayed {
             Ok(self
                 .run
                 .manifest_layout()
-                .tool_result(&invocation.call_id)
+                .tool_result(&call.call_id)
                 .relative)
         } else {
             self.run
@@ -146,15 +146,15 @@ impl Invocation {
         };
         let result_ref = match stored {
             Ok(path) => path,
-            Err(error) => return Err(self.system_failure(&invocation, round, error.into())),
+            Err(error) => return Err(self.system_failure(&call, round, error.into())),
         };
         // Written with the call's outcome below: between them only the
         // read-state is stored, and a resumed run goes by the result file.
         self.run.hold(&ToolResultStored {
             round,
             invocation_id: self.invocation_id.clone(),
-            call_id: invocation.call_id.clone(),
-            tool_id: invocation.tool_id.clone(),
+            call_id: call.call_id.clone(),
+            tool_id: call.tool_id.clone(),
             path: result_ref.clone(),
         })?;
         let elapsed = started.elapsed();
@@ -170,7 +170,7 @@ impl Invocation {
         )
         .with_elapsed_us(elapsed.as_micros() as u64)
         .with_skill_read_chars(settlement.skill_read_chars)
-        .with_capabilities(settlement.recorded);
+        .with_recorded(settlement.recorded);
         // Read-state first: a crash after the completion leaves the file
         // matching the journal, so a resumed run knows what this call read
         // or wrote.
@@ -191,24 +191,24 @@ impl Invocation {
     /// Journal a failure that ends the run from the run loop, inside a call
     /// (an effect the host could not apply).
     pub fn fail_call(&self, executed: &ExecutedCall, failure: RunFailure) -> RunFailure {
-        self.system_failure(&executed.invocation, executed.round, failure)
+        self.system_failure(&executed.call, executed.round, failure)
     }
 
     /// Journal a failure that ends the run (best effort: if the journal
     /// itself is what failed, the original failure is still returned).
     pub(super) fn system_failure(
         &self,
-        invocation: &ToolCall,
+        call: &ToolCall,
         round: u32,
         failure: RunFailure,
     ) -> RunFailure {
         let event = ToolCallSystemFailed {
             round,
             invocation_id: self.invocation_id.clone(),
-            call_id: invocation.call_id.clone(),
-            tool_id: invocation.tool_id.clone(),
+            call_id: call.call_id.clone(),
+            tool_id: call.tool_id.clone(),
             snapshot_id: self.snapshot.id().to_owned(),
-            name: invocation.tool_id.native_name().to_owned(),
+            name: call.tool_id.native_name().to_owned(),
             code: failure.code().to_owned(),
             message: failure.to_string(),
         };

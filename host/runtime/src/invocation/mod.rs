@@ -94,7 +94,7 @@ impl Ran {
 /// [`Invocation::execute`]).
 #[derive(Debug)]
 pub struct ExecutedCall {
-    invocation: ToolCall,
+    call: ToolCall,
     result: AgentToolResult,
     effect: Option<ToolEffect>,
     report: Option<CallReport>,
@@ -114,7 +114,7 @@ impl ExecutedCall {
     }
 
     pub fn call(&self) -> &ToolCall {
-        &self.invocation
+        &self.call
     }
 
     pub fn result(&self) -> &AgentToolResult {
@@ -129,7 +129,7 @@ impl ExecutedCall {
     /// Answer with what the host did instead of what the tool said (the
     /// identity stays the call's).
     pub fn replace_outcome(&mut self, outcome: ToolOutcome) {
-        self.result = AgentToolResult::from_outcome(&self.invocation, outcome).0;
+        self.result = AgentToolResult::from_outcome(&self.call, outcome).0;
     }
 }
 
@@ -220,13 +220,20 @@ impl Invocation {
         }
     }
 
-    /// Tell this invocation's tools which agents it may call. Before its
-    /// first call: the capabilities are bound again (binding is cheap and
-    /// reads only the inputs; no call has charged anything yet).
-    pub fn set_agents(&mut self, agents: Vec<CallableAgent>) {
-        debug_assert_eq!(self.round, 0, "agents are set before the first turn");
+    /// Tell this invocation's tools which agents it may call, before its
+    /// first turn: the capabilities are bound again (binding is cheap and
+    /// reads only the inputs), which after a call would start its budgets
+    /// afresh — so later it is refused.
+    pub fn set_agents(&mut self, agents: Vec<CallableAgent>) -> Result<(), RunFailure> {
+        if self.round > 0 {
+            return Err(RunFailure::State(format!(
+                "the agents of `{}` are set before its first turn, not at round {}",
+                self.invocation_id, self.round
+            )));
+        }
         self.inputs.agents = Some(Arc::new(agents));
         self.bound = Arc::new(InvocationBound::bind(&self.inputs));
+        Ok(())
     }
 
     pub(crate) fn with_diagnostics(mut self, diagnostics: Vec<SnapshotDiagnostic>) -> Self {
@@ -320,10 +327,10 @@ impl Invocation {
         &mut self,
         executor: &E,
         turn: &ModelTurn,
-        invocation: ToolCall,
+        call: ToolCall,
         entropy: CallEntropy,
     ) -> Result<CallOutcome, RunFailure> {
-        let executed = self.execute(executor, turn, invocation, entropy).await?;
+        let executed = self.execute(executor, turn, call, entropy).await?;
         self.store(executed)
     }
 
@@ -363,7 +370,7 @@ impl Invocation {
             return Err(self.system_failure(&call, round, mismatch.into()));
         }
         Ok(ExecutedCall {
-            invocation: call,
+            call,
             result: ran.result,
             effect: ran.effect,
             report: ran.report,
@@ -464,7 +471,7 @@ impl Invocation {
     /// A call the record answered, without the executor.
     fn replayed(&self, call: ToolCall, replay: Replay, started: Instant) -> ExecutedCall {
         ExecutedCall {
-            invocation: call,
+            call,
             stored: replay.from_record.then(|| replay.result.clone()),
             result: replay.result,
             effect: None,

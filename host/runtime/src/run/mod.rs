@@ -14,7 +14,7 @@ use toolhost_journal::{
 };
 use toolhost_journal::{Replica, may_block};
 
-use toolhost_capabilities::RunInputs;
+use toolhost_capabilities::RunContext;
 use toolhost_capabilities::chat::BoundChat;
 use toolhost_workspace::{Workspace, WorkspaceLimits, WorkspaceRoots, WorkspaceSession};
 
@@ -42,7 +42,7 @@ pub struct Run {
     /// each invocation reads and writes it through its own session.
     workspace: Arc<Workspace>,
     /// The chat, world info and skills the run is bound to.
-    inputs: Arc<RunInputs>,
+    inputs: Arc<RunContext>,
     /// The run's frozen profile.
     profile: Arc<Profile>,
     /// A resumed agent run's journal, made again step by step.
@@ -72,7 +72,7 @@ impl Run {
         Ok(self.dir().read_file(relative)?)
     }
 
-    fn wrap(dir: RunDirectory, inputs: RunInputs, profile: Profile) -> Result<Self, RunFailure> {
+    fn wrap(dir: RunDirectory, inputs: RunContext, profile: Profile) -> Result<Self, RunFailure> {
         let roots = WorkspaceRoots::from_specs(&dir.manifest().roots)?;
         let workspace = Workspace::open(dir.layout().root(), roots, WorkspaceLimits::default())?;
         Ok(Self {
@@ -99,7 +99,7 @@ impl Run {
     }
 
     /// What the run is bound to, for its invocations' capabilities.
-    pub(crate) fn inputs(&self) -> &Arc<RunInputs> {
+    pub(crate) fn inputs(&self) -> &Arc<RunContext> {
         &self.inputs
     }
 

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use toolhost_capabilities::{RunBindings, run_inputs};
+use toolhost_capabilities::{RunBindings, run_context};
 use toolhost_core::{Profile, profile::WORKSPACE_ROOTS};
 use toolhost_journal::{
     Durability, Event as _, Recovery, RootSpec, RunDirectory, RunManifest, RunResumed, RunStarted,
@@ -132,9 +132,10 @@ impl RunBuilder {
     }
 
     /// Reopen the run (`Run::open`): a run whose loop never started goes
-    /// on as a new loop.
-    pub fn open(mut self) -> Result<(Arc<Run>, Recovery), RunFailure> {
-        let (root, _) = self.root_and_id();
+    /// on as a new loop. A run is reopened where it is ([`Run::at`]); the
+    /// id, durability and bindings of a new run do not apply.
+    pub fn open(self) -> Result<(Arc<Run>, Recovery), RunFailure> {
+        let root = self.existing()?;
         Run::open_full(&root, self.replica)
     }
 
@@ -142,9 +143,20 @@ impl RunBuilder {
     /// directory's lock is held from here, so no second process can resume
     /// it at once. Refused when the run ended, or has no `input/loop.json`
     /// (not an agent run, or one made before runs were resumable).
-    pub fn resume(mut self) -> Result<(Arc<Run>, LoopRecord), RunFailure> {
-        let (root, _) = self.root_and_id();
+    pub fn resume(self) -> Result<(Arc<Run>, LoopRecord), RunFailure> {
+        let root = self.existing()?;
         Run::resume_full(&root, self.replica)
+    }
+
+    /// The directory of a run to reopen: only [`Run::at`] names one.
+    fn existing(&self) -> Result<PathBuf, RunFailure> {
+        match &self.place {
+            Place::At(root) => Ok(root.clone()),
+            Place::Under(runs_dir) => Err(RunFailure::State(format!(
+                "a run is reopened at its own directory (Run::at), not under {}",
+                runs_dir.display()
+            ))),
+        }
     }
 }
 
@@ -157,7 +169,7 @@ impl Run {
         bindings: &RunBindings,
         replica: Option<ReplicaFactory>,
     ) -> Result<Arc<Self>, RunFailure> {
-        let prepared = run_inputs::prepare(bindings)?;
+        let prepared = run_context::load(bindings)?;
         let resolved = profile.to_resolved_json();
         let mut manifest =
             RunManifest::new(run_id, &profile.id, resolved.as_bytes(), roots(profile));
@@ -178,7 +190,7 @@ impl Run {
         replica: Option<ReplicaFactory>,
     ) -> Result<(Arc<Self>, Recovery), RunFailure> {
         let (mut dir, recovery) = RunDirectory::open(root)?;
-        let loaded = run_inputs::rebind(&dir.manifest().inputs, root)?;
+        let loaded = run_context::reload(&dir.manifest().inputs, root)?;
         let profile = Self::load_profile(&dir)?;
         let resumed = RunResumed {
             run_id: dir.manifest().run_id.clone(),
@@ -225,7 +237,7 @@ impl Run {
                 )));
             }
         };
-        let loaded = run_inputs::rebind(&dir.manifest().inputs, root)?;
+        let loaded = run_context::reload(&dir.manifest().inputs, root)?;
         let profile = Self::load_profile(&dir)?;
         let log = ResumeLog::from_events(&events);
         let resumed = RunResumed {

@@ -496,7 +496,7 @@ fn staged(tmp: &Path, value: &Value) -> Result<tempfile::NamedTempFile, ApiError
 /// (`400`), or the server failed (`500`).
 fn creation_refused(failure: RunFailure) -> ApiError {
     match failure {
-        RunFailure::Bind(_) | RunFailure::Snapshot(_) | RunFailure::State(_) => {
+        RunFailure::Context(_) | RunFailure::Snapshot(_) | RunFailure::State(_) => {
             invalid(failure.code(), failure.to_string())
         }
         other => ApiError::internal("creating the run", other),

@@ -82,7 +82,7 @@ pub(super) async fn run_invocation(
         shared
             .run
             .start_invocation(&spec.profile, sources, &spec.invocation_id, exit)?;
-    session.set_agents(shared.parts.agents.callable_by(&spec.profile));
+    session.set_agents(shared.parts.agents.callable_by(&spec.profile))?;
     if matches!(spec.role, InvocationRole::Foreground) {
         shared.ledger().agents.push(spec.profile.id.clone());
     }

@@ -10,14 +10,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use toolhost_chat::{BoundChat, ChatError};
-use toolhost_journal::{ChatBinding, RunInputs as InputsRecord, SkillSourceRef};
+use toolhost_journal::{ChatBinding, RunInputs, SkillSourceRef};
 use toolhost_skills::{Scope, SkillError, SkillLibrary, SkillSource};
 use toolhost_worldinfo::{Activation, WorldInfoError};
 
 /// A run's inputs that do not bind: the run is not created (or not
 /// reopened).
 #[derive(Debug, thiserror::Error)]
-pub enum BindError {
+pub enum ContextError {
     /// The chat is unreadable, or its frozen history changed.
     #[error(transparent)]
     Chat(#[from] ChatError),
@@ -32,7 +32,7 @@ pub enum BindError {
     State(String),
 }
 
-impl BindError {
+impl ContextError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Chat(error) => error.code(),
@@ -58,13 +58,13 @@ pub struct RunBindings {
 /// What a run is bound to, loaded: the part of every invocation's inputs
 /// that is the run's ([`BindInputs::run`](crate::BindInputs)).
 #[derive(Debug, Clone)]
-pub struct RunInputs {
+pub struct RunContext {
     pub(crate) chat: Option<Arc<BoundChat>>,
     pub(crate) worldinfo: Option<Arc<Activation>>,
     pub(crate) skills: Arc<SkillLibrary>,
 }
 
-impl RunInputs {
+impl RunContext {
     /// Bound to nothing: no chat, no world info, no skill.
     pub fn none() -> Self {
         Self {
@@ -94,18 +94,18 @@ impl RunInputs {
 
 /// Checked and loaded before the run directory exists, so a bad chat or
 /// snapshot never leaves a half-made run behind.
-pub struct Prepared {
+pub struct Loaded {
     /// What `run.json` records of the inputs.
-    pub record: InputsRecord,
-    pub loaded: RunInputs,
+    pub record: RunInputs,
+    pub loaded: RunContext,
     /// The prompt snapshot to store once the run directory exists.
     pub snapshot: Option<Value>,
 }
 
-impl Prepared {
+impl Loaded {
     /// Store the prompt snapshot (create-only) in the run directory at
     /// `root`, once it exists.
-    pub fn store_snapshot(&self, root: &Path) -> Result<(), BindError> {
+    pub fn store_snapshot(&self, root: &Path) -> Result<(), ContextError> {
         if let Some(snapshot) = &self.snapshot {
             Activation::store_prompt_snapshot(root, snapshot)?;
         }
@@ -113,15 +113,15 @@ impl Prepared {
     }
 }
 
-fn absolute(path: &Path) -> Result<PathBuf, BindError> {
+fn absolute(path: &Path) -> Result<PathBuf, ContextError> {
     std::path::absolute(path)
-        .map_err(|error| BindError::State(format!("{}: {error}", path.display())))
+        .map_err(|error| ContextError::State(format!("{}: {error}", path.display())))
 }
 
 /// Check and load what a new run is bound to.
-pub fn prepare(bindings: &RunBindings) -> Result<Prepared, BindError> {
-    let mut record = InputsRecord::default();
-    let mut loaded = RunInputs {
+pub fn load(bindings: &RunBindings) -> Result<Loaded, ContextError> {
+    let mut record = RunInputs::default();
+    let mut loaded = RunContext {
         chat: None,
         worldinfo: None,
         skills: Arc::new(SkillLibrary::empty()),
@@ -140,10 +140,10 @@ pub fn prepare(bindings: &RunBindings) -> Result<Prepared, BindError> {
         None => None,
         Some(path) => {
             let bytes = std::fs::read(path).map_err(|error| {
-                BindError::State(format!("prompt snapshot {}: {error}", path.display()))
+                ContextError::State(format!("prompt snapshot {}: {error}", path.display()))
             })?;
             let value: Value = serde_json::from_slice(&bytes).map_err(|error| {
-                BindError::State(format!(
+                ContextError::State(format!(
                     "agent.invalid_prompt_snapshot_file: {} is not JSON: {error}",
                     path.display()
                 ))
@@ -161,7 +161,7 @@ pub fn prepare(bindings: &RunBindings) -> Result<Prepared, BindError> {
         });
     }
     loaded.skills = Arc::new(load_skills(&record.skills)?);
-    Ok(Prepared {
+    Ok(Loaded {
         record,
         loaded,
         snapshot,
@@ -171,7 +171,7 @@ pub fn prepare(bindings: &RunBindings) -> Result<Prepared, BindError> {
 /// Bind a reopened run to what its manifest records: the same chat prefix
 /// (a changed history is `agent.input_history_conflict`), its stored
 /// snapshot, its skill sources.
-pub fn rebind(record: &InputsRecord, run_dir: &Path) -> Result<RunInputs, BindError> {
+pub fn reload(record: &RunInputs, run_dir: &Path) -> Result<RunContext, ContextError> {
     let chat = match &record.chat {
         None => None,
         Some(binding) => Some(Arc::new(BoundChat::rebind(
@@ -185,14 +185,14 @@ pub fn rebind(record: &InputsRecord, run_dir: &Path) -> Result<RunInputs, BindEr
     } else {
         None
     };
-    Ok(RunInputs {
+    Ok(RunContext {
         chat,
         worldinfo,
         skills: Arc::new(load_skills(&record.skills)?),
     })
 }
 
-fn load_skills(sources: &[SkillSourceRef]) -> Result<SkillLibrary, BindError> {
+fn load_skills(sources: &[SkillSourceRef]) -> Result<SkillLibrary, ContextError> {
     let sources = sources
         .iter()
         .map(|source| {
@@ -201,11 +201,11 @@ fn load_skills(sources: &[SkillSourceRef]) -> Result<SkillLibrary, BindError> {
                 .copied()
                 .find(|scope| scope.as_str() == source.scope)
                 .ok_or_else(|| {
-                    BindError::State(format!("unknown skill scope `{}`", source.scope))
+                    ContextError::State(format!("unknown skill scope `{}`", source.scope))
                 })?;
             Ok(SkillSource::new(scope, PathBuf::from(&source.dir)))
         })
-        .collect::<Result<Vec<_>, BindError>>()?;
+        .collect::<Result<Vec<_>, ContextError>>()?;
     // Skipped skills are logged (and listed) by the library itself.
     Ok(SkillLibrary::load(&sources)?)
 }
