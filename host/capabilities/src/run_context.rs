@@ -10,9 +10,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use toolhost_chat::{BoundChat, ChatError};
+use toolhost_core::file::read_regular;
+use toolhost_core::prompt_snapshot::{PromptSnapshot, PromptSnapshotError};
 use toolhost_journal::{ChatBinding, RunInputs, SkillSourceRef};
 use toolhost_skills::{Scope, SkillError, SkillLibrary, SkillSource};
-use toolhost_worldinfo::{Activation, WorldInfoError};
+use toolhost_worldinfo::{Activation, MAX_SNAPSHOT_BYTES, WorldInfoError};
 
 /// A run's inputs that do not bind: the run is not created (or not
 /// reopened).
@@ -27,6 +29,10 @@ pub enum ContextError {
     /// The prompt snapshot's world info is malformed.
     #[error(transparent)]
     WorldInfo(#[from] WorldInfoError),
+    /// The prompt snapshot's messages or names do not check (a field
+    /// path and why).
+    #[error(transparent)]
+    Snapshot(#[from] PromptSnapshotError),
     /// A path or file given is unusable.
     #[error("run.state_invalid: {0}")]
     State(String),
@@ -38,6 +44,7 @@ impl ContextError {
             Self::Chat(error) => error.code(),
             Self::Skills(error) => error.code(),
             Self::WorldInfo(error) => error.code(),
+            Self::Snapshot(_) => PromptSnapshotError::CODE,
             Self::State(_) => "run.state_invalid",
         }
     }
@@ -62,6 +69,9 @@ pub struct RunContext {
     pub(crate) chat: Option<Arc<BoundChat>>,
     pub(crate) worldinfo: Option<Arc<Activation>>,
     pub(crate) skills: Arc<SkillLibrary>,
+    /// The app's prompt for this generation, checked, when the run was
+    /// given one (a new run; a reopened run reads only its activation).
+    pub(crate) prompt: Option<Arc<PromptSnapshot>>,
 }
 
 impl RunContext {
@@ -71,6 +81,7 @@ impl RunContext {
             chat: None,
             worldinfo: None,
             skills: Arc::new(SkillLibrary::empty()),
+            prompt: None,
         }
     }
 
@@ -84,6 +95,11 @@ impl RunContext {
     pub fn with_skills(mut self, skills: Arc<SkillLibrary>) -> Self {
         self.skills = skills;
         self
+    }
+
+    /// The prompt snapshot the run was given, checked.
+    pub fn prompt_snapshot(&self) -> Option<&Arc<PromptSnapshot>> {
+        self.prompt.as_ref()
     }
 
     /// The chat the run is bound to, if any.
@@ -125,6 +141,7 @@ pub fn load(bindings: &RunBindings) -> Result<Loaded, ContextError> {
         chat: None,
         worldinfo: None,
         skills: Arc::new(SkillLibrary::empty()),
+        prompt: None,
     };
     if let Some(path) = &bindings.chat {
         let path = absolute(path)?;
@@ -139,9 +156,20 @@ pub fn load(bindings: &RunBindings) -> Result<Loaded, ContextError> {
     let snapshot = match &bindings.prompt_snapshot {
         None => None,
         Some(path) => {
-            let bytes = std::fs::read(path).map_err(|error| {
-                ContextError::State(format!("prompt snapshot {}: {error}", path.display()))
-            })?;
+            // A file a user named: no fifo, no device, no endless read.
+            let bytes = read_regular(path, MAX_SNAPSHOT_BYTES)
+                .map_err(|error| {
+                    ContextError::State(format!("prompt snapshot {}: {error}", path.display()))
+                })?
+                .ok_or_else(|| {
+                    ContextError::Snapshot(PromptSnapshotError {
+                        field: String::new(),
+                        message: format!(
+                            "{} holds more than {MAX_SNAPSHOT_BYTES} bytes",
+                            path.display()
+                        ),
+                    })
+                })?;
             let value: Value = serde_json::from_slice(&bytes).map_err(|error| {
                 ContextError::State(format!(
                     "agent.invalid_prompt_snapshot_file: {} is not JSON: {error}",
@@ -150,6 +178,7 @@ pub fn load(bindings: &RunBindings) -> Result<Loaded, ContextError> {
             })?;
             // Checked now; stored (create-only) once the directory exists.
             loaded.worldinfo = Activation::from_prompt_snapshot(&value)?.map(Arc::new);
+            loaded.prompt = Some(Arc::new(PromptSnapshot::from_json(&value)?));
             record.prompt_snapshot = true;
             Some(value)
         }
@@ -189,6 +218,7 @@ pub fn reload(record: &RunInputs, run_dir: &Path) -> Result<RunContext, ContextE
         chat,
         worldinfo,
         skills: Arc::new(load_skills(&record.skills)?),
+        prompt: None,
     })
 }
 

@@ -28,6 +28,7 @@ pub mod model;
 pub mod model_path;
 pub mod policy;
 pub mod profile;
+pub mod prompt_snapshot;
 pub mod result;
 pub mod snapshot;
 pub mod turn;

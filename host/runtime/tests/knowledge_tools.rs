@@ -450,3 +450,66 @@ async fn the_sandboxed_search_finds_what_the_tool_finds_natively() {
         }
     }
 }
+
+/// A prompt snapshot whose messages do not check is refused with the field
+/// and why before the run exists; a good one is read in order.
+#[test]
+fn a_bad_prompt_snapshot_is_refused_before_the_run_exists() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = profile(json!({}));
+    let create = |snapshot: &Value, name: &str| {
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, snapshot.to_string()).expect("snapshot");
+        let root = dir.path().join(name);
+        let created = Run::at(&root)
+            .durability(Durability::Batched)
+            .bindings(&RunBindings {
+                prompt_snapshot: Some(file),
+                ..RunBindings::default()
+            })
+            .create(&profile);
+        (root, created)
+    };
+    for (name, snapshot, field) in [
+        (
+            "role",
+            json!({"messages": [{"role": "tool", "content": "x"}]}),
+            "messages[0].role",
+        ),
+        (
+            "content",
+            json!({"messages": [{"role": "user", "content": [{"type": "text"}]}]}),
+            "messages[0].content",
+        ),
+        (
+            "missing",
+            json!({"schemaVersion": 1, "messages": [{"content": "x"}]}),
+            "messages[0]",
+        ),
+        (
+            "huge",
+            json!({"messages": [{"role": "user", "content": "x".repeat(10 * 1024 * 1024)}]}),
+            "messages",
+        ),
+    ] {
+        let (root, created) = create(&snapshot, name);
+        let failure = created.expect_err(name);
+        assert_eq!(
+            failure.code(),
+            "agent.invalid_prompt_snapshot_file",
+            "{name}"
+        );
+        assert!(
+            failure.to_string().contains(&format!("{field}:")),
+            "{name}: {failure}"
+        );
+        assert!(!root.exists(), "{name}: nothing is written");
+    }
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("worldinfo/prompt_snapshot.json"))
+            .expect("fixture"),
+    )
+    .expect("json");
+    let (_, created) = create(&fixture, "good");
+    assert!(created.is_ok(), "{:?}", created.err());
+}
