@@ -167,7 +167,7 @@ pub(crate) struct Reopened {
 /// (`None`: the local use) and the skill characters its calls were charged
 /// before its run was reopened.
 pub(crate) struct Agent<'a> {
-    pub profile: &'a Profile,
+    pub profile: Arc<Profile>,
     pub tenant: Option<&'a str>,
     pub skill_chars_charged: u64,
 }
@@ -188,7 +188,7 @@ impl Invocation {
         } = agent;
         let inputs = BindInputs {
             run: Some(Arc::clone(run.inputs())),
-            profile: Some(Arc::new(profile.clone())),
+            profile: Some(Arc::clone(&profile)),
             workspace: Some(Arc::clone(&workspace)),
             snapshot: Some(Arc::clone(&snapshot)),
             agents: None,

@@ -54,7 +54,7 @@ impl Run {
             None,
             workspace,
             Agent {
-                profile,
+                profile: Arc::new(profile.clone()),
                 tenant: sources.tenant,
                 skill_chars_charged: 0,
             },
@@ -124,7 +124,7 @@ impl Run {
             None,
             self.workspace_session_for(profile)?,
             Agent {
-                profile,
+                profile: Arc::new(profile.clone()),
                 tenant,
                 skill_chars_charged: charged,
             },
@@ -206,7 +206,9 @@ impl Run {
             Some(Reopened { gate, round }),
             self.workspace_session(),
             Agent {
-                profile: self.profile(),
+                // The run's own profile: shared, not copied, at every
+                // reopening (each direct call of the API reopens one).
+                profile: Arc::clone(self.profile()),
                 tenant,
                 skill_chars_charged: skill_chars,
             },
