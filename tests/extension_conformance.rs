@@ -50,6 +50,12 @@ impl Package {
     }
 }
 
+/// Who calls a tool directly in these tests (`toolhost call`'s place).
+const TESTER: toolhost_runtime::DirectCaller = toolhost_runtime::DirectCaller {
+    requester: "test",
+    call_id_prefix: "test",
+};
+
 const MINIMAL: &str = "capabilities = [\"log\"]\n[wit]\ntool = \"0.1.0\"\nhost = \"0.1.3\"\n";
 
 fn sandbox_config(cache: &Path, policy: HostPolicy) -> SandboxConfig {
@@ -1171,8 +1177,8 @@ mod outbound_http {
     #[tokio::test]
     async fn a_policy_makes_an_http_extensions_calls_wait_for_approval() {
         use toolhost_core::policy::{Policies, ToolPolicy};
+        use toolhost_runtime::Run;
         use toolhost_runtime::approval::Answer;
-        use toolhost_runtime::{DirectCaller, Run};
 
         let server = Server::start();
         let (_world, host) = granted(&["http://127.0.0.1:*"], None).await;
@@ -1217,10 +1223,7 @@ mod outbound_http {
             let outcome = session
                 .call_directly(
                     &host,
-                    DirectCaller {
-                        requester: "test",
-                        call_id_prefix: "test",
-                    },
+                    TESTER,
                     &id(TOOL),
                     Some(json!({"url": server.url("/hello")})),
                     CallEntropy::seeded(1),
@@ -1457,7 +1460,7 @@ mod clock {
     #[tokio::test]
     async fn a_run_journals_its_clock_readings_and_its_replay_is_identical() {
         use toolhost_journal::Event as _;
-        use toolhost_runtime::{DirectCaller, Run, replay_run};
+        use toolhost_runtime::{Run, replay_run};
 
         let (_world, host) = granted().await;
         let profile = profile("timekeeper", &[TOOL]);
@@ -1472,10 +1475,7 @@ mod clock {
                 ExitPolicy::RunFinishAllowed,
             )
             .expect("session");
-        let caller = DirectCaller {
-            requester: "test",
-            call_id_prefix: "test",
-        };
+        let caller = TESTER;
         let outcome = session
             .call_directly(
                 &host,
