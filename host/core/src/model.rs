@@ -19,6 +19,10 @@ use crate::{AgentToolResult, ToolCall};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum AgentModelRole {
+    /// Instructions inside the conversation: a chat app's preset, character
+    /// card or world info, in the place the app put them. The agent's own
+    /// system prompt is [`AgentModelRequest::system`], not one of these.
+    System,
     User,
     Assistant,
     /// Tool results going back to the model.
@@ -128,8 +132,17 @@ pub struct AgentModelMessage {
 
 impl AgentModelMessage {
     pub fn user_text(text: impl Into<String>) -> Self {
+        Self::text_of(AgentModelRole::User, text)
+    }
+
+    pub fn system_text(text: impl Into<String>) -> Self {
+        Self::text_of(AgentModelRole::System, text)
+    }
+
+    /// One text message from `role`.
+    pub fn text_of(role: AgentModelRole, text: impl Into<String>) -> Self {
         Self {
-            role: AgentModelRole::User,
+            role,
             parts: vec![AgentModelContentPart::Text { text: text.into() }],
             provider_metadata: Value::Null,
         }

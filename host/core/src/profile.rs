@@ -15,6 +15,12 @@ use crate::builtin::{self, TASK_RETURN};
 use crate::limits::LimitOverrides;
 use crate::{ToolId, ToolProvider};
 
+mod context;
+pub use context::{
+    ContextPolicy, HistoryCut, Instructions, MAX_HISTORY_MESSAGES, MAX_SYSTEM_PROMPT_CHARS,
+    MIN_INPUT_CHARS,
+};
+
 pub const PROFILE_SCHEMA_VERSION: u32 = 1;
 pub const PROFILE_KIND: &str = "toolhost.agentProfile";
 
@@ -155,6 +161,12 @@ pub struct Profile {
     /// changed no existing profile's digest (grants are bound to it).
     #[serde(default, skip_serializing_if = "OutputPolicy::is_default")]
     pub output: OutputPolicy,
+    /// What of the app's prompt the model reads; left out while default,
+    /// like `output`.
+    #[serde(default, skip_serializing_if = "ContextPolicy::is_default")]
+    pub context: ContextPolicy,
+    #[serde(default, skip_serializing_if = "Instructions::is_default")]
+    pub instructions: Instructions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -578,6 +590,8 @@ impl Profile {
             model: ModelSettings::default(),
             sandbox: SandboxPolicy::default(),
             output: OutputPolicy::default(),
+            context: ContextPolicy::default(),
+            instructions: Instructions::default(),
         }
     }
 
@@ -644,6 +658,8 @@ impl Profile {
         self.validate_delegation()?;
         self.validate_model()?;
         self.validate_sandbox()?;
+        self.context.validate()?;
+        self.instructions.validate()?;
         self.validate_output()
     }
 

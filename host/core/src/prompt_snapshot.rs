@@ -7,7 +7,7 @@
 //! bounds a model request can carry. The activation itself is read by
 //! `toolhost-worldinfo`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The schema this host reads.
@@ -26,6 +26,38 @@ pub enum SnapshotRole {
     Assistant,
 }
 
+/// What part of the app's prompt a message is, when the app says so. Only
+/// tagged messages are cut by the profile's `context`: SillyTavern's prompt
+/// carries no marker, so an untagged message is always sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SnapshotSource {
+    /// A message of the chat itself (`context.initialChatHistoryMessages`
+    /// keeps the last N of these).
+    ChatHistory,
+    /// Activated world info (`context.includeActivatedWorldInfo`).
+    WorldInfo,
+}
+
+/// Where a run's prompt came from (`run.json` `inputs.prompt`): the app's
+/// snapshot, or one toolhost built from the bound chat. Absent in runs made
+/// before prompts were read, which keep their old first request on resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PromptOrigin {
+    Snapshot,
+    Chat,
+}
+
+impl PromptOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Snapshot => "snapshot",
+            Self::Chat => "chat",
+        }
+    }
+}
+
 /// One message of the app's prompt, in its order.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,6 +68,23 @@ pub struct SnapshotMessage {
     /// The speaker's name, when the app gave one (group chats, examples).
     #[serde(default)]
     pub name: Option<String>,
+    #[serde(default)]
+    pub source: Option<SnapshotSource>,
+}
+
+impl SnapshotMessage {
+    pub fn new(role: SnapshotRole, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            name: None,
+            source: None,
+        }
+    }
+
+    pub fn is(&self, source: SnapshotSource) -> bool {
+        self.source == Some(source)
+    }
 }
 
 /// A checked prompt snapshot.
@@ -151,7 +200,7 @@ mod tests {
             "messages": [
                 {"role": "system", "content": "You are Mara."},
                 {"role": "user", "content": "灯台へ行こう。", "name": "Tomas"},
-                {"role": "assistant", "content": "Tonight, then."}
+                {"role": "assistant", "content": "Tonight, then.", "source": "chatHistory"}
             ],
             "worldInfoActivation": {"entries": []}
         }))
@@ -163,6 +212,8 @@ mod tests {
             "灯台へ行こう。".as_bytes()
         );
         assert_eq!(snapshot.messages[1].name.as_deref(), Some("Tomas"));
+        assert!(snapshot.messages[2].is(SnapshotSource::ChatHistory));
+        assert_eq!(snapshot.messages[1].source, None);
         assert_eq!(snapshot.character_name.as_deref(), Some("Mara"));
     }
 
@@ -190,6 +241,8 @@ mod tests {
         assert!(error.message.contains("content"), "{}", error.message);
         let error = refused(json!({"messages": [{"role": "user", "content": "a", "extra": 1}]}));
         assert_eq!(error.field, "messages[0].extra");
+        let error = refused(json!({"messages": [{"role": "user", "content": "a", "source": "preset"}]}));
+        assert_eq!(error.field, "messages[0].source");
         let error = refused(json!({"characterName": 7}));
         assert_eq!(error.field, "characterName");
         let error = refused(json!({"schemaVersion": 2}));

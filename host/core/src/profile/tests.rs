@@ -410,9 +410,13 @@ fn new_optional_sections_leave_the_digest_of_older_profiles_alone() {
     let resolved: Value = serde_json::from_str(&plain.to_resolved_json()).expect("json");
     assert!(resolved.get("output").is_none(), "{resolved}");
     assert!(resolved["tools"].get("toolDescriptions").is_none());
+    assert!(resolved.get("context").is_none(), "{resolved}");
+    assert!(resolved.get("instructions").is_none(), "{resolved}");
     let spelled = Profile::from_json(&profile_json(json!({
         "output": {"messageBody": "output/main.md"},
-        "tools": {"toolDescriptions": {}}
+        "tools": {"toolDescriptions": {}},
+        "context": {"includeActivatedWorldInfo": true},
+        "instructions": {}
     })))
     .expect("valid");
     assert_eq!(spelled.digest(), plain.digest());
@@ -477,4 +481,63 @@ fn the_message_body_is_a_file_in_a_visible_root() {
     assert_eq!(code, "agent.profile_invalid");
     assert!(message.contains("writableRoots"), "{message}");
     assert!(message.contains("`scratch/reply.md`"), "{message}");
+}
+
+#[test]
+fn context_and_instructions_read_the_reference_fields_with_its_defaults() {
+    let plain = Profile::from_json(&profile_json(json!({}))).expect("valid");
+    assert_eq!(plain.context.history(false), HistoryCut::All);
+    assert_eq!(plain.context.history(true), HistoryCut::Last(0));
+    assert!(plain.context.include_activated_world_info);
+    let set = Profile::from_json(&profile_json(json!({
+        "context": {
+            "initialChatHistoryMessages": 3,
+            "includeActivatedWorldInfo": false,
+            "maxInputChars": 100_000
+        },
+        "instructions": {"agentSystemPrompt": "你是米蕾尔的写手。"}
+    })))
+    .expect("valid");
+    assert_eq!(set.context.history(true), HistoryCut::Last(3));
+    assert_eq!(set.context.max_input_chars, Some(100_000));
+    assert_ne!(set.digest(), plain.digest());
+    let all = Profile::from_json(&profile_json(
+        json!({"context": {"initialChatHistoryMessages": -1}}),
+    ))
+    .expect("valid");
+    assert_eq!(all.context.history(true), HistoryCut::All);
+    let round_trip = Profile::from_json(&set.to_resolved_json()).expect("resolved form reads");
+    assert_eq!(round_trip, set);
+}
+
+#[test]
+fn impossible_context_and_instructions_are_named() {
+    for (patch, field) in [
+        (
+            json!({"context": {"initialChatHistoryMessages": -2}}),
+            "context.initialChatHistoryMessages",
+        ),
+        (
+            json!({"context": {"initialChatHistoryMessages": 100_001}}),
+            "context.initialChatHistoryMessages",
+        ),
+        (json!({"context": {"maxInputChars": 100}}), "context.maxInputChars"),
+        (json!({"context": {"foo": 1}}), "context.foo"),
+        (
+            json!({"context": {"includeActivatedWorldInfo": "yes"}}),
+            "context.includeActivatedWorldInfo",
+        ),
+        (
+            json!({"instructions": {"agentSystemPrompt": "  "}}),
+            "instructions.agentSystemPrompt",
+        ),
+        (
+            json!({"instructions": {"agentSystemPrompt": "x".repeat(100_001)}}),
+            "instructions.agentSystemPrompt",
+        ),
+    ] {
+        let (found, code, message) = field_error(patch.clone());
+        assert_eq!(found, field, "{patch}: {message}");
+        assert!(code.starts_with("agent.profile"), "{code}");
+    }
 }
