@@ -59,10 +59,16 @@ pub fn encode_request(request: &AgentModelRequest, stream: bool) -> Result<Value
             setting: "settings.maxOutputTokens (the API's required max_tokens)",
         });
     };
+    // `messages` has no system role: the leading System turns join the
+    // top-level `system`, and a later one is user text merged with its
+    // neighbours (SillyTavern's Claude converter does the same).
+    let head = encode::system_head(request, &turns);
     let mut messages = Vec::new();
-    for (index, turn) in turns.iter().enumerate() {
+    for (index, turn) in turns.iter().enumerate().skip(head.turns) {
         match turn.role {
-            AgentModelRole::User => encode::push_merged(&mut messages, "user", text_blocks(turn)),
+            AgentModelRole::System | AgentModelRole::User => {
+                encode::push_merged(&mut messages, "user", text_blocks(turn));
+            }
             AgentModelRole::Assistant => {
                 encode::push_merged(&mut messages, "assistant", assistant_blocks(index, turn)?);
             }
@@ -92,7 +98,7 @@ pub fn encode_request(request: &AgentModelRequest, stream: bool) -> Result<Value
     let mut body = Object::new();
     body.insert("model".into(), encode::model(PROVIDER, request)?);
     body.insert("max_tokens".into(), max_tokens.into());
-    encode::insert_some(&mut body, "system", request.system.clone());
+    encode::insert_some(&mut body, "system", system(&head.texts));
     body.insert(
         "messages".into(),
         messages
@@ -119,6 +125,21 @@ pub fn encode_request(request: &AgentModelRequest, stream: bool) -> Result<Value
         body.insert("stream".into(), true.into());
     }
     Ok(Value::Object(body))
+}
+
+/// `system`: one text as a plain string (what a request without System
+/// turns always sent), several as text blocks in order, empty ones left out.
+fn system(texts: &[&str]) -> Option<Value> {
+    match texts {
+        [] => None,
+        [only] => Some(Value::from(*only)),
+        many => Some(
+            many.iter()
+                .filter(|text| !text.is_empty())
+                .map(|text| json!({"type": "text", "text": text}))
+                .collect(),
+        ),
+    }
 }
 
 /// Text blocks; empty ones are left out (the API refuses them).

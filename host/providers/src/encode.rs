@@ -1,6 +1,8 @@
 //! What every request encoder shares: the history checked and resolved
 //! against the current turn ([`prepare`]), the tool choice ([`choice`]),
-//! argument rendering, and merging adjacent same-role messages.
+//! argument rendering, merging adjacent same-role messages, and the leading
+//! System turns lifted into the system prompt of formats whose messages
+//! have no system role ([`system_head`]).
 //!
 //! The checks are the ones every provider makes in its own words (a 400
 //! after the request is sent); making them here turns them into a typed
@@ -131,8 +133,10 @@ pub(crate) fn prepare<'a>(
         let mut items = Vec::with_capacity(message.parts.len());
         for (part, content) in message.parts.iter().enumerate() {
             let item = match (message.role, content) {
+                // A System message (a chat app's preset, card or world info
+                // in its place in the conversation) holds text only.
                 (
-                    AgentModelRole::User | AgentModelRole::Assistant,
+                    AgentModelRole::System | AgentModelRole::User | AgentModelRole::Assistant,
                     AgentModelContentPart::Text { text },
                 ) => Item::Text { text, part },
                 (AgentModelRole::Assistant, AgentModelContentPart::ToolCall { call }) => {
@@ -240,6 +244,48 @@ pub(crate) fn prepare<'a>(
     Ok(turns)
 }
 
+/// The system prompt of a format whose messages have no system role
+/// (Anthropic's top-level `system`, Gemini's `systemInstruction`).
+pub(crate) struct SystemHead<'a> {
+    /// The request's own prompt, then the text parts of the leading System
+    /// turns in order, their empty ones left out (both APIs refuse an empty
+    /// text block).
+    pub texts: Vec<&'a str>,
+    /// How many turns `texts` took: the encoder sends the turns after them,
+    /// where a later System turn becomes user text.
+    pub turns: usize,
+}
+
+/// Split off the leading run of System turns — those before the first
+/// other turn — as SillyTavern's Claude and Gemini converters do: they
+/// stay instructions, ahead of the conversation. The last turn is never
+/// taken, so a history of System turns alone still sends a message.
+pub(crate) fn system_head<'a>(
+    request: &'a AgentModelRequest,
+    turns: &[Turn<'a>],
+) -> SystemHead<'a> {
+    let leading = turns
+        .iter()
+        .take(turns.len().saturating_sub(1))
+        .take_while(|turn| turn.role == AgentModelRole::System)
+        .count();
+    let texts = request
+        .system
+        .as_deref()
+        .into_iter()
+        .chain(turns[..leading].iter().flat_map(|turn| {
+            turn.items.iter().filter_map(|item| match item {
+                Item::Text { text, .. } if !text.is_empty() => Some(*text),
+                _ => None,
+            })
+        }))
+        .collect();
+    SystemHead {
+        texts,
+        turns: leading,
+    }
+}
+
 /// The longest tool name every provider takes.
 fn wire_name_max() -> usize {
     EVERY_PROVIDER
@@ -344,6 +390,7 @@ fn take_pending<'a>(
 
 fn role_name(role: AgentModelRole) -> &'static str {
     match role {
+        AgentModelRole::System => "system",
         AgentModelRole::User => "user",
         AgentModelRole::Assistant => "assistant",
         AgentModelRole::Tool => "tool",

@@ -88,10 +88,14 @@ pub fn encode_request(
     let turns = encode::prepare(PROVIDER, request)?;
     // Not in the body, but the URL cannot be built without it.
     encode::model(PROVIDER, request)?;
+    // `contents` has only `user` and `model` turns: the leading System
+    // turns join `systemInstruction`, and a later one is user text merged
+    // with its neighbours (as SillyTavern's Gemini converter does).
+    let head = encode::system_head(request, &turns);
     let mut contents = Vec::new();
-    for (index, turn) in turns.iter().enumerate() {
+    for (index, turn) in turns.iter().enumerate().skip(head.turns) {
         match turn.role {
-            AgentModelRole::User => {
+            AgentModelRole::System | AgentModelRole::User => {
                 let parts = turn
                     .items
                     .iter()
@@ -133,11 +137,13 @@ pub fn encode_request(
             .map(|(role, parts)| json!({"role": role, "parts": parts}))
             .collect(),
     );
-    if let Some(system) = &request.system {
-        body.insert(
-            "systemInstruction".into(),
-            json!({"parts": [{"text": system}]}),
-        );
+    if !head.texts.is_empty() {
+        let parts: Vec<Value> = head
+            .texts
+            .iter()
+            .map(|text| json!({"text": text}))
+            .collect();
+        body.insert("systemInstruction".into(), json!({"parts": parts}));
     }
     let config = match encode::choice(&request.turn)? {
         Choice::NoTools => None,

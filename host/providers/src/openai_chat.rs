@@ -54,6 +54,11 @@ pub fn encode_request(request: &AgentModelRequest, stream: bool) -> Result<Value
     }
     for turn in &turns {
         match turn.role {
+            // The app's instructions stay where it put them: Chat takes a
+            // `system` message anywhere in `messages`.
+            AgentModelRole::System => {
+                messages.push(json!({"role": "system", "content": turn.text()}));
+            }
             AgentModelRole::User => {
                 messages.push(json!({"role": "user", "content": turn.text()}));
             }

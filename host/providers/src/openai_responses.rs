@@ -59,6 +59,11 @@ pub fn encode_request(request: &AgentModelRequest, stream: bool) -> Result<Value
     let mut input = Vec::new();
     for (index, turn) in turns.iter().enumerate() {
         match turn.role {
+            // An input message may have the role `system`: the app's
+            // instructions stay in place; `instructions` is the agent's own.
+            AgentModelRole::System => {
+                input.push(json!({"role": "system", "content": turn.text()}));
+            }
             AgentModelRole::User => {
                 input.push(json!({"role": "user", "content": turn.text()}));
             }

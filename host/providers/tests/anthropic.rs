@@ -70,6 +70,16 @@ fn request_with_tools_history_and_results_matches_the_fixture() {
     assert_history_request_matches(ANTHROPIC, PROVIDER, &request);
 }
 
+/// The leading system messages join `system` as text blocks after the
+/// agent's prompt; the later one is user text merged with its neighbours,
+/// so `messages` holds only alternating user and assistant turns.
+#[test]
+fn prompt_snapshot_lifts_leading_system_messages_and_merges_later_ones() {
+    let request = writer_request(MODEL, prompt_snapshot_messages());
+    let body = assert_prompt_snapshot_matches(ANTHROPIC, PROVIDER, &request);
+    assert_roles_alternate(&body, "messages", ["user", "assistant"]);
+}
+
 #[test]
 fn tool_choice_forms_stream_flag_and_required_max_tokens() {
     let snapshot = snapshot();

@@ -66,6 +66,16 @@ fn request_with_tools_history_and_results_matches_the_fixture() {
     assert_eq!(streamed, body);
 }
 
+/// The leading system messages join `systemInstruction` after the agent's
+/// prompt; the later one is user text merged with its neighbours, so
+/// `contents` holds only alternating user and model turns.
+#[test]
+fn prompt_snapshot_lifts_leading_system_messages_and_merges_later_ones() {
+    let request = writer_request(MODEL, prompt_snapshot_messages());
+    let body = assert_prompt_snapshot_matches(GEMINI, PROVIDER, &request);
+    assert_roles_alternate(&body, "contents", ["user", "model"]);
+}
+
 #[test]
 fn openapi_mode_declares_the_checked_subset() {
     let tools = Provider::Gemini {

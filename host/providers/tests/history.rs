@@ -7,7 +7,8 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use toolhost_core::{
-    AgentModelContentPart, AgentModelMessage, AgentModelRequest, Classified, ErrorClass, ToolChoice,
+    AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelRole, Classified,
+    ErrorClass, ToolChoice,
 };
 use toolhost_providers::{EncodeError, GeminiSchemaMode, Provider};
 
@@ -127,6 +128,17 @@ fn every_call_needs_exactly_one_result_right_after_it() {
             "calls `call_a`, `call_b` have no result before message 2".into(),
         ),
     );
+    // A system message there (world info) is no result either.
+    for_all(
+        |provider| {
+            let mut messages = history_for(provider).messages();
+            messages.insert(2, AgentModelMessage::system_text(WORLD_INFO));
+            messages
+        },
+        EncodeError::InvalidHistory(
+            "calls `call_a`, `call_b` have no result before message 2".into(),
+        ),
+    );
     // A result no call is waiting for (answered twice).
     for_all(
         |provider| {
@@ -197,6 +209,31 @@ fn parts_belong_to_their_roles() {
         },
         EncodeError::InvalidHistory("message 0 (tool) cannot hold a text part".into()),
     );
+    // A system message is instructions: text only.
+    for_all(
+        |provider| {
+            let [roll, _] = history_for(provider).calls();
+            vec![AgentModelMessage {
+                role: AgentModelRole::System,
+                parts: vec![text(PRESET), tool_call(roll)],
+                provider_metadata: Value::Null,
+            }]
+        },
+        EncodeError::InvalidHistory("message 0 (system) cannot hold a tool call part".into()),
+    );
+    for_all(
+        |provider| {
+            let [roll, _] = history_for(provider).calls();
+            vec![AgentModelMessage {
+                role: AgentModelRole::System,
+                parts: vec![AgentModelContentPart::ToolResult {
+                    result: result_ok(&roll, "7"),
+                }],
+                provider_metadata: Value::Null,
+            }]
+        },
+        EncodeError::InvalidHistory("message 0 (system) cannot hold a tool result part".into()),
+    );
     for_all(
         |_| vec![],
         EncodeError::InvalidHistory("a request needs at least one message".into()),
@@ -205,6 +242,132 @@ fn parts_belong_to_their_roles() {
         |_| vec![assistant(vec![], Value::Null)],
         EncodeError::InvalidHistory("message 0 has no parts".into()),
     );
+}
+
+/// A run's rounds after the app's prompt snapshot: its calls and results
+/// encode as they do without it, and the formats without a system role in
+/// their messages still send only alternating user/assistant turns.
+#[test]
+fn calls_after_a_prompt_snapshot_encode_in_every_format() {
+    for provider in ALL {
+        let mut messages = prompt_snapshot_messages();
+        // The history's own question is the snapshot's task.
+        messages.extend(history_for(provider).messages().into_iter().skip(1));
+        messages.push(assistant(vec![text("「灯塔的灯亮了。」")], Value::Null));
+        messages.push(AgentModelMessage::user_text("Go on."));
+        let mut request = request("model-x", messages, turn());
+        request.system = Some(WRITER_SYSTEM.into());
+        let body = encode(provider, &request).expect("encodes");
+        let wire = body.to_string();
+        for needle in [
+            "call_a",
+            "call_b",
+            "Rolled 2d6: 3 + 4 = 7.",
+            "「灯塔的灯亮了。」",
+            CARD,
+            WORLD_INFO,
+        ] {
+            assert!(
+                wire.contains(needle),
+                "{}: {needle} in {wire}",
+                provider.name()
+            );
+        }
+        match provider {
+            Provider::Anthropic => {
+                assert_roles_alternate(&body, "messages", ["user", "assistant"]);
+                assert_eq!(body["system"].as_array().map(Vec::len), Some(3));
+            }
+            Provider::Gemini { .. } => {
+                assert_roles_alternate(&body, "contents", ["user", "model"]);
+                assert_eq!(
+                    body["systemInstruction"]["parts"].as_array().map(Vec::len),
+                    Some(3)
+                );
+            }
+            Provider::OpenaiChat | Provider::OpenaiResponses => {}
+        }
+    }
+}
+
+/// Without the agent's own prompt the leading system messages still make
+/// the system prompt of Anthropic and Gemini (one text: Anthropic's plain
+/// string); an empty one is kept by OpenAI (content "") and dropped where
+/// empty text blocks are; a history of system messages alone still sends
+/// its last one, as user text.
+#[test]
+fn system_messages_without_a_system_prompt_empty_or_alone() {
+    let snapshot = snapshot_of(vec![]);
+    let system = |text: &str| AgentModelMessage::system_text(text);
+    let cases = [
+        vec![
+            system("Card."),
+            system(""),
+            AgentModelMessage::user_text("hi"),
+            system(""),
+            system("Later."),
+        ],
+        vec![system("Only.")],
+    ];
+    for provider in ALL {
+        let bodies: Vec<Value> = cases
+            .iter()
+            .map(|messages| {
+                let mut request = request(
+                    "model-x",
+                    messages.clone(),
+                    turn_of(&snapshot, ToolChoice::Auto),
+                );
+                request.system = None;
+                request.settings.temperature = None;
+                if provider != Provider::Anthropic {
+                    request.settings.max_output_tokens = None;
+                }
+                encode(provider, &request).expect("encodes")
+            })
+            .collect();
+        let expected = match provider {
+            Provider::OpenaiChat => [
+                json!({"model": "model-x", "messages": [
+                    {"role": "system", "content": "Card."},
+                    {"role": "system", "content": ""},
+                    {"role": "user", "content": "hi"},
+                    {"role": "system", "content": ""},
+                    {"role": "system", "content": "Later."},
+                ]}),
+                json!({"model": "model-x", "messages": [{"role": "system", "content": "Only."}]}),
+            ],
+            Provider::OpenaiResponses => [
+                json!({"model": "model-x", "input": [
+                    {"role": "system", "content": "Card."},
+                    {"role": "system", "content": ""},
+                    {"role": "user", "content": "hi"},
+                    {"role": "system", "content": ""},
+                    {"role": "system", "content": "Later."},
+                ]}),
+                json!({"model": "model-x", "input": [{"role": "system", "content": "Only."}]}),
+            ],
+            Provider::Anthropic => [
+                json!({"model": "model-x", "max_tokens": 1024, "system": "Card.", "messages": [
+                    {"role": "user", "content": [
+                        {"type": "text", "text": "hi"},
+                        {"type": "text", "text": "Later."},
+                    ]},
+                ]}),
+                json!({"model": "model-x", "max_tokens": 1024, "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "Only."}]},
+                ]}),
+            ],
+            Provider::Gemini { .. } => [
+                json!({
+                    "contents": [{"role": "user", "parts": [{"text": "hi"}, {"text": "Later."}]}],
+                    "systemInstruction": {"parts": [{"text": "Card."}]},
+                }),
+                json!({"contents": [{"role": "user", "parts": [{"text": "Only."}]}]}),
+            ],
+        };
+        assert_eq!(bodies, expected, "{}", provider.name());
+    }
 }
 
 #[test]

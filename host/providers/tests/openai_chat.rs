@@ -53,6 +53,13 @@ fn request_with_tools_history_and_results_matches_the_fixture() {
     assert_history_request_matches(CHAT, PROVIDER, &request);
 }
 
+/// The app's system messages stay where it put them, after the agent's own.
+#[test]
+fn prompt_snapshot_keeps_system_messages_in_place() {
+    let request = writer_request("gpt-4.1", prompt_snapshot_messages());
+    assert_prompt_snapshot_matches(CHAT, PROVIDER, &request);
+}
+
 #[test]
 fn streaming_request_asks_for_usage() {
     let request = request("gpt-4.1", history().messages(), turn());

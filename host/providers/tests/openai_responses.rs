@@ -74,6 +74,14 @@ fn request_with_tools_history_and_results_matches_the_fixture() {
     );
 }
 
+/// `instructions` is the agent's own prompt; the app's system messages are
+/// input messages with role `system`, in place.
+#[test]
+fn prompt_snapshot_keeps_system_messages_in_place() {
+    let request = writer_request("gpt-4.1", prompt_snapshot_messages());
+    assert_prompt_snapshot_matches(RESPONSES, PROVIDER, &request);
+}
+
 #[test]
 fn tool_choice_forms_and_stream_flag() {
     let snapshot = snapshot();

@@ -1,8 +1,14 @@
 //! Fixtures shared by the golden tests: one snapshot of three tools, the
-//! turn built from it, a history with two calls and their results, and the
-//! JSON / SSE fixture files under `tests/fixtures/<provider>/`.
+//! turn built from it, a history with two calls and their results, a chat
+//! app's prompt snapshot (`prompt_snapshot`), and the JSON / SSE fixture
+//! files under `tests/fixtures/<provider>/`.
 
 #![allow(dead_code)] // each test binary uses its own share
+
+mod prompt_snapshot;
+
+#[allow(unused_imports)] // not every test binary sends a snapshot
+pub use prompt_snapshot::*;
 
 use std::path::PathBuf;
 
