@@ -9,11 +9,12 @@ use toolhost_core::{ExitPolicy, Profile, snapshot};
 use toolhost_journal::{
     AgentAwaitCompleted, AgentDelegateStarted, AgentHandoffAccepted, AgentLoopFinished,
     AgentTaskEnded, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
-    ChildResultsInjected, ContextAssembled, DirectOutputCaptured, DriftRecoveryAttempted,
-    Event as _, JournalEvent, ModelCallAttemptFailed, ModelCompleted, ModelRequestCreated,
-    PersistentChangesCommitted, RunCompleted, RunFailed, RunLayout, RunPartialSuccess, RunResumed,
-    RunStarted, TaskReturnCompleted, ToolCallCompleted, ToolCallFailed, ToolCallRequested,
-    ToolCallStarted, ToolCallUnknown, ToolResultStored, read_events,
+    ChildResultsInjected, ContextAssembled, ContextTrimmed, DirectOutputCaptured,
+    DriftRecoveryAttempted, Event as _, JournalEvent, ModelCallAttemptFailed, ModelCompleted,
+    ModelRequestCreated, PersistentChangesCommitted, RunCompleted, RunFailed, RunLayout,
+    RunPartialSuccess, RunResumed, RunStarted, TaskReturnCompleted, ToolCallCompleted,
+    ToolCallFailed, ToolCallRequested, ToolCallStarted, ToolCallUnknown, ToolResultStored,
+    read_events,
 };
 use toolhost_runtime::ToolHost;
 
@@ -206,6 +207,15 @@ pub fn details(event_type: &str, payload: &Value) -> String {
             number("attempt"),
             number("maxAttempts")
         ),
+        ContextTrimmed::TYPE => format!(
+            "{} results stubbed, {} history messages and {} rounds dropped, {} -> {} chars (budget {})",
+            payload["stubbedCalls"].as_array().map_or(0, Vec::len),
+            number("droppedHistory"),
+            number("droppedRounds"),
+            grouped(number("charsBefore")),
+            grouped(number("charsAfter")),
+            grouped(number("budget"))
+        ),
         ChatCommitRequested::TYPE => format!(
             "{} {} ({} chars){}",
             text("mode"),
@@ -301,6 +311,19 @@ pub fn details(event_type: &str, payload: &Value) -> String {
     }
 }
 
+/// `412003` → `412,003`.
+fn grouped(number: u64) -> String {
+    let digits = number.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// The first line, at most 100 characters.
 fn first_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or("");
@@ -327,5 +350,24 @@ mod tests {
             line,
             "unknown tool `summon_dragon` answered, 3 of 80 calls used"
         );
+    }
+
+    #[test]
+    fn a_trimmed_context_reads_as_one_line() {
+        let line = details(
+            ContextTrimmed::TYPE,
+            &json!({
+                "invocationId": "inv_root", "round": 40,
+                "stubbedCalls": ["c1", "c2", "c3"], "droppedHistory": 3, "droppedRounds": 2,
+                "charsBefore": 412_003, "charsAfter": 99_870, "budget": 100_000
+            }),
+        );
+        assert_eq!(
+            line,
+            "3 results stubbed, 3 history messages and 2 rounds dropped, 412,003 -> 99,870 chars (budget 100,000)"
+        );
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1_000), "1,000");
     }
 }

@@ -28,12 +28,13 @@ pub use audit::AuditError;
 pub use events::{
     AgentAwaitCompleted, AgentDelegateStarted, AgentHandoffAccepted, AgentLoopFinished,
     AgentTaskEnded, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested,
-    ChildResultsInjected, ContextAssembled, DirectOutputCaptured, DriftRecoveryAttempted, Event,
-    ModelCallAttemptFailed, ModelCompleted, ModelRequestCreated, PersistentChangesCommitted,
-    PreservedCommit, RunCancelled, RunCompleted, RunFailed, RunPartialSuccess, RunResumed,
-    RunStarted, TERMINAL_EVENTS, TaskReturnCompleted, ToolCallApprovalDecided,
-    ToolCallApprovalRequested, ToolCallCompleted, ToolCallFailed, ToolCallOutcome,
-    ToolCallRequested, ToolCallStarted, ToolCallSystemFailed, ToolCallUnknown, ToolResultStored,
+    ChildResultsInjected, ContextAssembled, ContextTrimmed, DirectOutputCaptured,
+    DriftRecoveryAttempted, Event, ModelCallAttemptFailed, ModelCompleted, ModelRequestCreated,
+    PersistentChangesCommitted, PreservedCommit, RunCancelled, RunCompleted, RunFailed,
+    RunPartialSuccess, RunResumed, RunStarted, TERMINAL_EVENTS, TaskReturnCompleted,
+    ToolCallApprovalDecided, ToolCallApprovalRequested, ToolCallCompleted, ToolCallFailed,
+    ToolCallOutcome, ToolCallRequested, ToolCallStarted, ToolCallSystemFailed, ToolCallUnknown,
+    ToolResultStored,
 };
 pub use journal::{
     Durability, EventScope, Journal, JournalError, JournalEvent, Level, NewEvent, Observer,

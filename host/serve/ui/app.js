@@ -235,6 +235,15 @@ function render(event) {
     case "model_request_created":
       entry(invocation, "round", "Round " + p.round);
       break;
+    case "context_trimmed": {
+      // The request was cut to fit the model's window: old results became
+      // one-line stubs, old chat history and rounds were left out.
+      const count = (n) => Number(n || 0).toLocaleString("en-US");
+      entry(invocation, "", "Context trimmed: " + count((p.stubbedCalls || []).length) + " results stubbed, "
+        + count(p.droppedHistory) + " history messages and " + count(p.droppedRounds) + " rounds dropped, "
+        + count(p.charsBefore) + " → " + count(p.charsAfter) + " chars (budget " + count(p.budget) + ")");
+      break;
+    }
     case "model_completed":
       entry(invocation, "", "Model replied: " + p.toolCallCount + " tool call(s)" + (p.hasAssistantText ? ", " + p.assistantTextChars + " characters of text" : "") + " ",
         el("button", { type: "button", onclick: () => showFile("Model reply, round " + p.round, p.modelResponsePath) }, "Reply"));

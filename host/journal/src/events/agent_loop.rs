@@ -102,6 +102,29 @@ invocation_scoped!(
     Level::Warn
 );
 
+/// The history of a round's request was cut to fit the model's window
+/// (`context.maxInputChars`, counted in Unicode scalars): old results
+/// replaced by a one-line stub naming their stored file, then the oldest
+/// chat-history messages of the snapshot, then the oldest whole rounds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextTrimmed {
+    pub invocation_id: String,
+    /// The round whose request was trimmed.
+    pub round: u32,
+    /// The calls whose results now read as a stub, oldest first.
+    pub stubbed_calls: Vec<String>,
+    /// Chat-history messages of the prompt snapshot left out.
+    pub dropped_history: usize,
+    /// Whole rounds (a reply, its calls' results, what followed) left out.
+    pub dropped_rounds: usize,
+    /// The request's characters before and after, the fixed part included.
+    pub chars_before: usize,
+    pub chars_after: usize,
+    pub budget: usize,
+}
+invocation_scoped!(ContextTrimmed, "context_trimmed", Level::Info);
+
 /// The runtime is about to write the run's message into the chat.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -324,3 +347,49 @@ pub struct RunCancelled {
 }
 
 run_scoped!(RunCancelled, "run_cancelled", Level::Warn);
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::journal::{Durability, Journal, read_events};
+
+    #[test]
+    fn context_trimmed_writes_its_type_level_scope_and_fields() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut journal = Journal::create(&path, "run_x", Durability::Batched).expect("create");
+        journal
+            .record(&ContextTrimmed {
+                invocation_id: "inv_child".into(),
+                round: 7,
+                stubbed_calls: vec!["call_1".into(), "call_2".into()],
+                dropped_history: 3,
+                dropped_rounds: 1,
+                chars_before: 412_003,
+                chars_after: 99_870,
+                budget: 100_000,
+            })
+            .expect("record");
+        drop(journal);
+        let events = read_events(&path).expect("read");
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].r#type, ContextTrimmed::TYPE);
+        assert_eq!(events[0].level, Level::Info);
+        assert_eq!(
+            events[0].payload,
+            json!({
+                "eventScope": {"invocationId": "inv_child"},
+                "invocationId": "inv_child",
+                "round": 7,
+                "stubbedCalls": ["call_1", "call_2"],
+                "droppedHistory": 3,
+                "droppedRounds": 1,
+                "charsBefore": 412_003,
+                "charsAfter": 99_870,
+                "budget": 100_000,
+            })
+        );
+    }
+}
