@@ -304,6 +304,13 @@ fn trimming_is_monotone() {
         .expect("fits")
         .expect("trimmed");
     assert_eq!(first.stubbed_calls, ["c1", "c2", "c3"]);
+    let event = first.event("inv_root", 5);
+    assert_eq!((event.invocation_id.as_str(), event.round), ("inv_root", 5));
+    assert_eq!(event.stubbed_calls, first.stubbed_calls);
+    assert_eq!(
+        (event.chars_before, event.chars_after, event.budget),
+        (first.chars_before, first.chars_after, budget)
+    );
     let after = history.clone();
     assert_eq!(window.fit(0, &mut history, short_stub), Ok(None));
     assert_eq!(history, after, "nothing added, nothing more trimmed");
