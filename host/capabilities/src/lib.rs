@@ -38,6 +38,7 @@ pub mod agents;
 pub mod catalog;
 pub mod chat;
 pub mod chat_host;
+pub mod chat_prompt;
 pub mod clock;
 pub mod control;
 pub mod http;

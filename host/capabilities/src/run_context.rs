@@ -11,10 +11,12 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolhost_chat::{BoundChat, ChatError};
 use toolhost_core::file::read_regular;
-use toolhost_core::prompt_snapshot::{PromptSnapshot, PromptSnapshotError};
+use toolhost_core::prompt_snapshot::{PromptOrigin, PromptSnapshot, PromptSnapshotError};
 use toolhost_journal::{ChatBinding, RunInputs, SkillSourceRef};
 use toolhost_skills::{Scope, SkillError, SkillLibrary, SkillSource};
-use toolhost_worldinfo::{Activation, MAX_SNAPSHOT_BYTES, WorldInfoError};
+use toolhost_worldinfo::{ACTIVATION_KEY, Activation, MAX_SNAPSHOT_BYTES, WorldInfoError};
+
+use crate::chat_prompt;
 
 /// A run's inputs that do not bind: the run is not created (or not
 /// reopened).
@@ -55,9 +57,15 @@ impl ContextError {
 pub struct RunBindings {
     /// A SillyTavern JSONL chat; its messages now are the run's frozen prefix.
     pub chat: Option<PathBuf>,
-    /// A prompt snapshot (`{"worldInfoActivation": …}`), copied into the run
-    /// as `input/prompt_snapshot.json`.
+    /// The chat app's prompt for this generation (its messages, names and
+    /// `worldInfoActivation`), copied into the run as
+    /// `input/prompt_snapshot.json`: the model reads it first.
     pub prompt_snapshot: Option<PathBuf>,
+    /// A file whose `worldInfoActivation` alone is read (`--worldinfo`):
+    /// the world-info tools see it; the model's prompt is built from the
+    /// chat. Stored as `{"worldInfoActivation": …}`. Not with
+    /// `prompt_snapshot`.
+    pub world_info: Option<PathBuf>,
     /// Installed-skills directories, one per scope.
     pub skills: Vec<SkillSource>,
 }
@@ -69,9 +77,9 @@ pub struct RunContext {
     pub(crate) chat: Option<Arc<BoundChat>>,
     pub(crate) worldinfo: Option<Arc<Activation>>,
     pub(crate) skills: Arc<SkillLibrary>,
-    /// The app's prompt for this generation, checked, when the run was
-    /// given one (a new run; a reopened run reads only its activation).
-    pub(crate) prompt: Option<Arc<PromptSnapshot>>,
+    /// The app's prompt for this generation, checked, or the one built from
+    /// the bound chat; with where it came from.
+    pub(crate) prompt: Option<(PromptOrigin, Arc<PromptSnapshot>)>,
 }
 
 impl RunContext {
@@ -97,9 +105,21 @@ impl RunContext {
         self
     }
 
-    /// The prompt snapshot the run was given, checked.
+    /// The prompt the run's model reads first: the snapshot the run was
+    /// given, checked, or the one built from its chat.
     pub fn prompt_snapshot(&self) -> Option<&Arc<PromptSnapshot>> {
-        self.prompt.as_ref()
+        self.prompt.as_ref().map(|(_, snapshot)| snapshot)
+    }
+
+    /// Where [`Self::prompt_snapshot`] came from.
+    pub fn prompt_origin(&self) -> Option<PromptOrigin> {
+        self.prompt.as_ref().map(|(origin, _)| *origin)
+    }
+
+    /// With `snapshot` as the run's prompt (an embedder's own, checked).
+    pub fn with_prompt(mut self, snapshot: Arc<PromptSnapshot>) -> Self {
+        self.prompt = Some((PromptOrigin::Snapshot, snapshot));
+        self
     }
 
     /// The chat the run is bound to, if any.
@@ -153,36 +173,40 @@ pub fn load(bindings: &RunBindings) -> Result<Loaded, ContextError> {
         });
         loaded.chat = Some(Arc::new(bound));
     }
-    let snapshot = match &bindings.prompt_snapshot {
-        None => None,
-        Some(path) => {
-            // A file a user named: no fifo, no device, no endless read.
-            let bytes = read_regular(path, MAX_SNAPSHOT_BYTES)
-                .map_err(|error| {
-                    ContextError::State(format!("prompt snapshot {}: {error}", path.display()))
-                })?
-                .ok_or_else(|| {
-                    ContextError::Snapshot(PromptSnapshotError {
-                        field: String::new(),
-                        message: format!(
-                            "{} holds more than {MAX_SNAPSHOT_BYTES} bytes",
-                            path.display()
-                        ),
-                    })
-                })?;
-            let value: Value = serde_json::from_slice(&bytes).map_err(|error| {
-                ContextError::State(format!(
-                    "agent.invalid_prompt_snapshot_file: {} is not JSON: {error}",
-                    path.display()
-                ))
-            })?;
-            // Checked now; stored (create-only) once the directory exists.
-            loaded.worldinfo = Activation::from_prompt_snapshot(&value)?.map(Arc::new);
-            loaded.prompt = Some(Arc::new(PromptSnapshot::from_json(&value)?));
-            record.prompt_snapshot = true;
-            Some(value)
-        }
-    };
+    if bindings.prompt_snapshot.is_some() && bindings.world_info.is_some() {
+        return Err(ContextError::State(
+            "give a prompt snapshot or world info, not both: the snapshot carries its world info"
+                .into(),
+        ));
+    }
+    let mut snapshot = None;
+    if let Some(path) = &bindings.prompt_snapshot {
+        let value = read_snapshot_file(path)?;
+        // Checked now; stored (create-only) once the directory exists.
+        loaded.worldinfo = Activation::from_prompt_snapshot(&value)?.map(Arc::new);
+        let prompt = PromptSnapshot::from_json(&value)?;
+        loaded.prompt = Some((PromptOrigin::Snapshot, Arc::new(prompt)));
+        record.prompt_snapshot = true;
+        snapshot = Some(value);
+    } else if let Some(path) = &bindings.world_info {
+        let mut value = read_snapshot_file(path)?;
+        loaded.worldinfo = Activation::from_prompt_snapshot(&value)?.map(Arc::new);
+        record.prompt_snapshot = true;
+        // Only the activation is the run's: the file's other fields (a
+        // whole snapshot's messages) are not read, so not kept either.
+        let activation = value
+            .as_object_mut()
+            .and_then(|object| object.remove(ACTIVATION_KEY))
+            .unwrap_or(Value::Null);
+        snapshot = Some(serde_json::json!({ ACTIVATION_KEY: activation }));
+    }
+    if loaded.prompt.is_none()
+        && let Some(chat) = &loaded.chat
+    {
+        let built = chat_prompt::from_chat(chat, loaded.worldinfo.as_deref());
+        loaded.prompt = Some((PromptOrigin::Chat, Arc::new(built)));
+    }
+    record.prompt = loaded.prompt.as_ref().map(|(origin, _)| *origin);
     for source in &bindings.skills {
         record.skills.push(SkillSourceRef {
             scope: source.scope.as_str().to_owned(),
@@ -209,16 +233,64 @@ pub fn reload(record: &RunInputs, run_dir: &Path) -> Result<RunContext, ContextE
             &binding.prefix_sha256,
         )?)),
     };
-    let worldinfo = if record.prompt_snapshot {
-        Activation::load(run_dir)?.map(Arc::new)
+    let stored = if record.prompt_snapshot {
+        Activation::load_snapshot(run_dir)?
     } else {
         None
+    };
+    let worldinfo = match &stored {
+        Some(value) => Activation::from_prompt_snapshot(value)?.map(Arc::new),
+        None => None,
+    };
+    // The same prompt as when the run was made: its stored snapshot, or
+    // one built again from the same frozen prefix and activation. A run
+    // made before prompts were read records no origin and gets none.
+    let prompt = match (record.prompt, &stored, &chat) {
+        (Some(PromptOrigin::Snapshot), Some(value), _) => Some((
+            PromptOrigin::Snapshot,
+            Arc::new(PromptSnapshot::from_json(value)?),
+        )),
+        (Some(PromptOrigin::Chat), _, Some(chat)) => Some((
+            PromptOrigin::Chat,
+            Arc::new(chat_prompt::from_chat(chat, worldinfo.as_deref())),
+        )),
+        (None, _, _) => None,
+        (Some(origin), _, _) => {
+            return Err(ContextError::State(format!(
+                "run.json says the prompt came from the {}, which the run no longer has",
+                origin.as_str()
+            )));
+        }
     };
     Ok(RunContext {
         chat,
         worldinfo,
         skills: Arc::new(load_skills(&record.skills)?),
-        prompt: None,
+        prompt,
+    })
+}
+
+/// A snapshot file a user named, as JSON: no fifo, no device, no endless
+/// read.
+fn read_snapshot_file(path: &Path) -> Result<Value, ContextError> {
+    let bytes = read_regular(path, MAX_SNAPSHOT_BYTES)
+        .map_err(|error| {
+            ContextError::State(format!("prompt snapshot {}: {error}", path.display()))
+        })?
+        .ok_or_else(|| {
+            ContextError::Snapshot(PromptSnapshotError {
+                field: String::new(),
+                message: format!(
+                    "{} holds more than {MAX_SNAPSHOT_BYTES} bytes",
+                    path.display()
+                ),
+            })
+        })?;
+    serde_json::from_slice(&bytes).map_err(|error| {
+        ContextError::State(format!(
+            "agent.invalid_prompt_snapshot_file: {} is not JSON: {error}",
+            path.display()
+        ))
     })
 }
 

@@ -241,7 +241,8 @@ mod tests {
         assert!(error.message.contains("content"), "{}", error.message);
         let error = refused(json!({"messages": [{"role": "user", "content": "a", "extra": 1}]}));
         assert_eq!(error.field, "messages[0].extra");
-        let error = refused(json!({"messages": [{"role": "user", "content": "a", "source": "preset"}]}));
+        let error =
+            refused(json!({"messages": [{"role": "user", "content": "a", "source": "preset"}]}));
         assert_eq!(error.field, "messages[0].source");
         let error = refused(json!({"characterName": 7}));
         assert_eq!(error.field, "characterName");

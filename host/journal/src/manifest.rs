@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::journal::Durability;
 use crate::layout::{self, JOURNAL_FILE, LayoutError, RESOLVED_PROFILE_FILE, TOOL_RESULTS_DIR};
+use toolhost_core::prompt_snapshot::PromptOrigin;
 
 /// The only manifest version this build reads and writes.
 pub const MANIFEST_VERSION: u32 = 1;
@@ -162,9 +163,15 @@ pub struct RunInputs {
     pub chat: Option<ChatBinding>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<SkillSourceRef>,
-    /// Whether `input/prompt_snapshot.json` (world info activation) was given.
+    /// Whether `input/prompt_snapshot.json` was stored (a whole snapshot,
+    /// or only the world info activation).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prompt_snapshot: bool,
+    /// Where the model's prompt came from: the stored snapshot, or built
+    /// from the bound chat. Absent in runs made before prompts were read:
+    /// they keep their first request when resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<PromptOrigin>,
 }
 
 impl RunInputs {
@@ -346,12 +353,14 @@ mod tests {
                 dir: "/skills".into(),
             }],
             prompt_snapshot: true,
+            prompt: Some(PromptOrigin::Snapshot),
         };
         let bytes = bound.to_json_bytes();
         let value: Value = serde_json::from_slice(&bytes).expect("json");
         assert_eq!(value["inputs"]["chat"]["visibleMessages"], 42);
         assert_eq!(value["inputs"]["skills"][0]["scope"], "global");
         assert_eq!(value["inputs"]["promptSnapshot"], true);
+        assert_eq!(value["inputs"]["prompt"], "snapshot");
         assert_eq!(
             RunManifest::from_json_bytes(&bytes).expect("round trip"),
             bound

@@ -55,6 +55,7 @@ fn bindings(chat: Option<PathBuf>) -> RunBindings {
     RunBindings {
         chat,
         prompt_snapshot: Some(fixtures().join("worldinfo/prompt_snapshot.json")),
+        world_info: None,
         skills: vec![
             SkillSource::new(Scope::Global, fixtures().join("skills/global")),
             SkillSource::new(Scope::Character, fixtures().join("skills/character")),

@@ -143,12 +143,21 @@ impl Activation {
     /// `worldInfoActivation` is missing. The file is opened beneath the run
     /// directory without following any symbolic link.
     pub fn load(run_dir: &Path) -> Result<Option<Self>, WorldInfoError> {
+        match Self::load_snapshot(run_dir)? {
+            None => Ok(None),
+            Some(snapshot) => Self::from_prompt_snapshot(&snapshot),
+        }
+    }
+
+    /// The run's whole stored prompt snapshot, read as [`Self::load`] reads
+    /// it; `Ok(None)` when it is missing.
+    pub fn load_snapshot(run_dir: &Path) -> Result<Option<Value>, WorldInfoError> {
         let Some(bytes) = read_snapshot(run_dir)? else {
             return Ok(None);
         };
-        let snapshot: Value = serde_json::from_slice(&bytes)
-            .map_err(|error| WorldInfoError::file(format!("not valid JSON: {error}")))?;
-        Self::from_prompt_snapshot(&snapshot)
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|error| WorldInfoError::file(format!("not valid JSON: {error}")))
     }
 
     /// The activation of a whole prompt snapshot (a JSON object);

@@ -1,0 +1,88 @@
+//! A prompt snapshot built from the bound chat, for a run given none: what a
+//! chat app would have put in front of the model, as far as toolhost knows
+//! it — who talks with whom, the activated world info, and the chat's
+//! messages. Built from the frozen prefix and the stored activation alone,
+//! so a reopened run builds the same one and nothing is stored.
+
+use toolhost_chat::{BoundChat, Role};
+use toolhost_core::prompt_snapshot::{
+    MAX_SNAPSHOT_MESSAGES, MAX_SNAPSHOT_TEXT_BYTES, PROMPT_SNAPSHOT_SCHEMA, PromptSnapshot,
+    SnapshotMessage, SnapshotRole, SnapshotSource,
+};
+use toolhost_worldinfo::Activation;
+
+/// The snapshot a SillyTavern chat stands for. Messages SillyTavern keeps
+/// out of the prompt (`is_system`: hidden and narrator notes) stay out; the
+/// newest messages are kept within the bounds of a given snapshot (the
+/// window cuts further). In a group chat each message carries its
+/// speaker's name, as SillyTavern's own prompt does.
+pub fn from_chat(chat: &BoundChat, activation: Option<&Activation>) -> PromptSnapshot {
+    let info = chat.info();
+    let mut head = vec![SnapshotMessage::new(
+        SnapshotRole::System,
+        format!(
+            "This is a chat between {user} and {character}. The messages that follow are the chat so far, oldest first; the next reply is {reply}'s.",
+            user = info.user_name,
+            character = info.character_name,
+            reply = chat.reply_name(),
+        ),
+    )];
+    if let Some(text) = activation.and_then(world_info_text) {
+        let mut message = SnapshotMessage::new(SnapshotRole::System, text);
+        message.source = Some(SnapshotSource::WorldInfo);
+        head.push(message);
+    }
+    let mut budget = MAX_SNAPSHOT_TEXT_BYTES
+        .saturating_sub(head.iter().map(|message| message.content.len()).sum());
+    let mut history = Vec::new();
+    for message in chat.messages(0, chat.message_count()).iter().rev() {
+        let role = match message.role() {
+            Role::User => SnapshotRole::User,
+            Role::Assistant => SnapshotRole::Assistant,
+            Role::System => continue,
+        };
+        let cost = message.text().len() + message.name().len();
+        if history.len() + head.len() >= MAX_SNAPSHOT_MESSAGES || cost > budget {
+            break;
+        }
+        budget -= cost;
+        let mut kept = SnapshotMessage::new(role, message.text());
+        kept.source = Some(SnapshotSource::ChatHistory);
+        if info.group && !message.name().is_empty() {
+            kept.name = Some(message.name().to_owned());
+        }
+        history.push(kept);
+    }
+    history.reverse();
+    head.extend(history);
+    PromptSnapshot {
+        schema_version: PROMPT_SNAPSHOT_SCHEMA,
+        chat_id: None,
+        character_name: Some(info.character_name.clone()),
+        user_name: Some(info.user_name.clone()),
+        messages: head,
+    }
+}
+
+/// The activated entries as one system message, in activation order.
+fn world_info_text(activation: &Activation) -> Option<String> {
+    let entries = activation.entries();
+    if entries.is_empty() {
+        return None;
+    }
+    let mut text = String::from("Activated world info:");
+    for entry in entries {
+        text.push_str("\n\n");
+        if let Some(name) = entry
+            .display_name
+            .as_deref()
+            .filter(|name| !name.is_empty())
+        {
+            text.push('[');
+            text.push_str(name);
+            text.push_str("]\n");
+        }
+        text.push_str(&entry.content);
+    }
+    Some(text)
+}
