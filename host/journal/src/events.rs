@@ -119,6 +119,11 @@ pub struct ContextAssembled {
     pub snapshot: Value,
     pub turn_contract: Value,
     pub diagnostics: Vec<Value>,
+    /// What of the chat app's prompt an agent's first request carries
+    /// (`source`, `messages`, `historyKept`, `historyTotal`, `worldInfo`,
+    /// `chars`); absent for a direct call's invocation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<Value>,
 }
 invocation_scoped!(ContextAssembled, "context_assembled", Level::Info);
 
@@ -464,6 +469,7 @@ mod tests {
                 snapshot: json!({"tools": 1}),
                 turn_contract: json!({}),
                 diagnostics: vec![],
+                prompt: None,
             })
             .expect("context_assembled");
         journal

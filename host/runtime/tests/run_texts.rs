@@ -7,81 +7,14 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
+use support::recording::{RecordingSource, Seen};
 use support::*;
-use toolhost_core::{AgentModelRequest, AgentModelRole, Profile};
+use toolhost_core::{AgentModelRole, Profile};
 use toolhost_journal::{DirectOutputCaptured, Event, ROOT_INVOCATION_ID};
-use toolhost_model::{AgentModel, ModelFuture, ModelSource, ScriptBook};
 use toolhost_runtime::{AgentDirectory, RunStatus};
-
-/// Every request the models were sent, with the agent it was for.
-#[derive(Default)]
-struct Seen(Mutex<Vec<(String, AgentModelRequest)>>);
-
-impl Seen {
-    fn of(&self, agent: &str) -> Vec<AgentModelRequest> {
-        self.0
-            .lock()
-            .expect("seen")
-            .iter()
-            .filter(|(seen, _)| seen == agent)
-            .map(|(_, request)| request.clone())
-            .collect()
-    }
-
-    fn system_of(&self, agent: &str) -> String {
-        self.of(agent)
-            .first()
-            .and_then(|request| request.system.clone())
-            .unwrap_or_else(|| panic!("{agent} was asked with a system prompt"))
-    }
-}
-
-struct Recording {
-    agent: String,
-    inner: Arc<dyn AgentModel>,
-    seen: Arc<Seen>,
-}
-
-impl AgentModel for Recording {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    fn complete<'a>(&'a self, request: &'a AgentModelRequest) -> ModelFuture<'a> {
-        self.seen
-            .0
-            .lock()
-            .expect("seen")
-            .push((self.agent.clone(), request.clone()));
-        self.inner.complete(request)
-    }
-
-    fn skip_reply(&self) {
-        self.inner.skip_reply();
-    }
-}
-
-struct RecordingSource {
-    book: Arc<ScriptBook>,
-    seen: Arc<Seen>,
-}
-
-impl ModelSource for RecordingSource {
-    fn model_for(&self, agent_id: &str) -> Arc<dyn AgentModel> {
-        Arc::new(Recording {
-            agent: agent_id.to_owned(),
-            inner: self.book.model_for(agent_id),
-            seen: Arc::clone(&self.seen),
-        })
-    }
-
-    fn describe(&self) -> String {
-        self.book.describe()
-    }
-}
 
 /// The test writer (`support::profile`) with `extra` fields set.
 fn writer(extra: Value) -> Profile {
@@ -457,4 +390,179 @@ async fn drift_capture_and_auto_publish_follow_the_profiles_message_body() {
         system.contains("scratch/ (writable; your reply goes in scratch/reply.md)"),
         "{system}"
     );
+}
+
+// --- issue 39: what the model reads first ---
+
+/// A chat app's prompt: two system messages, six chat-history messages
+/// (CJK among them), an untagged example and a post-history instruction.
+fn app_prompt() -> Value {
+    json!({
+        "schemaVersion": 1,
+        "characterName": "Mirelle",
+        "userName": "Ren",
+        "messages": [
+            {"role": "system", "content": "Preset: write in third person."},
+            {"role": "system", "content": "角色卡：米蕾尔，港口的领航员。", "source": "worldInfo"},
+            {"role": "user", "content": "Hello there.", "name": "example_user"},
+            {"role": "assistant", "content": "「欢迎来到灯塔。」", "source": "chatHistory"},
+            {"role": "user", "content": "一", "source": "chatHistory"},
+            {"role": "assistant", "content": "二", "source": "chatHistory"},
+            {"role": "user", "content": "三", "source": "chatHistory"},
+            {"role": "assistant", "content": "四 🌊", "source": "chatHistory"},
+            {"role": "user", "content": "你好，米蕾尔。", "source": "chatHistory"},
+            {"role": "system", "content": "[Stay in character.]"}
+        ]
+    })
+}
+
+/// The first request's messages as (role, text).
+fn first_messages(seen: &Seen, agent: &str) -> Vec<(AgentModelRole, String)> {
+    seen.of(agent)
+        .first()
+        .unwrap_or_else(|| panic!("{agent} was asked"))
+        .messages
+        .iter()
+        .map(|message| (message.role, message.text()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_first_request_is_the_system_prompt_then_the_apps_prompt_then_the_task() {
+    use AgentModelRole::{Assistant, System, User};
+    let head = |texts: &mut Vec<(AgentModelRole, String)>| {
+        texts.extend([
+            (System, "Preset: write in third person.".to_owned()),
+            (System, "角色卡：米蕾尔，港口的领航员。".to_owned()),
+            (User, "Ren: Hello there.".to_owned()),
+        ]);
+    };
+    let history = [
+        (Assistant, "「欢迎来到灯塔。」"),
+        (User, "一"),
+        (Assistant, "二"),
+        (User, "三"),
+        (Assistant, "四 🌊"),
+        (User, "你好，米蕾尔。"),
+    ];
+    for (count, kept) in [(json!(0), 0), (json!(3), 3), (json!(-1), 6)] {
+        let fixture = Fixture::new().with_prompt_snapshot(&app_prompt());
+        let profile = writer(json!({"context": {"initialChatHistoryMessages": count}}));
+        let (summary, seen) = run(&fixture, &profile, vec![], json!([done()]), json!({})).await;
+        assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+        let mut expected = Vec::new();
+        head(&mut expected);
+        expected.extend(
+            history[6 - kept..]
+                .iter()
+                .map(|(role, text)| (*role, (*text).to_owned())),
+        );
+        expected.push((System, "[Stay in character.]".to_owned()));
+        expected.push((User, config().task));
+        assert_eq!(first_messages(&seen, "writer"), expected, "{count}");
+        // toolhost's own system prompt still says how to act.
+        assert!(seen.system_of("writer").contains("workspace_finish"));
+        let assembled = fixture.event(toolhost_journal::ContextAssembled::TYPE);
+        assert_eq!(assembled["prompt"]["source"], "snapshot", "{assembled}");
+        assert_eq!(assembled["prompt"]["historyKept"], kept, "{assembled}");
+        assert_eq!(assembled["prompt"]["historyTotal"], 6, "{assembled}");
+    }
+}
+
+#[tokio::test]
+async fn a_profiles_own_system_prompt_replaces_toolhosts_and_world_info_may_stay_out() {
+    let fixture = Fixture::new().with_prompt_snapshot(&app_prompt());
+    let profile = writer(json!({
+        "instructions": {"agentSystemPrompt": "你是米蕾尔的写手。Act through tools."},
+        "context": {"includeActivatedWorldInfo": false}
+    }));
+    let (_, seen) = run(&fixture, &profile, vec![], json!([done()]), json!({})).await;
+    assert_eq!(
+        seen.system_of("writer"),
+        "你是米蕾尔的写手。Act through tools."
+    );
+    let texts = first_messages(&seen, "writer");
+    assert!(
+        !texts.iter().any(|(_, text)| text.contains("角色卡")),
+        "{texts:?}"
+    );
+    assert_eq!(texts.len(), 10, "{texts:?}");
+}
+
+/// No snapshot: the prompt is built from the bound chat, so the model is
+/// not blind — it reads who talks with whom and the chat's messages.
+#[tokio::test]
+async fn without_a_snapshot_the_model_reads_the_bound_chat() {
+    let fixture = Fixture::new();
+    let (summary, seen) = run(
+        &fixture,
+        &writer(json!({})),
+        vec![],
+        json!([done()]),
+        json!({}),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let texts = first_messages(&seen, "writer");
+    let (role, header) = &texts[0];
+    assert_eq!(*role, AgentModelRole::System);
+    assert!(header.contains("between Ren and Mirelle"), "{header}");
+    assert!(header.contains("the next reply is Mirelle's"), "{header}");
+    // The chat's last message before the run (the reply is after it now).
+    assert_eq!(
+        texts[texts.len() - 2],
+        (
+            AgentModelRole::User,
+            "*I take her hand and we wade back toward the stairs, jumping the third one together.*"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        texts.last().map(|(_, text)| text.clone()),
+        Some(config().task)
+    );
+    let assembled = fixture.event(toolhost_journal::ContextAssembled::TYPE);
+    assert_eq!(assembled["prompt"]["source"], "chat", "{assembled}");
+    let manifest = fixture.run_dir.join("run.json");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(manifest).expect("run.json")).expect("json");
+    assert_eq!(manifest["inputs"]["prompt"], "chat", "{manifest}");
+}
+
+/// A delegated child works from its brief alone unless its profile asks for
+/// the chat's history.
+#[tokio::test]
+async fn a_child_reads_only_its_brief_unless_its_profile_asks_for_history() {
+    for (context, history) in [
+        (json!({}), 0),
+        (json!({"initialChatHistoryMessages": 2}), 2),
+    ] {
+        let fixture = Fixture::new().with_prompt_snapshot(&app_prompt());
+        let root = json!([
+            {"toolCalls": [call("d", "agent_delegate",
+                json!({"agentId": "researcher", "task": {"objective": "Note the lantern's origin"}}))]},
+            {"toolCalls": [call("a", "agent_await", json!({}))]},
+            done()
+        ]);
+        let child = json!({"researcher": [
+            {"toolCalls": [call("r", "task_return", json!({"summary": "From the Drowned Library."}))]}
+        ]});
+        let mut researcher = researcher(json!({}));
+        researcher.context = serde_json::from_value(context).expect("context");
+        let (summary, seen) = run(&fixture, &lead(), vec![researcher], root, child).await;
+        assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+        let texts = first_messages(&seen, "researcher");
+        let brief = texts.last().expect("brief");
+        assert!(brief.1.contains("Note the lantern's origin"), "{brief:?}");
+        let chat_lines = texts
+            .iter()
+            .filter(|(_, text)| {
+                ["一", "二", "三", "四 🌊", "你好，米蕾尔。"].contains(&text.as_str())
+            })
+            .count();
+        assert_eq!(chat_lines, history, "{texts:?}");
+        if history == 0 {
+            assert_eq!(texts.len(), 1, "{texts:?}");
+        }
+    }
 }

@@ -29,10 +29,23 @@ impl Run {
         invocation_id: &str,
         exit_policy: ExitPolicy,
     ) -> Result<Invocation, RunFailure> {
+        self.start_agent_invocation(profile, sources, invocation_id, exit_policy, None)
+    }
+
+    /// [`Self::start_invocation`] for an agent, whose `context_assembled`
+    /// also says what of the app's prompt its first request carries.
+    pub(crate) fn start_agent_invocation(
+        self: &Arc<Self>,
+        profile: &Profile,
+        sources: SnapshotSources<'_>,
+        invocation_id: &str,
+        exit_policy: ExitPolicy,
+        prompt: Option<Value>,
+    ) -> Result<Invocation, RunFailure> {
         let compiled = snapshot::compile(profile, sources, invocation_id, exit_policy)?;
         if self.resume_log().is_some()
             && let Some(session) =
-                self.restart_invocation(profile, invocation_id, sources.tenant, &compiled)?
+                self.restart_invocation(profile, invocation_id, sources.tenant, &compiled, &prompt)?
         {
             return Ok(session);
         }
@@ -45,7 +58,7 @@ impl Run {
         let snapshot_path = self
             .dir()
             .write_snapshot(invocation_id, snapshot.to_json_pretty().as_bytes())?;
-        self.record_context(invocation_id, &snapshot, snapshot_path, diagnostics)?;
+        self.record_context(invocation_id, &snapshot, snapshot_path, diagnostics, prompt)?;
         let workspace = self.workspace_session_for(profile)?;
         let session = Invocation::new(
             Arc::clone(self),
@@ -70,6 +83,7 @@ impl Run {
         snapshot: &InvocationToolSnapshot,
         snapshot_path: String,
         diagnostics: Vec<Value>,
+        prompt: Option<Value>,
     ) -> Result<(), RunFailure> {
         let contract = ToolTurnContract::all(snapshot, ToolChoice::Auto)?;
         self.record(&ContextAssembled {
@@ -79,6 +93,7 @@ impl Run {
             snapshot: snapshot.summary(),
             turn_contract: serde_json::to_value(&contract).unwrap_or(Value::Null),
             diagnostics,
+            prompt,
         })?;
         Ok(())
     }
@@ -94,6 +109,7 @@ impl Run {
         invocation_id: &str,
         tenant: Option<&str>,
         fresh: &snapshot::CompiledSnapshot,
+        prompt: &Option<Value>,
     ) -> Result<Option<Invocation>, RunFailure> {
         let Some(bytes) = self.dir().read_snapshot(invocation_id)? else {
             return Ok(None);
@@ -113,7 +129,13 @@ impl Run {
             .tool_snapshot(invocation_id)
             .map_err(|error| RunFailure::State(error.to_string()))?
             .relative;
-        self.record_context(invocation_id, &snapshot, snapshot_path, Vec::new())?;
+        self.record_context(
+            invocation_id,
+            &snapshot,
+            snapshot_path,
+            Vec::new(),
+            prompt.clone(),
+        )?;
         let charged = self
             .resume_log()
             .map_or(0, |log| log.skill_chars(invocation_id));

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses its own share
 
 pub mod agent;
+pub mod recording;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -108,6 +109,8 @@ pub struct Fixture {
     pub chat: PathBuf,
     pub run_dir: PathBuf,
     pub original: Vec<u8>,
+    /// The chat app's prompt the run is given, if any.
+    pub prompt_snapshot: Option<PathBuf>,
 }
 
 impl Fixture {
@@ -122,6 +125,7 @@ impl Fixture {
             chat,
             run_dir,
             original,
+            prompt_snapshot: None,
         }
     }
 
@@ -151,10 +155,20 @@ impl Fixture {
         run_agent_loop(&run, parts(&run, models, agents), &config).await
     }
 
-    /// The run in `run_dir` under `profile`, bound to this fixture's chat.
+    /// This fixture's runs given `snapshot` as the app's prompt.
+    pub fn with_prompt_snapshot(mut self, snapshot: &Value) -> Self {
+        let path = self._dir.path().join("prompt_snapshot.json");
+        std::fs::write(&path, snapshot.to_string()).expect("snapshot");
+        self.prompt_snapshot = Some(path);
+        self
+    }
+
+    /// The run in `run_dir` under `profile`, bound to this fixture's chat
+    /// (and its prompt snapshot).
     pub fn create_run(&self, profile: &Profile) -> Arc<Run> {
         let bindings = RunBindings {
             chat: Some(self.chat.clone()),
+            prompt_snapshot: self.prompt_snapshot.clone(),
             ..RunBindings::default()
         };
         Run::at(&self.run_dir)

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use toolhost_core::{
     AgentModelContentPart, AgentModelMessage, AgentModelRequest, AgentModelRole,
-    AgentModelSettings, ExitPolicy, ToolChoice, ToolFailure, ToolId, ToolSuccess, builtin,
-    profile::Profile,
+    AgentModelSettings, ExitPolicy, ModelTurn, ToolChoice, ToolFailure, ToolId, ToolSuccess,
+    builtin, profile::Profile,
 };
 use toolhost_journal::{AgentLoopFinished, DriftRecoveryAttempted};
 use toolhost_model::AgentModel;
@@ -20,9 +20,11 @@ use crate::invocation::Invocation;
 mod delegation;
 mod effects;
 mod model;
+mod opening;
 mod prompt;
 mod task_return;
 mod unknown;
+mod window;
 
 use prompt::system_prompt;
 pub(crate) use task_return::task_summary_markdown;
@@ -78,10 +80,19 @@ pub(super) async fn run_invocation(
         shared.parts.policies.as_deref(),
         shared.parts.tenant.as_deref(),
     );
-    let mut session =
-        shared
-            .run
-            .start_invocation(&spec.profile, sources, &spec.invocation_id, exit)?;
+    let delegated = matches!(spec.role, InvocationRole::Child { .. });
+    let inputs = shared.run.inputs();
+    let prompt = inputs
+        .prompt_origin()
+        .zip(inputs.prompt_snapshot().map(|snapshot| snapshot.as_ref()));
+    let opening = opening::opening(&spec.profile, prompt, &spec.first_message, delegated);
+    let mut session = shared.run.start_agent_invocation(
+        &spec.profile,
+        sources,
+        &spec.invocation_id,
+        exit,
+        serde_json::to_value(&opening.summary).ok(),
+    )?;
     session.set_agents(shared.parts.agents.callable_by(&spec.profile))?;
     if matches!(spec.role, InvocationRole::Foreground) {
         shared.ledger().agents.push(spec.profile.id.clone());
@@ -95,7 +106,7 @@ pub(super) async fn run_invocation(
         returned: false,
         end_reason: None,
     };
-    agent.rounds().await
+    agent.rounds(opening).await
 }
 
 struct InvocationLoop<'a> {
@@ -124,7 +135,7 @@ impl InvocationLoop<'_> {
         matches!(self.spec.role, InvocationRole::Foreground)
     }
 
-    async fn rounds(&mut self) -> Result<InvocationEnd, RunFailure> {
+    async fn rounds(&mut self, opening: opening::Opening) -> Result<InvocationEnd, RunFailure> {
         let profile = Arc::clone(&self.spec.profile);
         let settings = AgentModelSettings {
             model: self
@@ -141,10 +152,22 @@ impl InvocationLoop<'_> {
                 .max_output_tokens
                 .or(profile.model.max_output_tokens),
         };
-        let mut system = Some(system_prompt(&profile, &self.session, self.foreground()));
-        let mut history = vec![AgentModelMessage::user_text(
-            self.spec.first_message.clone(),
-        )];
+        // The profile's own prompt replaces toolhost's, as in the reference.
+        let mut system = Some(match &profile.instructions.agent_system_prompt {
+            Some(own) => own.clone(),
+            None => system_prompt(&profile, &self.session, self.foreground()),
+        });
+        let mut window = window::Window::new(
+            profile
+                .context
+                .max_input_chars
+                .or(self.shared.config.context_chars)
+                .unwrap_or(window::DEFAULT_CONTEXT_CHARS) as usize,
+            (0..opening.messages.len())
+                .map(|index| opening.chat_history.contains(&index))
+                .collect(),
+        );
+        let mut history = opening.messages;
         let max_rounds = self.spec.max_rounds;
 
         while self.session.round() < max_rounds {
@@ -158,6 +181,7 @@ impl InvocationLoop<'_> {
             if self.foreground() {
                 self.shared.ledger().rounds += 1;
             }
+            self.fit(&mut window, system.as_deref(), &turn, &mut history, round)?;
             // The prompt and the history are lent to the request and taken
             // back: a round copies neither (a long chat made that a good
             // part of a served round).
@@ -299,6 +323,38 @@ impl InvocationLoop<'_> {
                 )
             },
         })
+    }
+}
+
+impl InvocationLoop<'_> {
+    /// Fit the next request into the model's window: old results become
+    /// stubs naming their stored file, then old chat history and old rounds
+    /// go (journalled as `context_trimmed`). What cannot fit fails the run
+    /// before anything is sent.
+    fn fit(
+        &self,
+        window: &mut window::Window,
+        system: Option<&str>,
+        turn: &ModelTurn,
+        history: &mut Vec<AgentModelMessage>,
+        round: u32,
+    ) -> Result<(), RunFailure> {
+        let read_alias = self
+            .session
+            .snapshot()
+            .builtin_alias_of("workspace.read_file");
+        let stub = window::stubber(self.shared.run.manifest_layout(), read_alias);
+        match window.fit(window::fixed_chars(system, turn), history, stub) {
+            Ok(None) => Ok(()),
+            Ok(Some(trimmed)) => {
+                self.shared.run.record(&trimmed.event(self.id(), round))?;
+                Ok(())
+            }
+            Err(over) => Err(RunFailure::LoopExhausted {
+                code: window::OverBudget::CODE,
+                message: over.to_string(),
+            }),
+        }
     }
 }
 
