@@ -42,6 +42,11 @@ pub struct RunArgs {
     /// model.maxOutputTokens]; Anthropic requires a value.
     #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u32>,
+    /// The model's window in characters (Unicode scalars): requests are
+    /// trimmed to fit [default: the profile's context.maxInputChars, else
+    /// 400000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(4096..))]
+    pub context_chars: Option<u32>,
     /// The environment variable holding the API key [default:
     /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY by kind].
     #[arg(long, value_name = "VAR")]
@@ -223,6 +228,7 @@ fn start(args: &RunArgs) -> Result<Prepared> {
         model_name: args.model_name.clone(),
         max_output_tokens: args.max_output_tokens,
         max_rounds: args.max_rounds,
+        context_chars: args.context_chars,
         persist_dir: args.persist.as_deref().map(absolute).transpose()?,
         seed: args.seed,
         model: model_record(&spec_text, &options),
@@ -241,7 +247,7 @@ fn start(args: &RunArgs) -> Result<Prepared> {
 fn resume(args: &RunArgs, dir: &Path) -> Result<Prepared> {
     if args.inputs.any() {
         bail!(
-            "a resumed run keeps the chat, world info and skills run.json recorded: drop --chat, --worldinfo and --skills"
+            "a resumed run keeps the chat, world info and skills run.json recorded: drop --chat, --worldinfo, --prompt-snapshot and --skills"
         );
     }
     let (run, record) = Run::resume(dir).with_context(|| format!("resuming {}", dir.display()))?;
@@ -304,6 +310,7 @@ fn resume(args: &RunArgs, dir: &Path) -> Result<Prepared> {
     config.model_name = args.model_name.clone().or(config.model_name);
     config.max_output_tokens = args.max_output_tokens.or(config.max_output_tokens);
     config.max_rounds = args.max_rounds.or(config.max_rounds);
+    config.context_chars = args.context_chars.or(config.context_chars);
     match (&args.persist, &record.persist_dir) {
         (Some(persist), _) => config.persist_dir = Some(absolute(persist)?),
         // Promotion writes there: the person confirms where.

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
+use toolhost_core::profile::MIN_INPUT_CHARS;
 use toolhost_model::{HttpOptions, ModelError, ModelKind, ModelSource, ModelSpec};
 
 /// Largest models file read.
@@ -58,6 +59,9 @@ struct Entry {
     timeout_secs: Option<u64>,
     #[serde(default)]
     max_output_tokens: Option<u32>,
+    /// The model's window in characters: requests are trimmed to fit.
+    #[serde(default)]
+    context_chars: Option<u32>,
     #[serde(default)]
     tenants: Option<Vec<String>>,
 }
@@ -71,6 +75,8 @@ pub struct ServedModel {
     /// The provider's model name (`LoopConfig::model_name`).
     pub model_name: Option<String>,
     pub max_output_tokens: Option<u32>,
+    /// `contextChars` (`LoopConfig::context_chars`).
+    pub context_chars: Option<u32>,
     tenants: Option<Vec<String>>,
     /// An HTTP model as opened last, with the key it was opened with.
     shared: Arc<Mutex<Option<Opened>>>,
@@ -238,6 +244,13 @@ fn served(name: &str, entry: Entry, base: &Path) -> Result<ServedModel, String> 
     if spec.kind == ModelKind::Script && entry.key_variable.is_some() {
         return Err("a script model takes no key".to_owned());
     }
+    if let Some(chars) = entry.context_chars
+        && chars < MIN_INPUT_CHARS
+    {
+        return Err(format!(
+            "`contextChars` is {chars}; at least {MIN_INPUT_CHARS}"
+        ));
+    }
     if let Some(tenants) = &entry.tenants
         && tenants.is_empty()
     {
@@ -255,6 +268,7 @@ fn served(name: &str, entry: Entry, base: &Path) -> Result<ServedModel, String> 
         },
         model_name: entry.model,
         max_output_tokens: entry.max_output_tokens,
+        context_chars: entry.context_chars,
         tenants: entry.tenants,
         shared: Arc::default(),
     })

@@ -521,7 +521,10 @@ fn impossible_context_and_instructions_are_named() {
             json!({"context": {"initialChatHistoryMessages": 100_001}}),
             "context.initialChatHistoryMessages",
         ),
-        (json!({"context": {"maxInputChars": 100}}), "context.maxInputChars"),
+        (
+            json!({"context": {"maxInputChars": 100}}),
+            "context.maxInputChars",
+        ),
         (json!({"context": {"foo": 1}}), "context.foo"),
         (
             json!({"context": {"includeActivatedWorldInfo": "yes"}}),

@@ -35,6 +35,9 @@ pub struct LoopConfig {
     pub max_output_tokens: Option<u32>,
     /// Overrides the root profile's `tools.maxRounds`.
     pub max_rounds: Option<u32>,
+    /// The model's window in characters (`models.json` `contextChars`, the
+    /// CLI's `--context-chars`); a profile's `context.maxInputChars` wins.
+    pub context_chars: Option<u32>,
     pub retry: RetryPolicy,
     /// The chat's persist directory: projected into `persist/` when the
     /// loop starts, changed files copied back when the run finishes.

@@ -39,6 +39,9 @@ pub struct LoopRecord {
     pub model_name: Option<String>,
     pub max_output_tokens: Option<u32>,
     pub max_rounds: Option<u32>,
+    /// Left out while unset, as in runs recorded before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_chars: Option<u32>,
     pub persist_dir: Option<PathBuf>,
     pub retry: RetryRecord,
     /// The models as the embedder describes them, never a key (the CLI
@@ -96,6 +99,7 @@ impl LoopRecord {
             model_name: config.model_name.clone(),
             max_output_tokens: config.max_output_tokens,
             max_rounds: config.max_rounds,
+            context_chars: config.context_chars,
             persist_dir: config.persist_dir.clone(),
             retry: RetryRecord {
                 max_retries: config.retry.max_retries,
@@ -141,6 +145,7 @@ impl LoopRecord {
             model_name: self.model_name.clone(),
             max_output_tokens: self.max_output_tokens,
             max_rounds: self.max_rounds,
+            context_chars: self.context_chars,
             retry: RetryPolicy {
                 max_retries: self.retry.max_retries,
                 initial_delay: Duration::from_millis(self.retry.initial_delay_ms),
@@ -182,6 +187,12 @@ impl LoopRecord {
             "max output tokens",
         );
         check(config.max_rounds == self.max_rounds, "max rounds");
+        check(
+            config
+                .context_chars
+                .is_none_or(|chars| Some(chars) == self.context_chars),
+            "context characters",
+        );
         check(config.persist_dir == self.persist_dir, "persist directory");
         check(config.seed.is_none_or(|seed| seed == self.seed), "run seed");
         differing

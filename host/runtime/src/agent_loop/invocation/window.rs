@@ -21,10 +21,6 @@
 //! message stays dropped, so a later request never shows the model again
 //! what an earlier one left out.
 
-// The round loop calls this once it assembles requests under a budget (the
-// next step of issue 39); until then only the tests do.
-#![allow(dead_code)]
-
 use std::collections::HashSet;
 use std::io;
 
@@ -37,6 +33,11 @@ use toolhost_journal::{ContextTrimmed, RunLayout};
 /// Rounds at the end of the history that keep their results as long as
 /// anything else can go: the model is working with them.
 pub(crate) const PROTECTED_ROUNDS: usize = 2;
+
+/// The window when neither the profile (`context.maxInputChars`) nor the
+/// model (`contextChars`) says: about 100k tokens of English, fewer of CJK
+/// text — within what today's chat models take.
+pub(crate) const DEFAULT_CONTEXT_CHARS: u32 = 400_000;
 
 /// The longest call id a stub repeats; provider ids are short, a hostile
 /// one does not make the stub long.
@@ -108,15 +109,6 @@ impl Window {
             protected_rounds: PROTECTED_ROUNDS,
             settled: HashSet::new(),
         }
-    }
-
-    pub(crate) fn with_protected_rounds(mut self, rounds: usize) -> Self {
-        self.protected_rounds = rounds;
-        self
-    }
-
-    pub(crate) fn budget(&self) -> usize {
-        self.budget
     }
 
     /// Make `fixed_chars` (system prompt and tools, [`fixed_chars`]) plus
