@@ -172,7 +172,7 @@ fn open_session(
     {
         if args.inputs.any() {
             bail!(
-                "run {} already exists and keeps the chat, world info and skills it was created with; drop --chat/--worldinfo/--skills or start a new run",
+                "run {} already exists and keeps the chat, world info and skills it was created with; drop --chat/--worldinfo/--prompt-snapshot/--skills or start a new run",
                 dir.display()
             );
         }

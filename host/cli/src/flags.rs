@@ -21,22 +21,31 @@ pub struct InputArgs {
     /// override earlier ones.
     #[arg(long, value_name = "[SCOPE:]DIR")]
     pub skills: Vec<String>,
-    /// A prompt snapshot with the activated world info
-    /// (`{"worldInfoActivation": {"entries": [...]}}`).
-    #[arg(long, value_name = "FILE")]
+    /// Activated world info for the world-info tools: only the file's
+    /// `worldInfoActivation` (`{"entries": [...]}`) is read.
+    #[arg(long, value_name = "FILE", conflicts_with = "prompt_snapshot")]
     pub worldinfo: Option<PathBuf>,
+    /// The chat app's prompt for this generation (docs/agents.md, "What the
+    /// model reads"): its messages go to the model first, its
+    /// `worldInfoActivation` to the world-info tools.
+    #[arg(long, value_name = "FILE")]
+    pub prompt_snapshot: Option<PathBuf>,
 }
 
 impl InputArgs {
     /// Whether any binding was given (a resumed run takes none).
     pub fn any(&self) -> bool {
-        self.chat.is_some() || self.worldinfo.is_some() || !self.skills.is_empty()
+        self.chat.is_some()
+            || self.worldinfo.is_some()
+            || self.prompt_snapshot.is_some()
+            || !self.skills.is_empty()
     }
 
     pub fn bindings(&self) -> Result<RunBindings> {
         Ok(RunBindings {
             chat: self.chat.clone(),
-            prompt_snapshot: self.worldinfo.clone(),
+            prompt_snapshot: self.prompt_snapshot.clone(),
+            world_info: self.worldinfo.clone(),
             skills: self
                 .skills
                 .iter()

@@ -1,6 +1,6 @@
 //! [`Body`]: a JSON request body whose every refusal is the API's
 //! `{code, message}`: a wrong `Content-Type` is `415`, a body over
-//! [`crate::MAX_BODY_BYTES`] `413`, bad JSON and unknown or missing fields
+//! [`crate::MAX_BODY_BYTES`] (a start request: [`crate::MAX_RUN_BODY_BYTES`]) `413`, bad JSON and unknown or missing fields
 //! `400`.
 
 use axum::extract::rejection::JsonRejection;
@@ -47,7 +47,11 @@ fn refusal(rejection: &JsonRejection) -> ApiError {
         other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "serve.body_too_large",
-            format!("a request body is at most {} bytes", crate::MAX_BODY_BYTES),
+            format!(
+                "a request body is at most {} bytes ({} for POST /v1/runs)",
+                crate::MAX_BODY_BYTES,
+                crate::MAX_RUN_BODY_BYTES
+            ),
         ),
         other => ApiError::new(
             StatusCode::BAD_REQUEST,

@@ -58,6 +58,9 @@ pub use tokens::{Tenant, Tokens, TokensError, token_digest};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7700";
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The largest body `POST /v1/runs` takes: a prompt snapshot's 8 MiB of
+/// message text and room for its JSON.
+pub const MAX_RUN_BODY_BYTES: usize = 9 * 1024 * 1024;
 
 /// Who may use the server.
 #[derive(Debug, Clone)]
@@ -360,7 +363,14 @@ pub fn router(state: Arc<ServeState>) -> Router {
     let api = Router::new()
         .route("/v1/tools", get(tools::list))
         .route("/v1/openapi.json", get(openapi_json))
-        .route("/v1/runs", post(runs::start).get(runs::list))
+        // A chat app's prompt snapshot rides in a start request: a long
+        // chat's prompt may be several MiB of text (at most 8 of it).
+        .route(
+            "/v1/runs",
+            post(runs::start)
+                .get(runs::list)
+                .layer(DefaultBodyLimit::max(MAX_RUN_BODY_BYTES)),
+        )
         .route("/v1/runs/{id}", get(runs::get))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))

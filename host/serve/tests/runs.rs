@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::{script_call as call, *};
 use serde_json::{Value, json};
 use toolhost_journal::{
-    ChatCommitCompleted, Event as _, ModelRequestCreated, RunCancelled, RunCompleted, RunResumed,
-    RunStarted, ToolCallCompleted,
+    ChatCommitCompleted, ContextAssembled, Event as _, ModelRequestCreated, RunCancelled,
+    RunCompleted, RunResumed, RunStarted, ToolCallCompleted,
 };
 use toolhost_serve::{Limits, ModelTable, TenantDirs};
 
@@ -456,6 +456,20 @@ async fn bad_requests_are_refused_with_their_status_and_code() {
             "serve.unknown_model",
         ),
         (
+            json!({"model": "demo", "chat": "chat", "promptSnapshot": {"messages": [
+                {"role": "system", "content": "preset"},
+                {"role": "tool", "content": "x"}
+            ]}}),
+            400,
+            "agent.invalid_prompt_snapshot_file",
+        ),
+        (
+            json!({"model": "demo", "chat": "chat", "promptSnapshot": {"messages": []},
+                   "worldInfo": {"worldInfoActivation": {"entries": []}}}),
+            400,
+            "agent.invalid_prompt_snapshot_file",
+        ),
+        (
             json!({"model": "demo", "chat": "../globex/chats/chat"}),
             404,
             "serve.not_found",
@@ -501,10 +515,34 @@ async fn bad_requests_are_refused_with_their_status_and_code() {
             .await,
         (400, "serve.unknown_model".to_owned())
     );
-    let huge = "x".repeat(toolhost_serve::MAX_BODY_BYTES + 1);
+    // The bad role is named by its path.
+    let (_, body) = send(acme(client().post(&runs)).json(&json!({
+        "model": "demo", "chat": "chat",
+        "promptSnapshot": {"messages": [{"role": "user", "content": 7}]}
+    })))
+    .await;
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|message| message.starts_with("promptSnapshot.messages[0].content:")),
+        "{body}"
+    );
+    // A start request may carry a long chat's prompt; nothing may carry more.
+    let huge = "x".repeat(toolhost_serve::MAX_RUN_BODY_BYTES + 1);
     assert_eq!(
         refusal(post(json!({"model": "demo", "chat": "chat", "task": huge}))).await,
         (413, "serve.body_too_large".to_owned())
+    );
+    let over_a_snapshot =
+        "灯".repeat(toolhost_core::prompt_snapshot::MAX_SNAPSHOT_TEXT_BYTES / 3 + 1);
+    assert_eq!(
+        refusal(post(
+            json!({"model": "demo", "chat": "chat", "promptSnapshot": {
+                "messages": [{"role": "user", "content": over_a_snapshot}]
+            }})
+        ))
+        .await,
+        (400, "agent.invalid_prompt_snapshot_file".to_owned())
     );
     // Nothing was created by any of them.
     let (_, list) = send(acme(client().get(&runs))).await;
@@ -845,6 +883,8 @@ async fn world_info_and_skills_are_bound_from_the_request_and_the_tenants_files(
         serde_json::from_str(&std::fs::read_to_string(root.join("run.json")).expect("run.json"))
             .expect("json");
     assert_eq!(manifest["inputs"]["promptSnapshot"], true, "{manifest}");
+    // World info alone: the model's prompt is built from the chat.
+    assert_eq!(manifest["inputs"]["prompt"], "chat", "{manifest}");
     assert_eq!(
         manifest["inputs"]["skills"][0]["scope"], "global",
         "{manifest}"
@@ -859,10 +899,57 @@ async fn world_info_and_skills_are_bound_from_the_request_and_the_tenants_files(
         &std::fs::read_to_string(root.join("input/prompt_snapshot.json")).expect("stored"),
     )
     .expect("json");
-    assert_eq!(stored, world_info);
+    // Only the activation is the run's: the file's messages were not read.
+    assert_eq!(
+        stored,
+        json!({"worldInfoActivation": world_info["worldInfoActivation"]})
+    );
     // The staged copy is gone.
     let tmp = TenantDirs::new(&setup.data(), "acme").tmp();
     assert_eq!(std::fs::read_dir(tmp).expect("tmp").count(), 0);
+}
+
+/// A chat app's prompt snapshot inline: stored as given, recorded as the
+/// prompt's source, and summed up in `context_assembled`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_snapshot_is_stored_as_given_and_read_first() {
+    let setup = Setup::start().await;
+    let snapshot = json!({
+        "schemaVersion": 1,
+        "characterName": "Mirelle",
+        "userName": "Tomas",
+        "messages": [
+            {"role": "system", "content": "Write Mirelle's next reply. 米蕾尔是领航员。"},
+            {"role": "assistant", "content": "The lamp is lit.", "source": "chatHistory"},
+            {"role": "user", "content": "灯台へ行こう。", "source": "chatHistory"}
+        ]
+    });
+    let server = setup.serve(Limits::default()).await;
+    let id = start_run(
+        &server,
+        json!({"profile": "writer", "model": "demo", "chat": "chat", "promptSnapshot": snapshot}),
+    )
+    .await;
+    let events = stream(&server, &id, None).await;
+    let assembled = events
+        .iter()
+        .find(|(_, kind, _)| kind == ContextAssembled::TYPE)
+        .map(|(_, _, data)| data.clone())
+        .expect("context_assembled");
+    assert_eq!(assembled["prompt"]["source"], "snapshot", "{assembled}");
+    assert_eq!(assembled["prompt"]["historyKept"], 2, "{assembled}");
+    assert_eq!(assembled["prompt"]["messages"], 4, "{assembled}");
+    wait_for_status(&server, &id, "completed").await;
+    let root = TenantDirs::new(&setup.data(), "acme").runs().join(&id);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("run.json")).expect("run.json"))
+            .expect("json");
+    assert_eq!(manifest["inputs"]["prompt"], "snapshot", "{manifest}");
+    let stored = std::fs::read(root.join("input/prompt_snapshot.json")).expect("stored");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&stored).expect("json"),
+        snapshot
+    );
 }
 
 fn copy_tree(from: &std::path::Path, to: &std::path::Path) {

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_core::policy::Policies;
+use toolhost_core::prompt_snapshot::{PromptSnapshot, PromptSnapshotError};
 use toolhost_core::{Classified, Profile};
 use toolhost_journal::Durability;
 use toolhost_model::ModelSource;
@@ -55,10 +56,18 @@ pub struct StartRun {
     /// `chats/<name>.jsonl` of the tenant: the SillyTavern chat the run
     /// reads and writes its reply into.
     pub chat: String,
-    /// A prompt snapshot, `{"worldInfoActivation": …}`.
+    /// World info for the world-info tools: only its
+    /// `worldInfoActivation` is read. Not with `promptSnapshot`.
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub world_info: Option<Value>,
+    /// The chat app's prompt for this generation (`schemaVersion`,
+    /// `characterName`, `userName`, `messages` of `{role, content, name?,
+    /// source?}`, `worldInfoActivation`): the model reads its messages
+    /// first. Without it the prompt is built from the chat.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub prompt_snapshot: Option<Value>,
     /// Installed skills by scope: `{"global": "<name>"}` binds the
     /// tenant's `skills/<name>/`.
     #[serde(default)]
@@ -250,6 +259,21 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
         .check_run(&profile, request.max_rounds, &agents)?;
     let agents = AgentDirectory::new(agents)
         .map_err(|error| invalid("agent.invalid_directory", error.to_string()))?;
+    if let Some(snapshot) = &request.prompt_snapshot {
+        if request.world_info.is_some() {
+            return Err(invalid(
+                PromptSnapshotError::CODE,
+                "give promptSnapshot or worldInfo, not both: the snapshot carries its world info",
+            ));
+        }
+        // Checked before a place is taken or a file is staged.
+        PromptSnapshot::from_json(snapshot).map_err(|error| {
+            invalid(
+                PromptSnapshotError::CODE,
+                format!("promptSnapshot.{}: {}", error.field, error.message),
+            )
+        })?;
+    }
     let chat = TenantDirs::named(dirs.chats(), &request.chat, ".jsonl")
         .filter(|path| is_plain_file(path))
         .ok_or_else(|| ApiError::not_found("such chat"))?;
@@ -276,6 +300,7 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
         model_name: model.model_name.clone(),
         max_output_tokens: model.max_output_tokens,
         max_rounds: request.max_rounds,
+        context_chars: model.context_chars,
         seed: request.seed,
         model: model.record(),
         ..LoopConfig::default()
@@ -316,12 +341,17 @@ async fn create_and_launch(
         None => None,
         Some(value) => Some(staged(&dirs.tmp(), value)?),
     };
-    bindings.prompt_snapshot = world_info.as_ref().map(|file| file.path().to_owned());
+    bindings.world_info = world_info.as_ref().map(|file| file.path().to_owned());
+    let snapshot = match &request.prompt_snapshot {
+        None => None,
+        Some(value) => Some(staged(&dirs.tmp(), value)?),
+    };
+    bindings.prompt_snapshot = snapshot.as_ref().map(|file| file.path().to_owned());
     let durability = state.durability;
     let created = tokio::task::spawn_blocking(move || create(&profile, durability, &bindings))
         .await
         .map_err(|error| ApiError::internal("creating the run", error))?;
-    drop(world_info);
+    drop((world_info, snapshot));
     let run = created.map_err(creation_refused)?;
     let id = run.run_id().to_owned();
     launch(
@@ -482,13 +512,13 @@ fn is_plain_file(path: &Path) -> bool {
     path.symlink_metadata().is_ok_and(|meta| meta.is_file())
 }
 
-/// The inline world info, in a file for the run to copy; removed when
-/// dropped.
+/// An inline snapshot or world info, in a file for the run to copy;
+/// removed when dropped.
 fn staged(tmp: &Path, value: &Value) -> Result<tempfile::NamedTempFile, ApiError> {
     let mut file = tempfile::NamedTempFile::new_in(tmp)
-        .map_err(|error| ApiError::internal("staging the world info", error))?;
+        .map_err(|error| ApiError::internal("staging the prompt snapshot", error))?;
     serde_json::to_writer(&mut file, value)
-        .map_err(|error| ApiError::internal("staging the world info", error))?;
+        .map_err(|error| ApiError::internal("staging the prompt snapshot", error))?;
     Ok(file)
 }
 
