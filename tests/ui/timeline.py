@@ -9,7 +9,8 @@ has a profile `writer`, a chat per run, a policy asking approval for every
 reads it back, commits, calls a tool name it invented, and finishes. Checks, in order: a run started
 through the API appears in the list by itself; its timeline fills live;
 the write's approval card shows its path first and the content cut with
-its size and the tool's side effects; each call shows its alias, its
+its size and the tool's side effects; what of the chat the model read
+first and each trimming to fit its window are shown; each call shows its alias, its
 canonical id with its source, and its duration; the tools the profile
 allows yet the snapshot left out are shown with why; a call under an
 invented name is shown with its name, code and the calls used; a tool result
@@ -156,6 +157,10 @@ def main():
         pending.find_element(By.CSS_SELECTOR, "button.approve").click()
         wait("the run's end", lambda: "Run completed" in timeline_text(driver))
         assert "Committed output/main.md" in timeline_text(driver)
+        # What the model read first, and what was trimmed to fit its window.
+        assert re.search(r"Prompt from the chat: \d+ messages", timeline_text(driver)), timeline_text(driver)
+        trimmed = re.search(r"Context trimmed: .* chars \(budget 40,000\)", timeline_text(driver))
+        assert trimmed, timeline_text(driver)
         # Each ended call says how long it took.
         ended = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".entry")
                  if e.text.startswith("✓ workspace_read_file")]

@@ -120,8 +120,17 @@ pub fn details(event_type: &str, payload: &Value) -> String {
                 .filter_map(|tool| tool["alias"].as_str())
                 .collect();
             let omitted = payload["diagnostics"].as_array().map_or(0, Vec::len);
+            let prompt = &payload["prompt"];
+            // What of the app's prompt the first request carries.
+            let read = match prompt["source"].as_str() {
+                Some(source) if source != "none" => format!(
+                    "; prompt from the {source}: {} message(s), {} of {} history, {} chars",
+                    prompt["messages"], prompt["historyKept"], prompt["historyTotal"], prompt["chars"]
+                ),
+                _ => String::new(),
+            };
             format!(
-                "snapshot {}: {} tool(s) [{}], {omitted} omitted, budget {}",
+                "snapshot {}: {} tool(s) [{}], {omitted} omitted, budget {}{read}",
                 text("snapshotId"),
                 tools.len(),
                 tools.join(", "),

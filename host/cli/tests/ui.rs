@@ -67,7 +67,10 @@ fn the_timeline_and_approvals_in_a_real_browser() {
                "tools": {"allow": ["workspace.write_file", "workspace.read_file",
                                    "workspace.commit", "workspace.finish",
                                    "mcp/6f1c2e4a-0b7d-4c1e-9a53-2d8e0f4b7a61:echo"],
-                         "maxRounds": 6}})
+                         "maxRounds": 6},
+               // Small enough that the draft and its reading back trim the
+               // chat and then the read's result: the timeline shows it.
+               "context": {"maxInputChars": 40_000}})
         .to_string(),
     )
     .expect("profile");

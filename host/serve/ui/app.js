@@ -227,6 +227,12 @@ function render(event) {
       for (const tool of tools) state.aliases.set(invocation + " " + tool.toolId, tool.alias);
       const omitted = p.diagnostics || [];
       entry(invocation, "", "Tools offered: " + tools.length + (omitted.length ? ", " + omitted.length + " left out" : ""));
+      // What of the chat app's prompt the first request carries.
+      const prompt = p.prompt;
+      if (prompt && prompt.source !== "none") {
+        entry(invocation, "", "Prompt from the " + prompt.source + ": " + prompt.messages + " messages, " +
+          prompt.historyKept + " of " + prompt.historyTotal + " chat messages, " + prompt.chars + " characters");
+      }
       for (const diagnostic of omitted) {
         entry(invocation, "omitted", "Left out: " + diagnostic.toolId + " (" + diagnostic.reason + "): " + diagnostic.message);
       }
