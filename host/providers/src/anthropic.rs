@@ -48,6 +48,10 @@ pub fn encode_tools(tools: &[AgentModelTool]) -> Result<Vec<Value>, EncodeError>
         .collect()
 }
 
+/// The user turn in front of a conversation that would open with the
+/// assistant (SillyTavern's placeholder for Claude).
+pub const OPENING_USER_TEXT: &str = "Let's get started.";
+
 /// The request body. `max_tokens` is required by the API: a request
 /// without `settings.max_output_tokens` is refused rather than given a
 /// made-up limit.
@@ -94,6 +98,15 @@ pub fn encode_request(request: &AgentModelRequest, stream: bool) -> Result<Value
                 encode::push_merged(&mut messages, "user", results);
             }
         }
+    }
+    // The API refuses a conversation that opens with the assistant ("first
+    // message must use the user role"); a chat app's history often does (a
+    // character's greeting). SillyTavern puts the same line in front.
+    if messages.first().is_some_and(|(role, _)| *role == "assistant") {
+        messages.insert(
+            0,
+            ("user", vec![json!({"type": "text", "text": OPENING_USER_TEXT})]),
+        );
     }
     let mut body = Object::new();
     body.insert("model".into(), encode::model(PROVIDER, request)?);

@@ -78,6 +78,13 @@ fn prompt_snapshot_lifts_leading_system_messages_and_merges_later_ones() {
     let request = writer_request(MODEL, prompt_snapshot_messages());
     let body = assert_prompt_snapshot_matches(ANTHROPIC, PROVIDER, &request);
     assert_roles_alternate(&body, "messages", ["user", "assistant"]);
+    // The snapshot opens with the character's greeting; the API takes only
+    // a conversation that opens with the user.
+    assert_eq!(body["messages"][0]["role"], "user", "{body}");
+    assert_eq!(
+        body["messages"][0]["content"][0]["text"],
+        anthropic::OPENING_USER_TEXT
+    );
 }
 
 #[test]
