@@ -589,6 +589,84 @@ fn a_run_bound_to_a_chat_world_info_and_skills_serves_their_tools() {
     );
 }
 
+/// `--prompt-snapshot`: a bad one is refused naming the field, before any
+/// run directory exists; a good one is what the run's prompt comes from,
+/// stored whole; with `--worldinfo` too it is refused.
+#[test]
+fn run_takes_a_prompt_snapshot_and_refuses_a_bad_one_before_anything_is_made() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
+    copy_fixture_chat(&dir.join("chat.jsonl"));
+    let script = repo("examples/demo/script.json");
+    let example = repo("examples/prompt-snapshot.json");
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        json!({"schemaVersion": 1, "messages": [
+            {"role": "system", "content": "preset"},
+            {"role": "tool", "content": "x"}
+        ]})
+        .to_string(),
+    )
+    .expect("bad");
+    let model = format!("script:{}", script.display());
+    let agents = repo("examples/demo/agents");
+    let run = |snapshot: &Path, run_dir: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--model",
+            &model,
+            "--agents",
+            agents.to_str().expect("utf-8"),
+            "--chat",
+            "chat.jsonl",
+            "--prompt-snapshot",
+            snapshot.to_str().expect("utf-8"),
+            "--run-dir",
+            run_dir,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        toolhost(dir, &args)
+    };
+    let refused = run(&bad, "bad-run", &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let said = stderr(&refused);
+    assert!(
+        said.contains("agent.invalid_prompt_snapshot_file") && said.contains("messages[1].role"),
+        "{said}"
+    );
+    assert!(!dir.join("bad-run").exists(), "nothing is made");
+    let both = run(
+        &example,
+        "both-run",
+        &["--worldinfo", &fixture("worldinfo/prompt_snapshot.json")],
+    );
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+    assert!(!dir.join("both-run").exists());
+
+    let output = run(&example, "good-run", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("good-run/run.json")).expect("run.json"),
+    )
+    .expect("json");
+    assert_eq!(manifest["inputs"]["prompt"], "snapshot", "{manifest}");
+    let stored: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("good-run/input/prompt_snapshot.json")).expect("stored"),
+    )
+    .expect("json");
+    let given: Value =
+        serde_json::from_str(&std::fs::read_to_string(&example).expect("example")).expect("json");
+    assert_eq!(stored, given);
+    // The progress line says what the model read first.
+    assert!(
+        stderr(&output).contains("prompt from the snapshot: 9 message(s), 4 of 4 history"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn run_drives_a_scripted_agent_to_a_committed_reply() {
     let temp = tempfile::tempdir().expect("tempdir");

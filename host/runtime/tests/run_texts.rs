@@ -566,3 +566,48 @@ async fn a_child_reads_only_its_brief_unless_its_profile_asks_for_history() {
         }
     }
 }
+
+/// A handoff target takes the run over: it reads the app's prompt like the
+/// root, then its brief.
+#[tokio::test]
+async fn a_handoff_target_reads_the_apps_prompt_then_its_brief() {
+    let fixture = Fixture::new().with_prompt_snapshot(&app_prompt());
+    let writer = writer(json!({
+        "tools": {"allow": ["workspace.read_file", "workspace.write_file", "workspace.commit",
+                            "workspace.finish", "agent.handoff"]},
+        "delegation": {"canHandoff": true, "maxHandoffDepth": 1}
+    }));
+    let editor = Profile::from_json(
+        &json!({
+            "schemaVersion": 1,
+            "kind": "toolhost.agentProfile",
+            "id": "editor",
+            "tools": {"allow": ["workspace.read_file", "workspace.write_file",
+                                "workspace.commit", "workspace.finish"], "maxRounds": 3},
+            "delegation": {"callable": true, "allowAsHandoffTarget": true}
+        })
+        .to_string(),
+    )
+    .expect("editor");
+    let root = json!([{"toolCalls": [call("h", "agent_handoff",
+        json!({"agentId": "editor", "handoff": {"objective": "Polish the reply"}}))]}]);
+    let (summary, seen) = run(
+        &fixture,
+        &writer,
+        vec![editor],
+        root,
+        json!({"editor": [done()]}),
+    )
+    .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let texts = first_messages(&seen, "editor");
+    let root_texts = first_messages(&seen, "writer");
+    // The same prompt, then the brief instead of the task.
+    assert_eq!(texts[..texts.len() - 1], root_texts[..root_texts.len() - 1]);
+    let brief = &texts.last().expect("brief").1;
+    assert!(brief.contains("Polish the reply"), "{brief}");
+    assert!(
+        texts.iter().any(|(_, text)| text == "你好，米蕾尔。"),
+        "{texts:?}"
+    );
+}
