@@ -125,7 +125,10 @@ pub fn details(event_type: &str, payload: &Value) -> String {
             let read = match prompt["source"].as_str() {
                 Some(source) if source != "none" => format!(
                     "; prompt from the {source}: {} message(s), {} of {} history, {} chars",
-                    prompt["messages"], prompt["historyKept"], prompt["historyTotal"], prompt["chars"]
+                    prompt["messages"],
+                    prompt["historyKept"],
+                    prompt["historyTotal"],
+                    prompt["chars"]
                 ),
                 _ => String::new(),
             };

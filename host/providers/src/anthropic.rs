@@ -102,10 +102,16 @@ pub fn encode_request(request: &AgentModelRequest, stream: bool) -> Result<Value
     // The API refuses a conversation that opens with the assistant ("first
     // message must use the user role"); a chat app's history often does (a
     // character's greeting). SillyTavern puts the same line in front.
-    if messages.first().is_some_and(|(role, _)| *role == "assistant") {
+    if messages
+        .first()
+        .is_some_and(|(role, _)| *role == "assistant")
+    {
         messages.insert(
             0,
-            ("user", vec![json!({"type": "text", "text": OPENING_USER_TEXT})]),
+            (
+                "user",
+                vec![json!({"type": "text", "text": OPENING_USER_TEXT})],
+            ),
         );
     }
     let mut body = Object::new();
