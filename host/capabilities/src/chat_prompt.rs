@@ -35,7 +35,11 @@ pub fn from_chat(chat: &BoundChat, activation: Option<&Activation>) -> PromptSna
     let mut budget = MAX_SNAPSHOT_TEXT_BYTES
         .saturating_sub(head.iter().map(|message| message.content.len()).sum());
     let mut history = Vec::new();
-    for message in chat.messages(0, chat.message_count()).iter().rev() {
+    // Newest first, one by one: a batch read stops at a thousand messages.
+    for index in (0..chat.message_count()).rev() {
+        let Ok(message) = chat.message(index) else {
+            break;
+        };
         let role = match message.role() {
             Role::User => SnapshotRole::User,
             Role::Assistant => SnapshotRole::Assistant,
@@ -85,4 +89,47 @@ fn world_info_text(activation: &Activation) -> Option<String> {
         text.push_str(&entry.content);
     }
     Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use toolhost_chat::{ChatFile, generate_chat};
+
+    use super::*;
+
+    fn bound(messages: u32) -> BoundChat {
+        let file = ChatFile::parse("generated.jsonl", generate_chat(messages, 7).into_bytes())
+            .expect("chat");
+        BoundChat::from_file(file, None).expect("bound")
+    }
+
+    #[test]
+    fn a_long_chat_gives_its_newest_messages_oldest_first() {
+        let chat = bound(2_500);
+        let snapshot = from_chat(&chat, None);
+        let history: Vec<&SnapshotMessage> = snapshot
+            .messages
+            .iter()
+            .filter(|message| message.is(SnapshotSource::ChatHistory))
+            .collect();
+        let last = chat.message(2_499).expect("last");
+        assert_eq!(
+            history.last().map(|m| m.content.as_str()),
+            Some(last.text())
+        );
+        let sent = (0..2_500)
+            .filter(|&index| chat.message(index).is_ok_and(|m| m.role() != Role::System))
+            .count();
+        assert_eq!(history.len(), sent, "all fit 10,000 messages and 8 MiB");
+        let first_sent = (0..2_500)
+            .find_map(|index| {
+                chat.message(index)
+                    .ok()
+                    .filter(|m| m.role() != Role::System)
+            })
+            .expect("a message");
+        assert_eq!(history[0].content, first_sent.text());
+        assert_eq!(snapshot.messages[0].role, SnapshotRole::System);
+        assert!(snapshot.messages[0].content.contains("Traveler"));
+    }
 }
