@@ -16,6 +16,10 @@ pub const PROMPT_SNAPSHOT_SCHEMA: u64 = 1;
 pub const MAX_SNAPSHOT_MESSAGES: usize = 10_000;
 /// Most bytes of message text (contents and names) a snapshot may hold.
 pub const MAX_SNAPSHOT_TEXT_BYTES: usize = 8 * 1024 * 1024;
+/// Most bytes of a name (`characterName`, `userName`, `chatId`, a
+/// message's `name`): a name goes in front of every message it speaks, so
+/// a long one would multiply.
+pub const MAX_NAME_BYTES: usize = 256;
 
 /// Who says a snapshot message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -166,6 +170,34 @@ impl PromptSnapshot {
                 ),
             ));
         }
+        let names = [
+            (
+                "characterName".to_owned(),
+                snapshot.character_name.as_deref(),
+            ),
+            ("userName".to_owned(), snapshot.user_name.as_deref()),
+            ("chatId".to_owned(), snapshot.chat_id.as_deref()),
+        ]
+        .into_iter()
+        .chain(
+            snapshot
+                .messages
+                .iter()
+                .enumerate()
+                .map(|(index, message)| {
+                    (format!("messages[{index}].name"), message.name.as_deref())
+                }),
+        );
+        for (field, name) in names {
+            if let Some(name) = name
+                && name.len() > MAX_NAME_BYTES
+            {
+                return Err(PromptSnapshotError::new(
+                    field,
+                    format!("is {} bytes long; at most {MAX_NAME_BYTES}", name.len()),
+                ));
+            }
+        }
         let text: usize = snapshot
             .messages
             .iter()
@@ -244,6 +276,14 @@ mod tests {
         let error =
             refused(json!({"messages": [{"role": "user", "content": "a", "source": "preset"}]}));
         assert_eq!(error.field, "messages[0].source");
+        let long = "名".repeat(MAX_NAME_BYTES / 3 + 1);
+        let error = refused(json!({"userName": long}));
+        assert_eq!(error.field, "userName");
+        let error = refused(json!({"messages": [
+            {"role": "user", "content": "a"},
+            {"role": "user", "content": "b", "name": long}
+        ]}));
+        assert_eq!(error.field, "messages[1].name");
         let error = refused(json!({"characterName": 7}));
         assert_eq!(error.field, "characterName");
         let error = refused(json!({"schemaVersion": 2}));
