@@ -43,8 +43,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u32>,
     /// The model's window in characters (Unicode scalars): requests are
-    /// trimmed to fit [default: the profile's context.maxInputChars, else
-    /// 400000].
+    /// trimmed to fit. A profile's context.maxInputChars takes precedence
+    /// [default: 160000].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(4096..))]
     pub context_chars: Option<u32>,
     /// The environment variable holding the API key [default:

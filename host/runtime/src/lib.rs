@@ -19,8 +19,9 @@ mod resume;
 mod run;
 
 pub use agent_loop::{
-    CommitRecord, DIRECT_OUTPUT_PATH, LOOP_RECORD_PATH, LoopConfig, LoopParts, LoopRecord,
-    LoopSummary, RetryPolicy, RunCancel, RunStatus, TaskSummary, run_agent_loop,
+    CommitRecord, DEFAULT_CONTEXT_CHARS, DIRECT_OUTPUT_PATH, LOOP_RECORD_PATH, LoopConfig,
+    LoopParts, LoopRecord, LoopSummary, RetryPolicy, RunCancel, RunStatus, TaskSummary,
+    run_agent_loop,
 };
 pub use agents::{AgentDirectory, AgentDirectoryError};
 pub use direct_call::{DirectCallError, DirectCaller};

@@ -33,7 +33,9 @@ mod invocation;
 mod shared;
 mod tasks;
 
-pub use crate::loop_record::{LOOP_RECORD_PATH, LoopConfig, LoopRecord, RetryPolicy, RunCancel};
+pub use crate::loop_record::{
+    DEFAULT_CONTEXT_CHARS, LOOP_RECORD_PATH, LoopConfig, LoopRecord, RetryPolicy, RunCancel,
+};
 pub(crate) use invocation::task_summary_markdown;
 
 use std::path::PathBuf;

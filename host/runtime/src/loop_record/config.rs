@@ -6,6 +6,13 @@ use std::time::Duration;
 
 use super::RunCancel;
 
+/// The model's window, in characters, when neither the profile
+/// (`context.maxInputChars`) nor the model (`contextChars`, `--context-chars`)
+/// says: about 40k tokens of English prose, and up to about 160k of CJK
+/// text (a character is near a token there) — within the windows of today's
+/// chat models.
+pub const DEFAULT_CONTEXT_CHARS: u32 = 160_000;
+
 /// Model calls that fail with a retryable error are tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -37,6 +44,8 @@ pub struct LoopConfig {
     pub max_rounds: Option<u32>,
     /// The model's window in characters (`models.json` `contextChars`, the
     /// CLI's `--context-chars`); a profile's `context.maxInputChars` wins.
+    /// `None`: [`DEFAULT_CONTEXT_CHARS`], written into `input/loop.json` so a
+    /// resume keeps it.
     pub context_chars: Option<u32>,
     pub retry: RetryPolicy,
     /// The chat's persist directory: projected into `persist/` when the

@@ -9,7 +9,7 @@ mod cancel;
 mod config;
 
 pub use cancel::RunCancel;
-pub use config::{LoopConfig, RetryPolicy};
+pub use config::{DEFAULT_CONTEXT_CHARS, LoopConfig, RetryPolicy};
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -39,7 +39,9 @@ pub struct LoopRecord {
     pub model_name: Option<String>,
     pub max_output_tokens: Option<u32>,
     pub max_rounds: Option<u32>,
-    /// Left out while unset, as in runs recorded before it existed.
+    /// The window the run was started with. Absent in runs recorded before
+    /// windows existed: they resume without one, so their requests stay
+    /// what they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_chars: Option<u32>,
     pub persist_dir: Option<PathBuf>,
@@ -99,7 +101,7 @@ impl LoopRecord {
             model_name: config.model_name.clone(),
             max_output_tokens: config.max_output_tokens,
             max_rounds: config.max_rounds,
-            context_chars: config.context_chars,
+            context_chars: Some(config.context_chars.unwrap_or(DEFAULT_CONTEXT_CHARS)),
             persist_dir: config.persist_dir.clone(),
             retry: RetryRecord {
                 max_retries: config.retry.max_retries,
@@ -145,7 +147,7 @@ impl LoopRecord {
             model_name: self.model_name.clone(),
             max_output_tokens: self.max_output_tokens,
             max_rounds: self.max_rounds,
-            context_chars: self.context_chars,
+            context_chars: Some(self.context_chars.unwrap_or(u32::MAX)),
             retry: RetryPolicy {
                 max_retries: self.retry.max_retries,
                 initial_delay: Duration::from_millis(self.retry.initial_delay_ms),
@@ -287,5 +289,19 @@ mod tests {
         let mut changed = a.config();
         changed.task = "another".into();
         assert_eq!(a.contradictions(&changed), vec!["task"]);
+    }
+
+    #[test]
+    fn the_window_is_recorded_and_a_run_recorded_before_windows_resumes_without_one() {
+        let record = LoopRecord::new(&LoopConfig::default(), &AgentDirectory::default()).unwrap();
+        assert_eq!(record.context_chars, Some(DEFAULT_CONTEXT_CHARS));
+        assert_eq!(record.config().context_chars, Some(DEFAULT_CONTEXT_CHARS));
+        let mut old: Value = serde_json::from_slice(&record.to_json()).unwrap();
+        old.as_object_mut().unwrap().remove("contextChars");
+        let old = LoopRecord::from_json(old.to_string().as_bytes()).unwrap();
+        assert_eq!(old.config().context_chars, Some(u32::MAX));
+        let mut asked = old.config();
+        asked.context_chars = Some(100_000);
+        assert_eq!(old.contradictions(&asked), vec!["context characters"]);
     }
 }

@@ -34,11 +34,6 @@ use toolhost_journal::{ContextTrimmed, RunLayout};
 /// anything else can go: the model is working with them.
 pub(crate) const PROTECTED_ROUNDS: usize = 2;
 
-/// The window when neither the profile (`context.maxInputChars`) nor the
-/// model (`contextChars`) says: about 100k tokens of English, fewer of CJK
-/// text — within what today's chat models take.
-pub(crate) const DEFAULT_CONTEXT_CHARS: u32 = 400_000;
-
 /// The longest call id a stub repeats; provider ids are short, a hostile
 /// one does not make the stub long.
 const STUB_CALL_ID_CHARS: usize = 80;
