@@ -16,6 +16,7 @@ use toolhost_model::AgentModel;
 use super::shared::RunShared;
 use crate::failure::RunFailure;
 use crate::invocation::Invocation;
+use crate::loop_record::DEFAULT_CONTEXT_CHARS;
 
 mod delegation;
 mod effects;
@@ -162,10 +163,8 @@ impl InvocationLoop<'_> {
                 .context
                 .max_input_chars
                 .or(self.shared.config.context_chars)
-                .unwrap_or(window::DEFAULT_CONTEXT_CHARS) as usize,
-            (0..opening.messages.len())
-                .map(|index| opening.chat_history.contains(&index))
-                .collect(),
+                .unwrap_or(DEFAULT_CONTEXT_CHARS) as usize,
+            opening.chat_history,
         );
         let mut history = opening.messages;
         let max_rounds = self.spec.max_rounds;

@@ -13,9 +13,9 @@ use toolhost_core::{AgentModelMessage, AgentModelRole, profile::HistoryCut, prof
 /// The opening of a conversation, and what the window may later drop of it.
 pub(super) struct Opening {
     pub messages: Vec<AgentModelMessage>,
-    /// Indices into `messages` of the snapshot's chat history, oldest first:
+    /// One flag per message: whether it is the snapshot's chat history,
     /// the only opening messages the window may drop.
-    pub chat_history: Vec<usize>,
+    pub chat_history: Vec<bool>,
     pub summary: PromptSummary,
 }
 
@@ -46,11 +46,10 @@ pub(super) fn opening(
 ) -> Opening {
     let context = &profile.context;
     let cut = context.history(delegated);
-    let read_prompt = match (prompt, cut) {
-        // A child told nothing of the chat reads its brief alone, as before.
-        (Some(_), HistoryCut::Last(0)) if delegated => None,
-        (prompt, _) => prompt,
-    };
+    // A child whose profile says nothing of the chat reads its brief alone,
+    // as before; one that sets a count (0 too) reads the prompt.
+    let read_prompt =
+        prompt.filter(|_| !delegated || context.initial_chat_history_messages.is_some());
     let mut messages = Vec::new();
     let mut chat_history = Vec::new();
     let mut summary = PromptSummary {
@@ -73,12 +72,12 @@ pub(super) fn opening(
         };
         let mut history_seen = 0;
         for message in &snapshot.messages {
-            if message.is(SnapshotSource::ChatHistory) {
+            let history = message.is(SnapshotSource::ChatHistory);
+            if history {
                 history_seen += 1;
                 if history_seen <= keep_from {
                     continue;
                 }
-                chat_history.push(messages.len());
             }
             if message.is(SnapshotSource::WorldInfo) {
                 if !context.include_activated_world_info {
@@ -87,11 +86,13 @@ pub(super) fn opening(
                 summary.world_info = true;
             }
             messages.push(to_model(message, snapshot));
+            chat_history.push(history);
         }
         summary.history_total = history_total;
-        summary.history_kept = chat_history.len();
+        summary.history_kept = chat_history.iter().filter(|&&history| history).count();
     }
     messages.push(AgentModelMessage::user_text(first_message));
+    chat_history.push(false);
     summary.messages = messages.len();
     summary.chars = messages
         .iter()
@@ -168,6 +169,12 @@ mod tests {
         .expect("snapshot")
     }
 
+    fn history_at(opening: &Opening) -> Vec<usize> {
+        (0..opening.chat_history.len())
+            .filter(|&index| opening.chat_history[index])
+            .collect()
+    }
+
     fn texts(opening: &Opening) -> Vec<(AgentModelRole, String)> {
         opening
             .messages
@@ -183,7 +190,8 @@ mod tests {
         let all = opening(&profile(json!({})), prompt, "Task.", false);
         assert_eq!(all.messages.len(), 11);
         assert_eq!(all.summary.history_kept, 6);
-        assert_eq!(all.chat_history, vec![3, 4, 5, 6, 7, 8]);
+        assert_eq!(history_at(&all), vec![3, 4, 5, 6, 7, 8]);
+        assert_eq!(all.chat_history.len(), all.messages.len());
         let three = opening(
             &profile(json!({"initialChatHistoryMessages": 3})),
             prompt,
@@ -207,7 +215,7 @@ mod tests {
                 (AgentModelRole::User, "Task.".into()),
             ]
         );
-        assert_eq!(three.chat_history, vec![3, 4, 5]);
+        assert_eq!(history_at(&three), vec![3, 4, 5]);
         let none = opening(
             &profile(json!({"initialChatHistoryMessages": 0, "includeActivatedWorldInfo": false})),
             prompt,
@@ -216,7 +224,8 @@ mod tests {
         );
         assert_eq!(none.messages.len(), 4, "{:?}", texts(&none));
         assert!(!none.summary.world_info);
-        assert!(none.chat_history.is_empty());
+        assert!(history_at(&none).is_empty());
+        assert_eq!(none.chat_history.len(), none.messages.len());
     }
 
     #[test]
@@ -234,5 +243,14 @@ mod tests {
         );
         assert_eq!(asking.summary.history_kept, 2);
         assert_eq!(asking.summary.source, "chat");
+        // A count of 0 is asked for too: the prompt without the history.
+        let zero = opening(
+            &profile(json!({"initialChatHistoryMessages": 0})),
+            prompt,
+            "Brief.",
+            true,
+        );
+        assert_eq!(zero.summary.source, "chat");
+        assert_eq!(zero.messages.len(), 5, "{:?}", texts(&zero));
     }
 }
