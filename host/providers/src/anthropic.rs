@@ -151,24 +151,31 @@ pub fn encode_request(request: &AgentModelRequest, stream: bool) -> Result<Value
 fn system(texts: &[&str]) -> Option<Value> {
     match texts {
         [] => None,
+        [only] if blank(only) => None,
         [only] => Some(Value::from(*only)),
-        many => Some(
-            many.iter()
-                .filter(|text| !text.is_empty())
+        many => {
+            let blocks: Vec<Value> = many
+                .iter()
+                .filter(|text| !blank(text))
                 .map(|text| json!({"type": "text", "text": text}))
-                .collect(),
-        ),
+                .collect();
+            (!blocks.is_empty()).then_some(Value::Array(blocks))
+        }
     }
 }
 
-/// Text blocks; empty ones are left out (the API refuses them).
+/// A text the API refuses as a block ("text content blocks must contain
+/// non-whitespace text"): a chat app's prompt may hold one.
+fn blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+/// Text blocks; blank ones are left out (the API refuses them).
 fn text_blocks(turn: &Turn<'_>) -> Vec<Value> {
     turn.items
         .iter()
         .filter_map(|item| match item {
-            Item::Text { text, .. } if !text.is_empty() => {
-                Some(json!({"type": "text", "text": text}))
-            }
+            Item::Text { text, .. } if !blank(text) => Some(json!({"type": "text", "text": text})),
             _ => None,
         })
         .collect()
@@ -180,7 +187,7 @@ fn assistant_blocks(index: usize, turn: &Turn<'_>) -> Result<Vec<Value>, EncodeE
     let mut blocks = encode::metadata_list(PROVIDER, index, turn, "thinking")?.to_vec();
     for item in &turn.items {
         match item {
-            Item::Text { text, .. } if !text.is_empty() => {
+            Item::Text { text, .. } if !blank(text) => {
                 blocks.push(json!({"type": "text", "text": text}));
             }
             Item::Call { call, alias, .. } => blocks.push(json!({

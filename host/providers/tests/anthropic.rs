@@ -87,6 +87,27 @@ fn prompt_snapshot_lifts_leading_system_messages_and_merges_later_ones() {
     );
 }
 
+/// A chat app's prompt may hold whitespace-only texts; the API refuses a
+/// text block without non-whitespace, so none is sent.
+#[test]
+fn whitespace_only_texts_are_left_out() {
+    let mut request = writer_request(
+        MODEL,
+        vec![
+            AgentModelMessage::system_text(" \n"),
+            AgentModelMessage::user_text("\t"),
+            AgentModelMessage::user_text("Task."),
+        ],
+    );
+    request.system = Some("  ".into());
+    let body = encoded(ANTHROPIC, &request);
+    assert!(body.get("system").is_none(), "{body}");
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "Task."}]}])
+    );
+}
+
 #[test]
 fn tool_choice_forms_stream_flag_and_required_max_tokens() {
     let snapshot = snapshot();
