@@ -116,12 +116,6 @@ impl RunContext {
         self.prompt.as_ref().map(|(origin, _)| *origin)
     }
 
-    /// With `snapshot` as the run's prompt (an embedder's own, checked).
-    pub fn with_prompt(mut self, snapshot: Arc<PromptSnapshot>) -> Self {
-        self.prompt = Some((PromptOrigin::Snapshot, snapshot));
-        self
-    }
-
     /// The chat the run is bound to, if any.
     pub fn chat(&self) -> Option<&Arc<BoundChat>> {
         self.chat.as_ref()

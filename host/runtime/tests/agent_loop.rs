@@ -440,7 +440,8 @@ async fn an_invented_name_is_answered_in_the_next_request_and_charged() {
     let history = seen[1].body["messages"].as_array().expect("messages");
     let assistant = history
         .iter()
-        .find(|message| message["role"] == "assistant")
+        // The chat's own assistant messages come first, without calls.
+        .find(|message| message["role"] == "assistant" && message.get("tool_calls").is_some())
         .expect("the first reply");
     assert_eq!(
         assistant["tool_calls"][0]["function"]["name"], "summon_dragon",

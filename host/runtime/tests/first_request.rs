@@ -1,9 +1,11 @@
-//! The first request of a run given a chat app's prompt snapshot
-//! (`examples/prompt-snapshot.json`), as each provider's wire format carries
-//! it: the system prompt, the snapshot's messages in order (CJK byte for
-//! byte), then the task. The runtime's request goes through each adapter and
-//! is compared, tools aside, with `tests/fixtures/first_request/<format>.json`
-//! (after an intended change: `TOOLHOST_BLESS_FIRST_REQUEST=1`).
+//! Requests on the wire. The first request of a run given a chat app's
+//! prompt snapshot (`examples/prompt-snapshot.json`), as each provider's
+//! format carries it: the system prompt, the snapshot's messages in order
+//! (CJK byte for byte), then the task; and a later request trimmed to fit a
+//! small window, its old results stubs. The runtime's requests go through
+//! the adapters and are compared, tools aside, with
+//! `tests/fixtures/first_request/*.json` (after an intended change:
+//! `TOOLHOST_BLESS_FIRST_REQUEST=1`).
 
 mod support;
 
@@ -55,6 +57,21 @@ fn formats() -> [(&'static str, Provider, &'static str); 4] {
     ]
 }
 
+/// `body` is the fixture `name`, or becomes it when blessing; the
+/// difference otherwise.
+fn differs(name: &str, body: &str) -> Option<String> {
+    let path = fixtures()
+        .join("../../host/runtime/tests/fixtures/first_request")
+        .join(format!("{name}.json"));
+    if std::env::var_os("TOOLHOST_BLESS_FIRST_REQUEST").is_some() {
+        std::fs::write(&path, body).expect("bless");
+        return None;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    (expected != body).then(|| format!("{name}:\n{body}"))
+}
+
 /// `body` without its tool declarations (the providers' own goldens hold
 /// those), pretty-printed with the CJK as it is.
 fn shown(mut body: Value) -> String {
@@ -83,18 +100,60 @@ async fn every_format_carries_the_system_prompt_the_snapshot_in_order_then_the_t
         let last_user = body.rfind(&task).expect("the task");
         let last_history = body.rfind("Lead the way.").expect("the history");
         assert!(last_history < last_user, "{name}: the task comes last");
-        let path = fixtures()
-            .join("../../host/runtime/tests/fixtures/first_request")
-            .join(format!("{name}.json"));
-        if std::env::var_os("TOOLHOST_BLESS_FIRST_REQUEST").is_some() {
-            std::fs::write(&path, &body).expect("bless");
-            continue;
-        }
-        let expected = std::fs::read_to_string(&path)
-            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-        if expected != body {
-            differing.push(format!("{name}:\n{body}"));
-        }
+        differing.extend(differs(name, &body));
     }
     assert!(differing.is_empty(), "{}", differing.join("\n\n"));
+}
+
+/// A run whose reads outgrow a 6,000-character window: its last request on
+/// OpenAI Chat holds the old results as one-line stubs under their call
+/// ids, each still right after its call.
+#[tokio::test]
+async fn a_trimmed_request_keeps_each_call_with_its_stubbed_result() {
+    let fixture = Fixture::new();
+    let profile = Profile::from_json(
+        &json!({
+            "schemaVersion": 1,
+            "kind": "toolhost.agentProfile",
+            "id": "writer",
+            "tools": {"allow": ["workspace.read_file", "workspace.write_file",
+                                "workspace.commit", "workspace.finish"], "maxRounds": 8},
+            "context": {"initialChatHistoryMessages": 0, "maxInputChars": 6_000}
+        })
+        .to_string(),
+    )
+    .expect("profile");
+    let page = "The tide climbs the stairs. 潮が満ちる。\n".repeat(40);
+    let mut replies = vec![json!({"toolCalls": [call("w0", "workspace_write_file",
+        json!({"path": "scratch/tide.md", "content": page}))]})];
+    for round in 1..5 {
+        replies.push(
+            json!({"toolCalls": [call(&format!("r{round}"), "workspace_read_file",
+            json!({"path": "scratch/tide.md"}))]}),
+        );
+    }
+    replies.push(json!({"toolCalls": [write("w", "Reply."), commit("c"), finish("f")]}));
+    let seen = Arc::new(Seen::default());
+    let models = Arc::new(RecordingSource {
+        book: book(Value::Array(replies), json!({})),
+        seen: Arc::clone(&seen),
+    });
+    let summary = fixture
+        .run_agents(&profile, models, AgentDirectory::default(), config())
+        .await;
+    assert_eq!(summary.status, RunStatus::Completed, "{summary:?}");
+    let mut last = seen.of("writer").pop().expect("requests");
+    last.settings.model = "gpt-4.1".into();
+    let body = shown(
+        Provider::OpenaiChat
+            .encode_request(&last, false)
+            .expect("encodes"),
+    );
+    assert!(
+        body.contains("left out to fit the context window"),
+        "{body}"
+    );
+    if let Some(difference) = differs("openai_chat_trimmed", &body) {
+        panic!("{difference}");
+    }
 }

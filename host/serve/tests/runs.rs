@@ -934,8 +934,8 @@ async fn a_prompt_snapshot_is_stored_as_given_and_read_first() {
     let assembled = events
         .iter()
         .find(|(_, kind, _)| kind == ContextAssembled::TYPE)
-        .map(|(_, _, data)| data.clone())
-        .expect("context_assembled");
+        .map(|(_, _, data)| data["payload"].clone())
+        .expect("the invocation's context");
     assert_eq!(assembled["prompt"]["source"], "snapshot", "{assembled}");
     assert_eq!(assembled["prompt"]["historyKept"], 2, "{assembled}");
     assert_eq!(assembled["prompt"]["messages"], 4, "{assembled}");
