@@ -313,6 +313,28 @@ async fn any_node_answers_reads_of_a_run_another_node_drives() {
     )
     .await;
     assert_eq!(status, 404);
+    // A start request too large for one NATS message is refused, typed,
+    // before it is queued.
+    let long = "潮".repeat(700_000);
+    let too_large = client()
+        .post(format!("{}/v1/runs", reader.base))
+        .json(
+            &json!({"model": "demo", "profile": "writer", "chat": "chat-00",
+                      "promptSnapshot": {"messages": [{"role": "user", "content": long}]}}),
+        )
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(too_large.status().as_u16(), 413);
+    let too_large: Value = too_large.json().await.expect("json");
+    assert_eq!(too_large["code"], "serve.body_too_large");
+    assert!(
+        too_large["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("max_payload"),
+        "{too_large}"
+    );
     // Changes go to the driving node.
     let refused = client()
         .post(format!("{}/v1/runs/{id}/cancel", reader.base))

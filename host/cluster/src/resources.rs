@@ -221,6 +221,12 @@ impl Cluster {
         &self.node
     }
 
+    /// The largest message the NATS server takes (its `max_payload`): a
+    /// queued run's ticket must fit in one.
+    pub fn max_payload(&self) -> usize {
+        self.client.server_info().max_payload
+    }
+
     /// Where NATS is (no secret in it).
     pub fn address(&self) -> &ClusterAddress {
         &self.address

@@ -25,8 +25,12 @@ fn example_snapshot() -> Value {
 
 /// The default writer's first request, for the example snapshot.
 async fn first_request() -> AgentModelRequest {
+    first_request_of(Profile::default_writer().expect("default profile")).await
+}
+
+/// `profile`'s first request, for the example snapshot.
+async fn first_request_of(profile: Profile) -> AgentModelRequest {
     let fixture = Fixture::new().with_prompt_snapshot(&example_snapshot());
-    let profile = Profile::default_writer().expect("default profile");
     let seen = Arc::new(Seen::default());
     let models = Arc::new(RecordingSource {
         book: book(
@@ -103,6 +107,49 @@ async fn every_format_carries_the_system_prompt_the_snapshot_in_order_then_the_t
         differing.extend(differs(name, &body));
     }
     assert!(differing.is_empty(), "{}", differing.join("\n\n"));
+}
+
+/// The example's four chat-history messages, oldest first.
+const HISTORY: [&str; 4] = [
+    "*Mirelle looks up from the chart.* You're late, mage.",
+    "The tide was faster than you said. 灯台へ行こう。",
+    "Then we go now, before the bells.",
+    "*I take her hand.* Lead the way.",
+];
+
+/// `initialChatHistoryMessages` 0, 3 and -1 on every wire format: the last
+/// N history messages, in order, then the task.
+#[tokio::test]
+async fn every_format_sends_the_history_the_profile_asks_for() {
+    for (count, kept) in [(0, 0), (3, 3), (-1, 4)] {
+        let mut profile = Profile::default_writer().expect("default profile");
+        profile.context.initial_chat_history_messages = Some(count);
+        let mut request = first_request_of(profile).await;
+        request.settings.max_output_tokens = Some(1024);
+        for (name, provider, model) in formats() {
+            request.settings.model = model.to_owned();
+            let body = shown(provider.encode_request(&request, false).expect(name));
+            // Key order puts Anthropic's `system` after its `messages`: the
+            // order checked is the conversation's.
+            assert!(body.contains("米蕾尔：港口的领航员"), "{name}: the card");
+            let mut at = 0;
+            for (index, text) in HISTORY.iter().enumerate() {
+                let found = body.find(text);
+                if index < 4 - kept {
+                    assert!(found.is_none(), "{name}, {count}: {text} is cut: {body}");
+                } else {
+                    let found = found.unwrap_or_else(|| panic!("{name}, {count}: {text}"));
+                    assert!(found > at, "{name}, {count}: {text} in order");
+                    at = found;
+                }
+            }
+            // After the history, unless none is left before it: then
+            // Anthropic and Gemini lift it into the system prompt.
+            assert!(body.contains("[Stay in character."), "{name}: {body}");
+            let task = body.rfind(&config().task).expect("the task");
+            assert!(at < task, "{name}, {count}: {body}");
+        }
+    }
 }
 
 /// A run whose reads outgrow a 6,000-character window: its last request on

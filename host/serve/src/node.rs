@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use toolhost_cluster::{
     Cluster, ClusterError, JournalReplica, Lease, Leases, NodeRecord, QueuedRun, ReadCopy, RunKey,
     RunLog, RunMirror, RunTicket,
@@ -241,6 +242,19 @@ impl ClusterNode {
             reason: "start".to_owned(),
             request: Some(request),
         };
+        // A start request travels to whichever node takes it as one NATS
+        // message: a long chat's prompt snapshot may not fit one.
+        let size = serde_json::to_vec(&ticket).map_or(0, |bytes| bytes.len());
+        let limit = self.cluster.max_payload();
+        if size > limit {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "serve.body_too_large",
+                format!(
+                    "this start request is {size} bytes queued; the cluster's NATS server takes messages of at most {limit} bytes (its max_payload): send a shorter promptSnapshot, or raise max_payload"
+                ),
+            ));
+        }
         self.cluster
             .queue()
             .submit(&ticket)
