@@ -12,8 +12,8 @@ use toolhost_core::{CommitMode, Profile};
 use toolhost_journal::Durability;
 use toolhost_model::ScriptBook;
 use toolhost_runtime::{
-    AgentDirectory, ChatHost, ChatHostError, LoopConfig, LoopParts, LoopSummary, Run, ToolHost,
-    ToolHostConfig, run_agent_loop,
+    AgentDirectory, ChatHost, ChatHostError, CommitFuture, CommitOutcome, CommitRequest,
+    LoopConfig, LoopParts, LoopSummary, Run, ToolHost, ToolHostConfig, run_agent_loop,
 };
 
 /// The application's chat: messages in memory, each with the commit id
@@ -35,18 +35,12 @@ impl MemoryChat {
     }
 }
 
-impl ChatHost for MemoryChat {
-    fn commit(
-        &self,
-        text: &str,
-        mode: CommitMode,
-        run_message: Option<u32>,
-        commit_id: &str,
-    ) -> Result<u32, ChatHostError> {
+impl MemoryChat {
+    fn write(&self, request: CommitRequest<'_>) -> Result<u32, ChatHostError> {
         let mut messages = self.lock();
-        let Some(index) = run_message else {
+        let Some(index) = request.run_message else {
             // The run's first commit: its message is a new one.
-            messages.push((text.to_owned(), commit_id.to_owned()));
+            messages.push((request.text.to_owned(), request.commit_id.to_owned()));
             return Ok((messages.len() - 1) as u32);
         };
         let message = messages
@@ -55,20 +49,29 @@ impl ChatHost for MemoryChat {
                 code: "chat.message_missing".to_owned(),
                 message: format!("no message {index}"),
             })?;
-        match mode {
-            CommitMode::Replace => message.0 = text.to_owned(),
-            CommitMode::Append => message.0.push_str(text),
+        match request.mode {
+            CommitMode::Replace => message.0 = request.text.to_owned(),
+            CommitMode::Append => message.0.push_str(request.text),
         }
-        message.1 = commit_id.to_owned();
+        message.1 = request.commit_id.to_owned();
         Ok(index)
     }
+}
 
-    fn find_commit(&self, commit_id: &str) -> Result<Option<u32>, ChatHostError> {
+impl ChatHost for MemoryChat {
+    fn commit<'a>(&'a self, request: CommitRequest<'a>) -> CommitFuture<'a> {
+        // Memory answers at once; an application that asks its user or a
+        // server would await that here.
+        let written = self.write(request).map(CommitOutcome::Committed);
+        Box::pin(std::future::ready(written))
+    }
+
+    fn find_commit(&self, commit_id: &str) -> Result<Option<CommitOutcome>, ChatHostError> {
         Ok(self
             .lock()
             .iter()
             .position(|(_, id)| id == commit_id)
-            .map(|index| index as u32))
+            .map(|index| CommitOutcome::Committed(index as u32)))
     }
 
     fn describe(&self) -> String {

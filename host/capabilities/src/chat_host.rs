@@ -7,6 +7,8 @@
 //! other line byte for byte, refused when the frozen input history
 //! changed). An application with its own chat store implements the trait.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use toolhost_chat::BoundChat;
@@ -21,31 +23,57 @@ pub struct ChatHostError {
     pub message: String,
 }
 
-pub trait ChatHost: Send + Sync {
-    /// Write `text` as the run's message: `Replace` makes it the message,
-    /// `Append` adds it to the end. `run_message` is the index an earlier
-    /// commit of this run returned (`None` before the first: the message is
-    /// created). Returns the message's index. `commit_id` names this commit
-    /// (`<runId>:commit_NNN`); the host keeps it with the message so
-    /// [`ChatHost::find_commit`] can answer for it later. Called on the
-    /// run's task: a host that waits on a disk should not hold a runtime
-    /// worker meanwhile — wrap the write in [`may_block`](toolhost_journal::may_block),
-    /// as the SillyTavern host does (a host that waits on the network is
-    /// better made async on its own side).
-    fn commit(
-        &self,
-        text: &str,
-        mode: CommitMode,
-        run_message: Option<u32>,
-        commit_id: &str,
-    ) -> Result<u32, ChatHostError>;
+/// A commit the run asks for: the text to write as its message, and where.
+#[derive(Debug, Clone, Copy)]
+pub struct CommitRequest<'a> {
+    /// `<runId>:commit_NNN`: the host keeps it with the message so
+    /// [`ChatHost::find_commit`] can answer for it later.
+    pub commit_id: &'a str,
+    pub text: &'a str,
+    /// `Replace` makes `text` the message, `Append` adds it to the end.
+    pub mode: CommitMode,
+    /// The index an earlier commit of this run returned (`None` before the
+    /// first: the message is created).
+    pub run_message: Option<u32>,
+}
 
-    /// The index of the message the commit `commit_id` reached, or `None`
-    /// when it never landed. Only the run's latest commit is ever asked
-    /// about: a resumed run asks for a commit it requested but did not see
-    /// complete, and commits again only on `None` — that is how a commit
-    /// stays exactly-once across a crash.
-    fn find_commit(&self, commit_id: &str) -> Result<Option<u32>, ChatHostError>;
+/// What became of a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// The message is at this index.
+    Committed(u32),
+    /// The chat app did not commit it, and says why: the model reads it as
+    /// a recoverable error (`code`) and may commit again.
+    Refused { code: String, message: String },
+}
+
+/// A commit under way: the file host writes at once, an app that commits
+/// itself answers when it has.
+pub type CommitFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<CommitOutcome, ChatHostError>> + Send + 'a>>;
+
+pub trait ChatHost: Send + Sync {
+    /// Make `request`'s text the run's message and say where it is. An
+    /// error ends the run (`agent.chat_commit_failed`); a refusal goes
+    /// back to the model. Awaited on the run's task: a host that waits on a
+    /// disk should not hold a runtime worker meanwhile — wrap the write in
+    /// [`may_block`](toolhost_journal::may_block), as the SillyTavern host
+    /// does.
+    fn commit<'a>(&'a self, request: CommitRequest<'a>) -> CommitFuture<'a>;
+
+    /// What became of the commit `commit_id`, or `None` when nothing is
+    /// known of it. Only the run's latest commit is ever asked about: a
+    /// resumed run asks for a commit it requested but did not see end, and
+    /// commits again only on `None` — that is how a commit stays
+    /// exactly-once across a crash.
+    fn find_commit(&self, commit_id: &str) -> Result<Option<CommitOutcome>, ChatHostError>;
+
+    /// Whether the chat app makes the commit itself from the request
+    /// (`chat_commit_requested` then carries the text for it), rather than
+    /// toolhost writing the chat.
+    fn app_commits(&self) -> bool {
+        false
+    }
 
     /// Where commits go, for progress lines (`chats/alice.jsonl`).
     fn describe(&self) -> String;
@@ -64,27 +92,30 @@ impl SillyTavernChatHost {
 }
 
 impl ChatHost for SillyTavernChatHost {
-    fn commit(
-        &self,
-        text: &str,
-        mode: CommitMode,
-        run_message: Option<u32>,
-        commit_id: &str,
-    ) -> Result<u32, ChatHostError> {
-        let mode = match mode {
+    fn commit<'a>(&'a self, request: CommitRequest<'a>) -> CommitFuture<'a> {
+        let mode = match request.mode {
             CommitMode::Replace => toolhost_chat::CommitMode::Replace,
             CommitMode::Append => toolhost_chat::CommitMode::Append,
         };
         // It syncs the file and its directory: off the runtime worker.
-        toolhost_journal::may_block(self.chat.path(), || {
-            toolhost_chat::commit(&self.chat, run_message, text, mode, Some(commit_id))
+        let written = toolhost_journal::may_block(self.chat.path(), || {
+            toolhost_chat::commit(
+                &self.chat,
+                request.run_message,
+                request.text,
+                mode,
+                Some(request.commit_id),
+            )
         })
-        .map(|committed| committed.index)
-        .map_err(chat_host_error)
+        .map(|committed| CommitOutcome::Committed(committed.index))
+        .map_err(chat_host_error);
+        Box::pin(std::future::ready(written))
     }
 
-    fn find_commit(&self, commit_id: &str) -> Result<Option<u32>, ChatHostError> {
-        toolhost_chat::find_commit(&self.chat, commit_id).map_err(chat_host_error)
+    fn find_commit(&self, commit_id: &str) -> Result<Option<CommitOutcome>, ChatHostError> {
+        toolhost_chat::find_commit(&self.chat, commit_id)
+            .map(|found| found.map(CommitOutcome::Committed))
+            .map_err(chat_host_error)
     }
 
     fn describe(&self) -> String {

@@ -52,7 +52,9 @@ pub mod worldinfo;
 pub use view::View;
 
 pub use agents::CallableAgent;
-pub use chat_host::{ChatHost, ChatHostError, SillyTavernChatHost};
+pub use chat_host::{
+    ChatHost, ChatHostError, CommitFuture, CommitOutcome, CommitRequest, SillyTavernChatHost,
+};
 pub use lifecycle::{BindInputs, CallScope, HostCapability, Settlement};
 pub use run_context::{ContextError, RunBindings, RunContext};
 pub use skills::SkillAccess;

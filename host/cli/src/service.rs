@@ -102,6 +102,12 @@ pub struct LimitArgs {
     #[arg(long, value_name = "SECONDS",
           default_value_t = Limits::default().approval_timeout.as_secs())]
     pub approval_timeout: u64,
+    /// Seconds a run in host-commit mode waits for the chat app to answer
+    /// a commit (POST /v1/runs/{id}/commits/{commitId}) before the model is
+    /// told the reply was not saved.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
+          default_value_t = Limits::default().host_commit_timeout.as_secs())]
+    pub host_commit_timeout: u64,
     /// Seconds a connection has to send a whole request head, from its
     /// accept or its last answer: a slow or idle client is cut off.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
@@ -130,6 +136,7 @@ impl From<LimitArgs> for Limits {
             runs_per_tenant: flags.max_runs_per_tenant,
             calls_in_flight: flags.max_calls,
             approval_timeout: Duration::from_secs(flags.approval_timeout),
+            host_commit_timeout: Duration::from_secs(flags.host_commit_timeout),
             request_head_timeout: Duration::from_secs(flags.request_head_timeout),
             mcp_session_idle: Duration::from_secs(flags.mcp_session_idle),
             token_attempts: flags.token_attempts,
@@ -334,6 +341,7 @@ mod tests {
             "--max-runs-per-tenant=5",
             "--max-calls=7",
             "--approval-timeout=11",
+            "--host-commit-timeout=29",
             "--request-head-timeout=13",
             "--mcp-session-idle=17",
             "--token-attempts=19",
@@ -344,6 +352,7 @@ mod tests {
             runs_per_tenant: 5,
             calls_in_flight: 7,
             approval_timeout: Duration::from_secs(11),
+            host_commit_timeout: Duration::from_secs(29),
             request_head_timeout: Duration::from_secs(13),
             mcp_session_idle: Duration::from_secs(17),
             token_attempts: 19,

@@ -15,19 +15,16 @@
 //! `toolhost approvals approve|deny` and the HTTP API).
 
 use std::future::Future;
-use std::io::Read as _;
-use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::Path;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_core::ToolId;
-use toolhost_journal::{
-    Event as _, ToolCallApprovalDecided, ToolCallApprovalRequested, audit_stem,
-};
+use toolhost_journal::{Event as _, ToolCallApprovalDecided, ToolCallApprovalRequested};
+
+use crate::answer_file::{self, AnswerFileError};
 
 mod summary;
 
@@ -264,71 +261,28 @@ pub enum DecisionError {
     Io(#[from] std::io::Error),
 }
 
-fn stem_path(call_id: &str) -> String {
-    format!("{APPROVALS_DIR}/{}.json", audit_stem(call_id))
-}
-
-/// The run directory itself, never through a link.
-fn open_root(run_root: &Path) -> std::io::Result<OwnedFd> {
-    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
-    Ok(rustix::fs::open(run_root, flags, Mode::empty())?)
-}
-
 /// Record a person's decision on `call_id` for the run at `run_root`:
 /// create-only (a call is decided once), beneath the run directory, never
 /// through a symbolic link, and whole: written under a temporary name and
 /// only then given its own, without replacing one already there, so a
 /// failed write leaves no half decision to block the call.
 pub fn write_decision(run_root: &Path, file: &DecisionFile) -> Result<(), DecisionError> {
-    use rustix::fs::{AtFlags, RenameFlags};
-    use rustix::io::Errno;
-
     let mut bytes =
         serde_json::to_vec_pretty(file).map_err(|e| DecisionError::Invalid(e.to_string()))?;
     bytes.push(b'\n');
-    let root = open_root(run_root)?;
-    match rustix::fs::mkdirat(root.as_fd(), APPROVALS_DIR, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(Errno::EXIST) => {}
-        Err(errno) => return Err(std::io::Error::from(errno).into()),
+    answer_file::write_once(run_root, APPROVALS_DIR, &file.call_id, &bytes).map_err(|error| {
+        match error {
+            AnswerFileError::Exists => DecisionError::AlreadyDecided(file.call_id.clone()),
+            other => decision_error(other),
+        }
+    })
+}
+
+fn decision_error(error: AnswerFileError) -> DecisionError {
+    match error {
+        AnswerFileError::Io(error) => DecisionError::Io(error),
+        other => DecisionError::Invalid(other.to_string()),
     }
-    let dir = toolhost_core::beneath::open_beneath(
-        root.as_fd(),
-        APPROVALS_DIR,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|errno| DecisionError::Io(errno.into()))?;
-    let stem = audit_stem(&file.call_id);
-    let name = format!("{stem}.json");
-    let temp = format!(".{stem}.{}.tmp", uuid::Uuid::new_v4().simple());
-    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-    let fd = rustix::fs::openat(dir.as_fd(), &temp, flags, Mode::from_raw_mode(0o600))
-        .map_err(|errno| DecisionError::Io(errno.into()))?;
-    let written = std::io::Write::write_all(&mut std::fs::File::from(fd), &bytes);
-    let placed = written.map_err(DecisionError::Io).and_then(|()| {
-        let renamed = rustix::fs::renameat_with(
-            dir.as_fd(),
-            &temp,
-            dir.as_fd(),
-            &name,
-            RenameFlags::NOREPLACE,
-        );
-        let result = match renamed {
-            // No RENAME_NOREPLACE on this file system: a hard link never
-            // replaces either.
-            Err(Errno::INVAL | Errno::NOSYS) => {
-                rustix::fs::linkat(dir.as_fd(), &temp, dir.as_fd(), &name, AtFlags::empty())
-            }
-            other => other,
-        };
-        result.map_err(|errno| match errno {
-            Errno::EXIST => DecisionError::AlreadyDecided(file.call_id.clone()),
-            other => DecisionError::Io(other.into()),
-        })
-    });
-    // Gone after a rename; left after a link or a failure.
-    let _ = rustix::fs::unlinkat(dir.as_fd(), &temp, AtFlags::empty());
-    placed
 }
 
 /// Decide `call_id`, a call of the run at `run_root` that waits for a
@@ -349,37 +303,11 @@ pub fn read_decision(
     run_root: &Path,
     call_id: &str,
 ) -> Result<Option<DecisionFile>, DecisionError> {
-    let root = open_root(run_root)?;
-    let fd = match toolhost_core::beneath::open_beneath(
-        root.as_fd(),
-        &stem_path(call_id),
-        toolhost_core::beneath::READ_FLAGS,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(errno) => return Err(DecisionError::Io(errno.into())),
+    let Some(bytes) = answer_file::read_once(run_root, APPROVALS_DIR, call_id, MAX_DECISION_BYTES)
+        .map_err(decision_error)?
+    else {
+        return Ok(None);
     };
-    // Opened without blocking: only a regular file is read.
-    let kind = rustix::fs::FileType::from_raw_mode(
-        rustix::fs::fstat(&fd)
-            .map_err(|errno| DecisionError::Io(errno.into()))?
-            .st_mode,
-    );
-    if kind != rustix::fs::FileType::RegularFile {
-        return Err(DecisionError::Invalid(format!(
-            "the decision on call `{call_id}` is not a regular file"
-        )));
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::from(fd)
-        .take(MAX_DECISION_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_DECISION_BYTES {
-        return Err(DecisionError::Invalid(
-            "the decision file is too large".into(),
-        ));
-    }
     let file: DecisionFile = serde_json::from_slice(&bytes)
         .map_err(|error| DecisionError::Invalid(error.to_string()))?;
     if file.kind != DECISION_KIND || file.schema_version != 1 || file.call_id != call_id {

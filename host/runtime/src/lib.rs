@@ -5,12 +5,14 @@
 
 mod agent_loop;
 mod agents;
+mod answer_file;
 pub mod approval;
 mod direct_call;
 mod executor;
 pub mod extensions;
 mod failure;
 mod host;
+pub mod host_commit;
 mod invocation;
 mod loop_record;
 mod readable_view;
@@ -36,5 +38,8 @@ pub use readable_view::{ResultViews, ViewStore};
 pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};
 pub use resume::{ResumeFound, TERMINAL_EVENTS};
 pub use run::{ReplicaFactory, Run, RunBuilder};
-pub use toolhost_capabilities::{ChatHost, ChatHostError, RunBindings, SillyTavernChatHost};
+pub use toolhost_capabilities::{
+    ChatHost, ChatHostError, CommitFuture, CommitOutcome, CommitRequest, RunBindings,
+    SillyTavernChatHost,
+};
 pub use toolhost_journal::may_block;

@@ -13,7 +13,7 @@
 //! rest of that queue is dropped with a warning and the invocation goes on
 //! live.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::Serialize;
@@ -72,6 +72,8 @@ pub(crate) struct ResumeLog {
     skill_chars: HashMap<String, u64>,
     /// Every commit the journal shows, by id, whatever became of the queues.
     commits: HashMap<String, RecordedCommit>,
+    /// The calls that asked for a commit: (invocation, call id).
+    commit_calls: HashSet<(String, String)>,
     /// Each task's recorded end: (seq, task id, status, error).
     task_ends: Vec<(u64, String, String, Option<String>)>,
     /// The seq of each call's `tool_call_started`, by (invocation, call id).
@@ -87,6 +89,7 @@ impl ResumeLog {
         let mut found = ResumeFound::default();
         let mut skill_chars: HashMap<String, u64> = HashMap::new();
         let mut commits: HashMap<String, RecordedCommit> = HashMap::new();
+        let mut commit_calls = HashSet::new();
         let mut task_ends = Vec::new();
         let mut started_seq = HashMap::new();
         let mut started_tools: HashMap<(String, String), String> = HashMap::new();
@@ -109,6 +112,11 @@ impl ResumeLog {
                     }
                 }
                 ChatCommitRequested::TYPE | ChatCommitCompleted::TYPE => {
+                    if event.r#type == ChatCommitRequested::TYPE
+                        && let Some(call_id) = event.payload["callId"].as_str()
+                    {
+                        commit_calls.insert((scope.invocation_id.clone(), call_id.to_owned()));
+                    }
                     let id = event.payload["commitId"].as_str().unwrap_or("").to_owned();
                     let entry = commits.entry(id).or_insert_with(|| RecordedCommit {
                         path: String::new(),
@@ -168,6 +176,7 @@ impl ResumeLog {
             started,
             skill_chars,
             commits,
+            commit_calls,
             task_ends,
             started_seq,
             found,
@@ -177,6 +186,13 @@ impl ResumeLog {
     /// The commit `commit_id` as the journal shows it, anywhere in it.
     pub fn recorded_commit(&self, commit_id: &str) -> Option<RecordedCommit> {
         self.commits.get(commit_id).cloned()
+    }
+
+    /// Whether `call_id` of `invocation_id` asked the chat host for a
+    /// commit (`chat_commit_requested`), however it ended.
+    pub fn commit_requested_by(&self, invocation_id: &str, call_id: &str) -> bool {
+        self.commit_calls
+            .contains(&(invocation_id.to_owned(), call_id.to_owned()))
     }
 
     /// How the task ended in the record, if it did: its status

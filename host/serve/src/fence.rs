@@ -25,9 +25,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use toolhost_cluster::{Leases, RunKey};
-use toolhost_core::CommitMode;
 use toolhost_journal::Replica;
-use toolhost_runtime::{ChatHost, ChatHostError};
+use toolhost_runtime::{ChatHost, ChatHostError, CommitFuture, CommitOutcome, CommitRequest};
 
 /// Longest wait for the chat's lock.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -161,13 +160,7 @@ impl FencedChatHost {
         }
     }
 
-    fn fenced(
-        &self,
-        text: &str,
-        mode: CommitMode,
-        run_message: Option<u32>,
-        commit_id: &str,
-    ) -> Result<u32, ChatHostError> {
+    fn fenced(&self, request: CommitRequest<'_>) -> Result<CommitOutcome, ChatHostError> {
         let checked = self.locked().and_then(|lock| {
             self.check_lease()?;
             Ok(lock)
@@ -181,35 +174,32 @@ impl FencedChatHost {
                 return Err(refused);
             }
         };
-        if let Some(index) = self.inner.find_commit(commit_id)? {
-            return Ok(index);
+        if let Some(found) = self.inner.find_commit(request.commit_id)? {
+            return Ok(found);
         }
-        self.inner.commit(text, mode, run_message, commit_id)
+        self.fence.runtime.block_on(self.inner.commit(request))
         // The lock is let go here, once the chat is written and synced.
     }
 }
 
 impl ChatHost for FencedChatHost {
-    fn commit(
-        &self,
-        text: &str,
-        mode: CommitMode,
-        run_message: Option<u32>,
-        commit_id: &str,
-    ) -> Result<u32, ChatHostError> {
+    fn commit<'a>(&'a self, request: CommitRequest<'a>) -> CommitFuture<'a> {
         // A lock another node may hold and a read of NATS: never on a
         // runtime worker's own time. On a single-threaded runtime the read
         // could never be answered (its one thread would be waiting here).
-        if self.fence.runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-            return Err(ChatHostError {
-                code: "cluster.fence_unavailable".to_owned(),
-                message: "a cluster run's commit needs a multi-threaded runtime".to_owned(),
-            });
-        }
-        tokio::task::block_in_place(|| self.fenced(text, mode, run_message, commit_id))
+        let outcome =
+            if self.fence.runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+                Err(ChatHostError {
+                    code: "cluster.fence_unavailable".to_owned(),
+                    message: "a cluster run's commit needs a multi-threaded runtime".to_owned(),
+                })
+            } else {
+                tokio::task::block_in_place(|| self.fenced(request))
+            };
+        Box::pin(std::future::ready(outcome))
     }
 
-    fn find_commit(&self, commit_id: &str) -> Result<Option<u32>, ChatHostError> {
+    fn find_commit(&self, commit_id: &str) -> Result<Option<CommitOutcome>, ChatHostError> {
         self.inner.find_commit(commit_id)
     }
 

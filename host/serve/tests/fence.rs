@@ -11,7 +11,7 @@ use std::time::Duration;
 use toolhost_cluster::RunKey;
 use toolhost_cluster::testing::{NatsServer, nats_server_or_skip, node, take_free_lease};
 use toolhost_core::CommitMode;
-use toolhost_runtime::{ChatHost, ChatHostError};
+use toolhost_runtime::{ChatHost, ChatHostError, CommitFuture, CommitOutcome, CommitRequest};
 use toolhost_serve::fence::{ChatFence, FencedChatHost};
 
 /// A chat that records the commits it was asked for.
@@ -21,24 +21,19 @@ struct Recorded {
 }
 
 impl ChatHost for Recorded {
-    fn commit(
-        &self,
-        _text: &str,
-        _mode: CommitMode,
-        _run_message: Option<u32>,
-        commit_id: &str,
-    ) -> Result<u32, ChatHostError> {
+    fn commit<'a>(&'a self, request: CommitRequest<'a>) -> CommitFuture<'a> {
         let mut commits = self.commits.lock().expect("lock");
-        commits.push(commit_id.to_owned());
-        Ok(commits.len() as u32)
+        commits.push(request.commit_id.to_owned());
+        let index = commits.len() as u32;
+        Box::pin(std::future::ready(Ok(CommitOutcome::Committed(index))))
     }
 
-    fn find_commit(&self, commit_id: &str) -> Result<Option<u32>, ChatHostError> {
+    fn find_commit(&self, commit_id: &str) -> Result<Option<CommitOutcome>, ChatHostError> {
         let commits = self.commits.lock().expect("lock");
         Ok(commits
             .iter()
             .position(|id| id == commit_id)
-            .map(|at| at as u32 + 1))
+            .map(|at| CommitOutcome::Committed(at as u32 + 1)))
     }
 
     fn describe(&self) -> String {
@@ -75,16 +70,21 @@ async fn a_commit_is_refused_once_the_lease_is_another_nodes() {
         },
     );
 
+    let first = || CommitRequest {
+        commit_id: "run_fenced:commit_001",
+        text: "first",
+        mode: CommitMode::Append,
+        run_message: None,
+    };
     let index = fenced
-        .commit("first", CommitMode::Append, None, "run_fenced:commit_001")
+        .commit(first())
+        .await
         .expect("node-a holds the lease");
-    assert_eq!(index, 1);
+    assert_eq!(index, CommitOutcome::Committed(1));
     // Asked again (a resumed run's retry): answered from the chat.
     assert_eq!(
-        fenced
-            .commit("first", CommitMode::Append, None, "run_fenced:commit_001")
-            .expect("the ledger"),
-        1
+        fenced.commit(first()).await.expect("the ledger"),
+        CommitOutcome::Committed(1)
     );
     assert!(locks.path().join("chat-chat-00.jsonl.lock").exists());
 
@@ -105,12 +105,13 @@ async fn a_commit_is_refused_once_the_lease_is_another_nodes() {
 
     // A commit the chat does not hold yet: only the lease check stops it.
     let error = fenced
-        .commit(
-            "second",
-            CommitMode::Append,
-            Some(1),
-            "run_fenced:commit_002",
-        )
+        .commit(CommitRequest {
+            commit_id: "run_fenced:commit_002",
+            text: "second",
+            mode: CommitMode::Append,
+            run_message: Some(1),
+        })
+        .await
         .expect_err("the lease is node-b's");
     assert_eq!(error.code, "cluster.lease_lost", "{}", error.message);
     assert!(error.message.contains("node-b"), "{}", error.message);

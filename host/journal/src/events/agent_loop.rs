@@ -140,6 +140,14 @@ pub struct ChatCommitRequested {
     pub reason: Option<String>,
     pub chars: usize,
     pub sha256: String,
+    /// The text, when the chat app makes the commit itself (host commit):
+    /// it applies this, nothing else.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The run's message an earlier commit made, which this one rewrites;
+    /// absent for the run's first commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_message: Option<u32>,
 }
 invocation_scoped!(ChatCommitRequested, "chat_commit_requested", Level::Info);
 

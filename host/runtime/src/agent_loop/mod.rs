@@ -29,6 +29,7 @@
 //! `run_partial_success` (the chat keeps the commits); before, `run_failed`.
 //! A child's failure only fails its task.
 
+mod commit;
 mod invocation;
 mod shared;
 mod tasks;

@@ -4,11 +4,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
-use toolhost_core::{Classified, CommitMode, ToolFailure};
-use toolhost_journal::{
-    ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, Event, PersistentChangesCommitted,
-    PreservedCommit,
-};
+use toolhost_core::Classified;
+use toolhost_journal::{PersistentChangesCommitted, PreservedCommit};
 use toolhost_workspace::{PersistBase, Workspace, persist};
 
 use super::tasks::TaskBoard;
@@ -23,6 +20,9 @@ pub(super) struct RunShared {
     pub config: LoopConfig,
     pub ledger: Mutex<Ledger>,
     pub tasks: TaskBoard,
+    /// One commit at a time: a commit awaits its chat host, and the run's
+    /// message must be the one the ledger names when the next one starts.
+    pub commit_gate: tokio::sync::Mutex<()>,
     /// `input/loop.json`: the run seed every id and call entropy derive from.
     pub record: LoopRecord,
     persist_base: Mutex<Option<PersistBase>>,
@@ -36,6 +36,13 @@ pub(super) struct Ledger {
     /// The chat message this run owns, once a commit created it.
     pub run_message: Option<u32>,
     pub auto_published: bool,
+    /// Commits asked of the chat host, refused ones too: each gets its own
+    /// id (`<runId>:commit_NNN`).
+    pub commit_requests: u32,
+    /// A `workspace.commit` reached the chat host, whatever came of it: the
+    /// model commits itself from then on, so nothing is auto-published (a
+    /// reply the chat app refused is not offered again behind its back).
+    pub explicit_requested: bool,
     pub tool_calls: u32,
     pub rounds: u32,
     pub handoffs: u32,
@@ -70,6 +77,7 @@ impl RunShared {
             record,
             ledger: Mutex::new(Ledger::default()),
             tasks: TaskBoard::default(),
+            commit_gate: tokio::sync::Mutex::new(()),
             persist_base: Mutex::new(None),
         }
     }
@@ -78,147 +86,6 @@ impl RunShared {
         self.ledger
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Publish a workspace file as the run's message. `Ok(Err)` is a
-    /// refusal the model can fix (missing, empty, not visible); `Err` ends
-    /// the run (the chat host failed).
-    pub fn commit(
-        &self,
-        path: &str,
-        mode: CommitMode,
-        origin: CommitOrigin<'_>,
-    ) -> Result<Result<CommitRecord, ToolFailure>, RunFailure> {
-        // One commit at a time: the ledger's run message must match the chat.
-        let mut ledger = self.ledger();
-        let commit_id = format!(
-            "{}:commit_{:03}",
-            self.run.run_id(),
-            ledger.commits.len() + 1
-        );
-        let explicit = origin.call_id.is_some();
-        let mode_name = match mode {
-            CommitMode::Replace => "replace",
-            CommitMode::Append => "append",
-        };
-        let recorded = self
-            .run
-            .resume_log()
-            .and_then(|log| log.recorded_commit(&commit_id));
-        let file = match &recorded {
-            // Committed before the interruption: the file may have changed
-            // since, and its text is not needed.
-            Some(recorded) if recorded.completed.is_some() => None,
-            _ => match origin.workspace.read_text(path) {
-                Ok(file) => Some(file),
-                Err(error) if error.is_system() => return Err(error.into()),
-                Err(error) => {
-                    return Ok(Err(ToolFailure::new(error.code(), error.message())));
-                }
-            },
-        };
-        if let Some(file) = &file
-            && file.text.trim().is_empty()
-        {
-            return Ok(Err(ToolFailure::new(
-                "workspace.required_artifact_empty",
-                format!(
-                    "{} is empty; write your reply into it before committing",
-                    file.path
-                ),
-            )));
-        }
-        let invocation_id = origin.invocation_id.to_owned();
-        let committed_path = file
-            .as_ref()
-            .map(|file| file.path.clone())
-            .or_else(|| recorded.as_ref().map(|recorded| recorded.path.clone()))
-            .unwrap_or_else(|| path.to_owned());
-        match &file {
-            Some(file) => {
-                self.run.record(&ChatCommitRequested {
-                    commit_id: commit_id.clone(),
-                    invocation_id: invocation_id.clone(),
-                    call_id: origin.call_id.clone(),
-                    path: file.path.clone(),
-                    mode: mode_name,
-                    reason: origin
-                        .reason
-                        .clone()
-                        .or_else(|| (!explicit).then(|| "auto_publish".to_owned())),
-                    chars: file.text.chars().count(),
-                    sha256: file.sha256.clone(),
-                })?;
-            }
-            None => {
-                if let Some(log) = self.run.resume_log() {
-                    log.take(&invocation_id, ChatCommitRequested::TYPE);
-                }
-            }
-        }
-        let landed = match (&recorded, &file) {
-            (Some(recorded), _) if recorded.completed.is_some() => recorded.completed,
-            // Requested before the interruption, never seen completing: the
-            // chat says whether it landed.
-            (Some(_), _) => self
-                .parts
-                .chat
-                .find_commit(&commit_id)
-                .map_err(|error| RunFailure::ChatCommit(error.to_string()))?,
-            (None, _) => None,
-        };
-        let committed = match (landed, &file) {
-            (Some(index), _) => Ok(index),
-            (None, Some(file)) => {
-                toolhost_core::crash_point::hit("chat_commit");
-                self.parts
-                    .chat
-                    .commit(&file.text, mode, ledger.run_message, &commit_id)
-            }
-            (None, None) => {
-                return Err(RunFailure::State(format!(
-                    "{commit_id} was recorded as completed without a message index"
-                )));
-            }
-        };
-        match committed {
-            Ok(index) => {
-                toolhost_core::crash_point::hit("chat_committed");
-                ledger.run_message = Some(index);
-                let record = CommitRecord {
-                    path: committed_path.clone(),
-                    mode: mode_name,
-                    message_index: index,
-                    round: origin.round,
-                    explicit,
-                    invocation_id: invocation_id.clone(),
-                };
-                ledger.commits.push(record.clone());
-                self.run.record(&ChatCommitCompleted {
-                    commit_id,
-                    invocation_id,
-                    call_id: origin.call_id,
-                    path: committed_path,
-                    mode: mode_name,
-                    message_index: index,
-                    commit_count: ledger.commits.len(),
-                    explicit,
-                })?;
-                Ok(Ok(record))
-            }
-            Err(error) => {
-                self.run.record(&ChatCommitFailed {
-                    commit_id,
-                    invocation_id,
-                    call_id: origin.call_id,
-                    path: committed_path,
-                    mode: mode_name,
-                    code: error.code.clone(),
-                    message: error.message.clone(),
-                })?;
-                Err(RunFailure::ChatCommit(error.to_string()))
-            }
-        }
     }
 
     pub fn project_persist(&self) -> Result<(), RunFailure> {

@@ -59,4 +59,9 @@ pub struct LoopConfig {
     /// How the embedder describes its models, for `input/loop.json` (never
     /// a key): what it needs to open them again when the run is resumed.
     pub model: serde_json::Value,
+    /// The chat app commits the reply itself (`commit: "host"`): the host
+    /// that drives the loop gives it a chat host that asks the app
+    /// ([`HostCommits`](crate::host_commit::HostCommits)). Recorded, so a
+    /// resume asks the app again rather than writing the chat.
+    pub host_commit: bool,
 }

@@ -28,6 +28,8 @@ pub const LOOP_RECORD_PATH: &str = "input/loop.json";
 
 const KIND: &str = "toolhost.loopRecord";
 const MAX_RETRIES: u32 = 10;
+/// `commit` of a run whose chat app commits the reply itself.
+const HOST_COMMIT: &str = "host";
 const MAX_DELAY_MS: u64 = 60_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +46,10 @@ pub struct LoopRecord {
     /// what they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_chars: Option<u32>,
+    /// `host` when the chat app commits the reply itself; absent for the
+    /// file (and in runs recorded before host commits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     pub persist_dir: Option<PathBuf>,
     pub retry: RetryRecord,
     /// The models as the embedder describes them, never a key (the CLI
@@ -102,6 +108,7 @@ impl LoopRecord {
             max_output_tokens: config.max_output_tokens,
             max_rounds: config.max_rounds,
             context_chars: Some(config.context_chars.unwrap_or(DEFAULT_CONTEXT_CHARS)),
+            commit: config.host_commit.then(|| HOST_COMMIT.to_owned()),
             persist_dir: config.persist_dir.clone(),
             retry: RetryRecord {
                 max_retries: config.retry.max_retries,
@@ -148,6 +155,7 @@ impl LoopRecord {
             max_output_tokens: self.max_output_tokens,
             max_rounds: self.max_rounds,
             context_chars: Some(self.context_chars.unwrap_or(u32::MAX)),
+            host_commit: self.commit.as_deref() == Some(HOST_COMMIT),
             retry: RetryPolicy {
                 max_retries: self.retry.max_retries,
                 initial_delay: Duration::from_millis(self.retry.initial_delay_ms),
@@ -196,6 +204,10 @@ impl LoopRecord {
             "context characters",
         );
         check(config.persist_dir == self.persist_dir, "persist directory");
+        check(
+            config.host_commit == (self.commit.as_deref() == Some(HOST_COMMIT)),
+            "commit mode",
+        );
         check(config.seed.is_none_or(|seed| seed == self.seed), "run seed");
         differing
     }

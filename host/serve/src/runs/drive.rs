@@ -16,6 +16,7 @@ use toolhost_core::policy::Policies;
 use toolhost_journal::Observer;
 use toolhost_model::ModelSource;
 use toolhost_runtime::approval::DecisionFiles;
+use toolhost_runtime::host_commit::HostCommits;
 use toolhost_runtime::{
     AgentDirectory, ChatHost, LoopConfig, LoopParts, LoopSummary, Run, RunCancel,
     SillyTavernChatHost, run_agent_loop,
@@ -55,6 +56,11 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
     // on a node, a run without a fence never starts (it would write the
     // shared chat unfenced).
     let chat_host = match &state.node {
+        // The app saves the reply and answers; toolhost writes no chat.
+        _ if config.host_commit => Arc::new(HostCommits::new(
+            run.root(),
+            state.runs.limits.host_commit_timeout,
+        )),
         None => file_host,
         Some(node) => match node.chat_fence(state, &tenant, run.run_id()) {
             Some(fence) => Arc::new(FencedChatHost::new(file_host, chat.path(), fence)),
@@ -71,6 +77,7 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         id: run.run_id().to_owned(),
         cancel: RunCancel::new(),
         progress: watch::Sender::new(Progress::default()),
+        host_commit: config.host_commit,
         interrupted: watch::Sender::new(false),
     });
     config.cancel = live.cancel.clone();

@@ -8,8 +8,9 @@ use std::sync::Mutex;
 
 use toolhost_journal::tail::{scan_types, tail_has};
 use toolhost_journal::{
-    ChatCommitCompleted, Event as _, ModelRequestCreated, ToolCallApprovalDecided,
-    ToolCallApprovalRequested, ToolCallCompleted, ToolCallFailed, ToolCallUnknown,
+    ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, Event as _, ModelRequestCreated,
+    ToolCallApprovalDecided, ToolCallApprovalRequested, ToolCallCompleted, ToolCallFailed,
+    ToolCallUnknown,
 };
 use toolhost_runtime::TERMINAL_EVENTS;
 
@@ -29,6 +30,8 @@ pub struct JournalCounts {
     pub tool_calls: usize,
     /// Calls asking for approval minus those decided.
     pub pending_approvals: usize,
+    /// Commits asked of the chat host minus those ended.
+    pub pending_commits: usize,
     /// The last terminal event's type (`run_completed`, …), if any.
     pub ended_by: Option<&'static str>,
 }
@@ -38,7 +41,12 @@ impl JournalCounts {
     pub fn record(&mut self, seq: u64, event_type: &str) {
         self.last_seq = seq;
         match event_type {
-            ChatCommitCompleted::TYPE => self.commits += 1,
+            ChatCommitRequested::TYPE => self.pending_commits += 1,
+            ChatCommitCompleted::TYPE => {
+                self.commits += 1;
+                self.pending_commits = self.pending_commits.saturating_sub(1);
+            }
+            ChatCommitFailed::TYPE => self.pending_commits = self.pending_commits.saturating_sub(1),
             ModelRequestCreated::TYPE => self.rounds += 1,
             ToolCallCompleted::TYPE | ToolCallFailed::TYPE | ToolCallUnknown::TYPE => {
                 self.tool_calls += 1

@@ -31,6 +31,9 @@ pub struct Limits {
     /// How long a served run's call waits for a person's approval before
     /// it is denied.
     pub approval_timeout: std::time::Duration,
+    /// How long a run in host-commit mode waits for the chat app to answer
+    /// a commit before the model is told it was not saved.
+    pub host_commit_timeout: std::time::Duration,
     /// A legacy MCP session with no request for this long is closed: its
     /// run completes and its place among the runs is freed (a client that
     /// went away without `DELETE` holds a place no longer than this).
@@ -55,6 +58,7 @@ impl Default for Limits {
             calls_in_flight: 64,
             retry_after_secs: 2,
             approval_timeout: toolhost_runtime::approval::DEFAULT_TIMEOUT,
+            host_commit_timeout: toolhost_runtime::host_commit::DEFAULT_HOST_COMMIT_TIMEOUT,
             mcp_session_idle: std::time::Duration::from_secs(300),
             request_head_timeout: std::time::Duration::from_secs(30),
             token_attempts: 10,
@@ -82,6 +86,9 @@ pub struct LiveRun {
     pub id: String,
     pub cancel: RunCancel,
     pub progress: watch::Sender<Progress>,
+    /// The chat app commits the reply itself: a commit in flight is the
+    /// app's to answer (`awaiting_host_commit`).
+    pub host_commit: bool,
     /// Set to drop the loop where it waits, with no terminal event (this
     /// cluster node lost the run's lease).
     pub interrupted: watch::Sender<bool>,

@@ -40,7 +40,7 @@ impl InvocationLoop<'_> {
                     reason,
                     round,
                 };
-                match self.shared.commit(&path, mode, origin)? {
+                match self.shared.commit(&path, mode, origin).await? {
                     Ok(record) => {
                         let count = self.shared.ledger().commits.len();
                         success(
@@ -251,7 +251,7 @@ impl InvocationLoop<'_> {
     /// policy holds commits back: when `workspace.commit` needs a person's
     /// approval, only an approved commit reaches the chat, and when a
     /// policy layer denied it, nothing does.
-    pub(super) fn auto_publish(
+    pub(super) async fn auto_publish(
         &self,
         last_write: Option<&str>,
         round: u32,
@@ -274,7 +274,7 @@ impl InvocationLoop<'_> {
         }
         {
             let mut ledger = self.shared.ledger();
-            if ledger.explicit_commits() > 0 || ledger.auto_published {
+            if ledger.explicit_commits() > 0 || ledger.explicit_requested || ledger.auto_published {
                 return Ok(());
             }
             ledger.auto_published = true;
@@ -288,7 +288,11 @@ impl InvocationLoop<'_> {
             round,
         };
         // A file that vanished meanwhile is simply not published.
-        if let Err(refused) = self.shared.commit(body, CommitMode::Replace, origin)? {
+        if let Err(refused) = self
+            .shared
+            .commit(body, CommitMode::Replace, origin)
+            .await?
+        {
             tracing::info!(code = %refused.code, "auto-publish skipped: {}", refused.message);
         }
         Ok(())

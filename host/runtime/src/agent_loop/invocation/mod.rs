@@ -264,6 +264,17 @@ impl InvocationLoop<'_> {
                     let refused_then = executed
                         .stored_result()
                         .is_some_and(|stored| stored.is_error);
+                    // A commit the chat app refused then was asked for all
+                    // the same: the next one keeps the id it had.
+                    if refused_then
+                        && shared.run.resume_log().is_some_and(|log| {
+                            log.commit_requested_by(self.id(), &executed.call().call_id)
+                        })
+                    {
+                        let mut ledger = shared.ledger();
+                        ledger.commit_requests += 1;
+                        ledger.explicit_requested = true;
+                    }
                     if let Some(effect) = executed.take_effect().filter(|_| !refused_then) {
                         self.line_up_with_record(executed.call()).await;
                         let applied = self.apply(&mut executed, effect, round);
@@ -297,7 +308,7 @@ impl InvocationLoop<'_> {
                 })?;
                 return Ok(end);
             }
-            self.auto_publish(last_write.as_deref(), round)?;
+            self.auto_publish(last_write.as_deref(), round).await?;
             self.inject_child_results(&mut history, round).await?;
         }
         let last_was_drift = matches!(

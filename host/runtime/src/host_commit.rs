@@ -1,0 +1,275 @@
+//! A commit the chat app makes itself (`commit: "host"`): SillyTavern keeps
+//! its chat in the page and saves it whole, so a reply written into the file
+//! behind its back would not show, and the page's next save would drop it.
+//! Then `chat_commit_requested` carries the text, the run waits, and the app
+//! — having saved the reply its own way — answers with where the message is
+//! (or why it could not), as a file in the run directory
+//! (`host-commits/<commit stem>.json`, written by the HTTP API). A resumed
+//! run finds the answer there, or waits again: the app is asked once and
+//! never told to apply a commit twice.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolhost_capabilities::{ChatHost, ChatHostError, CommitFuture, CommitOutcome, CommitRequest};
+use toolhost_journal::{ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, Event as _};
+
+use crate::answer_file::{self, AnswerFileError};
+
+/// Where answers are, in the run directory.
+pub const HOST_COMMITS_DIR: &str = "host-commits";
+pub const ANSWER_KIND: &str = "toolhost.hostCommitAnswer";
+/// How long a run waits for an answer unless told otherwise.
+pub const DEFAULT_HOST_COMMIT_TIMEOUT: Duration = Duration::from_secs(600);
+/// A refusal the model reads: the app said it could not commit.
+pub const HOST_COMMIT_FAILED: &str = "chat.host_commit_failed";
+/// A refusal the model reads: the app did not answer in time.
+pub const HOST_COMMIT_TIMEOUT: &str = "chat.host_commit_timeout";
+/// Largest answer read.
+const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+/// Longest failure message kept.
+pub const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// What the app did with a commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub enum HostAnswer {
+    /// Saved as the chat's message at this index.
+    #[serde(rename_all = "camelCase")]
+    Committed { message_index: u32 },
+    /// Not saved, and why: the model reads it.
+    Failed { message: String },
+}
+
+/// An app's answer, as a file in the run directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerFile {
+    pub schema_version: u32,
+    pub kind: String,
+    pub commit_id: String,
+    #[serde(flatten)]
+    pub answer: HostAnswer,
+    pub by: String,
+}
+
+impl AnswerFile {
+    pub fn new(commit_id: &str, answer: HostAnswer, by: &str) -> Self {
+        let answer = match answer {
+            HostAnswer::Failed { message } => HostAnswer::Failed {
+                message: message.chars().take(MAX_MESSAGE_CHARS).collect(),
+            },
+            committed => committed,
+        };
+        Self {
+            schema_version: 1,
+            kind: ANSWER_KIND.into(),
+            commit_id: commit_id.to_owned(),
+            answer,
+            by: by.chars().take(200).collect(),
+        }
+    }
+
+    fn outcome(self) -> CommitOutcome {
+        match self.answer {
+            HostAnswer::Committed { message_index } => CommitOutcome::Committed(message_index),
+            HostAnswer::Failed { message } => CommitOutcome::Refused {
+                code: HOST_COMMIT_FAILED.into(),
+                message: format!("the chat app did not save the reply: {message}"),
+            },
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostCommitError {
+    #[error("chat.commit_already_answered: commit `{0}` has an answer already")]
+    AlreadyAnswered(String),
+    #[error("chat.commit_not_pending: no commit `{0}` of this run waits for an answer")]
+    NotPending(String),
+    #[error("chat.commit_answer_invalid: {0}")]
+    Invalid(String),
+    #[error("chat.io_error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn commit_error(error: AnswerFileError) -> HostCommitError {
+    match error {
+        AnswerFileError::Io(error) => HostCommitError::Io(error),
+        other => HostCommitError::Invalid(other.to_string()),
+    }
+}
+
+/// The answer to `commit_id`, if the app gave one.
+pub fn read_answer(
+    run_root: &Path,
+    commit_id: &str,
+) -> Result<Option<AnswerFile>, HostCommitError> {
+    let Some(bytes) =
+        answer_file::read_once(run_root, HOST_COMMITS_DIR, commit_id, MAX_ANSWER_BYTES)
+            .map_err(commit_error)?
+    else {
+        return Ok(None);
+    };
+    let file: AnswerFile = serde_json::from_slice(&bytes)
+        .map_err(|error| HostCommitError::Invalid(error.to_string()))?;
+    if file.kind != ANSWER_KIND || file.schema_version != 1 || file.commit_id != commit_id {
+        return Err(HostCommitError::Invalid(format!(
+            "not an answer to commit `{commit_id}`"
+        )));
+    }
+    Ok(Some(file))
+}
+
+/// Answer `file.commit_id`, a commit of the run at `run_root` that waits
+/// for one ([`pending`]): what the HTTP API does. Once only.
+pub fn answer_waiting(run_root: &Path, file: &AnswerFile) -> Result<(), HostCommitError> {
+    let waiting = pending(run_root)?
+        .iter()
+        .any(|commit| commit.request["commitId"] == file.commit_id.as_str());
+    if !waiting {
+        // Answered and read already, or never asked of the app.
+        return Err(match read_answer(run_root, &file.commit_id) {
+            Ok(Some(_)) => HostCommitError::AlreadyAnswered(file.commit_id.clone()),
+            _ => HostCommitError::NotPending(file.commit_id.clone()),
+        });
+    }
+    let mut bytes =
+        serde_json::to_vec_pretty(file).map_err(|e| HostCommitError::Invalid(e.to_string()))?;
+    bytes.push(b'\n');
+    answer_file::write_once(run_root, HOST_COMMITS_DIR, &file.commit_id, &bytes).map_err(|error| {
+        match error {
+            AnswerFileError::Exists => HostCommitError::AlreadyAnswered(file.commit_id.clone()),
+            other => commit_error(other),
+        }
+    })
+}
+
+/// A commit the app was asked to make and the run has not seen end.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingCommit {
+    pub seq: u64,
+    pub timestamp: String,
+    /// The `chat_commit_requested` payload: `commitId`, `text`, `chars`,
+    /// `sha256`, `mode`, `runMessage`, `path`, `reason`.
+    pub request: Value,
+    /// An answer is written and the run has not read it yet.
+    pub answered: bool,
+}
+
+/// The commits of the run at `run_root` asked of the chat app and not
+/// ended in its journal. The journal may be growing: only whole lines are
+/// read, and only the commit events are kept in memory.
+pub fn pending(run_root: &Path) -> Result<Vec<PendingCommit>, HostCommitError> {
+    let journal = toolhost_journal::RunLayout::new(run_root)
+        .journal()
+        .absolute;
+    let mut requested: Vec<Value> = Vec::new();
+    let mut offset = 0;
+    loop {
+        let chunk = toolhost_journal::tail::read_from(&journal, offset)?;
+        if chunk.lines.is_empty() {
+            break;
+        }
+        offset = chunk.offset;
+        for line in chunk.lines {
+            let kind = line.event_type.as_str();
+            let asked = kind == ChatCommitRequested::TYPE;
+            if !asked && kind != ChatCommitCompleted::TYPE && kind != ChatCommitFailed::TYPE {
+                continue;
+            }
+            let Ok(event) = serde_json::from_str::<Value>(&line.json) else {
+                continue;
+            };
+            let id = event["payload"]["commitId"].clone();
+            if asked {
+                // Only a commit the app makes itself carries its text.
+                if event["payload"].get("text").is_some() {
+                    requested.push(event);
+                }
+            } else {
+                requested.retain(|asked| asked["payload"]["commitId"] != id);
+            }
+        }
+    }
+    Ok(requested
+        .into_iter()
+        .map(|event| {
+            let commit_id = event["payload"]["commitId"].as_str().unwrap_or("");
+            PendingCommit {
+                seq: event["seq"].as_u64().unwrap_or(0),
+                timestamp: event["timestamp"].as_str().unwrap_or("").to_owned(),
+                answered: matches!(read_answer(run_root, commit_id), Ok(Some(_))),
+                request: event["payload"].clone(),
+            }
+        })
+        .collect())
+}
+
+/// The chat host of a run whose app commits itself: waits for the app's
+/// answer file, looking every `poll`; past `timeout` the model reads
+/// `chat.host_commit_timeout` and may commit again.
+#[derive(Debug, Clone)]
+pub struct HostCommits {
+    run_root: PathBuf,
+    pub poll: Duration,
+    pub timeout: Duration,
+}
+
+impl HostCommits {
+    pub fn new(run_root: &Path, timeout: Duration) -> Self {
+        Self {
+            run_root: run_root.to_owned(),
+            poll: Duration::from_millis(100),
+            timeout,
+        }
+    }
+}
+
+impl ChatHost for HostCommits {
+    fn commit<'a>(&'a self, request: CommitRequest<'a>) -> CommitFuture<'a> {
+        Box::pin(async move {
+            let deadline = Instant::now() + self.timeout;
+            loop {
+                match read_answer(&self.run_root, request.commit_id) {
+                    Ok(Some(answer)) => return Ok(answer.outcome()),
+                    Ok(None) => {}
+                    Err(error) => tracing::warn!(
+                        commit = %request.commit_id,
+                        "a host commit answer does not read: {error}"
+                    ),
+                }
+                if Instant::now() >= deadline {
+                    return Ok(CommitOutcome::Refused {
+                        code: HOST_COMMIT_TIMEOUT.into(),
+                        message: format!(
+                            "the chat app did not answer within {} s; the reply was not saved. Commit again to offer it once more",
+                            self.timeout.as_secs()
+                        ),
+                    });
+                }
+                tokio::time::sleep(self.poll).await;
+            }
+        })
+    }
+
+    fn find_commit(&self, commit_id: &str) -> Result<Option<CommitOutcome>, ChatHostError> {
+        read_answer(&self.run_root, commit_id)
+            .map(|answer| answer.map(AnswerFile::outcome))
+            .map_err(|error| ChatHostError {
+                code: "chat.commit_answer_invalid".into(),
+                message: error.to_string(),
+            })
+    }
+
+    fn app_commits(&self) -> bool {
+        true
+    }
+
+    fn describe(&self) -> String {
+        "the chat app (host commit)".to_owned()
+    }
+}
