@@ -7,6 +7,11 @@
 //! rewrites `chat_metadata` for reasons unrelated to the history) are hashed
 //! so a commit can refuse to write into a chat whose history changed under
 //! the run (`agent.input_history_conflict`).
+//!
+//! [`BoundChat::bind_for`] binds for a [`GenerationType`]: for `swipe` and
+//! `regenerate` the last message (the one the reply replaces) is left out of
+//! the prefix; for `continue` it is read but not hashed, as the commit
+//! changes it (see [`generation`](crate::generation)).
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -15,8 +20,10 @@ use sha2::{Digest, Sha256};
 
 use toolhost_text::PackedTexts;
 
+use crate::dates::SendDateStyle;
 use crate::error::ChatError;
 use crate::file::{ChatFile, ChatHeader, ChatMessage, GROUP_HEADER_NAME, Role};
+use crate::generation::{ChatBinding, ChatTarget, GenerationType};
 
 /// At most this many messages per [`BoundChat::messages`] call.
 pub const MAX_MESSAGES_PER_BATCH: u32 = 1_000;
@@ -62,11 +69,18 @@ pub struct BoundChat {
     prefix: FrozenPrefix,
     info: ChatInfo,
     reply_name: String,
+    /// Messages the run reads (`prefix.message_count`, plus the target for
+    /// `continue`).
+    visible: u32,
+    generation_type: GenerationType,
+    target: Option<ChatTarget>,
+    date_style: SendDateStyle,
 }
 
 /// Where the frozen prefix ends and what its bytes hash to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FrozenPrefix {
+    /// Messages hashed: all the visible ones, but a `continue` run's target.
     pub message_count: u32,
     /// Bytes from the start of line 2 through the end of message N's
     /// content, without its line ending: a line ending added after it (when
@@ -107,7 +121,7 @@ impl BoundChat {
     }
 
     /// Freeze an already loaded file.
-    pub fn from_file(mut file: ChatFile, visible_messages: Option<u32>) -> Result<Self, ChatError> {
+    pub fn from_file(file: ChatFile, visible_messages: Option<u32>) -> Result<Self, ChatError> {
         let total = file.message_count();
         let count = visible_messages.unwrap_or(total);
         if count > total {
@@ -116,16 +130,166 @@ impl BoundChat {
                 format!("the run's input has {count} messages, the chat file only {total}"),
             ));
         }
-        file.truncate(count);
-        let prefix = frozen_prefix(&file);
+        Ok(Self::freeze(file, GenerationType::Normal, count, None))
+    }
+
+    /// Load the chat at `path` and bind it for a reply of type
+    /// `generation_type`: `normal` is [`bind`](Self::bind) with every
+    /// message; `swipe`, `regenerate` and `continue` need the last message
+    /// to be an assistant message (the target), else
+    /// `chat.generation_type_unfit` (an empty chat, a last message that is
+    /// the user's or a system note). Record [`binding`](Self::binding) to
+    /// bind the same way again with [`rebind_for`](Self::rebind_for).
+    pub fn bind_for(
+        path: impl AsRef<Path>,
+        generation_type: GenerationType,
+    ) -> Result<Self, ChatError> {
+        let file = ChatFile::load(path)?;
+        if !generation_type.has_target() {
+            return Self::from_file(file, None);
+        }
+        let unfit = |reason: String| ChatError::GenerationTypeUnfit {
+            path: file.path().to_owned(),
+            generation_type,
+            reason,
+        };
+        let Some(last) = file.messages().last() else {
+            return Err(unfit("the chat has no messages".into()));
+        };
+        match last.role() {
+            Role::Assistant => {}
+            Role::User => {
+                return Err(unfit(format!(
+                    "its last message ({}) is the user's, not a reply",
+                    last.index()
+                )));
+            }
+            Role::System => {
+                return Err(unfit(format!(
+                    "its last message ({}) is a system note, not a reply",
+                    last.index()
+                )));
+            }
+        }
+        let target = ChatTarget {
+            index: last.index(),
+            text_len: last.text().len() as u64,
+            text_sha256: sha256_hex(last.text().as_bytes()),
+        };
+        let visible = if generation_type.reads_target() {
+            target.index + 1
+        } else {
+            target.index
+        };
+        Ok(Self::freeze(file, generation_type, visible, Some(target)))
+    }
+
+    /// Bind again as [`binding`](Self::binding) recorded (a reopened run):
+    /// the same prefix, whose bytes must still hash to
+    /// `binding.prefix_sha256`, and the same target, which must still be an
+    /// assistant message; for `continue` its text must still start with the
+    /// text read at bind time (the run's own continuation may follow), and
+    /// that text is what the run reads. Else `agent.input_history_conflict`;
+    /// a binding whose target does not fit its type is
+    /// `chat.generation_type_unfit`.
+    pub fn rebind_for(path: impl AsRef<Path>, binding: &ChatBinding) -> Result<Self, ChatError> {
+        let path = path.as_ref();
+        let generation_type = binding.generation_type;
+        let visible = binding.visible_messages;
+        let target = match (&binding.target, generation_type) {
+            (None, GenerationType::Normal) => {
+                return Self::rebind(path, visible, &binding.prefix_sha256);
+            }
+            (Some(target), GenerationType::Swipe | GenerationType::Regenerate)
+                if target.index == visible =>
+            {
+                target
+            }
+            (Some(target), GenerationType::Continue)
+                if target.index.checked_add(1) == Some(visible) =>
+            {
+                target
+            }
+            _ => {
+                return Err(ChatError::GenerationTypeUnfit {
+                    path: path.to_owned(),
+                    generation_type,
+                    reason: format!(
+                        "the recorded binding ({visible} visible messages, target {:?}) does not fit the type",
+                        binding.target.as_ref().map(|t| t.index)
+                    ),
+                });
+            }
+        };
+        let mut file = ChatFile::load(path)?;
+        let changed = |reason: String| ChatError::conflict(path, reason);
+        let Some(message) = file.messages().get(target.index as usize) else {
+            return Err(changed(format!(
+                "message {}, the one the run writes into, is gone",
+                target.index
+            )));
+        };
+        if message.role() != Role::Assistant {
+            return Err(changed(format!(
+                "message {}, the one the run writes into, is no longer an assistant message",
+                target.index
+            )));
+        }
+        if generation_type.reads_target() {
+            let Some(base) = target_base(message.text(), target) else {
+                return Err(changed(format!(
+                    "message {}, the one the run continues, no longer starts with the text it read",
+                    target.index
+                )));
+            };
+            let base = base.to_owned();
+            file.set_text(target.index, base);
+        }
+        let bound = Self::freeze(file, generation_type, visible, Some(target.clone()));
+        if !bound
+            .prefix
+            .sha256
+            .eq_ignore_ascii_case(&binding.prefix_sha256)
+        {
+            return Err(changed(format!(
+                "messages 0..{} hash to {}, the run recorded {}",
+                bound.prefix.message_count, bound.prefix.sha256, binding.prefix_sha256
+            )));
+        }
+        Ok(bound)
+    }
+
+    /// The bound chat with its first `visible` messages (`visible` is at
+    /// most the file's count; a target is one of the file's messages).
+    fn freeze(
+        mut file: ChatFile,
+        generation_type: GenerationType,
+        visible: u32,
+        target: Option<ChatTarget>,
+    ) -> Self {
+        let hashed = target.as_ref().map_or(visible, |t| t.index.min(visible));
+        // The form of `send_date` comes from the messages up to the one
+        // written into (or the last one read).
+        let dated = target.as_ref().map_or(visible, |t| t.index + 1) as usize;
+        let date_style = SendDateStyle::detect(
+            file.messages()[..dated.min(file.messages().len())]
+                .iter()
+                .map(ChatMessage::send_date),
+        );
+        let prefix = frozen_prefix(&file, hashed);
+        file.truncate(visible);
         let info = chat_info(file.header(), file.messages());
         let reply_name = reply_name(file.header(), file.messages());
-        Ok(BoundChat {
+        BoundChat {
             file,
             prefix,
             info,
             reply_name,
-        })
+            visible,
+            generation_type,
+            target,
+            date_style,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -142,7 +306,32 @@ impl BoundChat {
 
     /// Messages visible to the run.
     pub fn message_count(&self) -> u32 {
-        self.prefix.message_count
+        self.visible
+    }
+
+    /// How the run's reply lands ([`bind`](Self::bind): `normal`).
+    pub fn generation_type(&self) -> GenerationType {
+        self.generation_type
+    }
+
+    /// The message a `swipe`, `regenerate` or `continue` run writes into.
+    pub fn target(&self) -> Option<&ChatTarget> {
+        self.target.as_ref()
+    }
+
+    /// What to record to bind the same way again ([`rebind_for`](Self::rebind_for)).
+    pub fn binding(&self) -> ChatBinding {
+        ChatBinding {
+            generation_type: self.generation_type,
+            visible_messages: self.visible,
+            prefix_sha256: self.prefix.sha256.clone(),
+            target: self.target.clone(),
+        }
+    }
+
+    /// The form a committed message's `send_date` takes in this chat.
+    pub fn send_date_style(&self) -> SendDateStyle {
+        self.date_style
     }
 
     /// Message `index` of the prefix, else `chat.message_not_found`.
@@ -188,7 +377,8 @@ impl BoundChat {
 
     /// Hex sha256 of the frozen prefix bytes: message lines 1..=N as they
     /// were in the file, with the line endings between them but not the one
-    /// after the last (the header line excluded).
+    /// after the last (the header line excluded). For `continue`, N is the
+    /// target's index: the target is read but not hashed.
     pub fn prefix_sha256(&self) -> &str {
         &self.prefix.sha256
     }
@@ -208,14 +398,34 @@ impl BoundChat {
     pub(crate) fn prefix(&self) -> &FrozenPrefix {
         &self.prefix
     }
+
+    /// Every visible message.
+    pub(crate) fn visible_messages(&self) -> &[ChatMessage] {
+        self.file.messages()
+    }
 }
 
-fn frozen_prefix(file: &ChatFile) -> FrozenPrefix {
+/// The text a `continue` target had at bind time, when `text` still starts
+/// with it.
+pub(crate) fn target_base<'t>(text: &'t str, target: &ChatTarget) -> Option<&'t str> {
+    let len = usize::try_from(target.text_len).ok()?;
+    let base = text.get(..len)?;
+    sha256_hex(base.as_bytes())
+        .eq_ignore_ascii_case(&target.text_sha256)
+        .then_some(base)
+}
+
+/// The first `count` messages' bytes and hash (`count` at most the file's).
+fn frozen_prefix(file: &ChatFile, count: u32) -> FrozenPrefix {
     let start = file.header_span().next;
-    let end = file.messages().last().map_or(start, |last| last.span().end);
+    let end = file
+        .messages()
+        .get(..count as usize)
+        .and_then(<[ChatMessage]>::last)
+        .map_or(start, |last| last.span().end);
     let bytes = &file.bytes()[start..end];
     FrozenPrefix {
-        message_count: file.message_count(),
+        message_count: count,
         len: bytes.len(),
         sha256: sha256_hex(bytes),
     }

@@ -96,6 +96,25 @@ pub fn commit(
     mode: CommitMode,
     commit_id: Option<&str>,
 ) -> Result<Committed, ChatError> {
+    let send_date = format_send_date(SystemTime::now());
+    let change = Change {
+        text,
+        mode,
+        send_date: &send_date,
+        commit_id,
+    };
+    write_planned(bound, |target, current| {
+        plan(bound, target, current, run_message, &change)
+    })
+}
+
+/// Read the chat, have `plan` make its new content (and the run message's
+/// index) from the bytes read, and write that atomically (see the module
+/// documentation); `plan` runs again when the chat changed meanwhile.
+pub(crate) fn write_planned(
+    bound: &BoundChat,
+    mut plan: impl FnMut(&Path, &[u8]) -> Result<(Vec<u8>, u32), ChatError>,
+) -> Result<Committed, ChatError> {
     // Write through a symlink to the real file, and keep the temp file on
     // its filesystem.
     let target = fs::canonicalize(bound.path()).map_err(|e| ChatError::io(bound.path(), e))?;
@@ -103,7 +122,6 @@ pub fn commit(
         Some(dir) => dir.to_owned(),
         None => return Err(io_other(&target, "the chat file has no parent directory")),
     };
-    let send_date = format_send_date(SystemTime::now());
     for attempt in 1..=COMMIT_ATTEMPTS {
         // The chat read stays open until the commit is over: the rename
         // then leaves the replaced file's inode to this handle, so freeing
@@ -113,13 +131,7 @@ pub fn commit(
         // into the same directory waited for it (docs/benchmarks.md,
         // stop 34).
         let (replaced, current) = read_held(&target)?;
-        let change = Change {
-            text,
-            mode,
-            send_date: &send_date,
-            commit_id,
-        };
-        let (updated, index) = plan(bound, &target, &current, run_message, &change)?;
+        let (updated, index) = plan(&target, &current)?;
         let temp = write_temp(&target, &dir, &updated)?;
         let now = fs::read(&target).map_err(|e| ChatError::io(&target, e))?;
         if now != current {
@@ -133,7 +145,7 @@ pub fn commit(
             ChatError::io(&dir, e)
         })?;
         drop(replaced);
-        tracing::debug!(chat = %target.display(), index, ?mode, "committed the run's message");
+        tracing::debug!(chat = %target.display(), index, "committed the run's message");
         return Ok(Committed { index });
     }
     Err(io_other(
@@ -142,15 +154,17 @@ pub fn commit(
     ))
 }
 
-/// The index of the message whose `extra.commitId` is `commit_id`, among
-/// the messages after the run's frozen input history; `None` when no
-/// message carries it (the commit never landed, or a later commit of the
-/// same run replaced its id: commits of a run are sequential, so only the
-/// latest can be in doubt after a crash).
+/// The index of the message whose `extra.commitId` is `commit_id` — or
+/// whose `swipe_info` has an entry whose `extra.commitId` is (a swipe the
+/// user swiped away from in SillyTavern) — among the messages after the
+/// run's frozen input history (a `swipe`, `regenerate` or `continue`
+/// target included); `None` when no message carries it (the commit never
+/// landed, or a later commit of the same run replaced its id: commits of a
+/// run are sequential, so only the latest can be in doubt after a crash).
 pub fn find_commit(bound: &BoundChat, commit_id: &str) -> Result<Option<u32>, ChatError> {
     let current = fs::read(bound.path()).map_err(|e| ChatError::io(bound.path(), e))?;
     let lines = split_lines(&current);
-    let first = 1 + bound.message_count() as usize;
+    let first = 1 + bound.prefix().message_count as usize;
     for (line_number, span) in lines.iter().enumerate().skip(first) {
         let content = &current[span.content()];
         if is_blank(content) {
@@ -159,9 +173,15 @@ pub fn find_commit(bound: &BoundChat, commit_id: &str) -> Result<Option<u32>, Ch
         let Ok(message) = serde_json::from_slice::<serde_json::Value>(content) else {
             continue;
         };
-        let extra = |key: &str| message.get("extra").and_then(|extra| extra.get(key));
-        if extra("api").and_then(serde_json::Value::as_str) == Some(COMMIT_API)
-            && extra("commitId").and_then(serde_json::Value::as_str) == Some(commit_id)
+        let carries = |extra: Option<&serde_json::Value>| {
+            let field = |key: &str| extra.and_then(|e| e.get(key)?.as_str());
+            field("api") == Some(COMMIT_API) && field("commitId") == Some(commit_id)
+        };
+        let swipes = message
+            .get("swipe_info")
+            .and_then(serde_json::Value::as_array);
+        if carries(message.get("extra"))
+            || swipes.is_some_and(|info| info.iter().any(|entry| carries(entry.get("extra"))))
         {
             let index = u32::try_from(line_number - 1)
                 .map_err(|_| io_other(bound.path(), "the chat has too many messages"))?;
@@ -181,7 +201,7 @@ fn read_held(target: &Path) -> Result<(File, Vec<u8>), ChatError> {
     Ok((file, bytes))
 }
 
-fn io_other(path: &Path, message: impl Into<String>) -> ChatError {
+pub(crate) fn io_other(path: &Path, message: impl Into<String>) -> ChatError {
     ChatError::Io {
         path: path.to_owned(),
         source: io::Error::other(message.into()),
@@ -291,7 +311,7 @@ fn plan(
     }
 }
 
-fn check_prefix(
+pub(crate) fn check_prefix(
     bound: &BoundChat,
     path: &Path,
     current: &[u8],
@@ -316,8 +336,8 @@ fn check_prefix(
         return Err(changed());
     }
     // The last prefix line must still end there (the hash stops before
-    // its line ending).
-    if !matches!(current.get(end), None | Some(b'\n' | b'\r')) {
+    // its line ending); an empty prefix has no last line.
+    if prefix.message_count > 0 && !matches!(current.get(end), None | Some(b'\n' | b'\r')) {
         return Err(changed());
     }
     Ok(())

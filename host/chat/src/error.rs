@@ -3,6 +3,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::generation::GenerationType;
+
 /// `chat.not_found`: no chat file, or no chat bound to the run.
 pub const CODE_NOT_FOUND: &str = "chat.not_found";
 /// `chat.malformed`: a line of the chat file is not what SillyTavern writes.
@@ -14,6 +16,10 @@ pub const CODE_MESSAGE_NOT_FOUND: &str = "chat.message_not_found";
 pub const CODE_INPUT_HISTORY_CONFLICT: &str = "agent.input_history_conflict";
 /// `chat.io_error`: reading or writing the chat file failed.
 pub const CODE_IO_ERROR: &str = "chat.io_error";
+/// `chat.generation_type_unfit`: the chat has no message the generation
+/// type could write into (a `swipe` of a chat whose last message is the
+/// user's, a `continue` of an empty chat).
+pub const CODE_GENERATION_TYPE_UNFIT: &str = "chat.generation_type_unfit";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChatError {
@@ -47,6 +53,15 @@ pub enum ChatError {
     #[error("the input history of chat file {} changed since the run started: {reason}", path.display())]
     InputHistoryConflict { path: PathBuf, reason: String },
 
+    /// A `swipe`, `regenerate` or `continue` of a chat whose last message
+    /// is not an assistant message (or that has none).
+    #[error("chat file {}: cannot {generation_type} this chat: {reason}", path.display())]
+    GenerationTypeUnfit {
+        path: PathBuf,
+        generation_type: GenerationType,
+        reason: String,
+    },
+
     #[error("chat file {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -66,6 +81,7 @@ impl ChatError {
             }
             ChatError::InputHistoryConflict { .. } => CODE_INPUT_HISTORY_CONFLICT,
             ChatError::Io { .. } => CODE_IO_ERROR,
+            ChatError::GenerationTypeUnfit { .. } => CODE_GENERATION_TYPE_UNFIT,
         }
     }
 

@@ -257,6 +257,15 @@ impl ChatFile {
     pub(crate) fn truncate(&mut self, count: u32) {
         self.messages.truncate(count as usize);
     }
+
+    /// Read message `index` as having `text` (a reopened `continue` run
+    /// reads its target's text as it was at bind time, not with the run's
+    /// own continuation).
+    pub(crate) fn set_text(&mut self, index: u32, text: String) {
+        if let Some(message) = self.messages.get_mut(index as usize) {
+            message.text = text;
+        }
+    }
 }
 
 fn parse_header(path: &Path, content: &Arc<str>, span: LineSpan) -> Result<ChatHeader, ChatError> {

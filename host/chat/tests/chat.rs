@@ -13,31 +13,9 @@ use toolhost_chat::{
     commit_append, commit_replace, generate_chat,
 };
 
-const LONG: &str = "long_character_chat.jsonl";
-const GROUP: &str = "group_chat.jsonl";
-const CJK: &str = "cjk_chat.jsonl";
+mod common;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/chats")
-        .join(name)
-}
-
-/// A copy of fixture `name` in a fresh temp dir, optionally with CRLF line
-/// endings (`mes` newlines are `\n` escapes, so only line endings change).
-fn copy_fixture(name: &str, crlf: bool) -> (TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut bytes = fs::read(fixture(name)).unwrap();
-    if crlf {
-        bytes = String::from_utf8(bytes)
-            .unwrap()
-            .replace('\n', "\r\n")
-            .into_bytes();
-    }
-    let path = dir.path().join(name);
-    fs::write(&path, bytes).unwrap();
-    (dir, path)
-}
+use common::{CJK, GROUP, LONG, copy_fixture, fixture};
 
 fn write_chat(dir: &TempDir, name: &str, text: &str) -> PathBuf {
     let path = dir.path().join(name);
@@ -680,6 +658,24 @@ fn commit_replace_append_replace_on_the_run_message() {
         assert_eq!(bound.message_count(), 65);
         assert_only(dir.path(), &[LONG]);
     }
+}
+
+#[test]
+fn a_chat_of_only_its_header_takes_a_second_commit() {
+    // An empty prefix has no last line whose end the commit could check:
+    // the run's own first message starts right where it ends.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_chat(
+        &dir,
+        "new.jsonl",
+        "{\"user_name\":\"Ren\",\"character_name\":\"Mirelle\"}\n",
+    );
+    let bound = BoundChat::bind(&path, None).unwrap();
+    let first = commit_replace(&bound, None, "Hello.").unwrap();
+    assert_eq!(first.index, 0);
+    commit_append(&bound, Some(first.index), " Again.").unwrap();
+    let file = ChatFile::load(&path).unwrap();
+    assert_eq!(file.messages()[0].text(), "Hello. Again.");
 }
 
 #[test]
