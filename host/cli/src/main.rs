@@ -9,6 +9,7 @@ mod approvals;
 mod call;
 mod catalog_watch;
 mod cluster;
+mod commits;
 mod ext;
 mod flags;
 mod inspect;
@@ -155,6 +156,12 @@ enum Command {
         #[command(subcommand)]
         command: approvals::ApprovalsCommand,
     },
+    /// Commits a host-commit run waits for the chat app to make: list them,
+    /// answer one (docs/serve.md, "Host commit").
+    Commits {
+        #[command(subcommand)]
+        command: commits::CommitsCommand,
+    },
     /// A cluster of `toolhost serve` nodes on NATS JetStream: its nodes,
     /// their runs and leases, the queue (docs/cluster.md).
     Cluster {
@@ -282,6 +289,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Approvals { command } = cli.command {
         return approvals::run(command);
     }
+    // Nor answering a commit.
+    if let Command::Commits { command } = cli.command {
+        return commits::run(command);
+    }
     // Nor looking at a cluster.
     if let Command::Cluster { command } = cli.command {
         return cluster::run(command).await;
@@ -394,6 +405,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Journal { .. }
         | Command::Approvals { .. }
+        | Command::Commits { .. }
         | Command::Cluster { .. }
         | Command::Mcp { .. }
         | Command::Ext { .. } => {

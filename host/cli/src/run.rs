@@ -13,8 +13,9 @@ use serde_json::Value;
 use toolhost_core::profile::Presentation;
 use toolhost_journal::{Level, Observer};
 use toolhost_model::{HttpOptions, ModelSource, ModelSpec};
+use toolhost_runtime::host_commit::{DEFAULT_HOST_COMMIT_TIMEOUT, HostCommits};
 use toolhost_runtime::{
-    AgentDirectory, LoopConfig, LoopParts, LoopSummary, Run, RunCancel, RunStatus,
+    AgentDirectory, ChatHost, LoopConfig, LoopParts, LoopSummary, Run, RunCancel, RunStatus,
     SillyTavernChatHost, ToolHost, run_agent_loop,
 };
 
@@ -47,6 +48,17 @@ pub struct RunArgs {
     /// [default: 160000].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(4096..))]
     pub context_chars: Option<u32>,
+    /// Who writes the reply into the chat: `file` (toolhost writes the
+    /// SillyTavern chat file) or `host` (the chat app saves it and answers
+    /// with `toolhost commits answer RUN_DIR COMMIT_ID`) [default: file;
+    /// with --resume: the recorded one].
+    #[arg(long, value_enum)]
+    pub commit: Option<CommitArg>,
+    /// Seconds a host commit waits for the chat app's answer before the
+    /// model is told the reply was not saved.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..),
+          default_value_t = DEFAULT_HOST_COMMIT_TIMEOUT.as_secs())]
+    pub host_commit_timeout: u64,
     /// The environment variable holding the API key [default:
     /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY by kind].
     #[arg(long, value_name = "VAR")]
@@ -138,7 +150,16 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs, verbose: bool) -> Result<Ex
         .chat()
         .context("the run is bound to no chat (toolhost run needs one)")?;
     let chat_path = chat.path().to_owned();
-    let chat_host = Arc::new(SillyTavernChatHost::new(Arc::clone(chat)));
+    // `--commit host`: another program saves the reply into the chat and
+    // answers (`toolhost commits answer`); toolhost writes no chat.
+    let chat_host: Arc<dyn ChatHost> = if config.host_commit {
+        Arc::new(HostCommits::new(
+            run.root(),
+            Duration::from_secs(args.host_commit_timeout),
+        ))
+    } else {
+        Arc::new(SillyTavernChatHost::new(Arc::clone(chat)))
+    };
     let profile = run.profile();
     eprintln!(
         "run {} — profile {} ({}), model {}, chat {} ({} messages), {} other agent(s)",
@@ -229,6 +250,7 @@ fn start(args: &RunArgs) -> Result<Prepared> {
         max_output_tokens: args.max_output_tokens,
         max_rounds: args.max_rounds,
         context_chars: args.context_chars,
+        host_commit: args.commit == Some(CommitArg::Host),
         persist_dir: args.persist.as_deref().map(absolute).transpose()?,
         seed: args.seed,
         model: model_record(&spec_text, &options),
@@ -311,6 +333,9 @@ fn resume(args: &RunArgs, dir: &Path) -> Result<Prepared> {
     config.max_output_tokens = args.max_output_tokens.or(config.max_output_tokens);
     config.max_rounds = args.max_rounds.or(config.max_rounds);
     config.context_chars = args.context_chars.or(config.context_chars);
+    if let Some(commit) = args.commit {
+        config.host_commit = commit == CommitArg::Host;
+    }
     match (&args.persist, &record.persist_dir) {
         (Some(persist), _) => config.persist_dir = Some(absolute(persist)?),
         // Promotion writes there: the person confirms where.
@@ -372,6 +397,13 @@ fn progress_printer(verbose: bool) -> Observer {
             "{marker}{seq:>4} {who:<8} {event_type:<28} {details}"
         );
     })
+}
+
+/// `toolhost run --commit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CommitArg {
+    File,
+    Host,
 }
 
 fn print_summary(summary: &LoopSummary, chat: &std::path::Path, json: bool) -> Result<()> {

@@ -667,6 +667,89 @@ fn run_takes_a_prompt_snapshot_and_refuses_a_bad_one_before_anything_is_made() {
     );
 }
 
+/// `toolhost run --commit host`: the run waits for another program (the
+/// chat app) to save its reply and answer with `toolhost commits answer`;
+/// the chat file is never written.
+#[test]
+fn a_host_commit_run_waits_for_the_apps_answer_and_leaves_the_chat_alone() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
+    copy_fixture_chat(&dir.join("chat.jsonl"));
+    let before = std::fs::read(dir.join("chat.jsonl")).expect("chat");
+    let script = repo("examples/demo/script.json");
+    let mut running = common::toolhost_in(dir)
+        .args([
+            "run",
+            "--model",
+            &format!("script:{}", script.display()),
+            "--agents",
+            repo("examples/demo/agents").to_str().expect("utf-8"),
+            "--chat",
+            "chat.jsonl",
+            "--run-dir",
+            "host-run",
+            "--commit",
+            "host",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let run_dir = dir.join("host-run");
+    let mut pending = Value::Null;
+    for _ in 0..1200 {
+        if run_dir.join("run.json").exists() {
+            let listed = toolhost(dir, &["commits", "list", "host-run", "--json"]);
+            if listed.status.success() {
+                pending = serde_json::from_slice(&listed.stdout).expect("json");
+                if pending.as_array().is_some_and(|list| !list.is_empty()) {
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let commit = pending[0]["request"]["commitId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no commit waited: {pending}"))
+        .to_owned();
+    assert!(
+        pending[0]["request"]["text"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("*Mirelle hauls you up"))
+    );
+    let answered = toolhost(
+        dir,
+        &[
+            "commits",
+            "answer",
+            "host-run",
+            &commit,
+            "--committed",
+            "65",
+        ],
+    );
+    assert_eq!(answered.status.code(), Some(0), "{}", stderr(&answered));
+    let again = toolhost(
+        dir,
+        &[
+            "commits",
+            "answer",
+            "host-run",
+            &commit,
+            "--committed",
+            "65",
+        ],
+    );
+    assert_ne!(again.status.code(), Some(0), "answered once");
+    let output = running.wait_with_output().expect("the run ends");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary: Value = serde_json::from_slice(&output.stdout).expect("summary json");
+    assert_eq!(summary["commits"][0]["messageIndex"], 65);
+    assert_eq!(std::fs::read(dir.join("chat.jsonl")).expect("chat"), before);
+}
+
 #[test]
 fn run_drives_a_scripted_agent_to_a_committed_reply() {
     let temp = tempfile::tempdir().expect("tempdir");
