@@ -7,6 +7,9 @@
 //!   chats/<name>.jsonl   the SillyTavern chats its runs write into
 //!   profiles/<name>.json the profiles (and agents) its runs may name
 //!   skills/<name>/       installed-skills directories
+//!   persist/<chat>/      each chat's persistent files (`chats/<chat>.jsonl`'s),
+//!                        projected into its runs' `persist/`, promoted back
+//!                        by the runs that finish
 //!   tmp/                 inline world info, while a run is created
 //!   policy.json          its tool policy, as a user's (docs/policy.md; optional)
 //! ```
@@ -87,6 +90,48 @@ impl TenantDirs {
         self.root.join("skills")
     }
 
+    /// Where each chat's persist directory is: `persist/<chat>/`, made on
+    /// demand by [`TenantDirs::chat_persist`].
+    pub fn persist(&self) -> PathBuf {
+        self.root.join("persist")
+    }
+
+    /// `persist/<name>/` for the chat file `chats/<name>.jsonl` (`None` for
+    /// any other path): the path a run of that chat records, absolute as
+    /// its chat's is, never resolved.
+    pub fn chat_persist_path(&self, chat: &Path) -> Option<PathBuf> {
+        let name = chat.file_name()?.to_str()?.strip_suffix(CHAT_SUFFIX)?;
+        // Made absolute, never resolved: `chats/../..` is not `chats`.
+        let parent = std::path::absolute(chat.parent()?).ok()?;
+        if !is_plain_name(name) || parent != std::path::absolute(self.chats()).ok()? {
+            return None;
+        }
+        std::path::absolute(self.persist().join(name)).ok()
+    }
+
+    /// The persist directory of the chat file `chats/<name>.jsonl`, made if
+    /// missing: what a served run projects into its `persist/` and, when it
+    /// finishes, promotes back to (docs/serve.md). The runtime opens this
+    /// path as given, following links, so it is made a real directory here
+    /// first: `persist/` or `persist/<name>` that is a symbolic link —
+    /// which could lead out of the tenant, into another's — is refused
+    /// (`403 workspace.symlink_found`), never followed or replaced. The
+    /// files inside are walked beneath it by the runtime, which refuses
+    /// links there itself.
+    pub fn chat_persist(&self, chat: &Path) -> Result<PathBuf, ApiError> {
+        let dir = self.chat_persist_path(chat).ok_or_else(|| {
+            ApiError::internal(
+                "finding the chat's persist directory",
+                format!("{} is not a chat of the tenant", chat.display()),
+            )
+        })?;
+        let parent = dir.parent().unwrap_or(&dir).to_owned();
+        for level in [parent.as_path(), dir.as_path()] {
+            real_directory(level)?;
+        }
+        Ok(dir)
+    }
+
     pub fn tmp(&self) -> PathBuf {
         self.root.join("tmp")
     }
@@ -146,6 +191,44 @@ impl TenantDirs {
     }
 }
 
+/// The suffix of a chat file, which its persist directory's name drops.
+const CHAT_SUFFIX: &str = ".jsonl";
+
+/// Make `dir` (its parent must exist), or find it made: a directory, not a
+/// link to one. `create_dir` never follows a link at its last component (a
+/// dangling one is "already exists"), and what is there is looked at
+/// without following it.
+fn real_directory(dir: &Path) -> Result<(), ApiError> {
+    let what = "making the chat's persist directory";
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(ApiError::internal(what, error)),
+    }
+    let meta = dir
+        .symlink_metadata()
+        .map_err(|error| ApiError::internal(what, error))?;
+    if meta.file_type().is_symlink() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "workspace.symlink_found",
+            format!(
+                "the chat's persist directory `{}` is a symbolic link; it is never followed",
+                dir.file_name()
+                    .map(|name| name.to_string_lossy())
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(ApiError::internal(
+            what,
+            format!("{} is not a directory", dir.display()),
+        ));
+    }
+    Ok(())
+}
+
 /// Largest tenant policy file read.
 const MAX_POLICY_BYTES: u64 = 1024 * 1024;
 
@@ -177,5 +260,63 @@ mod tests {
             Some(PathBuf::from("/d/tenants/acme/chats/c1.jsonl"))
         );
         assert_eq!(TenantDirs::named(dirs.chats(), "../c1", ".jsonl"), None);
+    }
+
+    #[test]
+    fn a_chats_persist_directory_is_its_own_and_made_on_demand() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let dirs = TenantDirs::new(data.path(), "acme");
+        dirs.ensure().expect("dirs");
+        let chat = dirs.chats().join("c1.jsonl");
+        let made = dirs.chat_persist(&chat).expect("made");
+        assert_eq!(made, dirs.persist().join("c1"));
+        assert!(made.symlink_metadata().is_ok_and(|meta| meta.is_dir()));
+        // Again: found, not made twice.
+        assert_eq!(dirs.chat_persist(&chat).expect("found"), made);
+        // Only a chat file of this tenant has one.
+        let bob = TenantDirs::new(data.path(), "bob");
+        for other in [
+            bob.chats().join("c1.jsonl"),
+            dirs.chats().join("../../bob/chats/c1.jsonl"),
+            dirs.chats().join("c1.txt"),
+            dirs.chats().join(".jsonl"),
+            dirs.root().join("c1.jsonl"),
+        ] {
+            assert_eq!(dirs.chat_persist_path(&other), None, "{}", other.display());
+        }
+    }
+
+    #[test]
+    fn a_link_in_place_of_a_persist_directory_is_refused_not_followed() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let (acme, bob) = (
+            TenantDirs::new(data.path(), "acme"),
+            TenantDirs::new(data.path(), "bob"),
+        );
+        for dirs in [&acme, &bob] {
+            dirs.ensure().expect("dirs");
+        }
+        let bobs = bob
+            .chat_persist(&bob.chats().join("c1.jsonl"))
+            .expect("bob's");
+        // The chat's own directory a link to bob's.
+        std::fs::create_dir(acme.persist()).expect("persist");
+        std::os::unix::fs::symlink(&bobs, acme.persist().join("c1")).expect("link");
+        let refused = acme
+            .chat_persist(&acme.chats().join("c1.jsonl"))
+            .expect_err("a link");
+        assert_eq!(
+            (refused.status, refused.code.as_str()),
+            (403, "workspace.symlink_found")
+        );
+        // `persist/` itself a link to bob's: nothing is made through it.
+        std::fs::remove_file(acme.persist().join("c1")).expect("unlink");
+        std::fs::remove_dir(acme.persist()).expect("rmdir");
+        std::os::unix::fs::symlink(bob.persist(), acme.persist()).expect("link");
+        let refused = acme
+            .chat_persist(&acme.chats().join("c2.jsonl"))
+            .expect_err("a link");
+        assert_eq!(refused.code, "workspace.symlink_found");
+        assert!(!bob.persist().join("c2").exists(), "made through the link");
     }
 }

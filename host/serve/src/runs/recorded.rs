@@ -59,6 +59,36 @@ pub(crate) fn check(manifest: &RunManifest, dirs: &TenantDirs, id: &str) -> Resu
     Ok(())
 }
 
+/// Refuse the persist directory a resumed run's `input/loop.json` records
+/// unless it is the one a start records for its chat, `chat` (from its
+/// `run.json`, checked by [`check`]): this tenant's `persist/<name>/`. A
+/// finished run copies files into it, so a record naming any other
+/// directory is never resumed. None is fine: a run started before served
+/// runs had one resumes without.
+pub(crate) fn check_persist(
+    persist_dir: Option<&Path>,
+    chat: Option<&Path>,
+    dirs: &TenantDirs,
+) -> Result<(), ApiError> {
+    let Some(persist_dir) = persist_dir else {
+        return Ok(());
+    };
+    if chat
+        .and_then(|chat| dirs.chat_persist_path(chat))
+        .as_deref()
+        == Some(persist_dir)
+    {
+        return Ok(());
+    }
+    Err(ApiError::conflict(
+        "run.foreign_inputs",
+        format!(
+            "the run's record cannot be resumed: its persist directory `{}` is not its chat's",
+            persist_dir.display()
+        ),
+    ))
+}
+
 /// Whether `path` is `dir/<plain name><suffix>`, as a start records it
 /// (made absolute against the working directory, never resolved).
 fn is_named_in(path: &Path, dir: &Path, suffix: &str) -> bool {
@@ -129,5 +159,34 @@ mod tests {
                 (409, "run.foreign_inputs")
             );
         }
+    }
+
+    #[test]
+    fn only_the_chats_own_persist_directory_is_resumed() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let (mine, theirs) = (
+            TenantDirs::new(data.path(), "alice"),
+            TenantDirs::new(data.path(), "bob"),
+        );
+        let chat = std::path::absolute(mine.chats().join("chat-00.jsonl")).expect("absolute");
+        let own = mine.chat_persist_path(&chat).expect("the chat's");
+        check_persist(Some(&own), Some(&chat), &mine).expect("its own");
+        check_persist(None, Some(&chat), &mine).expect("none recorded");
+        let other_chat = mine.chat_persist_path(&mine.chats().join("chat-01.jsonl"));
+        for foreign in [
+            theirs.persist().join("chat-00"),
+            other_chat.expect("another chat's"),
+            own.join(".."),
+            PathBuf::from("/etc"),
+        ] {
+            let error = check_persist(Some(&foreign), Some(&chat), &mine)
+                .expect_err(&foreign.display().to_string());
+            assert_eq!(
+                (error.status, error.code.as_str()),
+                (409, "run.foreign_inputs")
+            );
+        }
+        // A persist directory without a chat is no start's record.
+        assert!(check_persist(Some(&own), None, &mine).is_err());
     }
 }

@@ -292,6 +292,9 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
             })?;
         bindings.skills.push(SkillSource { scope: *scope, dir });
     }
+    // The chat's persist directory: projected into the run's `persist/`,
+    // promoted back only when the run finishes.
+    let persist_dir = dirs.chat_persist(&chat)?;
     let config = LoopConfig {
         task: request
             .task
@@ -303,6 +306,7 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
         context_chars: model.context_chars,
         seed: request.seed,
         model: model.record(),
+        persist_dir: Some(persist_dir),
         ..LoopConfig::default()
     };
     Ok(Prepared {
@@ -452,6 +456,12 @@ async fn resume_with(
         .map_err(|error| ApiError::internal("opening the model", error))?;
     let agents = record.agents().map_err(resume_refused)?;
     let config = record.config();
+    // It will copy files into its recorded persist directory: its chat's.
+    super::recorded::check_persist(
+        config.persist_dir.as_deref(),
+        chat.as_deref(),
+        &state.tenant_dirs(tenant),
+    )?;
     // Held to the operator's caps as at its start: what the run resumes
     // with was read from its directory (on a cluster node, from NATS).
     state.caps_of(tenant).check_run(
