@@ -297,6 +297,8 @@ impl ServeState {
         runs::file,
         runs::approvals,
         runs::decide,
+        runs::commits,
+        runs::answer,
     ),
     components(schemas(
         ApiError,
@@ -319,6 +321,11 @@ impl ServeState {
         runs::DecisionRequest,
         runs::DecisionChoice,
         runs::Decided,
+        runs::CommitChoice,
+        runs::PendingCommits,
+        runs::PendingCommit,
+        runs::CommitAnswer,
+        runs::Answered,
     )),
     modifiers(&BearerAuth)
 )]
@@ -378,6 +385,8 @@ pub fn router(state: Arc<ServeState>) -> Router {
         .route("/v1/runs/{id}/calls", post(runs::call))
         .route("/v1/runs/{id}/approvals", get(runs::approvals))
         .route("/v1/runs/{id}/approvals/{call_id}", post(runs::decide))
+        .route("/v1/runs/{id}/commits", get(runs::commits))
+        .route("/v1/runs/{id}/commits/{commit_id}", post(runs::answer))
         .route("/v1/runs/{id}/files/{*path}", get(runs::file))
         .route("/mcp/{profile}", any(mcp_http::endpoint))
         .fallback(|| async { ApiError::not_found("such route") })

@@ -309,8 +309,18 @@ function render(event) {
     case "agent_handoff_accepted":
       entry(invocation, "", "Handed the run off to " + (p.targetProfileId || p.toInvocationId || ""));
       break;
+    case "chat_commit_requested":
+      // A host commit: the chat app saves the reply, then answers.
+      if (typeof p.text === "string") {
+        entry(invocation, "approval", "Waiting for the chat app to save the reply (" + p.commitId + ", " +
+          p.chars + " characters" + (p.runMessage == null ? ", a new message" : ", rewriting message " + p.runMessage) + ")");
+      }
+      break;
     case "chat_commit_completed":
       entry(invocation, "commit", "Committed " + p.path + " to the chat (message " + p.messageIndex + ")");
+      break;
+    case "chat_commit_failed":
+      entry(invocation, "error", "The commit was not saved: " + p.code + " " + (p.message || ""));
       break;
     case "run_completed":
     case "run_failed":

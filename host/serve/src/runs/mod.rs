@@ -5,6 +5,7 @@
 
 mod approvals;
 mod calls;
+mod commits;
 mod drive;
 mod events;
 mod files;
@@ -34,13 +35,16 @@ pub use approvals::{
 };
 pub(crate) use calls::{__path_call, call};
 pub use calls::{CallRequest, CallResponse};
+pub(crate) use commits::{__path_answer, __path_commits, answer, commits};
+pub use commits::{Answered, CommitAnswer, PendingCommit, PendingCommits};
 pub(crate) use events::{__path_events, events};
 pub(crate) use files::{__path_file, file};
 pub(crate) use start::{
     __path_resume, __path_start, UNKNOWN_PROFILE, named_profile, resume, start,
 };
 pub use start::{
-    ProfileChoice, StartRun, Started, restart_taken, resume_run, resume_taken, start_taken,
+    CommitChoice, ProfileChoice, StartRun, Started, restart_taken, resume_run, resume_taken,
+    start_taken,
 };
 
 use crate::ServeState;
@@ -58,8 +62,10 @@ const MAX_LISTED: usize = 1000;
 #[serde(rename_all = "camelCase")]
 pub struct RunView {
     pub id: String,
-    /// `running`, `completed`, `partial_success`, `failed`, `cancelled`,
-    /// or `interrupted` (stopped without an end: resumable).
+    /// `running`, `awaiting_host_commit` (running, waiting for the chat
+    /// app to answer a commit: `GET …/commits`), `completed`,
+    /// `partial_success`, `failed`, `cancelled`, or `interrupted` (stopped
+    /// without an end: resumable).
     pub status: &'static str,
     /// The profile's id.
     pub profile: String,
@@ -77,6 +83,9 @@ pub struct RunView {
     pub tool_calls: usize,
     /// Calls waiting for a person's approval (`GET …/approvals`).
     pub pending_approvals: usize,
+    /// Commits in flight: for a run whose chat app commits the reply, the
+    /// ones it waits for the app to answer (`GET …/commits`).
+    pub pending_commits: usize,
     /// How the loop ended (`LoopSummary`): once it ended on this server.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
@@ -225,6 +234,14 @@ pub(crate) fn manifest(root: &Path) -> std::io::Result<RunManifest> {
     RunManifest::from_json_bytes(&bytes).map_err(std::io::Error::other)
 }
 
+/// Whether the run `id`, driven here, has its chat app commit the reply.
+fn driven_host_commit(state: &ServeState, tenant: &str, id: &str) -> bool {
+    state
+        .runs
+        .live(tenant, id)
+        .is_some_and(|run| run.host_commit)
+}
+
 fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Result<RunView> {
     let root = &at.root;
     let manifest = manifest(root)?;
@@ -252,7 +269,14 @@ fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Res
         }
     };
     let (status, summary) = if live {
-        ("running", None)
+        // A run whose chat app commits the reply waits for its answer.
+        let host_commit = driven_host_commit(state, tenant, id);
+        let status = if host_commit && counts.pending_commits > 0 {
+            "awaiting_host_commit"
+        } else {
+            "running"
+        };
+        (status, None)
     } else {
         let summary_path = state
             .tenant_dirs(tenant)
@@ -279,6 +303,7 @@ fn view(state: &ServeState, tenant: &str, id: &str, at: &ReadAt) -> std::io::Res
         total_rounds: counts.rounds,
         tool_calls: counts.tool_calls,
         pending_approvals: counts.pending_approvals,
+        pending_commits: counts.pending_commits,
         summary,
     })
 }

@@ -117,6 +117,8 @@ mod tests {
             path: chat.display().to_string(),
             visible_messages: 3,
             prefix_sha256: "0".repeat(64),
+            generation_type: None,
+            target: None,
         });
         manifest.inputs.skills = skills
             .iter()

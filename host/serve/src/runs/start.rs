@@ -17,7 +17,9 @@ use toolhost_core::prompt_snapshot::{PromptSnapshot, PromptSnapshotError};
 use toolhost_core::{Classified, Profile};
 use toolhost_journal::Durability;
 use toolhost_model::ModelSource;
-use toolhost_runtime::{AgentDirectory, LoopConfig, ReplicaFactory, Run, RunBindings, RunFailure};
+use toolhost_runtime::{
+    AgentDirectory, GenerationType, LoopConfig, ReplicaFactory, Run, RunBindings, RunFailure,
+};
 use toolhost_skills::{Scope, SkillSource};
 
 use super::drive::{Launch, launch};
@@ -76,6 +78,18 @@ pub struct StartRun {
     /// The first user message.
     #[serde(default)]
     pub task: Option<String>,
+    /// Who writes the reply into the chat: `file` (default: toolhost
+    /// writes the chat file) or `host` (the chat app saves it itself and
+    /// answers `POST /v1/runs/{id}/commits/{commitId}`).
+    #[serde(default)]
+    pub commit: CommitChoice,
+    /// How the reply lands: `normal` (a new message), `swipe` (a new swipe
+    /// of the last reply), `regenerate` (that reply's shown swipe replaced)
+    /// or `continue` (appended to it); a type the chat does not fit is
+    /// refused before the run starts.
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub generation_type: GenerationType,
     /// Profiles (of the tenant's) the run may delegate or hand off to.
     #[serde(default)]
     pub agents: Vec<String>,
@@ -84,6 +98,17 @@ pub struct StartRun {
     /// The run seed: ids and every call's entropy derive from it.
     #[serde(default)]
     pub seed: Option<u64>,
+}
+
+/// Who writes a run's reply into its chat.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CommitChoice {
+    /// toolhost writes the SillyTavern chat file.
+    #[default]
+    File,
+    /// The chat app saves the reply itself, then answers the commit.
+    Host,
 }
 
 /// A run started or resumed.
@@ -279,6 +304,7 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
         .ok_or_else(|| ApiError::not_found("such chat"))?;
     let mut bindings = RunBindings {
         chat: Some(chat.clone()),
+        generation_type: request.generation_type,
         ..RunBindings::default()
     };
     for (scope, name) in &request.skills {
@@ -304,6 +330,7 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
         max_output_tokens: model.max_output_tokens,
         max_rounds: request.max_rounds,
         context_chars: model.context_chars,
+        host_commit: request.commit == CommitChoice::Host,
         seed: request.seed,
         model: model.record(),
         persist_dir: Some(persist_dir),

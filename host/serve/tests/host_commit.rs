@@ -1,0 +1,257 @@
+//! A served run in host-commit mode, with a small client playing the chat
+//! app: the run waits (`awaiting_host_commit`), the app reads the commit,
+//! saves it its own way and answers; toolhost never touches the chat file.
+//! A failed answer goes back to the model, a second answer is refused, an
+//! answer for another run's commit is not found, and a server restarted
+//! mid-wait offers the same commit again, once.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+use toolhost_journal::{ChatCommitCompleted, ChatCommitFailed, Event as _};
+use toolhost_serve::{Limits, TenantDirs};
+
+const REPLY: &str = "*Mirelle folds the map.* 灯台へ行こう。";
+
+fn app(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    request.bearer_auth("acme-secret")
+}
+
+/// A tenant with a chat and a writer that commits twice, then finishes.
+fn tenant(dir: &Path) -> TenantDirs {
+    let dirs = TenantDirs::new(&dir.join("data"), "acme");
+    dirs.ensure().expect("dirs");
+    seed_chat(&dirs, "chat");
+    std::fs::write(
+        dirs.profiles().join("writer.json"),
+        json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
+               "tools": {"allow": ["workspace.write_file", "workspace.commit",
+                                   "workspace.finish"], "maxRounds": 6}})
+        .to_string(),
+    )
+    .expect("profile");
+    dirs
+}
+
+fn script() -> Value {
+    let write = |id: &str| {
+        script_call(
+            id,
+            "workspace_write_file",
+            json!({"path": "output/main.md", "content": REPLY}),
+        )
+    };
+    json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
+        {"toolCalls": [write("w1"), script_call("c1", "workspace_commit", json!({}))]},
+        {"toolCalls": [write("w2"), script_call("c2", "workspace_commit", json!({}))]},
+        {"toolCalls": [script_call("f", "workspace_finish", json!({"reason": "done"}))]}
+    ]})
+}
+
+/// The run's waiting commits, once it waits for one (a bounded wait).
+async fn waiting(server: &Server, id: &str) -> Vec<Value> {
+    for _ in 0..600 {
+        let (code, run) = send(app(client().get(server.url(&format!("/v1/runs/{id}"))))).await;
+        assert_eq!(code, 200, "{run}");
+        if run["status"] == "awaiting_host_commit" {
+            let (code, body) = send(app(
+                client().get(server.url(&format!("/v1/runs/{id}/commits")))
+            ))
+            .await;
+            assert_eq!(code, 200, "{body}");
+            // Not yet the ones answered and waiting for the run to read.
+            let commits: Vec<Value> = body["commits"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|commit| commit["answered"] == false)
+                .cloned()
+                .collect();
+            if !commits.is_empty() {
+                return commits;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("run {id} never waited for a commit");
+}
+
+async fn answer(server: &Server, id: &str, commit: &str, body: Value) -> (u16, Value) {
+    send(app(client().post(server.url(&format!("/v1/runs/{id}/commits/{commit}")))).json(&body))
+        .await
+}
+
+fn journal(root: &Path) -> Vec<Value> {
+    std::fs::read_to_string(root.join("events.jsonl"))
+        .expect("journal")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("event"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_commits_the_reply_and_toolhost_never_writes_the_chat() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dirs = tenant(temp.path());
+    let chat = dirs.chats().join("chat.jsonl");
+    let before = std::fs::read(&chat).expect("chat");
+    let models = script_models(temp.path(), &script());
+    let server = serve_in(temp.path(), models, Limits::default()).await;
+    let id = acme_starts_run(
+        &server,
+        &json!({"profile": "writer", "model": "demo", "chat": "chat", "commit": "host"}),
+    )
+    .await;
+
+    // The first commit: the app is given the text, and says it failed.
+    let first = waiting(&server, &id).await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    let commit = first[0]["commitId"].as_str().expect("id").to_owned();
+    assert_eq!(first[0]["text"], REPLY);
+    assert_eq!(first[0]["runMessage"], Value::Null);
+    assert_eq!(
+        answer(
+            &server,
+            &id,
+            "run_other:commit_001",
+            json!({"outcome": "committed", "messageIndex": 1})
+        )
+        .await
+        .0,
+        404,
+        "another run's commit"
+    );
+    let (code, body) = answer(
+        &server,
+        &id,
+        &commit,
+        json!({"outcome": "failed", "message": "the tab was closed"}),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+
+    // The model read it and committed again; this time the app saves it.
+    let second = waiting(&server, &id).await;
+    let again = second[0]["commitId"].as_str().expect("id").to_owned();
+    assert_ne!(again, commit, "a new commit, not the refused one");
+    let (code, body) = answer(
+        &server,
+        &id,
+        &again,
+        json!({"outcome": "committed", "messageIndex": 65}),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = answer(
+        &server,
+        &id,
+        &again,
+        json!({"outcome": "committed", "messageIndex": 65}),
+    )
+    .await;
+    assert!(code == 409 || code == 404, "answered twice: {code} {body}");
+
+    let run = acme_run_once_ended(&server, &id).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        std::fs::read(&chat).expect("chat"),
+        before,
+        "the chat is the app's"
+    );
+    let events = journal(&dirs.runs().join(&id));
+    let failed: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == ChatCommitFailed::TYPE)
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["payload"]["code"], "chat.host_commit_failed");
+    let completed: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == ChatCommitCompleted::TYPE)
+        .collect();
+    assert_eq!(completed.len(), 1);
+    assert_eq!(completed[0]["payload"]["messageIndex"], 65);
+    // The model read why the first commit did not land.
+    let result: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            dirs.runs()
+                .join(&id)
+                .join("tool-results")
+                .join(format!("{}.json", toolhost_journal::audit_stem("c1"))),
+        )
+        .expect("result"),
+    )
+    .expect("json");
+    assert!(
+        result["result"]["content"]
+            .as_str()
+            .is_some_and(|text| text.contains("the tab was closed")),
+        "{result}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_offers_the_same_commit_again_once() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dirs = tenant(temp.path());
+    let models = script_models(temp.path(), &script());
+    let server = serve_in(temp.path(), models.clone(), Limits::default()).await;
+    let id = acme_starts_run(
+        &server,
+        &json!({"profile": "writer", "model": "demo", "chat": "chat", "commit": "host"}),
+    )
+    .await;
+    let offered = waiting(&server, &id).await;
+    let commit = offered[0]["commitId"].as_str().expect("id").to_owned();
+    server.state.interrupt_runs();
+    // Its loop let go of the run: it is interrupted, resumable.
+    for _ in 0..600 {
+        let (_, run) = send(app(client().get(server.url(&format!("/v1/runs/{id}"))))).await;
+        if run["status"] == "interrupted" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(server);
+
+    let server = serve_in(temp.path(), models, Limits::default()).await;
+    let (code, resumed) = send(app(
+        client().post(server.url(&format!("/v1/runs/{id}/resume")))
+    ))
+    .await;
+    assert_eq!(code, 201, "{resumed}");
+    let again = waiting(&server, &id).await;
+    assert_eq!(again.len(), 1, "offered once: {again:?}");
+    assert_eq!(again[0]["commitId"], commit.as_str(), "the same commit");
+    let (code, body) = answer(
+        &server,
+        &id,
+        &commit,
+        json!({"outcome": "committed", "messageIndex": 65}),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    // Its second commit rewrites the message the first one made.
+    let second = waiting(&server, &id).await;
+    assert_eq!(second[0]["runMessage"], 65, "{second:?}");
+    let (code, _) = answer(
+        &server,
+        &id,
+        second[0]["commitId"].as_str().expect("id"),
+        json!({"outcome": "committed", "messageIndex": 65}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let run = acme_run_once_ended(&server, &id).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let events = journal(&dirs.runs().join(&id));
+    let completed = events
+        .iter()
+        .filter(|event| event["type"] == ChatCommitCompleted::TYPE)
+        .count();
+    assert_eq!(completed, 2, "each commit completed once");
+}
