@@ -10,8 +10,9 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::SystemTime;
 
-use toolhost_chat::BoundChat;
+use toolhost_chat::{BoundChat, Reply};
 use toolhost_core::CommitMode;
 
 /// A commit the chat host could not make. The run fails fast with
@@ -79,15 +80,31 @@ pub trait ChatHost: Send + Sync {
     fn describe(&self) -> String;
 }
 
-/// Writes the run's bound SillyTavern chat file.
+/// Writes the run's bound SillyTavern chat file, each reply as SillyTavern
+/// writes one (its generation type's way: a new message, a swipe, a
+/// regeneration, a continuation; `gen_started`, `gen_finished`,
+/// `extra.model`, the chat's own `send_date` form).
 #[derive(Debug, Clone)]
 pub struct SillyTavernChatHost {
     chat: Arc<BoundChat>,
+    model: String,
+    /// When the generation began: the run's loop started (or resumed).
+    started: SystemTime,
 }
 
 impl SillyTavernChatHost {
     pub fn new(chat: Arc<BoundChat>) -> Self {
-        Self { chat }
+        Self {
+            chat,
+            model: String::new(),
+            started: SystemTime::now(),
+        }
+    }
+
+    /// Replies name `model` (`extra.model`), as SillyTavern's do.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
     }
 }
 
@@ -97,15 +114,18 @@ impl ChatHost for SillyTavernChatHost {
             CommitMode::Replace => toolhost_chat::CommitMode::Replace,
             CommitMode::Append => toolhost_chat::CommitMode::Append,
         };
+        let reply = Reply {
+            text: request.text,
+            mode,
+            commit_id: Some(request.commit_id),
+            model: &self.model,
+            speaker: None,
+            gen_started: self.started,
+            gen_finished: SystemTime::now(),
+        };
         // It syncs the file and its directory: off the runtime worker.
         let written = toolhost_journal::may_block(self.chat.path(), || {
-            toolhost_chat::commit(
-                &self.chat,
-                request.run_message,
-                request.text,
-                mode,
-                Some(request.commit_id),
-            )
+            toolhost_chat::commit_reply(&self.chat, request.run_message, &reply)
         })
         .map(|committed| CommitOutcome::Committed(committed.index))
         .map_err(chat_host_error);

@@ -58,6 +58,7 @@ pub use chat_host::{
 pub use lifecycle::{BindInputs, CallScope, HostCapability, Settlement};
 pub use run_context::{ContextError, RunBindings, RunContext};
 pub use skills::SkillAccess;
+pub use toolhost_chat::GenerationType;
 pub use workspace::READ_STATE_REFUSED;
 
 /// The bindings of every capability of the newest host version; the tool

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolhost_chat::{BoundChat, ChatError};
+use toolhost_chat::{BoundChat, ChatError, ChatTarget, GenerationType};
 use toolhost_core::file::read_regular;
 use toolhost_core::prompt_snapshot::{PromptOrigin, PromptSnapshot, PromptSnapshotError};
 use toolhost_journal::{ChatBinding, RunInputs, SkillSourceRef};
@@ -68,6 +68,9 @@ pub struct RunBindings {
     pub world_info: Option<PathBuf>,
     /// Installed-skills directories, one per scope.
     pub skills: Vec<SkillSource>,
+    /// How the reply lands in the chat: a new message (`normal`), a new
+    /// swipe of the last reply, that reply regenerated, or continued.
+    pub generation_type: GenerationType,
 }
 
 /// What a run is bound to, loaded: the part of every invocation's inputs
@@ -120,6 +123,15 @@ impl RunContext {
     pub fn chat(&self) -> Option<&Arc<BoundChat>> {
         self.chat.as_ref()
     }
+
+    /// How the reply lands (`swipe`, `regenerate`, `continue`) and the
+    /// message it lands in, for a run bound to a chat with a generation
+    /// type other than `normal`.
+    pub fn reply_target(&self) -> Option<(&'static str, u32)> {
+        let chat = self.chat.as_ref()?;
+        let target = chat.target()?;
+        Some((chat.generation_type().as_str(), target.index))
+    }
 }
 
 /// Checked and loaded before the run directory exists, so a bad chat or
@@ -159,11 +171,22 @@ pub fn load(bindings: &RunBindings) -> Result<Loaded, ContextError> {
     };
     if let Some(path) = &bindings.chat {
         let path = absolute(path)?;
-        let bound = BoundChat::bind(&path, None)?;
+        // A swipe, regeneration or continuation that does not fit the chat
+        // (no reply of the character's last) is refused here, before the
+        // run exists.
+        let bound = BoundChat::bind_for(&path, bindings.generation_type)?;
+        let binding = bound.binding();
         record.chat = Some(ChatBinding {
             path: path.to_string_lossy().into_owned(),
-            visible_messages: bound.message_count(),
-            prefix_sha256: bound.prefix_sha256().to_owned(),
+            visible_messages: binding.visible_messages,
+            prefix_sha256: binding.prefix_sha256,
+            generation_type: binding
+                .generation_type
+                .has_target()
+                .then(|| binding.generation_type.as_str().to_owned()),
+            target: binding
+                .target
+                .map(|target| serde_json::to_value(target).unwrap_or(Value::Null)),
         });
         loaded.chat = Some(Arc::new(bound));
     }
@@ -221,11 +244,7 @@ pub fn load(bindings: &RunBindings) -> Result<Loaded, ContextError> {
 pub fn reload(record: &RunInputs, run_dir: &Path) -> Result<RunContext, ContextError> {
     let chat = match &record.chat {
         None => None,
-        Some(binding) => Some(Arc::new(BoundChat::rebind(
-            &binding.path,
-            binding.visible_messages,
-            &binding.prefix_sha256,
-        )?)),
+        Some(binding) => Some(Arc::new(rebind(binding)?)),
     };
     let stored = if record.prompt_snapshot {
         Activation::load_snapshot(run_dir)?
@@ -262,6 +281,35 @@ pub fn reload(record: &RunInputs, run_dir: &Path) -> Result<RunContext, ContextE
         skills: Arc::new(load_skills(&record.skills)?),
         prompt,
     })
+}
+
+/// The chat as `run.json` binds it: the same prefix (and target) again.
+fn rebind(binding: &ChatBinding) -> Result<BoundChat, ContextError> {
+    let Some(name) = &binding.generation_type else {
+        return Ok(BoundChat::rebind(
+            &binding.path,
+            binding.visible_messages,
+            &binding.prefix_sha256,
+        )?);
+    };
+    let generation_type = GenerationType::parse(name)
+        .ok_or_else(|| ContextError::State(format!("run.json names generation type `{name}`")))?;
+    let target = match &binding.target {
+        Some(target) => Some(
+            serde_json::from_value::<ChatTarget>(target.clone())
+                .map_err(|error| ContextError::State(format!("run.json's chat target: {error}")))?,
+        ),
+        None => None,
+    };
+    Ok(BoundChat::rebind_for(
+        &binding.path,
+        &toolhost_chat::ChatBinding {
+            generation_type,
+            visible_messages: binding.visible_messages,
+            prefix_sha256: binding.prefix_sha256.clone(),
+            target,
+        },
+    )?)
 }
 
 /// A snapshot file a user named, as JSON: no fifo, no device, no endless

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::ValueEnum;
 use toolhost_journal::Durability;
-use toolhost_runtime::RunBindings;
+use toolhost_runtime::{GenerationType, RunBindings};
 use toolhost_skills::{Scope, SkillSource};
 
 /// What a new run is bound to (`call`, `run`).
@@ -30,6 +30,31 @@ pub struct InputArgs {
     /// `worldInfoActivation` to the world-info tools.
     #[arg(long, value_name = "FILE")]
     pub prompt_snapshot: Option<PathBuf>,
+    /// How the reply lands in the chat: a new message, a new swipe of the
+    /// last reply, that reply regenerated, or continued (the model reads
+    /// it then; a swipe or regeneration hides it) [default: normal].
+    #[arg(long, value_enum)]
+    pub generation_type: Option<GenerationArg>,
+}
+
+/// `--generation-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenerationArg {
+    Normal,
+    Swipe,
+    Regenerate,
+    Continue,
+}
+
+impl From<GenerationArg> for GenerationType {
+    fn from(value: GenerationArg) -> Self {
+        match value {
+            GenerationArg::Normal => GenerationType::Normal,
+            GenerationArg::Swipe => GenerationType::Swipe,
+            GenerationArg::Regenerate => GenerationType::Regenerate,
+            GenerationArg::Continue => GenerationType::Continue,
+        }
+    }
 }
 
 impl InputArgs {
@@ -38,6 +63,7 @@ impl InputArgs {
         self.chat.is_some()
             || self.worldinfo.is_some()
             || self.prompt_snapshot.is_some()
+            || self.generation_type.is_some()
             || !self.skills.is_empty()
     }
 
@@ -46,6 +72,7 @@ impl InputArgs {
             chat: self.chat.clone(),
             prompt_snapshot: self.prompt_snapshot.clone(),
             world_info: self.worldinfo.clone(),
+            generation_type: self.generation_type.map(Into::into).unwrap_or_default(),
             skills: self
                 .skills
                 .iter()

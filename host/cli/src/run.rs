@@ -158,7 +158,12 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs, verbose: bool) -> Result<Ex
             Duration::from_secs(args.host_commit_timeout),
         ))
     } else {
-        Arc::new(SillyTavernChatHost::new(Arc::clone(chat)))
+        let model = config
+            .model_name
+            .clone()
+            .or_else(|| run.profile().model.id.clone())
+            .unwrap_or_default();
+        Arc::new(SillyTavernChatHost::new(Arc::clone(chat)).with_model(model))
     };
     let profile = run.profile();
     eprintln!(

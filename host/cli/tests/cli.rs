@@ -677,7 +677,7 @@ fn a_host_commit_run_waits_for_the_apps_answer_and_leaves_the_chat_alone() {
     copy_fixture_chat(&dir.join("chat.jsonl"));
     let before = std::fs::read(dir.join("chat.jsonl")).expect("chat");
     let script = repo("examples/demo/script.json");
-    let mut running = common::toolhost_in(dir)
+    let running = common::toolhost_in(dir)
         .args([
             "run",
             "--model",

@@ -21,8 +21,8 @@ use toolhost_journal::{
 mod harness;
 
 use harness::{
-    Node, REPLY, TERMINAL, all_completed_once, client, journal, loop_started, owner, ready, setup,
-    start_nodes, stream_client, submit, until, viewer,
+    Node, REPLY, TERMINAL, all_completed_once, client, journal, loop_started, owner, ready,
+    replies_in, setup, start_nodes, stream_client, submit, until, viewer,
 };
 
 /// Runs in the test (`make cluster-test` sets more).
@@ -241,7 +241,7 @@ async fn a_node_paused_past_its_lease_cannot_append_or_commit_when_it_wakes() {
     assert!(summary.contains("cluster.fenced"), "{summary}");
     let chat = std::fs::read_to_string(temp.path().join("data/tenants/local/chats/chat-00.jsonl"))
         .expect("chat");
-    assert_eq!(chat.matches(REPLY).count(), 1, "committed once");
+    assert_eq!(replies_in(&chat), 1, "committed once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -589,7 +589,7 @@ async fn a_node_stalled_at_its_chat_write_cannot_write_after_a_takeover() {
     );
     let chat_path = temp.path().join("data/tenants/local/chats/chat-00.jsonl");
     let chat = || std::fs::read_to_string(&chat_path).expect("chat");
-    assert_eq!(chat().matches(REPLY).count(), 0, "not written yet");
+    assert_eq!(replies_in(&chat()), 0, "not written yet");
 
     let other = Node::launch(temp.path(), &nats, "node-2", 2000, 4);
     ready(&other.base).await;
@@ -600,7 +600,7 @@ async fn a_node_stalled_at_its_chat_write_cannot_write_after_a_takeover() {
             .any(|event| TERMINAL.contains(&event["type"].as_str().unwrap_or_default()))
     })
     .await;
-    assert_eq!(chat().matches(REPLY).count(), 1, "node-2 committed it");
+    assert_eq!(replies_in(&chat()), 1, "node-2 committed it");
 
     // node-1 wakes where it stopped and asks for its write at once (no
     // NATS round trip stands between the stop and an unfenced write).
@@ -618,5 +618,5 @@ async fn a_node_stalled_at_its_chat_write_cannot_write_after_a_takeover() {
             "{summary}"
         );
     }
-    assert_eq!(chat().matches(REPLY).count(), 1, "committed once");
+    assert_eq!(replies_in(&chat()), 1, "committed once");
 }

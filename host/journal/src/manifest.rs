@@ -143,6 +143,14 @@ pub struct ChatBinding {
     /// sha256 of the frozen prefix's bytes: a reopened run (or a commit)
     /// refuses a chat whose history changed underneath it.
     pub prefix_sha256: String,
+    /// How the reply lands: `swipe`, `regenerate` or `continue` (absent:
+    /// `normal`, a new message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_type: Option<String>,
+    /// The message a swipe, regeneration or continuation writes into, as it
+    /// was when the run was bound (`{index, textLen, textSha256}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Value>,
 }
 
 /// An installed-skills directory the run reads, at one scope.
@@ -347,6 +355,8 @@ mod tests {
                 path: "/chats/seraphina.jsonl".into(),
                 visible_messages: 42,
                 prefix_sha256: "ab".repeat(32),
+                generation_type: None,
+                target: None,
             }),
             skills: vec![SkillSourceRef {
                 scope: "global".into(),

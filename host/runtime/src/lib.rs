@@ -39,7 +39,7 @@ pub use replay::{CallVerdict, ReplayReport, ReplayedCall, replay_run};
 pub use resume::{ResumeFound, TERMINAL_EVENTS};
 pub use run::{ReplicaFactory, Run, RunBuilder};
 pub use toolhost_capabilities::{
-    ChatHost, ChatHostError, CommitFuture, CommitOutcome, CommitRequest, RunBindings,
-    SillyTavernChatHost,
+    ChatHost, ChatHostError, CommitFuture, CommitOutcome, CommitRequest, GenerationType,
+    RunBindings, SillyTavernChatHost,
 };
 pub use toolhost_journal::may_block;

@@ -56,6 +56,7 @@ fn bindings(chat: Option<PathBuf>) -> RunBindings {
         chat,
         prompt_snapshot: Some(fixtures().join("worldinfo/prompt_snapshot.json")),
         world_info: None,
+        generation_type: Default::default(),
         skills: vec![
             SkillSource::new(Scope::Global, fixtures().join("skills/global")),
             SkillSource::new(Scope::Character, fixtures().join("skills/character")),

@@ -148,6 +148,12 @@ pub struct ChatCommitRequested {
     /// absent for the run's first commit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_message: Option<u32>,
+    /// `swipe`, `regenerate` or `continue`: the reply goes into message
+    /// `targetIndex` that way (absent: a new message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_index: Option<u32>,
 }
 invocation_scoped!(ChatCommitRequested, "chat_commit_requested", Level::Info);
 

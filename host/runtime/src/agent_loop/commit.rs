@@ -73,6 +73,7 @@ impl RunShared {
             ledger.explicit_requested |= explicit;
         }
         let invocation_id = origin.invocation_id.to_owned();
+        let target = self.run.inputs().reply_target();
         let committed_path = file
             .as_ref()
             .map(|file| file.path.clone())
@@ -96,6 +97,8 @@ impl RunShared {
                     // host reads it from the workspace.
                     text: self.parts.chat.app_commits().then(|| file.text.clone()),
                     run_message,
+                    generation_type: target.map(|(kind, _)| kind),
+                    target_index: target.map(|(_, index)| index),
                 })?;
             }
             None => {
