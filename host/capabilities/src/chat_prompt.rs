@@ -4,7 +4,7 @@
 //! messages. Built from the frozen prefix and the stored activation alone,
 //! so a reopened run builds the same one and nothing is stored.
 
-use toolhost_chat::{BoundChat, Role};
+use toolhost_chat::{BoundChat, GenerationType, Role};
 use toolhost_core::prompt_snapshot::{
     MAX_SNAPSHOT_MESSAGES, MAX_SNAPSHOT_TEXT_BYTES, PROMPT_SNAPSHOT_SCHEMA, PromptSnapshot,
     SnapshotMessage, SnapshotRole, SnapshotSource,
@@ -18,13 +18,23 @@ use toolhost_worldinfo::Activation;
 /// speaker's name, as SillyTavern's own prompt does.
 pub fn from_chat(chat: &BoundChat, activation: Option<&Activation>) -> PromptSnapshot {
     let info = chat.info();
+    let reply = chat.reply_name();
+    // What the reply is, by the run's generation type.
+    let next = match chat.generation_type() {
+        GenerationType::Normal => format!("the next reply is {reply}'s."),
+        GenerationType::Swipe | GenerationType::Regenerate => format!(
+            "write another version of {reply}'s last reply, which is left out here: yours takes its place."
+        ),
+        GenerationType::Continue => format!(
+            "continue {reply}'s last message from where it stops: what you commit is appended to it."
+        ),
+    };
     let mut head = vec![SnapshotMessage::new(
         SnapshotRole::System,
         format!(
-            "This is a chat between {user} and {character}. The messages that follow are the chat so far, oldest first; the next reply is {reply}'s.",
+            "This is a chat between {user} and {character}. The messages that follow are the chat so far, oldest first; {next}",
             user = info.user_name,
             character = info.character_name,
-            reply = chat.reply_name(),
         ),
     )];
     if let Some(text) = activation.and_then(world_info_text) {

@@ -255,3 +255,73 @@ async fn a_restarted_server_offers_the_same_commit_again_once() {
         .count();
     assert_eq!(completed, 2, "each commit completed once");
 }
+
+/// The chat as it was without its last line: it then ends with the
+/// character's reply, which a swipe can answer.
+fn end_with_the_characters_reply(dirs: &TenantDirs) -> Vec<u8> {
+    let path = dirs.chats().join("chat.jsonl");
+    let text = std::fs::read_to_string(&path).expect("chat");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.pop();
+    let cut = lines.join("\n") + "\n";
+    std::fs::write(&path, &cut).expect("cut");
+    cut.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swipe_is_offered_as_a_swipe_of_the_last_reply_and_an_unfit_one_is_refused() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dirs = tenant(temp.path());
+    let models = script_models(temp.path(), &script());
+    let server = serve_in(temp.path(), models, Limits::default()).await;
+    // The fixture chat ends with the user's message: nothing to swipe.
+    let (code, body) = send(app(client().post(server.url("/v1/runs"))).json(&json!({
+        "profile": "writer", "model": "demo", "chat": "chat", "commit": "host",
+        "generationType": "swipe"
+    })))
+    .await;
+    assert_eq!(
+        (code, body["code"].as_str()),
+        (400, Some("chat.generation_type_unfit")),
+        "{body}"
+    );
+    let before = end_with_the_characters_reply(&dirs);
+    let messages = String::from_utf8(before.clone())
+        .expect("utf-8")
+        .lines()
+        .count()
+        - 1;
+    let id = acme_starts_run(
+        &server,
+        &json!({"profile": "writer", "model": "demo", "chat": "chat", "commit": "host",
+                "generationType": "swipe"}),
+    )
+    .await;
+    let offered = waiting(&server, &id).await;
+    assert_eq!(offered[0]["generationType"], "swipe", "{offered:?}");
+    assert_eq!(offered[0]["targetIndex"], messages - 1, "{offered:?}");
+    let (code, _) = answer(
+        &server,
+        &id,
+        offered[0]["commitId"].as_str().expect("id"),
+        json!({"outcome": "committed", "messageIndex": messages - 1}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let second = waiting(&server, &id).await;
+    assert_eq!(second[0]["runMessage"], messages - 1);
+    let (code, _) = answer(
+        &server,
+        &id,
+        second[0]["commitId"].as_str().expect("id"),
+        json!({"outcome": "committed", "messageIndex": messages - 1}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let run = acme_run_once_ended(&server, &id).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        std::fs::read(dirs.chats().join("chat.jsonl")).expect("chat"),
+        before
+    );
+}

@@ -17,8 +17,8 @@ use toolhost_core::{Profile, SnapshotSources, ToolCatalog, ToolDescriptor, ToolI
 use toolhost_journal::{Durability, Event as _, JournalEvent, RunCompleted, read_events};
 use toolhost_model::{AgentModel, ModelSource, SameModel, ScriptBook, ScriptedModel};
 use toolhost_runtime::{
-    AgentDirectory, LoopConfig, LoopParts, LoopSummary, RetryPolicy, Run, RunBindings, RunStatus,
-    SillyTavernChatHost, ToolHost, ToolHostConfig, run_agent_loop,
+    AgentDirectory, GenerationType, LoopConfig, LoopParts, LoopSummary, RetryPolicy, Run,
+    RunBindings, RunStatus, SillyTavernChatHost, ToolHost, ToolHostConfig, run_agent_loop,
 };
 
 pub fn fixtures() -> PathBuf {
@@ -111,6 +111,8 @@ pub struct Fixture {
     pub original: Vec<u8>,
     /// The chat app's prompt the run is given, if any.
     pub prompt_snapshot: Option<PathBuf>,
+    /// How the run's reply lands in the chat.
+    pub generation_type: GenerationType,
 }
 
 impl Fixture {
@@ -126,6 +128,7 @@ impl Fixture {
             run_dir,
             original,
             prompt_snapshot: None,
+            generation_type: GenerationType::Normal,
         }
     }
 
@@ -155,6 +158,19 @@ impl Fixture {
         run_agent_loop(&run, parts(&run, models, agents), &config).await
     }
 
+    /// This fixture's runs land their reply as `generation_type` says, in
+    /// a chat that ends with the character's reply (the fixture's last
+    /// line, the user's, left out).
+    pub fn answering_the_last_reply(mut self, generation_type: GenerationType) -> Self {
+        let text = String::from_utf8(self.original.clone()).expect("utf-8");
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.pop();
+        self.original = (lines.join("\n") + "\n").into_bytes();
+        std::fs::write(&self.chat, &self.original).expect("cut");
+        self.generation_type = generation_type;
+        self
+    }
+
     /// This fixture's runs given `snapshot` as the app's prompt.
     pub fn with_prompt_snapshot(mut self, snapshot: &Value) -> Self {
         let path = self._dir.path().join("prompt_snapshot.json");
@@ -169,6 +185,7 @@ impl Fixture {
         let bindings = RunBindings {
             chat: Some(self.chat.clone()),
             prompt_snapshot: self.prompt_snapshot.clone(),
+            generation_type: self.generation_type,
             ..RunBindings::default()
         };
         Run::at(&self.run_dir)

@@ -32,6 +32,11 @@ pub struct PendingCommit {
     /// The message an earlier commit of this run made, which this one
     /// rewrites; absent for the run's first commit (a new message).
     pub run_message: Option<u32>,
+    /// `swipe`, `regenerate` or `continue`: the reply goes into message
+    /// `targetIndex` that way (a new swipe shown, the shown swipe replaced,
+    /// appended to its text); absent: a new message.
+    pub generation_type: Option<String>,
+    pub target_index: Option<u32>,
     pub requested_at: String,
     /// An answer is written and the run has not read it yet.
     pub answered: bool,
@@ -90,6 +95,11 @@ pub(crate) async fn commits(
         .into_iter()
         .map(|waiting| {
             let text = |key: &str| waiting.request[key].as_str().unwrap_or_default().to_owned();
+            let index = |key: &str| {
+                waiting.request[key]
+                    .as_u64()
+                    .and_then(|index| u32::try_from(index).ok())
+            };
             PendingCommit {
                 commit_id: text("commitId"),
                 invocation_id: text("invocationId"),
@@ -97,9 +107,11 @@ pub(crate) async fn commits(
                 chars: waiting.request["chars"].as_u64().unwrap_or_default(),
                 sha256: text("sha256"),
                 mode: text("mode"),
-                run_message: waiting.request["runMessage"]
-                    .as_u64()
-                    .and_then(|index| u32::try_from(index).ok()),
+                run_message: index("runMessage"),
+                generation_type: waiting.request["generationType"]
+                    .as_str()
+                    .map(str::to_owned),
+                target_index: index("targetIndex"),
                 requested_at: waiting.timestamp.clone(),
                 answered: waiting.answered,
             }
