@@ -17,7 +17,9 @@ invented name is shown with its name, code and the calls used; a tool result
 holding `<script>` is shown as text and never
 runs, its bidi override shown as ⟨U+202E⟩; a pending commit is approved
 from its card and the run completes; another
-run's commit is denied with a note, which the model reads; every control is
+run's commit is denied with a note, which the model reads; a third run in
+host-commit mode shows a card while it waits for the chat app and drops it
+once the app answered; every control is
 reachable with Tab and shows its focus; at 640 px nothing scrolls
 sideways. Screenshots of the run list and a timeline go to --screenshots.
 
@@ -190,12 +192,29 @@ def main():
         assert "not in this chat" in read_by_model, read_by_model
         wait("the next round", lambda: "Round 3" in timeline_text(driver))
 
-        # 6. The run list, for the docs.
+        # 6. A host commit: the chat app saves the reply; the card says the
+        # run waits for it, and goes once the app answered.
+        driver.find_element(By.ID, "back").click()
+        third = api(args.base, "/v1/runs", {"profile": "writer", "model": "script", "chat": "chat-3",
+                                           "commit": "host"})["id"]
+        open_run(driver, third)
+        card(driver, "workspace.write_file").find_element(By.CSS_SELECTOR, "button.approve").click()
+        card(driver, "workspace.commit").find_element(By.CSS_SELECTOR, "button.approve").click()
+        waiting = wait("the commit's card", lambda: driver.find_elements(By.CSS_SELECTOR, "#approval-cards .card.commit"))[0]
+        assert "Waiting for the chat app" in waiting.text and "a new message" in waiting.text, waiting.text
+        assert "<script>" in waiting.text and "\u202e" not in waiting.text, waiting.text
+        commit_id = waiting.get_attribute("data-commit")
+        assert api(args.base, f"/v1/runs/{third}")["status"] == "awaiting_host_commit"
+        api(args.base, f"/v1/runs/{third}/commits/{commit_id}", {"outcome": "committed", "messageIndex": 65})
+        wait("the commit's card gone", lambda: not driver.find_elements(By.CSS_SELECTOR, "#approval-cards .card.commit"))
+        wait("the third run's end", lambda: "Run completed" in timeline_text(driver))
+
+        # 7. The run list, for the docs.
         driver.find_element(By.ID, "back").click()
         wait("both runs listed", lambda: len(driver.find_elements(By.CSS_SELECTOR, "button.open-run")) >= 2)
         driver.save_screenshot(os.path.join(args.screenshots, "runs.png"))
 
-        # 7. Keyboard: Tab reaches every control, each showing its focus.
+        # 8. Keyboard: Tab reaches every control, each showing its focus.
         driver.execute_script("document.activeElement && document.activeElement.blur()")
         seen = set()
         for _ in range(12):
@@ -211,7 +230,7 @@ def main():
         for wanted in ("token", "refresh", first, second):
             assert wanted in seen, f"Tab never reached {wanted}: {seen}"
 
-        # 8. At 640 px nothing scrolls sideways, in the list and a timeline.
+        # 9. At 640 px nothing scrolls sideways, in the list and a timeline.
         driver.set_window_size(640, 900)
         for view in ("list", "timeline"):
             if view == "timeline":

@@ -620,3 +620,117 @@ async fn a_node_stalled_at_its_chat_write_cannot_write_after_a_takeover() {
     }
     assert_eq!(replies_in(&chat()), 1, "committed once");
 }
+
+/// A host commit the chat app has not answered moves with its run: the
+/// node that takes the run over offers the same commit again, once, and
+/// the app's answer there lets the run finish; the chat file is never
+/// written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_host_commit_moves_with_its_run() {
+    let Some(binary) = nats_server_or_skip() else {
+        return;
+    };
+    let nats = NatsServer::start(&binary).expect("nats-server");
+    let temp = tempfile::tempdir().expect("tempdir");
+    setup(temp.path(), 1, 0);
+    let chat_path = temp.path().join("data/tenants/local/chats/chat-00.jsonl");
+    let before = std::fs::read(&chat_path).expect("chat");
+    let mut nodes = start_nodes(temp.path(), &nats, &["node-1", "node-2"], 3000, 4, &[]).await;
+    let started = client()
+        .post(format!("{}/v1/runs", nodes[0].base))
+        .json(&json!({"model": "demo", "profile": "writer", "chat": "chat-00", "commit": "host"}))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(started.status().as_u16(), 201);
+    let started: Value = started.json().await.expect("json");
+    let id = started["id"].as_str().expect("id").to_owned();
+    let viewer = viewer(&nats).await;
+    let pending = |base: String| {
+        let id = id.clone();
+        async move {
+            let Ok(response) = client()
+                .get(format!("{base}/v1/runs/{id}/commits"))
+                .send()
+                .await
+            else {
+                return Vec::new();
+            };
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            body["commits"]
+                .as_array()
+                .map(|commits| {
+                    commits
+                        .iter()
+                        .filter(|commit| commit["answered"] == false)
+                        .filter_map(|commit| commit["commitId"].as_str().map(str::to_owned))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        }
+    };
+    let wanted = vec![format!("{id}:commit_001")];
+    until("the commit was never offered", 60, || async {
+        pending(nodes[0].base.clone()).await == wanted
+    })
+    .await;
+    let first = owner(&viewer, &id).await.expect("a driver");
+    let victim = nodes
+        .iter()
+        .position(|node| node.name == first)
+        .expect("node");
+    let survivor = 1 - victim;
+    nodes[victim].kill();
+    until("the run never moved", 60, || async {
+        owner(&viewer, &id).await.as_deref() == Some(nodes[survivor].name.as_str())
+    })
+    .await;
+    until("the commit is not offered after the move", 60, || async {
+        pending(nodes[survivor].base.clone()).await == wanted
+    })
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answered = client()
+            .post(format!(
+                "{}/v1/runs/{id}/commits/{}",
+                nodes[survivor].base, wanted[0]
+            ))
+            .json(&json!({"outcome": "committed", "messageIndex": 65}))
+            .send()
+            .await
+            .expect("post");
+        let status = answered.status().as_u16();
+        let body: Value = answered.json().await.unwrap_or(Value::Null);
+        if status == 409 && body["code"] == "cluster.taking_over" && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
+        assert_eq!(status, 200, "{body}");
+        break;
+    }
+    until("the run never ended", 120, || async {
+        journal(&viewer, &id)
+            .await
+            .iter()
+            .any(|event| TERMINAL.contains(&event["type"].as_str().unwrap_or_default()))
+    })
+    .await;
+    let events = journal(&viewer, &id).await;
+    let ends: Vec<&str> = events
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .filter(|kind| TERMINAL.contains(kind))
+        .collect();
+    assert_eq!(ends, vec![RunCompleted::TYPE]);
+    let requested = events
+        .iter()
+        .filter(|event| event["type"] == ChatCommitRequested::TYPE)
+        .count();
+    assert_eq!(requested, 1, "offered once, in the journal");
+    assert_eq!(
+        std::fs::read(&chat_path).expect("chat"),
+        before,
+        "the chat is the app's"
+    );
+}

@@ -58,7 +58,7 @@ fn the_timeline_and_approvals_in_a_real_browser() {
     };
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path();
-    let tenant = tenant_with_chats(dir, "local", ["chat-1", "chat-2"]);
+    let tenant = tenant_with_chats(dir, "local", ["chat-1", "chat-2", "chat-3"]);
     std::fs::write(
         tenant.join("profiles/writer.json"),
         json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",

@@ -387,7 +387,7 @@ async function loadApprovals() {
     const shown = new Set([...cards.children].map((card) => card.dataset.call));
     // Keep cards a person may be typing a note into; add the new ones.
     for (const card of [...cards.children]) {
-      if (!waiting.some((call) => call.callId === card.dataset.call)) card.remove();
+      if (card.dataset.call !== undefined && !waiting.some((call) => call.callId === card.dataset.call)) card.remove();
     }
     for (const call of waiting) {
       if (shown.has(call.callId)) continue;
@@ -416,9 +416,30 @@ async function loadApprovals() {
           el("button", { type: "button", class: "approve-run", onclick: decide("approve_for_run") }, "Approve for this run"),
           el("button", { type: "button", class: "deny", onclick: decide("deny") }, "Deny"))));
     }
+    await loadCommits(id, cards);
     document.getElementById("approvals").hidden = cards.children.length === 0;
   } catch (error) {
     say("approvals: " + error.message);
+  }
+}
+
+// The commits a host-commit run waits for the chat app to save: shown, not
+// answered here — the app that keeps the chat answers them.
+async function loadCommits(id, cards) {
+  const list = await api("/v1/runs/" + encodeURIComponent(id) + "/commits");
+  const waiting = list.commits.filter((commit) => !commit.answered);
+  for (const card of [...cards.children]) {
+    if (card.dataset.commit !== undefined && !waiting.some((commit) => commit.commitId === card.dataset.commit)) card.remove();
+  }
+  const shown = new Set([...cards.children].map((card) => card.dataset.commit));
+  for (const commit of waiting) {
+    if (shown.has(commit.commitId)) continue;
+    const where = commit.generationType ? commit.generationType + " of message " + commit.targetIndex
+      : commit.runMessage == null ? "a new message" : "rewriting message " + commit.runMessage;
+    const preview = commit.text.length > 400 ? commit.text.slice(0, 400) + "… (" + commit.chars + " characters)" : commit.text;
+    cards.append(el("div", { class: "card commit", "data-commit": commit.commitId, role: "group", "aria-label": "commit " + commit.commitId },
+      el("strong", {}, "Waiting for the chat app to save the reply "), el("span", {}, "(" + commit.commitId + ", " + where + ")"),
+      el("div", { class: "text" }, visible(preview))));
   }
 }
 
