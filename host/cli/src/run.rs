@@ -162,7 +162,8 @@ pub async fn run(host: Arc<ToolHost>, args: RunArgs, verbose: bool) -> Result<Ex
             .model_name
             .clone()
             .or_else(|| run.profile().model.id.clone())
-            .unwrap_or_default();
+            // A script (or a model without a name): what it is.
+            .unwrap_or_else(|| models.describe());
         Arc::new(SillyTavernChatHost::new(Arc::clone(chat)).with_model(model))
     };
     let profile = run.profile();

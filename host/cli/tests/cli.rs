@@ -814,6 +814,15 @@ fn run_drives_a_scripted_agent_to_a_committed_reply() {
             .starts_with("*Mirelle hauls you up")
     );
     assert_eq!(message["is_user"], false);
+    // As SillyTavern writes a reply: its model, its generation times, swipes.
+    assert!(
+        message["extra"]["model"]
+            .as_str()
+            .is_some_and(|model| model.contains("script")),
+        "{message}"
+    );
+    assert!(message["gen_started"].is_string() && message["gen_finished"].is_string());
+    assert_eq!(message["swipes"][0], message["mes"]);
     let types = journal_types(dir, &dir.join("agent-run"));
     assert_eq!(types.last().map(String::as_str), Some(RunCompleted::TYPE));
 }

@@ -52,8 +52,14 @@ pub fn launch(state: &Arc<ServeState>, run: Arc<Run>, launch: Launch) -> Result<
         .chat()
         .ok_or_else(|| ApiError::bad_request("serve.invalid_request", "the run has no chat"))?;
     let file_host: Arc<dyn ChatHost> = Arc::new(
-        SillyTavernChatHost::new(Arc::clone(chat))
-            .with_model(config.model_name.clone().unwrap_or_default()),
+        SillyTavernChatHost::new(Arc::clone(chat)).with_model(
+            // The provider's model name, else the operator's name for it.
+            config
+                .model_name
+                .clone()
+                .or_else(|| config.model["served"].as_str().map(str::to_owned))
+                .unwrap_or_default(),
+        ),
     );
     // A cluster run's commits are fenced by its lease at the write itself;
     // on a node, a run without a fence never starts (it would write the
