@@ -21,8 +21,9 @@ use toolhost_journal::{
 mod harness;
 
 use harness::{
-    Node, REPLY, TERMINAL, all_completed_once, client, journal, loop_started, owner, ready,
-    replies_in, setup, start_nodes, stream_client, submit, until, viewer,
+    Node, REPLY, TERMINAL, all_completed_once, client, journal, loop_started, owner,
+    post_to_driver, ready, replies_in, setup, start_nodes, stream_client, submit, until, viewer,
+    waiting,
 };
 
 /// Runs in the test (`make cluster-test` sets more).
@@ -424,30 +425,10 @@ async fn a_pending_approval_moves_with_its_run() {
     let ids = submit(&nodes, 1).await;
     let id = &ids[0];
     let viewer = viewer(&nats).await;
+    let path = format!("/v1/runs/{id}/approvals");
     let pending = |base: String| {
-        let id = id.clone();
-        async move {
-            // A request that fails (or times out) reads as nothing pending:
-            // `until` asks again.
-            let Ok(response) = client()
-                .get(format!("{base}/v1/runs/{id}/approvals"))
-                .send()
-                .await
-            else {
-                return Vec::new();
-            };
-            let body: Value = response.json().await.unwrap_or(Value::Null);
-            body["approvals"]
-                .as_array()
-                .map(|calls| {
-                    calls
-                        .iter()
-                        .filter(|call| call["decided"] == false)
-                        .filter_map(|call| call["callId"].as_str().map(str::to_owned))
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default()
-        }
+        let path = path.clone();
+        async move { waiting(&base, &path, "approvals", "callId", "decided").await }
     };
     // The commit waits for a person; every node shows it.
     until("the commit never asked for approval", 60, || async {
@@ -473,26 +454,12 @@ async fn a_pending_approval_moves_with_its_run() {
     })
     .await;
     // Decided on the node that drives it now (once it has taken it over).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let decided = client()
-            .post(format!(
-                "{}/v1/runs/{id}/approvals/c2",
-                nodes[survivor].base
-            ))
-            .json(&json!({"decision": "approve"}))
-            .send()
-            .await
-            .expect("post");
-        let status = decided.status().as_u16();
-        let body: Value = decided.json().await.unwrap_or(Value::Null);
-        if status == 409 && body["code"] == "cluster.taking_over" && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        }
-        assert_eq!(status, 200, "{body}");
-        break;
-    }
+    let (status, body) = post_to_driver(
+        &format!("{}/v1/runs/{id}/approvals/c2", nodes[survivor].base),
+        &json!({"decision": "approve"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
     let resumed = all_completed_once(&viewer, temp.path(), &ids).await;
     assert!(
         resumed.contains(id),
@@ -646,28 +613,10 @@ async fn a_pending_host_commit_moves_with_its_run() {
     let started: Value = started.json().await.expect("json");
     let id = started["id"].as_str().expect("id").to_owned();
     let viewer = viewer(&nats).await;
+    let path = format!("/v1/runs/{id}/commits");
     let pending = |base: String| {
-        let id = id.clone();
-        async move {
-            let Ok(response) = client()
-                .get(format!("{base}/v1/runs/{id}/commits"))
-                .send()
-                .await
-            else {
-                return Vec::new();
-            };
-            let body: Value = response.json().await.unwrap_or(Value::Null);
-            body["commits"]
-                .as_array()
-                .map(|commits| {
-                    commits
-                        .iter()
-                        .filter(|commit| commit["answered"] == false)
-                        .filter_map(|commit| commit["commitId"].as_str().map(str::to_owned))
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default()
-        }
+        let path = path.clone();
+        async move { waiting(&base, &path, "commits", "commitId", "answered").await }
     };
     let wanted = vec![format!("{id}:commit_001")];
     until("the commit was never offered", 60, || async {
@@ -689,26 +638,15 @@ async fn a_pending_host_commit_moves_with_its_run() {
         pending(nodes[survivor].base.clone()).await == wanted
     })
     .await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let answered = client()
-            .post(format!(
-                "{}/v1/runs/{id}/commits/{}",
-                nodes[survivor].base, wanted[0]
-            ))
-            .json(&json!({"outcome": "committed", "messageIndex": 65}))
-            .send()
-            .await
-            .expect("post");
-        let status = answered.status().as_u16();
-        let body: Value = answered.json().await.unwrap_or(Value::Null);
-        if status == 409 && body["code"] == "cluster.taking_over" && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        }
-        assert_eq!(status, 200, "{body}");
-        break;
-    }
+    let (status, body) = post_to_driver(
+        &format!(
+            "{}/v1/runs/{id}/commits/{}",
+            nodes[survivor].base, wanted[0]
+        ),
+        &json!({"outcome": "committed", "messageIndex": 65}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
     until("the run never ended", 120, || async {
         journal(&viewer, &id)
             .await

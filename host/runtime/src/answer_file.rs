@@ -13,6 +13,7 @@ use std::path::Path;
 
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
+use serde::de::DeserializeOwned;
 use toolhost_journal::audit_stem;
 
 /// Why an answer file was not written or read.
@@ -131,4 +132,19 @@ pub(crate) fn read_once(
         )));
     }
     Ok(Some(bytes))
+}
+
+/// [`read_once`], read as JSON: `Invalid` when it is not a `T`.
+pub(crate) fn read_json<T: DeserializeOwned>(
+    run_root: &Path,
+    dir: &str,
+    key: &str,
+    max: u64,
+) -> Result<Option<T>, AnswerFileError> {
+    let Some(bytes) = read_once(run_root, dir, key, max)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|error| AnswerFileError::Invalid(error.to_string()))
 }

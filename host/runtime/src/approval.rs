@@ -303,13 +303,16 @@ pub fn read_decision(
     run_root: &Path,
     call_id: &str,
 ) -> Result<Option<DecisionFile>, DecisionError> {
-    let Some(bytes) = answer_file::read_once(run_root, APPROVALS_DIR, call_id, MAX_DECISION_BYTES)
-        .map_err(decision_error)?
+    let Some(file) = answer_file::read_json::<DecisionFile>(
+        run_root,
+        APPROVALS_DIR,
+        call_id,
+        MAX_DECISION_BYTES,
+    )
+    .map_err(decision_error)?
     else {
         return Ok(None);
     };
-    let file: DecisionFile = serde_json::from_slice(&bytes)
-        .map_err(|error| DecisionError::Invalid(error.to_string()))?;
     if file.kind != DECISION_KIND || file.schema_version != 1 || file.call_id != call_id {
         return Err(DecisionError::Invalid(format!(
             "not a decision on call `{call_id}`"

@@ -107,14 +107,16 @@ pub fn read_answer(
     run_root: &Path,
     commit_id: &str,
 ) -> Result<Option<AnswerFile>, HostCommitError> {
-    let Some(bytes) =
-        answer_file::read_once(run_root, HOST_COMMITS_DIR, commit_id, MAX_ANSWER_BYTES)
-            .map_err(commit_error)?
+    let Some(file) = answer_file::read_json::<AnswerFile>(
+        run_root,
+        HOST_COMMITS_DIR,
+        commit_id,
+        MAX_ANSWER_BYTES,
+    )
+    .map_err(commit_error)?
     else {
         return Ok(None);
     };
-    let file: AnswerFile = serde_json::from_slice(&bytes)
-        .map_err(|error| HostCommitError::Invalid(error.to_string()))?;
     if file.kind != ANSWER_KIND || file.schema_version != 1 || file.commit_id != commit_id {
         return Err(HostCommitError::Invalid(format!(
             "not an answer to commit `{commit_id}`"

@@ -359,6 +359,45 @@ pub async fn submit(nodes: &[Node], count: usize) -> Vec<String> {
 
 pub use toolhost_journal::TERMINAL_EVENTS as TERMINAL;
 
+/// The ids a node lists at `GET {base}{path}` under `list` whose `done`
+/// is still false (waiting approvals, waiting commits); none when the node
+/// does not answer, so an `until` asks again.
+pub async fn waiting(base: &str, path: &str, list: &str, id_key: &str, done: &str) -> Vec<String> {
+    let Ok(response) = client().get(format!("{base}{path}")).send().await else {
+        return Vec::new();
+    };
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    body[list]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter(|item| item[done] == false)
+                .filter_map(|item| item[id_key].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `POST {url}` with `body` to the node now driving a run, sent again while
+/// it is still taking the run over (`cluster.taking_over`, up to 30 s).
+pub async fn post_to_driver(url: &str, body: &Value) -> (u16, Value) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let response = client().post(url).json(body).send().await.expect("post");
+        let status = response.status().as_u16();
+        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        if status == 409
+            && answer["code"] == "cluster.taking_over"
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            continue;
+        }
+        return (status, answer);
+    }
+}
+
 /// The messages of a chat file holding the scripted reply (its line also
 /// holds it in `swipes`, as SillyTavern writes a reply).
 pub fn replies_in(chat: &str) -> usize {
