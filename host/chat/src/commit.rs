@@ -268,17 +268,7 @@ fn plan(
             let index = u32::try_from(message_lines)
                 .map_err(|_| io_other(path, "the chat has too many messages"))?;
             let line = new_message_line(bound.reply_name(), text, send_date, commit_id);
-            let ending: &[u8] = match &current[lines[0].terminator()] {
-                b"" => b"\n",
-                ending => ending,
-            };
-            let at = lines[last].end;
-            let mut updated = Vec::with_capacity(current.len() + line.len() + 2);
-            updated.extend_from_slice(&current[..at]);
-            updated.extend_from_slice(ending);
-            updated.extend_from_slice(line.as_bytes());
-            updated.extend_from_slice(&current[at..]);
-            Ok((updated, index))
+            Ok((append_line(current, &lines, last, &line), index))
         }
         Some(index) => {
             let not_ours = |reason: String| ChatError::NotRunMessage {
@@ -358,6 +348,22 @@ struct NewExtra<'a> {
     api: &'static str,
     #[serde(rename = "commitId", skip_serializing_if = "Option::is_none")]
     commit_id: Option<&'a str>,
+}
+
+/// `current` with `line` added after its last non-blank line `last`, ended
+/// the way the header line is (a newline when it has none).
+pub(crate) fn append_line(current: &[u8], lines: &[LineSpan], last: usize, line: &str) -> Vec<u8> {
+    let ending: &[u8] = match &current[lines[0].terminator()] {
+        b"" => b"\n",
+        ending => ending,
+    };
+    let at = lines[last].end;
+    let mut updated = Vec::with_capacity(current.len() + line.len() + 2);
+    updated.extend_from_slice(&current[..at]);
+    updated.extend_from_slice(ending);
+    updated.extend_from_slice(line.as_bytes());
+    updated.extend_from_slice(&current[at..]);
+    updated
 }
 
 /// The line of a new run message, compact like SillyTavern's

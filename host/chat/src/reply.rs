@@ -39,7 +39,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::bound::{BoundChat, target_base};
 use crate::commit::{
-    COMMIT_API, CommitMode, Committed, check_prefix, format_send_date, io_other, write_planned,
+    COMMIT_API, CommitMode, Committed, append_line, check_prefix, format_send_date, io_other,
+    write_planned,
 };
 use crate::error::ChatError;
 use crate::file::Role;
@@ -122,17 +123,7 @@ fn plan(
             let index = u32::try_from(message_lines)
                 .map_err(|_| io_other(path, "the chat has too many messages"))?;
             let line = new_reply_line(bound, reply, stamps);
-            let ending: &[u8] = match &current[lines[0].terminator()] {
-                b"" => b"\n",
-                ending => ending,
-            };
-            let at = lines[last].end;
-            let mut updated = Vec::with_capacity(current.len() + line.len() + 2);
-            updated.extend_from_slice(&current[..at]);
-            updated.extend_from_slice(ending);
-            updated.extend_from_slice(line.as_bytes());
-            updated.extend_from_slice(&current[at..]);
-            return Ok((updated, index));
+            return Ok((append_line(current, &lines, last, &line), index));
         }
         (Some(index), _) => index,
         (None, Some(target)) => target.index,
