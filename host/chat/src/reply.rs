@@ -188,9 +188,9 @@ fn plan(
             }
         }
         Some(_) => {
-            if !message.written_by_run(line) {
+            if !message.written_by_run(line, reply.commit_id) {
                 return Err(not_ours(format!(
-                    "its shown text was not written by a run (`extra.api` is not \"{COMMIT_API}\")"
+                    "its shown text was not written by this run (`extra.api` is not \"{COMMIT_API}\", or `extra.commitId` is another run's)"
                 )));
             }
             let text = match reply.mode {
@@ -280,13 +280,26 @@ impl Message {
         })
     }
 
-    /// Whether its shown text is a run's (`extra.api` is toolhost's).
-    fn written_by_run(&self, line: &str) -> bool {
-        self.object
-            .object(line, "extra")
-            .and_then(|extra| extra.string(line, "api"))
-            .as_deref()
-            == Some(COMMIT_API)
+    /// Whether its shown text is a run's (`extra.api` is toolhost's) — and,
+    /// given this commit's id (`<runId>:commit_NNN`), this run's: a user who
+    /// swiped back to another run's reply does not have it overwritten.
+    fn written_by_run(&self, line: &str, commit_id: Option<&str>) -> bool {
+        let extra = self.object.object(line, "extra");
+        let field = |name: &str| extra.as_ref().and_then(|extra| extra.string(line, name));
+        if field("api").as_deref() != Some(COMMIT_API) {
+            return false;
+        }
+        let Some(run) = commit_id
+            .and_then(|id| id.rsplit_once(":commit_"))
+            .map(|(run, _)| run)
+        else {
+            return true;
+        };
+        field("commitId").is_some_and(|written| {
+            written
+                .strip_prefix(run)
+                .is_some_and(|rest| rest.starts_with(":commit_"))
+        })
     }
 }
 

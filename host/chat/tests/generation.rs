@@ -502,3 +502,26 @@ fn the_greeting_can_be_swiped_and_continued() {
         assert_eq!(swipes, if t == GenerationType::Swipe { 4 } else { 3 });
     }
 }
+
+/// A later commit rewrites only this run's reply: a user who swiped back
+/// to another run's swipe does not have that one overwritten.
+#[test]
+fn a_later_commit_rewrites_only_this_runs_reply() {
+    let (_dir, path) = fixture_until(LONG, 37);
+    let bound = BoundChat::bind_for(&path, GenerationType::Swipe).unwrap();
+    first(&bound, "ours");
+    let err = commit_reply(
+        &bound,
+        Some(37),
+        &reply("theirs", CommitMode::Replace, "other:commit_002"),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "chat.message_not_found", "{err}");
+    let again = commit_reply(
+        &bound,
+        Some(37),
+        &reply("ours, again", CommitMode::Replace, "run:commit_002"),
+    )
+    .unwrap();
+    assert_eq!(again.index, 37);
+}

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_capabilities::{ChatHost, ChatHostError, CommitFuture, CommitOutcome, CommitRequest};
-use toolhost_journal::{ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, Event as _};
+use toolhost_journal::{
+    ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, Event as _, TERMINAL_EVENTS,
+};
 
 use crate::answer_file::{self, AnswerFileError};
 
@@ -41,6 +43,10 @@ pub enum HostAnswer {
     Committed { message_index: u32 },
     /// Not saved, and why: the model reads it.
     Failed { message: String },
+    /// Written by the run itself when it stopped waiting, so an answer
+    /// that comes after is refused rather than saved and never read.
+    #[serde(rename_all = "camelCase")]
+    TimedOut { after_secs: u64 },
 }
 
 /// An app's answer, as a file in the run directory.
@@ -79,6 +85,12 @@ impl AnswerFile {
                 code: HOST_COMMIT_FAILED.into(),
                 message: format!("the chat app did not save the reply: {message}"),
             },
+            HostAnswer::TimedOut { after_secs } => CommitOutcome::Refused {
+                code: HOST_COMMIT_TIMEOUT.into(),
+                message: format!(
+                    "the chat app did not answer within {after_secs} s; the reply was not saved. Commit again to offer it once more"
+                ),
+            },
         }
     }
 }
@@ -89,6 +101,10 @@ pub enum HostCommitError {
     AlreadyAnswered(String),
     #[error("chat.commit_not_pending: no commit `{0}` of this run waits for an answer")]
     NotPending(String),
+    #[error(
+        "chat.commit_timed_out: the run stopped waiting for commit `{0}`; do not save it (the model was told it was not saved)"
+    )]
+    TimedOut(String),
     #[error("chat.commit_answer_invalid: {0}")]
     Invalid(String),
     #[error("chat.io_error: {0}")]
@@ -133,20 +149,32 @@ pub fn answer_waiting(run_root: &Path, file: &AnswerFile) -> Result<(), HostComm
         .any(|commit| commit.request["commitId"] == file.commit_id.as_str());
     if !waiting {
         // Answered and read already, or never asked of the app.
-        return Err(match read_answer(run_root, &file.commit_id) {
-            Ok(Some(_)) => HostCommitError::AlreadyAnswered(file.commit_id.clone()),
-            _ => HostCommitError::NotPending(file.commit_id.clone()),
-        });
+        return Err(already(run_root, &file.commit_id)
+            .unwrap_or_else(|| HostCommitError::NotPending(file.commit_id.clone())));
     }
     let mut bytes =
         serde_json::to_vec_pretty(file).map_err(|e| HostCommitError::Invalid(e.to_string()))?;
     bytes.push(b'\n');
     answer_file::write_once(run_root, HOST_COMMITS_DIR, &file.commit_id, &bytes).map_err(|error| {
         match error {
-            AnswerFileError::Exists => HostCommitError::AlreadyAnswered(file.commit_id.clone()),
+            AnswerFileError::Exists => already(run_root, &file.commit_id)
+                .unwrap_or_else(|| HostCommitError::AlreadyAnswered(file.commit_id.clone())),
             other => commit_error(other),
         }
     })
+}
+
+/// Why a commit that has an answer takes no other: the app answered it
+/// already, or the run stopped waiting.
+fn already(run_root: &Path, commit_id: &str) -> Option<HostCommitError> {
+    match read_answer(run_root, commit_id) {
+        Ok(Some(AnswerFile {
+            answer: HostAnswer::TimedOut { .. },
+            ..
+        })) => Some(HostCommitError::TimedOut(commit_id.to_owned())),
+        Ok(Some(_)) => Some(HostCommitError::AlreadyAnswered(commit_id.to_owned())),
+        _ => None,
+    }
 }
 
 /// A commit the app was asked to make and the run has not seen end.
@@ -179,6 +207,10 @@ pub fn pending(run_root: &Path) -> Result<Vec<PendingCommit>, HostCommitError> {
         offset = chunk.offset;
         for line in chunk.lines {
             let kind = line.event_type.as_str();
+            // A run that ended waits for nothing.
+            if TERMINAL_EVENTS.contains(&kind) {
+                return Ok(Vec::new());
+            }
             let asked = kind == ChatCommitRequested::TYPE;
             if !asked && kind != ChatCommitCompleted::TYPE && kind != ChatCommitFailed::TYPE {
                 continue;
@@ -245,13 +277,33 @@ impl ChatHost for HostCommits {
                     ),
                 }
                 if Instant::now() >= deadline {
-                    return Ok(CommitOutcome::Refused {
-                        code: HOST_COMMIT_TIMEOUT.into(),
-                        message: format!(
-                            "the chat app did not answer within {} s; the reply was not saved. Commit again to offer it once more",
-                            self.timeout.as_secs()
-                        ),
-                    });
+                    // One file decides: the run's "timed out", or the answer
+                    // the app wrote just before it.
+                    let timed_out = AnswerFile::new(
+                        request.commit_id,
+                        HostAnswer::TimedOut {
+                            after_secs: self.timeout.as_secs(),
+                        },
+                        "the run",
+                    );
+                    let mut bytes = serde_json::to_vec_pretty(&timed_out).unwrap_or_default();
+                    bytes.push(b'\n');
+                    match answer_file::write_once(
+                        &self.run_root,
+                        HOST_COMMITS_DIR,
+                        request.commit_id,
+                        &bytes,
+                    ) {
+                        Ok(()) => return Ok(timed_out.outcome()),
+                        // The app answered meanwhile: read it next time round.
+                        Err(AnswerFileError::Exists) => continue,
+                        Err(error) => {
+                            return Err(ChatHostError {
+                                code: "chat.io_error".into(),
+                                message: format!("recording the timeout: {error}"),
+                            });
+                        }
+                    }
                 }
                 tokio::time::sleep(self.poll).await;
             }
@@ -273,5 +325,73 @@ impl ChatHost for HostCommits {
 
     fn describe(&self) -> String {
         "the chat app (host commit)".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use toolhost_core::CommitMode;
+
+    use super::*;
+
+    fn request(commit_id: &str) -> CommitRequest<'_> {
+        CommitRequest {
+            commit_id,
+            text: "reply",
+            mode: CommitMode::Replace,
+            run_message: None,
+        }
+    }
+
+    fn host(dir: &Path) -> HostCommits {
+        HostCommits {
+            poll: Duration::from_millis(10),
+            ..HostCommits::new(dir, Duration::from_millis(100))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_is_read_and_a_late_one_finds_the_run_stopped_waiting() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let host = host(dir.path());
+        let answer = AnswerFile::new(
+            "r:commit_001",
+            HostAnswer::Committed { message_index: 7 },
+            "app",
+        );
+        let bytes = serde_json::to_vec(&answer).expect("json");
+        answer_file::write_once(dir.path(), HOST_COMMITS_DIR, "r:commit_001", &bytes)
+            .expect("write");
+        assert_eq!(
+            host.commit(request("r:commit_001"))
+                .await
+                .expect("answered"),
+            CommitOutcome::Committed(7)
+        );
+        // No answer in time: the run writes its own, so a late one cannot land.
+        let outcome = host.commit(request("r:commit_002")).await.expect("refused");
+        assert!(
+            matches!(&outcome, CommitOutcome::Refused { code, .. } if code == HOST_COMMIT_TIMEOUT),
+            "{outcome:?}"
+        );
+        let late = AnswerFile::new(
+            "r:commit_002",
+            HostAnswer::Committed { message_index: 8 },
+            "app",
+        );
+        let bytes = serde_json::to_vec(&late).expect("json");
+        assert!(matches!(
+            answer_file::write_once(dir.path(), HOST_COMMITS_DIR, "r:commit_002", &bytes),
+            Err(AnswerFileError::Exists)
+        ));
+        assert!(matches!(
+            already(dir.path(), "r:commit_002"),
+            Some(HostCommitError::TimedOut(_))
+        ));
+        assert_eq!(
+            host.find_commit("r:commit_002").expect("read"),
+            Some(outcome),
+            "a resumed run reads the same"
+        );
     }
 }

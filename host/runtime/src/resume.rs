@@ -22,8 +22,9 @@ use toolhost_core::builtin;
 /// How a run ended, when it did: a terminal run is never resumed.
 pub use toolhost_journal::TERMINAL_EVENTS;
 use toolhost_journal::{
-    AgentTaskEnded, ChatCommitCompleted, ChatCommitRequested, Event as _, JournalEvent,
-    ModelCompleted, RunResumed, RunStarted, ToolCallCompleted, ToolCallFailed, ToolCallStarted,
+    AgentTaskEnded, ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, Event as _,
+    JournalEvent, ModelCompleted, RunResumed, RunStarted, ToolCallCompleted, ToolCallFailed,
+    ToolCallStarted,
 };
 
 /// Events of a run that a resume never makes again.
@@ -42,6 +43,8 @@ pub(crate) struct RecordedCommit {
     pub path: String,
     /// The message index, when `chat_commit_completed` was journalled.
     pub completed: Option<u32>,
+    /// Its code and message, when `chat_commit_failed` was journalled.
+    pub failed: Option<(String, String)>,
 }
 
 /// What the journal showed when the run was resumed (`run_resumed`).
@@ -111,7 +114,7 @@ impl ResumeLog {
                         started_tools.insert(call(), tool.to_owned());
                     }
                 }
-                ChatCommitRequested::TYPE | ChatCommitCompleted::TYPE => {
+                ChatCommitRequested::TYPE | ChatCommitCompleted::TYPE | ChatCommitFailed::TYPE => {
                     if event.r#type == ChatCommitRequested::TYPE
                         && let Some(call_id) = event.payload["callId"].as_str()
                     {
@@ -121,9 +124,15 @@ impl ResumeLog {
                     let entry = commits.entry(id).or_insert_with(|| RecordedCommit {
                         path: String::new(),
                         completed: None,
+                        failed: None,
                     });
                     if let Some(path) = event.payload["path"].as_str() {
                         entry.path = path.to_owned();
+                    }
+                    if event.r#type == ChatCommitFailed::TYPE {
+                        let text =
+                            |key: &str| event.payload[key].as_str().unwrap_or_default().to_owned();
+                        entry.failed = Some((text("code"), text("message")));
                     }
                     if event.r#type == ChatCommitCompleted::TYPE {
                         entry.completed = event.payload["messageIndex"]

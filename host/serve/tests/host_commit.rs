@@ -325,3 +325,107 @@ async fn a_swipe_is_offered_as_a_swipe_of_the_last_reply_and_an_unfit_one_is_ref
         before
     );
 }
+
+/// A cancelled run stops waiting at once, and offers nothing any more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_ends_the_wait_and_the_commit_is_no_longer_offered() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let _dirs = tenant(temp.path());
+    let models = script_models(temp.path(), &script());
+    let server = serve_in(temp.path(), models, Limits::default()).await;
+    let id = acme_starts_run(
+        &server,
+        &json!({"profile": "writer", "model": "demo", "chat": "chat", "commit": "host"}),
+    )
+    .await;
+    let offered = waiting(&server, &id).await;
+    let (code, _) = send(app(
+        client().post(server.url(&format!("/v1/runs/{id}/cancel")))
+    ))
+    .await;
+    assert!(code == 202 || code == 200, "{code}");
+    let run = acme_run_once_ended(&server, &id).await;
+    assert_eq!(run["status"], "cancelled", "{run}");
+    assert_eq!(run["pendingCommits"], 0, "{run}");
+    let (_, listed) = send(app(
+        client().get(server.url(&format!("/v1/runs/{id}/commits")))
+    ))
+    .await;
+    assert_eq!(listed["commits"], json!([]), "{listed}");
+    let (code, _) = answer(
+        &server,
+        &id,
+        offered[0]["commitId"].as_str().expect("id"),
+        json!({"outcome": "committed", "messageIndex": 65}),
+    )
+    .await;
+    assert_eq!(code, 404, "an ended run takes no answer");
+}
+
+/// A run resumed after the app refused one commit and while it waits for
+/// the next offers only that one, once, and journals nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_after_a_refused_commit_offers_only_the_next_one() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dirs = tenant(temp.path());
+    let models = script_models(temp.path(), &script());
+    let server = serve_in(temp.path(), models.clone(), Limits::default()).await;
+    let id = acme_starts_run(
+        &server,
+        &json!({"profile": "writer", "model": "demo", "chat": "chat", "commit": "host"}),
+    )
+    .await;
+    let first = waiting(&server, &id).await;
+    let (code, _) = answer(
+        &server,
+        &id,
+        first[0]["commitId"].as_str().expect("id"),
+        json!({"outcome": "failed", "message": "not now"}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let second = waiting(&server, &id).await;
+    let next = second[0]["commitId"].as_str().expect("id").to_owned();
+    assert_ne!(next, first[0]["commitId"].as_str().expect("id"));
+    server.state.interrupt_runs();
+    for _ in 0..600 {
+        let (_, run) = send(app(client().get(server.url(&format!("/v1/runs/{id}"))))).await;
+        if run["status"] == "interrupted" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(server);
+
+    let server = serve_in(temp.path(), models, Limits::default()).await;
+    let (code, resumed) = send(app(
+        client().post(server.url(&format!("/v1/runs/{id}/resume")))
+    ))
+    .await;
+    assert_eq!(code, 201, "{resumed}");
+    let again = waiting(&server, &id).await;
+    let ids: Vec<&str> = again
+        .iter()
+        .filter_map(|c| c["commitId"].as_str())
+        .collect();
+    assert_eq!(ids, vec![next.as_str()], "only the next commit, once");
+    let (code, _) = answer(
+        &server,
+        &id,
+        &next,
+        json!({"outcome": "committed", "messageIndex": 65}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let run = acme_run_once_ended(&server, &id).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let events = journal(&dirs.runs().join(&id));
+    let count = |kind: &str| events.iter().filter(|event| event["type"] == kind).count();
+    assert_eq!(
+        count(toolhost_journal::ChatCommitRequested::TYPE),
+        2,
+        "each asked once"
+    );
+    assert_eq!(count(ChatCommitFailed::TYPE), 1);
+    assert_eq!(count(ChatCommitCompleted::TYPE), 1);
+}

@@ -4,13 +4,14 @@
 //! finds a request without its end asks the host what became of it
 //! ([`ChatHost::find_commit`]) and asks again only when nothing is known.
 
-use toolhost_capabilities::{CommitOutcome, CommitRequest};
+use toolhost_capabilities::{ChatHostError, CommitOutcome, CommitRequest};
 use toolhost_core::{CommitMode, ToolFailure};
 use toolhost_journal::{ChatCommitCompleted, ChatCommitFailed, ChatCommitRequested, Event};
 
 use super::CommitRecord;
 use super::shared::{CommitOrigin, RunShared};
 use crate::failure::RunFailure;
+use crate::host_commit::{HOST_COMMIT_FAILED, HOST_COMMIT_TIMEOUT};
 
 impl RunShared {
     /// Publish a workspace file as the run's message. `Ok(Err)` is a
@@ -44,14 +45,33 @@ impl RunShared {
             .run
             .resume_log()
             .and_then(|log| log.recorded_commit(&commit_id));
-        let file = match &recorded {
-            // Committed before the interruption: the file may have changed
-            // since, and its text is not needed.
-            Some(recorded) if recorded.completed.is_some() => None,
-            _ => match origin.workspace.read_text(path) {
+        // What the record already says of this commit: how it ended, or
+        // what the chat host says now of one it was asked for.
+        let known = match &recorded {
+            None => None,
+            Some(recorded) => match (recorded.completed, &recorded.failed) {
+                (Some(index), _) => Some(Ok(CommitOutcome::Committed(index))),
+                (None, Some((code, message))) => Some(ended_as(code, message)),
+                (None, None) => self
+                    .parts
+                    .chat
+                    .find_commit(&commit_id)
+                    .map_err(|error| RunFailure::ChatCommit(error.to_string()))?
+                    .map(Ok),
+            },
+        };
+        // The text, unless the record settles the commit: the file may have
+        // changed since, or be gone.
+        let file = match known {
+            Some(_) => None,
+            None => match origin.workspace.read_text(path) {
                 Ok(file) => Some(file),
                 Err(error) if error.is_system() => return Err(error.into()),
+                // A commit asked for before keeps its id all the same.
                 Err(error) => {
+                    if recorded.is_some() {
+                        self.ledger().commit_requests += 1;
+                    }
                     return Ok(Err(ToolFailure::new(error.code(), error.message())));
                 }
             },
@@ -59,6 +79,9 @@ impl RunShared {
         if let Some(file) = &file
             && file.text.trim().is_empty()
         {
+            if recorded.is_some() {
+                self.ledger().commit_requests += 1;
+            }
             return Ok(Err(ToolFailure::new(
                 "workspace.required_artifact_empty",
                 format!(
@@ -107,21 +130,8 @@ impl RunShared {
                 }
             }
         }
-        let known = match (&recorded, &file) {
-            (Some(recorded), _) if recorded.completed.is_some() => {
-                recorded.completed.map(CommitOutcome::Committed)
-            }
-            // Requested before the interruption, never seen ending: the
-            // chat host says what became of it.
-            (Some(_), _) => self
-                .parts
-                .chat
-                .find_commit(&commit_id)
-                .map_err(|error| RunFailure::ChatCommit(error.to_string()))?,
-            (None, _) => None,
-        };
         let outcome = match (known, &file) {
-            (Some(outcome), _) => Ok(outcome),
+            (Some(outcome), _) => outcome,
             (None, Some(file)) => {
                 toolhost_core::crash_point::hit("chat_commit");
                 let request = CommitRequest {
@@ -134,7 +144,7 @@ impl RunShared {
             }
             (None, None) => {
                 return Err(RunFailure::State(format!(
-                    "{commit_id} was recorded as completed without a message index"
+                    "{commit_id} has neither an outcome nor a text"
                 )));
             }
         };
@@ -184,5 +194,21 @@ impl RunShared {
                 Err(RunFailure::ChatCommit(error.to_string()))
             }
         }
+    }
+}
+
+/// A commit the journal shows failed, as it failed then: a chat app's
+/// refusal goes back to the model again; anything else failed the run.
+fn ended_as(code: &str, message: &str) -> Result<CommitOutcome, ChatHostError> {
+    if [HOST_COMMIT_FAILED, HOST_COMMIT_TIMEOUT].contains(&code) {
+        Ok(CommitOutcome::Refused {
+            code: code.to_owned(),
+            message: message.to_owned(),
+        })
+    } else {
+        Err(ChatHostError {
+            code: code.to_owned(),
+            message: message.to_owned(),
+        })
     }
 }

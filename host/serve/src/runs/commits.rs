@@ -162,6 +162,9 @@ pub(crate) async fn answer(
             HostCommitError::AlreadyAnswered(_) => {
                 ApiError::conflict("chat.commit_already_answered", error.to_string())
             }
+            HostCommitError::TimedOut(_) => {
+                ApiError::conflict("chat.commit_timed_out", error.to_string())
+            }
             other => ApiError::internal("writing the answer", other),
         })
     })

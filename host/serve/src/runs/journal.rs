@@ -58,6 +58,8 @@ impl JournalCounts {
             _ => {
                 if let Some(terminal) = TERMINAL_EVENTS.iter().find(|end| **end == event_type) {
                     self.ended_by = Some(terminal);
+                    // An ended run waits for no commit (a cancel drops the wait).
+                    self.pending_commits = 0;
                 }
             }
         }

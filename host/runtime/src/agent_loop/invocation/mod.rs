@@ -10,7 +10,9 @@ use toolhost_core::{
     AgentModelSettings, ExitPolicy, ModelTurn, ToolChoice, ToolFailure, ToolId, ToolSuccess,
     builtin, profile::Profile,
 };
-use toolhost_journal::{AgentLoopFinished, DriftRecoveryAttempted};
+use toolhost_journal::{
+    AgentLoopFinished, ChatCommitFailed, ChatCommitRequested, DriftRecoveryAttempted, Event as _,
+};
 use toolhost_model::AgentModel;
 
 use super::shared::RunShared;
@@ -265,12 +267,14 @@ impl InvocationLoop<'_> {
                         .stored_result()
                         .is_some_and(|stored| stored.is_error);
                     // A commit the chat app refused then was asked for all
-                    // the same: the next one keeps the id it had.
+                    // the same: the next one keeps the id it had, and its
+                    // two events are the record's, not written again.
                     if refused_then
-                        && shared.run.resume_log().is_some_and(|log| {
-                            log.commit_requested_by(self.id(), &executed.call().call_id)
-                        })
+                        && let Some(log) = shared.run.resume_log()
+                        && log.commit_requested_by(self.id(), &executed.call().call_id)
                     {
+                        log.take(self.id(), ChatCommitRequested::TYPE);
+                        log.take(self.id(), ChatCommitFailed::TYPE);
                         let mut ledger = shared.ledger();
                         ledger.commit_requests += 1;
                         ledger.explicit_requested = true;
@@ -308,7 +312,8 @@ impl InvocationLoop<'_> {
                 })?;
                 return Ok(end);
             }
-            self.auto_publish(last_write.as_deref(), round).await?;
+            // A host commit waits for the chat app: a cancel ends the wait.
+            unless_cancelled(shared, self.auto_publish(last_write.as_deref(), round)).await?;
             self.inject_child_results(&mut history, round).await?;
         }
         let last_was_drift = matches!(
