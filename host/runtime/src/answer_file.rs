@@ -94,7 +94,7 @@ pub(crate) fn write_once(
 
 /// The answer to `key` in the run's `dir`, if one was written: at most
 /// `max` bytes.
-pub(crate) fn read_once(
+fn read_once(
     run_root: &Path,
     dir: &str,
     key: &str,
@@ -134,8 +134,20 @@ pub(crate) fn read_once(
     Ok(Some(bytes))
 }
 
-/// [`read_once`], read as JSON: `Invalid` when it is not a `T`.
-pub(crate) fn read_json<T: DeserializeOwned>(
+/// An answer's identity: the form it is in, and the question it answers.
+pub(crate) trait Answer: DeserializeOwned {
+    /// Its `kind` (`toolhost.approvalDecision`, …); its schema is 1.
+    const KIND: &'static str;
+    fn kind(&self) -> &str;
+    fn schema_version(&self) -> u32;
+    /// The call or commit it answers.
+    fn key(&self) -> &str;
+}
+
+/// The answer to `key` in the run's `dir`, if one was written: at most
+/// `max` bytes of JSON, of `T`'s kind and schema, answering `key` (a file
+/// put under another question's name is refused).
+pub(crate) fn read_answer<T: Answer>(
     run_root: &Path,
     dir: &str,
     key: &str,
@@ -144,7 +156,13 @@ pub(crate) fn read_json<T: DeserializeOwned>(
     let Some(bytes) = read_once(run_root, dir, key, max)? else {
         return Ok(None);
     };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|error| AnswerFileError::Invalid(error.to_string()))
+    let file: T = serde_json::from_slice(&bytes)
+        .map_err(|error| AnswerFileError::Invalid(error.to_string()))?;
+    if file.kind() != T::KIND || file.schema_version() != 1 || file.key() != key {
+        return Err(AnswerFileError::Invalid(format!(
+            "not a {} answering `{key}`",
+            T::KIND
+        )));
+    }
+    Ok(Some(file))
 }

@@ -303,22 +303,24 @@ pub fn read_decision(
     run_root: &Path,
     call_id: &str,
 ) -> Result<Option<DecisionFile>, DecisionError> {
-    let Some(file) = answer_file::read_json::<DecisionFile>(
-        run_root,
-        APPROVALS_DIR,
-        call_id,
-        MAX_DECISION_BYTES,
-    )
-    .map_err(decision_error)?
-    else {
-        return Ok(None);
-    };
-    if file.kind != DECISION_KIND || file.schema_version != 1 || file.call_id != call_id {
-        return Err(DecisionError::Invalid(format!(
-            "not a decision on call `{call_id}`"
-        )));
+    answer_file::read_answer(run_root, APPROVALS_DIR, call_id, MAX_DECISION_BYTES)
+        .map_err(decision_error)
+}
+
+impl answer_file::Answer for DecisionFile {
+    const KIND: &'static str = DECISION_KIND;
+
+    fn kind(&self) -> &str {
+        &self.kind
     }
-    Ok(Some(file))
+
+    fn schema_version(&self) -> u32 {
+        self.schema_version
+    }
+
+    fn key(&self) -> &str {
+        &self.call_id
+    }
 }
 
 /// A call waiting for a decision, as the journal shows it.

@@ -123,22 +123,24 @@ pub fn read_answer(
     run_root: &Path,
     commit_id: &str,
 ) -> Result<Option<AnswerFile>, HostCommitError> {
-    let Some(file) = answer_file::read_json::<AnswerFile>(
-        run_root,
-        HOST_COMMITS_DIR,
-        commit_id,
-        MAX_ANSWER_BYTES,
-    )
-    .map_err(commit_error)?
-    else {
-        return Ok(None);
-    };
-    if file.kind != ANSWER_KIND || file.schema_version != 1 || file.commit_id != commit_id {
-        return Err(HostCommitError::Invalid(format!(
-            "not an answer to commit `{commit_id}`"
-        )));
+    answer_file::read_answer(run_root, HOST_COMMITS_DIR, commit_id, MAX_ANSWER_BYTES)
+        .map_err(commit_error)
+}
+
+impl answer_file::Answer for AnswerFile {
+    const KIND: &'static str = ANSWER_KIND;
+
+    fn kind(&self) -> &str {
+        &self.kind
     }
-    Ok(Some(file))
+
+    fn schema_version(&self) -> u32 {
+        self.schema_version
+    }
+
+    fn key(&self) -> &str {
+        &self.commit_id
+    }
 }
 
 /// Answer `file.commit_id`, a commit of the run at `run_root` that waits

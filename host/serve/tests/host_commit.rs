@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::*;
 use serde_json::{Value, json};
 use toolhost_journal::{ChatCommitCompleted, ChatCommitFailed, Event as _};
-use toolhost_serve::{Limits, TenantDirs};
+use toolhost_serve::{Limits, ModelTable, TenantDirs};
 
 const REPLY: &str = "*Mirelle folds the map.* 灯台へ行こう。";
 
@@ -83,6 +83,28 @@ async fn waiting(server: &Server, id: &str) -> Vec<Value> {
 async fn answer(server: &Server, id: &str, commit: &str, body: Value) -> (u16, Value) {
     send(app(client().post(server.url(&format!("/v1/runs/{id}/commits/{commit}")))).json(&body))
         .await
+}
+
+/// The server stopped mid-run (the run left interrupted) and a new one
+/// over the same data that resumed it.
+async fn restart(server: Server, dir: &Path, models: ModelTable, id: &str) -> Server {
+    server.state.interrupt_runs();
+    // Its loop let go of the run: it is interrupted, resumable.
+    for _ in 0..600 {
+        let (_, run) = send(app(client().get(server.url(&format!("/v1/runs/{id}"))))).await;
+        if run["status"] == "interrupted" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(server);
+    let server = serve_in(dir, models, Limits::default()).await;
+    let (code, resumed) = send(app(
+        client().post(server.url(&format!("/v1/runs/{id}/resume")))
+    ))
+    .await;
+    assert_eq!(code, 201, "{resumed}");
+    server
 }
 
 fn journal(root: &Path) -> Vec<Value> {
@@ -207,23 +229,7 @@ async fn a_restarted_server_offers_the_same_commit_again_once() {
     .await;
     let offered = waiting(&server, &id).await;
     let commit = offered[0]["commitId"].as_str().expect("id").to_owned();
-    server.state.interrupt_runs();
-    // Its loop let go of the run: it is interrupted, resumable.
-    for _ in 0..600 {
-        let (_, run) = send(app(client().get(server.url(&format!("/v1/runs/{id}"))))).await;
-        if run["status"] == "interrupted" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    drop(server);
-
-    let server = serve_in(temp.path(), models, Limits::default()).await;
-    let (code, resumed) = send(app(
-        client().post(server.url(&format!("/v1/runs/{id}/resume")))
-    ))
-    .await;
-    assert_eq!(code, 201, "{resumed}");
+    let server = restart(server, temp.path(), models, &id).await;
     let again = waiting(&server, &id).await;
     assert_eq!(again.len(), 1, "offered once: {again:?}");
     assert_eq!(again[0]["commitId"], commit.as_str(), "the same commit");
@@ -387,22 +393,7 @@ async fn a_resume_after_a_refused_commit_offers_only_the_next_one() {
     let second = waiting(&server, &id).await;
     let next = second[0]["commitId"].as_str().expect("id").to_owned();
     assert_ne!(next, first[0]["commitId"].as_str().expect("id"));
-    server.state.interrupt_runs();
-    for _ in 0..600 {
-        let (_, run) = send(app(client().get(server.url(&format!("/v1/runs/{id}"))))).await;
-        if run["status"] == "interrupted" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    drop(server);
-
-    let server = serve_in(temp.path(), models, Limits::default()).await;
-    let (code, resumed) = send(app(
-        client().post(server.url(&format!("/v1/runs/{id}/resume")))
-    ))
-    .await;
-    assert_eq!(code, 201, "{resumed}");
+    let server = restart(server, temp.path(), models, &id).await;
     let again = waiting(&server, &id).await;
     let ids: Vec<&str> = again
         .iter()
