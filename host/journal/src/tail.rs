@@ -3,11 +3,12 @@
 //! writer's lock. A line still being written (no newline yet) waits for
 //! the next read. Used by whoever follows a journal from outside the run:
 //! the service's event streams and run states, the calls waiting for
-//! approval.
+//! approval and the commits waiting for a chat app.
 
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -68,6 +69,33 @@ pub fn scan_types(
     mut each: impl FnMut(u64, &str),
 ) -> std::io::Result<u64> {
     scan(path, offset, |_, seq, event_type| each(seq, event_type))
+}
+
+/// Every whole event of the journal at `path` whose type `wanted` accepts,
+/// in order, as JSON, to `each` — read in bounded chunks while the run may
+/// be writing, only the wanted lines copied. `each` ends the pass early
+/// with [`ControlFlow::Break`]. A line that is not JSON is passed over.
+pub fn each_event(
+    path: &Path,
+    wanted: impl Fn(&str) -> bool,
+    mut each: impl FnMut(&str, serde_json::Value) -> ControlFlow<()>,
+) -> std::io::Result<()> {
+    let mut offset = 0;
+    loop {
+        let mut stopped = false;
+        let next = scan(path, offset, |json, _, event_type| {
+            if stopped || !wanted(event_type) {
+                return;
+            }
+            if let Ok(event) = serde_json::from_str(json) {
+                stopped = each(event_type, event).is_break();
+            }
+        })?;
+        if stopped || next == offset {
+            return Ok(());
+        }
+        offset = next;
+    }
 }
 
 /// One bounded read from `offset`: each whole event line to `take` (the
@@ -244,5 +272,39 @@ data: forged","payload":{{}}}}"#
         // A line that is not an event: a reader from the start stops there.
         std::fs::write(&path, format!("not json\n{}\n", line(2, "run_completed"))).expect("write");
         assert!(!ended(64 * 1024));
+    }
+
+    #[test]
+    fn each_event_gives_the_wanted_events_in_order_until_told_to_stop() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut file = File::create(&path).expect("create");
+        for (seq, kind) in [(1, "a"), (2, "b"), (3, "a"), (4, "c"), (5, "a")] {
+            writeln!(file, r#"{{"seq":{seq},"type":"{kind}","payload":{{}}}}"#).expect("write");
+        }
+        // A torn last line: not read.
+        write!(file, r#"{{"seq":6,"type":"a""#).expect("write");
+        let mut seen = Vec::new();
+        each_event(
+            &path,
+            |kind| kind != "b",
+            |kind, event| {
+                seen.push((kind.to_owned(), event["seq"].as_u64().unwrap_or(0)));
+                if kind == "c" {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        )
+        .expect("read");
+        assert_eq!(
+            seen,
+            vec![
+                ("a".to_owned(), 1),
+                ("a".to_owned(), 3),
+                ("c".to_owned(), 4)
+            ]
+        );
     }
 }

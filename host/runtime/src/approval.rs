@@ -15,6 +15,7 @@
 //! `toolhost approvals approve|deny` and the HTTP API).
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
@@ -352,32 +353,20 @@ pub fn pending(run_root: &Path) -> Result<Vec<PendingApproval>, DecisionError> {
     };
     let mut requested = Vec::new();
     let mut decided = std::collections::HashSet::new();
-    // Whole lines, in bounded chunks, while the run may be writing.
-    let mut offset = 0;
-    loop {
-        let chunk = toolhost_journal::tail::read_from(&journal, offset)?;
-        if chunk.lines.is_empty() {
-            break;
+    let wanted = |kind: &str| {
+        matches!(
+            kind,
+            ToolCallApprovalRequested::TYPE | ToolCallApprovalDecided::TYPE
+        )
+    };
+    toolhost_journal::tail::each_event(&journal, wanted, |kind, event| {
+        if kind == ToolCallApprovalRequested::TYPE {
+            requested.push(event);
+        } else {
+            decided.insert(key(&event["payload"]));
         }
-        offset = chunk.offset;
-        for line in chunk.lines {
-            let wanted = matches!(
-                line.event_type.as_str(),
-                ToolCallApprovalRequested::TYPE | ToolCallApprovalDecided::TYPE
-            );
-            if !wanted {
-                continue;
-            }
-            let Ok(event) = serde_json::from_str::<Value>(&line.json) else {
-                continue;
-            };
-            if line.event_type == ToolCallApprovalRequested::TYPE {
-                requested.push(event);
-            } else {
-                decided.insert(key(&event["payload"]));
-            }
-        }
-    }
+        ControlFlow::Continue(())
+    })?;
     let mut waiting = Vec::new();
     for event in requested {
         let payload = &event["payload"];

@@ -8,6 +8,7 @@
 //! run finds the answer there, or waits again: the app is asked once and
 //! never told to apply a commit twice.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -200,36 +201,35 @@ pub fn pending(run_root: &Path) -> Result<Vec<PendingCommit>, HostCommitError> {
         .journal()
         .absolute;
     let mut requested: Vec<Value> = Vec::new();
-    let mut offset = 0;
-    loop {
-        let chunk = toolhost_journal::tail::read_from(&journal, offset)?;
-        if chunk.lines.is_empty() {
-            break;
+    let mut ended = false;
+    let wanted = |kind: &str| {
+        TERMINAL_EVENTS.contains(&kind)
+            || [
+                ChatCommitRequested::TYPE,
+                ChatCommitCompleted::TYPE,
+                ChatCommitFailed::TYPE,
+            ]
+            .contains(&kind)
+    };
+    toolhost_journal::tail::each_event(&journal, wanted, |kind, event| {
+        // A run that ended waits for nothing.
+        if TERMINAL_EVENTS.contains(&kind) {
+            ended = true;
+            return ControlFlow::Break(());
         }
-        offset = chunk.offset;
-        for line in chunk.lines {
-            let kind = line.event_type.as_str();
-            // A run that ended waits for nothing.
-            if TERMINAL_EVENTS.contains(&kind) {
-                return Ok(Vec::new());
+        if kind == ChatCommitRequested::TYPE {
+            // Only a commit the app makes itself carries its text.
+            if event["payload"].get("text").is_some() {
+                requested.push(event);
             }
-            let asked = kind == ChatCommitRequested::TYPE;
-            if !asked && kind != ChatCommitCompleted::TYPE && kind != ChatCommitFailed::TYPE {
-                continue;
-            }
-            let Ok(event) = serde_json::from_str::<Value>(&line.json) else {
-                continue;
-            };
-            let id = event["payload"]["commitId"].clone();
-            if asked {
-                // Only a commit the app makes itself carries its text.
-                if event["payload"].get("text").is_some() {
-                    requested.push(event);
-                }
-            } else {
-                requested.retain(|asked| asked["payload"]["commitId"] != id);
-            }
+        } else {
+            let id = &event["payload"]["commitId"];
+            requested.retain(|asked| asked["payload"]["commitId"] != *id);
         }
+        ControlFlow::Continue(())
+    })?;
+    if ended {
+        return Ok(Vec::new());
     }
     Ok(requested
         .into_iter()
