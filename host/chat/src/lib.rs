@@ -19,6 +19,8 @@
 //!   or continued one — with `swipes`, `swipe_info`, `gen_started`,
 //!   `gen_finished`, `extra.model`, the chat's `send_date` form
 //!   ([`dates`]) and a group member's avatars.
+//! - [`mirror`]: [`replace_whole`], the chat app's own copy of a chat
+//!   (sent by its extension) checked and put in place of the old one.
 //! - [`generate`]: [`generate_chat`], a deterministic big chat for
 //!   benchmarks and tests.
 //!
@@ -33,6 +35,7 @@ pub mod file;
 pub mod generate;
 pub mod generation;
 mod lines;
+pub mod mirror;
 pub mod reply;
 mod splice;
 
@@ -46,4 +49,5 @@ pub use error::ChatError;
 pub use file::{ChatFile, ChatHeader, ChatMessage, GROUP_HEADER_NAME, Role};
 pub use generate::generate_chat;
 pub use generation::{ChatBinding, ChatTarget, GenerationType};
+pub use mirror::replace_whole;
 pub use reply::{Reply, commit_reply};

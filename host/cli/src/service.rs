@@ -61,6 +61,12 @@ pub struct ServiceArgs {
     /// address and localhost; repeatable.
     #[arg(long = "host-name", value_name = "NAME")]
     pub host_names: Vec<String>,
+    /// Let the pages of this exact origin (scheme://host:port) use the
+    /// API, answered with CORS — a chat app on its own port, e.g.
+    /// http://127.0.0.1:8000 for SillyTavern; repeatable, no wildcard.
+    /// Their requests still need a token when there is a tokens file.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
     /// Runtime worker threads [default: 16 per core, 16 to 256; with
     /// the data directory on a memory file system (tmpfs) 2 per core,
     /// 4 to 64].
@@ -179,6 +185,7 @@ pub async fn serve(host: ToolHost, args: ServiceArgs, watched: Watched) -> Resul
         durability: args.durability.into(),
         tls,
         host_names: args.host_names.clone(),
+        allowed_origins: args.allowed_origins.clone(),
     };
     let host = Arc::new(host);
     let mut state = ServeState::new(Arc::clone(&host), access, args.listen, options)?;
@@ -220,6 +227,12 @@ pub async fn serve(host: ToolHost, args: ServiceArgs, watched: Watched) -> Resul
         data_dir.display(),
         state.models.len()
     );
+    if !state.origins.is_empty() {
+        eprintln!(
+            "toolhost serve: the pages of {} may use the API",
+            state.origins.as_slice().join(", ")
+        );
+    }
     if state.node.is_some() {
         // The cluster holds the runs: interrupted ones come back through
         // its queue, to this node or another.

@@ -1,9 +1,10 @@
 //! What every request passes before a handler: its `Host` must name this
 //! server (no DNS rebinding of a browser onto the loopback port), an
-//! `Origin`, when a browser sends one, must be this server's own (no CORS:
-//! no other site's page may drive it), and its bearer token must name a
-//! tenant — from a client address not past its failed tokens
-//! (`attempts`).
+//! `Origin`, when a browser sends one, must be this server's own or one the
+//! operator let in (`--allow-origin`, answered with CORS by `cors`): no
+//! other site's page may drive it; and but for the web UI's files, its
+//! bearer token must name a tenant — from a client address not past its
+//! failed tokens (`attempts`).
 
 use std::sync::Arc;
 
@@ -33,8 +34,9 @@ pub(crate) async fn guard(
     }
 }
 
-/// The web UI's files: this server's `Host` and `Origin`, no token (the
-/// pages hold no data; the script sends the token with each API request).
+/// Every request, first: this server's `Host`, and an `Origin` of its own
+/// or let in. The web UI's files need nothing more (the pages hold no
+/// data; the script sends the token with each API request).
 pub(crate) async fn site_guard(
     State(state): State<Arc<ServeState>>,
     request: Request,
@@ -46,8 +48,8 @@ pub(crate) async fn site_guard(
     }
 }
 
+/// The tenant of a request that passed [`site_guard`].
 fn admit(state: &ServeState, request: &Request) -> Result<Tenant, ApiError> {
-    own_site(state, request)?;
     let headers = request.headers();
     match &*state.access() {
         TenantAccess::Local => Ok(Tenant(LOCAL_TENANT.to_owned())),
@@ -85,7 +87,8 @@ fn admit(state: &ServeState, request: &Request) -> Result<Tenant, ApiError> {
     }
 }
 
-/// `Host` names this server, and an `Origin`, when sent, is its own.
+/// `Host` names this server, and an `Origin`, when sent, is its own or
+/// one the operator let in.
 fn own_site(state: &ServeState, request: &Request) -> Result<(), ApiError> {
     let headers = request.headers();
     let host = headers
@@ -104,16 +107,19 @@ fn own_site(state: &ServeState, request: &Request) -> Result<(), ApiError> {
         ));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let own = origin.to_str().ok().is_some_and(|origin| {
-            state.hosts.iter().any(|allowed| {
-                origin.eq_ignore_ascii_case(&format!("{}://{allowed}", state.scheme))
-            })
-        });
-        if !own {
+        let origin = origin.to_str().unwrap_or_default();
+        let own = state
+            .hosts
+            .iter()
+            .any(|allowed| origin.eq_ignore_ascii_case(&format!("{}://{allowed}", state.scheme)));
+        if !own && !state.origins.contains(origin) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "serve.origin_refused",
-                "requests from another site's pages are refused",
+                format!(
+                    "requests from another site's pages are refused: to let the pages of `{}` in, start the server with --allow-origin {0}",
+                    origin.chars().take(200).collect::<String>()
+                ),
             ));
         }
     }

@@ -5,7 +5,8 @@
 //!
 //! - `listen`: the connections, a deadline on every request's head;
 //! - `guard`: the checks every request passes (Host, Origin, token), with
-//!   failed tokens counted per client address (`attempts`);
+//!   failed tokens counted per client address (`attempts`); the foreign
+//!   pages let in and their CORS answers (`cors`);
 //! - `caps`: the operator's caps on what a tenant's runs may ask for;
 //! - `health`: readiness (`/v1/health`) and the builtins' warm-up;
 //! - `tools`: the catalog;
@@ -19,6 +20,7 @@
 mod attempts;
 mod body;
 pub mod caps;
+pub mod cors;
 mod error;
 pub mod fence;
 mod guard;
@@ -59,8 +61,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7700";
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// The largest body `POST /v1/runs` takes: a prompt snapshot's 8 MiB of
-/// message text and room for its JSON.
-pub const MAX_RUN_BODY_BYTES: usize = 9 * 1024 * 1024;
+/// message text, a chat app's chat file of up to
+/// [`runs::MAX_CHAT_CONTENT_BYTES`], and room for their JSON escapes.
+pub const MAX_RUN_BODY_BYTES: usize = 40 * 1024 * 1024;
 
 /// Who may use the server.
 #[derive(Debug, Clone)]
@@ -86,6 +89,9 @@ pub struct ServeOptions {
     /// Names clients reach the server by (`Host`), besides its address and
     /// `localhost`: e.g. `toolhost.example.com`.
     pub host_names: Vec<String>,
+    /// Pages of other sites let in (`--allow-origin`): exact origins such
+    /// as `http://127.0.0.1:8000`, a chat app's page.
+    pub allowed_origins: Vec<String>,
 }
 
 /// What the handlers share.
@@ -111,6 +117,8 @@ pub struct ServeState {
     pub hosts: Vec<String>,
     /// `https` with TLS, else `http`: the scheme of its own origins.
     pub scheme: &'static str,
+    /// Other sites' pages let in (`--allow-origin`), answered with CORS.
+    pub origins: cors::AllowedOrigins,
     tls: Option<Arc<rustls::ServerConfig>>,
     /// This server as a node of a cluster (`serve --cluster`).
     pub node: Option<Arc<node::ClusterNode>>,
@@ -128,6 +136,8 @@ pub enum ServeError {
     NotLoopback(SocketAddr),
     #[error("serve.host_name_invalid: `{0}` is not a host name")]
     HostName(String),
+    #[error("serve.origin_invalid: `{origin}`: {reason}")]
+    OriginInvalid { origin: String, reason: String },
 }
 
 impl ServeState {
@@ -166,6 +176,7 @@ impl ServeState {
                 hosts.push(name.clone());
             }
         }
+        let origins = cors::AllowedOrigins::parse(&options.allowed_origins)?;
         Ok(Self {
             host: std::sync::RwLock::new((0, host)),
             data_dir: options.data_dir,
@@ -178,6 +189,7 @@ impl ServeState {
             access: std::sync::RwLock::new(Arc::new(access)),
             hosts,
             scheme,
+            origins,
             tls: options.tls,
             node: None,
             warm_ups: health::WarmUps::default(),
@@ -354,24 +366,21 @@ async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
     axum::Json(ApiDoc::openapi())
 }
 
-/// The API: every route behind the guard, unknown ones answered as JSON;
-/// and the web UI's three files and `/v1/health` behind the site guard
-/// (no token).
+/// The API: every route behind the site guard (`Host`, `Origin`), then
+/// the CORS answers for the origins let in, then — but for the web UI's
+/// three files and `/v1/health` — the token guard; unknown routes answered
+/// as JSON.
 pub fn router(state: Arc<ServeState>) -> Router {
     let site = Router::new()
         .route("/", get(ui::index))
         .route("/ui/app.js", get(ui::script))
         .route("/ui/app.css", get(ui::style))
-        .route("/v1/health", get(health::get))
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state),
-            guard::site_guard,
-        ));
+        .route("/v1/health", get(health::get));
     let api = Router::new()
         .route("/v1/tools", get(tools::list))
         .route("/v1/openapi.json", get(openapi_json))
-        // A chat app's prompt snapshot rides in a start request: a long
-        // chat's prompt may be several MiB of text (at most 8 of it).
+        // A chat app's prompt snapshot and its chat ride in a start
+        // request: several MiB each for a long chat.
         .route(
             "/v1/runs",
             post(runs::start)
@@ -402,7 +411,18 @@ pub fn router(state: Arc<ServeState>) -> Router {
             Arc::clone(&state),
             guard::guard,
         ));
-    site.merge(api).with_state(state)
+    let mut routes = site.merge(api);
+    // Inside the site guard: a preflight from a page not let in is refused
+    // there, never answered.
+    if let Some(cors) = state.origins.layer() {
+        routes = routes.layer(cors);
+    }
+    routes
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            guard::site_guard,
+        ))
+        .with_state(state)
 }
 
 /// Serve `router` on `listener` (over TLS when configured) until

@@ -420,3 +420,91 @@ async fn a_resume_after_a_refused_commit_offers_only_the_next_one() {
     assert_eq!(count(ChatCommitFailed::TYPE), 1);
     assert_eq!(count(ChatCommitCompleted::TYPE), 1);
 }
+
+/// A chat app sends its chat with the start request (`chatContent`): it
+/// becomes the tenant's copy, byte for byte, before the run freezes its
+/// prefix, so a swipe is offered against the app's last reply. A copy
+/// that is not a chat, one sent without host commit, and one too large
+/// are refused before anything is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_apps_own_chat_comes_with_the_start_request() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dirs = tenant(temp.path());
+    let models = script_models(temp.path(), &script());
+    let server = serve_in(temp.path(), models, Limits::default()).await;
+    let tavern = concat!(
+        r#"{"user_name":"You","character_name":"Seraphina","create_date":"2024-10-11@12h34m56s","chat_metadata":{"note_prompt":""}}"#,
+        "\n",
+        r#"{"name":"Seraphina","is_user":false,"send_date":"October 11, 2024 12:34pm","mes":"*Seraphina smiles.* Welcome.","extra":{},"swipe_id":0,"swipes":["*Seraphina smiles.* Welcome."]}"#,
+        "\n",
+        r#"{"name":"You","is_user":true,"send_date":"October 11, 2024 12:35pm","mes":"Where am I?","extra":{}}"#,
+        "\n",
+        r#"{"name":"Seraphina","is_user":false,"send_date":"October 11, 2024 12:36pm","mes":"In the glade.","extra":{"api":"openai"},"swipe_id":0,"swipes":["In the glade."]}"#,
+    );
+    let path = dirs.chats().join("tavern.jsonl");
+    let start = |body: Value| send(app(client().post(server.url("/v1/runs"))).json(&body));
+
+    let (code, body) = start(
+        json!({"profile": "writer", "model": "demo", "chat": "tavern",
+        "commit": "host", "chatContent": format!("{tavern}\n{{\"mes\": 3")}),
+    )
+    .await;
+    assert_eq!(
+        (code, body["code"].as_str()),
+        (400, Some("chat.malformed")),
+        "{body}"
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("chatContent line 5")),
+        "{body}"
+    );
+    let (code, body) = start(
+        json!({"profile": "writer", "model": "demo", "chat": "tavern",
+        "chatContent": tavern}),
+    )
+    .await;
+    assert_eq!(
+        (code, body["code"].as_str()),
+        (400, Some("serve.chat_content_needs_host_commit")),
+        "{body}"
+    );
+    let huge = format!(
+        "{tavern}\n{}",
+        " ".repeat(toolhost_serve::runs::MAX_CHAT_CONTENT_BYTES)
+    );
+    let (code, body) = start(
+        json!({"profile": "writer", "model": "demo", "chat": "tavern",
+        "commit": "host", "chatContent": huge}),
+    )
+    .await;
+    assert_eq!(
+        (code, body["code"].as_str()),
+        (413, Some("serve.chat_too_large")),
+        "{body}"
+    );
+    assert!(!path.exists(), "nothing refused was written");
+
+    // An older copy is replaced by the app's.
+    std::fs::write(&path, &tavern[..tavern.rfind('\n').expect("lines")]).expect("older copy");
+    let id = acme_starts_run(
+        &server,
+        &json!({"profile": "writer", "model": "demo", "chat": "tavern", "commit": "host",
+                "generationType": "swipe", "chatContent": tavern}),
+    )
+    .await;
+    assert_eq!(std::fs::read_to_string(&path).expect("copy"), tavern);
+    let offered = waiting(&server, &id).await;
+    assert_eq!(offered[0]["generationType"], "swipe", "{offered:?}");
+    assert_eq!(
+        offered[0]["targetIndex"], 2,
+        "the app's last reply: {offered:?}"
+    );
+    let (code, _) = send(app(
+        client().post(server.url(&format!("/v1/runs/{id}/cancel")))
+    ))
+    .await;
+    assert!(code == 202 || code == 200, "{code}");
+    acme_run_once_ended(&server, &id).await;
+}

@@ -43,8 +43,8 @@ pub(crate) use start::{
     __path_resume, __path_start, UNKNOWN_PROFILE, named_profile, resume, start,
 };
 pub use start::{
-    CommitChoice, ProfileChoice, StartRun, Started, restart_taken, resume_run, resume_taken,
-    start_taken,
+    CommitChoice, MAX_CHAT_CONTENT_BYTES, ProfileChoice, StartRun, Started, restart_taken,
+    resume_run, resume_taken, start_taken,
 };
 
 use crate::ServeState;

@@ -12,6 +12,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolhost_chat::ChatFile;
 use toolhost_core::policy::Policies;
 use toolhost_core::prompt_snapshot::{PromptSnapshot, PromptSnapshotError};
 use toolhost_core::{Classified, Profile};
@@ -34,6 +35,8 @@ use crate::tokens::Tenant;
 const DEFAULT_TASK: &str = "Write the next reply of this chat.";
 /// Largest profile file read.
 const MAX_PROFILE_BYTES: u64 = 1024 * 1024;
+/// The largest chat a start request may carry (`chatContent`).
+pub const MAX_CHAT_CONTENT_BYTES: usize = 24 * 1024 * 1024;
 
 /// A profile: the name of one of the tenant's profiles, or one inline.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -58,6 +61,13 @@ pub struct StartRun {
     /// `chats/<name>.jsonl` of the tenant: the SillyTavern chat the run
     /// reads and writes its reply into.
     pub chat: String,
+    /// The chat itself, as the chat app has it now: SillyTavern's JSONL
+    /// (its header line, then one message per line), at most 24 MiB. With
+    /// `commit: "host"` only — the app owns the chat and saves the reply —
+    /// it is checked, then replaces `chats/<chat>.jsonl` once no run of
+    /// that chat is going, so the run reads the app's chat as it is.
+    #[serde(default)]
+    pub chat_content: Option<String>,
     /// World info for the world-info tools: only its
     /// `worldInfoActivation` is read. Not with `promptSnapshot`.
     #[serde(default)]
@@ -130,10 +140,10 @@ fn invalid(code: &str, message: impl Into<String>) -> ApiError {
     request_body = StartRun,
     responses(
         (status = 201, description = "The run started", body = Started),
-        (status = 400, description = "Bad JSON, an unknown field, a model, profile or agent that is not the tenant's, a profile or `maxRounds` beyond the tenant's caps (`serve.cap_exceeded`)", body = ApiError),
+        (status = 400, description = "Bad JSON, an unknown field, a model, profile or agent that is not the tenant's, a profile or `maxRounds` beyond the tenant's caps (`serve.cap_exceeded`), a `chatContent` that is not a chat file (`chat.malformed`, naming the line) or without `commit: \"host\"`", body = ApiError),
         (status = 404, description = "No such chat", body = ApiError),
         (status = 409, description = "`chat.busy`: another run is writing the chat", body = ApiError),
-        (status = 413, description = "The body is over the limit", body = ApiError),
+        (status = 413, description = "The body is over the limit, or `chatContent` over 24 MiB (`serve.chat_too_large`)", body = ApiError),
         (status = 415, description = "Not `application/json`", body = ApiError),
         (status = 429, description = "Too many runs; see `Retry-After`", body = ApiError),
     ),
@@ -244,6 +254,8 @@ struct Prepared {
     profile: Profile,
     agents: AgentDirectory,
     chat: PathBuf,
+    /// The app's copy of the chat, checked, to put in place of `chat`.
+    chat_copy: Option<ChatFile>,
     bindings: RunBindings,
 }
 
@@ -299,8 +311,19 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
             )
         })?;
     }
+    let chat_copy = match &request.chat_content {
+        None => None,
+        Some(content) => Some(app_chat(request, content)?),
+    };
     let chat = TenantDirs::named(dirs.chats(), &request.chat, ".jsonl")
-        .filter(|path| is_plain_file(path))
+        .filter(|path| match &chat_copy {
+            None => is_plain_file(path),
+            // The app's copy makes the file, or replaces a plain one.
+            Some(_) => path.symlink_metadata().map_or_else(
+                |e| e.kind() == std::io::ErrorKind::NotFound,
+                |m| m.is_file(),
+            ),
+        })
         .ok_or_else(|| ApiError::not_found("such chat"))?;
     let mut bindings = RunBindings {
         chat: Some(chat.clone()),
@@ -343,8 +366,32 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
         profile,
         agents,
         chat,
+        chat_copy,
         bindings,
     })
+}
+
+/// The chat app's copy of its chat, checked as a chat file: only for a run
+/// whose reply the app saves itself.
+fn app_chat(request: &StartRun, content: &str) -> Result<ChatFile, ApiError> {
+    if request.commit != CommitChoice::Host {
+        return Err(invalid(
+            "serve.chat_content_needs_host_commit",
+            "chatContent is the chat app's own chat: give it with commit \"host\", where the app saves the reply",
+        ));
+    }
+    if content.len() > MAX_CHAT_CONTENT_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "serve.chat_too_large",
+            format!(
+                "chatContent is {} bytes; at most {MAX_CHAT_CONTENT_BYTES} are taken",
+                content.len()
+            ),
+        ));
+    }
+    ChatFile::parse(Path::new("chatContent"), content.as_bytes().to_vec())
+        .map_err(|error| invalid(error.code(), error.to_string()))
 }
 
 /// Take a place, make the run with `create` and start its loop; its id.
@@ -364,10 +411,20 @@ async fn create_and_launch(
         profile,
         agents,
         chat,
+        chat_copy,
         mut bindings,
     } = prepared;
     let dirs = state.tenant_dirs(tenant);
     let slot = state.runs.reserve(tenant, Some(&chat))?;
+    // No run of the chat goes on now (`reserve`): the app's copy replaces
+    // the old one before the run freezes its prefix.
+    if let Some(copy) = chat_copy {
+        let path = chat.clone();
+        tokio::task::spawn_blocking(move || toolhost_chat::replace_whole(&path, &copy))
+            .await
+            .map_err(|error| ApiError::internal("saving the chat app's chat", error))?
+            .map_err(|error| ApiError::internal("saving the chat app's chat", error))?;
+    }
     let world_info = match &request.world_info {
         None => None,
         Some(value) => Some(staged(&dirs.tmp(), value)?),

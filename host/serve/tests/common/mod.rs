@@ -68,6 +68,7 @@ pub fn options(data_dir: &Path, models: ModelTable, limits: Limits) -> ServeOpti
         durability: Durability::Batched,
         tls: None,
         host_names: Vec::new(),
+        allowed_origins: Vec::new(),
     }
 }
 
