@@ -4,52 +4,18 @@
 //! setup`; nothing is downloaded at run time). Skipped, loudly, only where
 //! the browser or Selenium is not installed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use serde_json::json;
 
 mod common;
 
+use common::browser::{CHROMIUM, DRIVER, Process, browser};
 use common::repo;
 use common::serve::{
     free_port, script_call as call, script_models, serve_command, tenant_with_chats,
 };
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-const DRIVER: &str = "/usr/bin/chromedriver";
-
-/// What the test needs, or why it is skipped.
-fn browser() -> Option<PathBuf> {
-    let python = repo(".venv/bin/python");
-    let selenium = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import selenium"])
-            .status()
-            .is_ok_and(|status| status.success());
-    for (present, what) in [
-        (Path::new(CHROMIUM).exists(), CHROMIUM),
-        (Path::new(DRIVER).exists(), DRIVER),
-        (selenium, "selenium in .venv"),
-    ] {
-        if !present {
-            eprintln!(
-                "SKIPPED: {what} is not installed (`make setup` installs it where apt is available)"
-            );
-            return None;
-        }
-    }
-    Some(python)
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn the_timeline_and_approvals_in_a_real_browser() {
@@ -104,7 +70,7 @@ fn the_timeline_and_approvals_in_a_real_browser() {
     .expect("script");
     script_models(dir);
     let port = free_port();
-    let _server = Server(
+    let _server = Process(
         serve_command(
             &Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-cache"),
             port,

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test binary uses its own share
 
+pub mod browser;
 pub mod serve;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,221 @@
+// One agent reply, start to end: check what the open chat allows, send
+// the user's typed message first, take the prompt SillyTavern would send
+// (a dry run), start a host-commit run with the chat, the prompt and the
+// generation type, follow its journal into the panel, show its approvals,
+// write each commit into the chat and answer it — a failure answered as
+// one, never swallowed — and report every refusal as a toast with its code.
+
+import { Toolhost, ToolhostError } from './client.js';
+import { RunPanel } from './panel.js';
+import { capturePrompt, chatContent, chatName, currentChatId, GENERATION_TYPES, promptSnapshot } from './prompt.js';
+import { CommitRefused, RunReply, sendAsUser } from './reply.js';
+import { settings } from './settings.js';
+
+const ENDED = new Set(['completed', 'partial_success', 'failed', 'cancelled', 'interrupted']);
+
+/** The run going now, if any: one at a time. */
+let active = null;
+
+export function context() {
+    return globalThis.SillyTavern.getContext();
+}
+
+/** A toast in SillyTavern's corner; the code is the title. */
+export function toast(kind, message, code) {
+    const title = code ? 'toolhost · ' + code : 'toolhost';
+    globalThis.toastr?.[kind]?.(message, title, kind === 'error' ? { timeOut: 15000 } : undefined);
+}
+
+export function reportError(error) {
+    if (error instanceof ToolhostError || typeof error?.code === 'string') {
+        toast('error', explain(error), error.code);
+    } else {
+        toast('error', String(error?.message ?? error), 'extension.error');
+    }
+    console.error('[toolhost]', error);
+}
+
+/** What a refusal means for the person clicking. */
+function explain(error) {
+    switch (error.code) {
+        case 'serve.unauthorized':
+            return 'toolhost refused the token: put a token from the server\'s tokens file in the extension\'s settings. ' + error.message;
+        case 'serve.unknown_profile':
+            return 'toolhost has no such profile for this token\'s tenant (profiles/<name>.json): ' + error.message;
+        case 'serve.unknown_model':
+            return 'toolhost has no such model: ' + error.message;
+        default:
+            return error.message;
+    }
+}
+
+class ExtensionError extends Error {
+    constructor(code, message) {
+        super(message);
+        this.code = code;
+    }
+}
+
+/**
+ * Start an agent reply of `type` (`normal`, `swipe`, `regenerate`,
+ * `continue`) with an optional task, and follow it to its end.
+ */
+export async function agentReply(type = 'normal', task = '') {
+    if (!Object.hasOwn(GENERATION_TYPES, type)) {
+        reportError(new ExtensionError('extension.generation_type', `no generation type "${type}": normal, swipe, regenerate or continue`));
+        return;
+    }
+    if (active) {
+        toast('warning', 'An agent run is going in this chat: wait for it, or cancel it in its panel.', 'extension.busy');
+        return;
+    }
+    active = { type };
+    try {
+        await run(type, task);
+    } catch (error) {
+        reportError(error);
+    } finally {
+        active = null;
+    }
+}
+
+async function run(type, task) {
+    let ctx = context();
+    const options = settings(ctx);
+    if (!currentChatId(ctx)) throw new ExtensionError('extension.no_chat', 'Open a chat first.');
+    if (!options.model) {
+        throw new ExtensionError('extension.settings', 'Name the model in the extension\'s settings (one of the server\'s models.json).');
+    }
+    const client = new Toolhost(options);
+    if (type !== 'normal') {
+        const last = ctx.chat[ctx.chat.length - 1];
+        if (!last || last.is_user || last.is_system) {
+            throw new ExtensionError('chat.generation_type_unfit', `There is no reply to ${type}: the chat's last message is not the character's.`);
+        }
+    }
+    const input = document.getElementById('send_textarea');
+    if (type === 'normal' && input && input.value.trim()) {
+        await sendAsUser(ctx, input.value);
+        input.value = '';
+        input.dispatchEvent(new Event('input', { bubbles: true }));
+    }
+    const startedAt = new Date();
+    const prompt = await capturePrompt(ctx, type);
+    // A fresh context: in a group the dry run chose who speaks.
+    ctx = context();
+    if (!prompt) {
+        toast('info', 'Not a Chat Completion API: toolhost builds the prompt from the chat itself.');
+    }
+    const body = {
+        model: options.model,
+        chat: chatName(ctx),
+        chatContent: chatContent(ctx),
+        commit: 'host',
+        generationType: type,
+    };
+    if (options.profile) body.profile = options.profile;
+    if (prompt) body.promptSnapshot = promptSnapshot(ctx, prompt);
+    if (task) body.task = task;
+    const reply = new RunReply(ctx, { chatId: currentChatId(ctx), generationType: type, model: options.model, startedAt });
+    const speaker = speakerOf(ctx);
+    const started = await client.startRun(body);
+    const id = String(started.id);
+    const anchor = document.getElementById('send_form') ?? document.body.lastElementChild;
+    const panel = new RunPanel(anchor, id, {
+        onCancel: () => client.cancel(id).catch(reportError),
+        onDecide: async (callId, decision, note) => {
+            try {
+                await client.decide(id, callId, decision, note);
+            } catch (error) {
+                reportError(error);
+                throw error;
+            }
+        },
+    });
+    panel.status('running');
+    await follow(client, id, panel, reply, speaker);
+}
+
+/** The group member (or character) the reply is written as. */
+function speakerOf(ctx) {
+    const character = ctx.characters?.[ctx.characterId];
+    if (!ctx.groupId || !character) return { name: String(ctx.name2 || character?.name || '') };
+    const avatar = character.avatar && character.avatar !== 'none' ? character.avatar : '';
+    return {
+        name: String(character.name ?? ''),
+        avatar,
+        thumbnail: avatar && typeof ctx.getThumbnailUrl === 'function' ? ctx.getThumbnailUrl('avatar', avatar) : 'img/ai4.png',
+    };
+}
+
+/**
+ * Follow run `id` to its end: its journal into the panel (reconnecting
+ * after the last event read when the stream drops), its approvals, and
+ * its commits, one at a time.
+ */
+async function follow(client, id, panel, reply, speaker) {
+    let after = 0;
+    let queue = Promise.resolve();
+    const commits = () => {
+        queue = queue.then(() => saveCommits(client, id, panel, reply, speaker)).catch(reportError);
+        return queue;
+    };
+    const approvals = async () => {
+        try {
+            panel.showApprovals((await client.approvals(id)).approvals ?? []);
+        } catch (error) {
+            reportError(error);
+        }
+    };
+    for (let quiet = 0; ;) {
+        try {
+            for await (const event of client.events(id, { after })) {
+                if (Number.isInteger(event.seq)) after = Math.max(after, event.seq);
+                panel.render(event);
+                if (event.type === 'tool_call_approval_requested' || event.type === 'tool_call_approval_decided') approvals();
+                if (event.type === 'chat_commit_requested') commits();
+            }
+        } catch (error) {
+            reportError(error);
+        }
+        await queue;
+        const view = await client.run(id).catch((error) => {
+            reportError(error);
+            return null;
+        });
+        if (view && ENDED.has(view.status)) {
+            if (!panel.cancel.hidden) panel.ended(view.status.replace('_', ' '));
+            const kind = view.status === 'completed' ? 'success' : 'warning';
+            toast(kind, `The agent run ${view.status.replace('_', ' ')}.`, view.status === 'completed' ? undefined : 'run.' + view.status);
+            return;
+        }
+        if (view?.status === 'awaiting_host_commit') await commits();
+        if (view?.pendingApprovals > 0) await approvals();
+        // The stream dropped while the run goes on: read again after a pause.
+        quiet = Math.min(quiet + 1, 5);
+        await new Promise((resolve) => setTimeout(resolve, 400 * quiet));
+    }
+}
+
+/** Write each commit the run waits for into the chat, and answer it. */
+async function saveCommits(client, id, panel, reply, speaker) {
+    const { commits = [] } = await client.commits(id);
+    for (const commit of commits) {
+        if (commit.answered) continue;
+        let outcome;
+        try {
+            const index = await reply.write(context(), commit, speaker);
+            outcome = { outcome: 'committed', messageIndex: index };
+        } catch (error) {
+            const message = error instanceof CommitRefused ? error.message : `SillyTavern could not save the reply: ${error?.message ?? error}`;
+            toast('error', message, 'chat.host_commit_failed');
+            outcome = { outcome: 'failed', message };
+        }
+        try {
+            await client.answerCommit(id, commit.commitId, outcome);
+        } catch (error) {
+            // Answered already (a second look at the same commit): fine.
+            if (error.code !== 'chat.commit_already_answered') reportError(error);
+        }
+    }
+}
