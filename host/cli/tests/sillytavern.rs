@@ -29,7 +29,7 @@ fn script(prefix: &str, reply: &str, roll: bool) -> Value {
     let mut replies = Vec::new();
     if roll {
         replies.push(json!({"toolCalls": [
-            call(&format!("{prefix}-roll"), "dice_roll", json!({"notation": "1d20"}))]}));
+            call(&format!("{prefix}-roll"), "dice_roll", json!({"formula": "1d20"}))]}));
     }
     replies.push(json!({"toolCalls": [
         call(&format!("{prefix}-write"), "workspace_write_file",
