@@ -9,10 +9,11 @@ real files where SillyTavern serves a third-party extension's.
 Run by `host/cli/tests/sillytavern.rs` against real `toolhost serve`
 processes with tokens: `--toolhost` lets this page's origin in
 (`--allow-origin`), `--refusing` does not, `--closed` is a port nothing
-listens on. The tenant has a profile `writer` and scripted models: `script`
-and `swiper` write REPLY_A / REPLY_B and commit; `careful` first rolls a
-die, which the tenant's policy makes wait for approval, then writes
-REPLY_C. Checks, in order: an unreachable server, a server refusing the
+listens on. The tenant has profiles `writer` and `researcher` and
+scripted models: `script` and `swiper` write REPLY_A / REPLY_B and commit;
+`careful` first rolls a die, which the tenant's policy makes wait for
+approval, then writes REPLY_C; `delegating` has `researcher` search the
+chat first. Checks, in order: an unreachable server, a server refusing the
 page's origin, a refused token and an unknown profile each end in a toast
 with the code and write nothing; Agent reply ends with the reply in the
 chat array, written as SillyTavern writes one, shown, and saved once, the
@@ -20,6 +21,7 @@ model having read the dry run's prompt with the chat's history tagged; an
 Agent swipe adds a swipe; a typed message is sent first, an approval card
 appears and approving it lets the run finish; `/agent type=continue`
 continues the last reply; Agent regenerate replaces its shown swipe; a
+run that delegates shows its child's calls under it; a
 commit that no longer fits the chat is refused, toasted and answered as
 failed. Screenshots go to --screenshots.
 """
@@ -130,9 +132,13 @@ class Tavern:
         field.clear()
         if value:
             field.send_keys(value)
+        else:
+            # Clearing types nothing, so no `input` event tells the page.
+            self.js("arguments[0].dispatchEvent(new Event('input', {bubbles: true}))", field)
 
-    def settings(self, server=None, token=None, model=None, profile=None):
-        for name, value in (("serverUrl", server), ("token", token), ("model", model), ("profile", profile)):
+    def settings(self, server=None, token=None, model=None, profile=None, agents=None):
+        for name, value in (("serverUrl", server), ("token", token), ("model", model), ("profile", profile),
+                            ("agents", agents)):
             if value is not None:
                 self.setting(name, value)
 
@@ -318,6 +324,25 @@ def regenerate(page):
     page.close_panel()
 
 
+def delegation(page):
+    """The built-in writer delegates to `researcher` (the Agents setting):
+    the child's calls show under it in the panel."""
+    before = len(page.chat())
+    page.settings(model="delegating", profile="", agents="researcher")
+    page.agent_reply()
+    page.ended()
+    lane = page.panel().find_element(By.CSS_SELECTOR, ".toolhost-lane")
+    assert "delegated to researcher" in lane.text, lane.text
+    child = lane.find_element(By.CSS_SELECTOR, ".toolhost-child").text
+    assert "chat.search" in child and "task.return" in child, child
+    outer = page.panel().find_element(By.CSS_SELECTOR, ".toolhost-events").text
+    assert "agent.delegate" in outer and "agent.await" in outer, outer
+    assert len(page.chat()) == before + 1 and page.chat()[-1]["mes"] == REPLY_A
+    page.shot("sillytavern-delegation.png")
+    page.close_panel()
+    page.settings(profile="writer", agents="")
+
+
 def refused_commit(page):
     """The chat changes while the run waits: its commit is refused, said,
     and answered as failed, never written after the new message."""
@@ -376,6 +401,7 @@ def main():
         approval(page)
         continue_by_command(page)
         regenerate(page)
+        delegation(page)
         refused_commit(page)
         # The refusals above are logged by the browser (CORS, a refused
         # connection, 401/400 answers): expected. Nothing else may be.

@@ -9,7 +9,7 @@ import { Toolhost, ToolhostError } from './client.js';
 import { RunPanel } from './panel.js';
 import { capturePrompt, chatContent, chatName, currentChatId, GENERATION_TYPES, promptSnapshot } from './prompt.js';
 import { CommitRefused, RunReply, sendAsUser } from './reply.js';
-import { settings } from './settings.js';
+import { agentNames, settings } from './settings.js';
 
 const ENDED = new Set(['completed', 'partial_success', 'failed', 'cancelled', 'interrupted']);
 
@@ -114,6 +114,8 @@ async function run(type, task) {
         generationType: type,
     };
     if (options.profile) body.profile = options.profile;
+    const agents = agentNames(options.agents);
+    if (agents.length) body.agents = agents;
     if (prompt) body.promptSnapshot = promptSnapshot(ctx, prompt);
     if (task) body.task = task;
     const reply = new RunReply(ctx, { chatId: currentChatId(ctx), generationType: type, model: options.model, startedAt });

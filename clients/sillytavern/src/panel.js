@@ -90,8 +90,8 @@ export class RunPanel {
                 this.line(invocation, 'failed', `✗ ${p.name}: not a tool of this request`);
                 break;
             case 'agent_delegate_started':
-                this.lane(String(p.childInvocationId), `delegated to ${p.targetProfileId}`);
                 this.line(invocation, 'info', `→ delegated a task to ${p.targetProfileId}`);
+                this.lane(String(p.childInvocationId), `delegated to ${p.targetProfileId}`);
                 break;
             case 'agent_handoff_accepted':
                 this.line(invocation, 'info', `→ handed off to ${p.targetProfileId ?? p.toInvocationId ?? 'another agent'}`);

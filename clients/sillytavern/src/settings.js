@@ -12,6 +12,7 @@ export const DEFAULTS = Object.freeze({
     token: '',
     profile: '',
     model: '',
+    agents: '',
 });
 
 /** The settings now, with defaults filled in. */
@@ -44,6 +45,11 @@ export function serverBase(url) {
     return parsed.origin + parsed.pathname.replace(/\/+$/, '');
 }
 
+/** The agents setting as profile names: `researcher, critic` → both. */
+export function agentNames(text) {
+    return String(text ?? '').split(/[\s,]+/).filter(Boolean);
+}
+
 export class SettingsError extends Error {
     constructor(message) {
         super(message);
@@ -56,6 +62,7 @@ const FIELDS = [
     { name: 'token', label: 'Bearer token', type: 'password', hint: 'empty for a local server without a tokens file' },
     { name: 'profile', label: 'Profile', type: 'text', hint: 'one of the tenant\'s profiles; empty: the built-in writer' },
     { name: 'model', label: 'Model', type: 'text', hint: 'a name from the server\'s models.json' },
+    { name: 'agents', label: 'Agents', type: 'text', hint: 'the tenant\'s profiles a run may delegate or hand off to, comma-separated; empty: none' },
 ];
 
 /**

@@ -40,11 +40,38 @@ fn script(prefix: &str, reply: &str, roll: bool) -> Value {
     json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": replies})
 }
 
-/// Tenant `tavern`: a `writer` profile, a policy asking approval for every
-/// die rolled, three scripted models and the tokens file.
+/// The built-in writer delegates a search to `researcher`, awaits it, then
+/// writes and commits `REPLY_A`.
+fn delegating() -> Value {
+    json!({"schemaVersion": 1, "kind": "toolhost.modelScript",
+        "replies": [
+            {"toolCalls": [call("d-delegate", "agent_delegate", json!({"agentId": "researcher",
+                "task": {"objective": "Find the boat.", "expectedOutput": "A fact."}}))]},
+            {"toolCalls": [call("d-await", "agent_await", json!({"mode": "allCompleted", "timeoutMs": 60000}))]},
+            {"toolCalls": [
+                call("d-write", "workspace_write_file", json!({"path": "output/main.md", "content": REPLY_A})),
+                call("d-commit", "workspace_commit", json!({}))]},
+            {"toolCalls": [call("d-finish", "workspace_finish", json!({"reason": "done"}))]}
+        ],
+        "agents": {"researcher": [
+            {"toolCalls": [call("d-search", "chat_search", json!({"query": "boat", "limit": 3}))]},
+            {"toolCalls": [call("d-return", "task_return", json!({"summary": "A boat without lights.",
+                "confidence": "medium"}))]}
+        ]}
+    })
+}
+
+/// Tenant `tavern`: a `writer` profile and the demo's `researcher`, a
+/// policy asking approval for every die rolled, four scripted models and
+/// the tokens file.
 fn setup(dir: &Path) {
     let tenant = dir.join("data/tenants/tavern");
     std::fs::create_dir_all(tenant.join("profiles")).expect("dirs");
+    std::fs::copy(
+        repo("examples/demo/agents/researcher.json"),
+        tenant.join("profiles/researcher.json"),
+    )
+    .expect("researcher");
     std::fs::write(
         tenant.join("profiles/writer.json"),
         json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "writer",
@@ -60,16 +87,13 @@ fn setup(dir: &Path) {
     )
     .expect("policy");
     let mut models = serde_json::Map::new();
-    for (name, reply, roll) in [
-        ("script", REPLY_A, false),
-        ("swiper", REPLY_B, false),
-        ("careful", REPLY_C, true),
+    for (name, script) in [
+        ("script", script("script", REPLY_A, false)),
+        ("swiper", script("swiper", REPLY_B, false)),
+        ("careful", script("careful", REPLY_C, true)),
+        ("delegating", delegating()),
     ] {
-        std::fs::write(
-            dir.join(format!("{name}.json")),
-            script(name, reply, roll).to_string(),
-        )
-        .expect("script");
+        std::fs::write(dir.join(format!("{name}.json")), script.to_string()).expect("script");
         models.insert(
             name.to_owned(),
             json!({"kind": "script", "path": format!("{name}.json")}),
