@@ -32,17 +32,16 @@ import http.server
 import json
 import os
 import re
+import sys
 import threading
 import time
 import urllib.request
 
-os.environ.setdefault("SE_OFFLINE", "true")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
+from browser_support import TIMEOUT, chrome, wait  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
-TIMEOUT = 60
 REPLY_A = "*Mirelle trims the wick.* There. It will burn till dawn."
 REPLY_B = "*Mirelle squints at the reeds.* A boat, running without lights."
 REPLY_C = "*Mirelle strikes the match.* Then we light it now."
@@ -78,19 +77,6 @@ def serve_page(repo, port):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
-
-
-def wait(what, check):
-    deadline = time.time() + TIMEOUT
-    while time.time() < deadline:
-        try:
-            found = check()
-        except Exception:  # the page is changing under us: look again
-            found = None
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def ready(base):
@@ -380,13 +366,7 @@ def main():
         wait(f"toolhost serve at {base}", lambda: ready(base))
     server = serve_page(args.repo, args.page_port)
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = args.chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,1000"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(args.driver), options=options)
+    driver = chrome(args.chromium, args.driver, size="1280,1000", console=True)
     driver.set_script_timeout(30)
     try:
         driver.get(args.page + "/")

@@ -34,15 +34,13 @@ import sys
 import time
 import urllib.request
 
-os.environ.setdefault("SE_OFFLINE", "true")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
+from browser_support import TIMEOUT, chrome, wait  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-TIMEOUT = 60
 
 
 def api(base, path, body=None):
@@ -51,19 +49,6 @@ def api(base, path, body=None):
     request.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
-
-
-def wait(what, check):
-    deadline = time.time() + TIMEOUT
-    while time.time() < deadline:
-        try:
-            found = check()
-        except Exception:  # the page is changing under us: look again
-            found = None
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def start_run(base, chat):
@@ -102,12 +87,7 @@ def main():
     os.makedirs(args.screenshots, exist_ok=True)
     wait("the server", lambda: api(args.base, "/v1/tools"))
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = args.chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1200,900"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=args.driver), options=options)
+    driver = chrome(args.chromium, args.driver, size="1200,900")
     try:
         driver.get(args.base + "/")
         title = driver.title

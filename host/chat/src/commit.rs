@@ -213,6 +213,21 @@ fn write_temp(
     dir: &Path,
     bytes: &[u8],
 ) -> Result<tempfile::NamedTempFile, ChatError> {
+    let permissions = fs::metadata(target)
+        .map_err(|e| ChatError::io(target, e))?
+        .permissions();
+    synced_temp(target, dir, bytes, permissions)
+}
+
+/// `bytes` in a new file of `dir` named after `target` (hidden, with
+/// [`TEMP_SUFFIX`]), with `permissions`, synced: ready to be renamed over
+/// `target`. Removed when dropped.
+pub(crate) fn synced_temp(
+    target: &Path,
+    dir: &Path,
+    bytes: &[u8],
+    permissions: fs::Permissions,
+) -> Result<tempfile::NamedTempFile, ChatError> {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -222,9 +237,6 @@ fn write_temp(
         .suffix(TEMP_SUFFIX)
         .tempfile_in(dir)
         .map_err(|e| ChatError::io(dir, e))?;
-    let permissions = fs::metadata(target)
-        .map_err(|e| ChatError::io(target, e))?
-        .permissions();
     let temp_path: PathBuf = temp.path().to_owned();
     temp.write_all(bytes)
         .and_then(|()| temp.as_file().set_permissions(permissions))

@@ -7,13 +7,10 @@
 //! replaced, not followed.
 
 use std::fs::{self, File};
-use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
-use tempfile::Builder;
-
-use crate::commit::TEMP_SUFFIX;
+use crate::commit::synced_temp;
 use crate::error::ChatError;
 use crate::file::ChatFile;
 
@@ -23,27 +20,12 @@ pub fn replace_whole(path: &Path, chat: &ChatFile) -> Result<(), ChatError> {
     let dir = path
         .parent()
         .ok_or_else(|| ChatError::io(path, std::io::Error::other("no parent directory")))?;
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut temp = Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(TEMP_SUFFIX)
-        .tempfile_in(dir)
-        .map_err(|e| ChatError::io(dir, e))?;
     // The old copy's mode, when there is a plain file to keep it from.
     let mode = fs::symlink_metadata(path)
         .ok()
         .filter(|meta| meta.is_file())
         .map_or(0o600, |meta| meta.permissions().mode() & 0o777);
-    temp.write_all(chat.bytes())
-        .and_then(|()| {
-            temp.as_file()
-                .set_permissions(fs::Permissions::from_mode(mode))
-        })
-        .and_then(|()| temp.as_file().sync_all())
-        .map_err(|e| ChatError::io(path, e))?;
+    let temp = synced_temp(path, dir, chat.bytes(), fs::Permissions::from_mode(mode))?;
     temp.persist(path)
         .map_err(|e| ChatError::io(path, e.error))?;
     File::open(dir)

@@ -8,13 +8,13 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{Value, json};
 
 mod common;
 
-use common::browser::{CHROMIUM, DRIVER, Process, browser};
+use common::browser::{Process, browser, run_browser_test};
 use common::repo;
 use common::serve::{free_port, script_call as call, serve_command};
 
@@ -146,34 +146,38 @@ fn the_extension_replies_swipes_and_asks_for_approval_in_a_real_browser() {
     let origin = format!("http://127.0.0.1:{page}");
     let _allowing = serve(dir, allowing, "data", Some(&origin));
     let _refusing = serve(dir, refusing, "data-refusing", None);
-    let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sillytavern-screenshots");
-    let output = Command::new(python)
-        .arg(repo("tests/sillytavern/extension.py"))
-        .arg("--repo")
-        .arg(repo(""))
-        .args(["--page-port", &page.to_string()])
-        .args(["--toolhost", &format!("http://127.0.0.1:{allowing}")])
-        .args(["--refusing", &format!("http://127.0.0.1:{refusing}")])
-        .args(["--closed", &format!("http://127.0.0.1:{closed}")])
-        .args(["--token", TOKEN, "--chromium", CHROMIUM, "--driver", DRIVER])
-        .arg("--screenshots")
-        .arg(&screenshots)
-        .output()
-        .expect("run the browser test");
-    assert!(
-        output.status.success(),
-        "the browser test failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    let (toolhost, refusing, closed) = (
+        format!("http://127.0.0.1:{allowing}"),
+        format!("http://127.0.0.1:{refusing}"),
+        format!("http://127.0.0.1:{closed}"),
     );
-    for shot in [
-        "sillytavern-origin-refused.png",
-        "sillytavern-settings.png",
-        "sillytavern-reply.png",
-        "sillytavern-approval.png",
-    ] {
-        assert!(screenshots.join(shot).is_file(), "{shot}");
-    }
+    let repo_root = repo("");
+    run_browser_test(
+        &python,
+        "tests/sillytavern/extension.py",
+        &[
+            "--repo",
+            &repo_root.to_string_lossy(),
+            "--page-port",
+            &page.to_string(),
+            "--toolhost",
+            &toolhost,
+            "--refusing",
+            &refusing,
+            "--closed",
+            &closed,
+            "--token",
+            TOKEN,
+        ],
+        "sillytavern-screenshots",
+        &[
+            "sillytavern-origin-refused.png",
+            "sillytavern-settings.png",
+            "sillytavern-reply.png",
+            "sillytavern-approval.png",
+            "sillytavern-delegation.png",
+        ],
+    );
     // The chat the app sent came to the tenant's chats, as the app had it.
     let chats: Vec<_> = std::fs::read_dir(dir.join("data/tenants/tavern/chats"))
         .expect("chats")

@@ -5,14 +5,13 @@
 //! the browser or Selenium is not installed.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::json;
 
 mod common;
 
-use common::browser::{CHROMIUM, DRIVER, Process, browser};
-use common::repo;
+use common::browser::{Process, browser, run_browser_test};
 use common::serve::{
     free_port, script_call as call, script_models, serve_command, tenant_with_chats,
 };
@@ -84,21 +83,11 @@ fn the_timeline_and_approvals_in_a_real_browser() {
         .expect("toolhost serve"),
     );
     let base = format!("http://127.0.0.1:{port}");
-    let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
-    let output = Command::new(python)
-        .arg(repo("tests/ui/timeline.py"))
-        .args(["--base", &base, "--chromium", CHROMIUM, "--driver", DRIVER])
-        .arg("--screenshots")
-        .arg(&screenshots)
-        .output()
-        .expect("run the browser test");
-    assert!(
-        output.status.success(),
-        "the browser test failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    run_browser_test(
+        &python,
+        "tests/ui/timeline.py",
+        &["--base", &base],
+        "ui-screenshots",
+        &["runs.png", "timeline.png"],
     );
-    for shot in ["runs.png", "timeline.png"] {
-        assert!(screenshots.join(shot).is_file(), "{shot}");
-    }
 }

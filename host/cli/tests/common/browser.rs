@@ -2,6 +2,7 @@
 //! with Selenium in `.venv` (installed by `make setup`; nothing is
 //! downloaded at run time), and a child process stopped when dropped.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
@@ -42,4 +43,35 @@ impl Drop for Process {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Run the browser test `script` (a path in this repository) with `args`
+/// and the browser's flags; it must pass, and leave each of `shots` in its
+/// screenshots folder (`target/tmp/<folder>`), which is returned.
+pub fn run_browser_test<S: AsRef<OsStr>>(
+    python: &Path,
+    script: &str,
+    args: &[S],
+    folder: &str,
+    shots: &[&str],
+) -> PathBuf {
+    let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join(folder);
+    let output = Command::new(python)
+        .arg(repo(script))
+        .args(args)
+        .args(["--chromium", CHROMIUM, "--driver", DRIVER])
+        .arg("--screenshots")
+        .arg(&screenshots)
+        .output()
+        .expect("run the browser test");
+    assert!(
+        output.status.success(),
+        "the browser test failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for shot in shots {
+        assert!(screenshots.join(shot).is_file(), "{shot}");
+    }
+    screenshots
 }
