@@ -145,8 +145,28 @@ impl BoundChat {
         generation_type: GenerationType,
     ) -> Result<Self, ChatError> {
         let file = ChatFile::load(path)?;
-        if !generation_type.has_target() {
+        let Some(target) = Self::target_for(&file, generation_type)? else {
             return Self::from_file(file, None);
+        };
+        let visible = if generation_type.reads_target() {
+            target.index + 1
+        } else {
+            target.index
+        };
+        Ok(Self::freeze(file, generation_type, visible, Some(target)))
+    }
+
+    /// The message a reply of `generation_type` goes into in `file`: none
+    /// for `normal`; for `swipe`, `regenerate` and `continue` its last
+    /// message, which must be an assistant message, else
+    /// `chat.generation_type_unfit` (an empty chat, a last message that is
+    /// the user's or a system note).
+    pub fn target_for(
+        file: &ChatFile,
+        generation_type: GenerationType,
+    ) -> Result<Option<ChatTarget>, ChatError> {
+        if !generation_type.has_target() {
+            return Ok(None);
         }
         let unfit = |reason: String| ChatError::GenerationTypeUnfit {
             path: file.path().to_owned(),
@@ -171,17 +191,11 @@ impl BoundChat {
                 )));
             }
         }
-        let target = ChatTarget {
+        Ok(Some(ChatTarget {
             index: last.index(),
             text_len: last.text().len() as u64,
             text_sha256: sha256_hex(last.text().as_bytes()),
-        };
-        let visible = if generation_type.reads_target() {
-            target.index + 1
-        } else {
-            target.index
-        };
-        Ok(Self::freeze(file, generation_type, visible, Some(target)))
+        }))
     }
 
     /// Bind again as [`binding`](Self::binding) recorded (a reopened run):

@@ -49,5 +49,5 @@ pub use error::ChatError;
 pub use file::{ChatFile, ChatHeader, ChatMessage, GROUP_HEADER_NAME, Role};
 pub use generate::generate_chat;
 pub use generation::{ChatBinding, ChatTarget, GenerationType};
-pub use mirror::replace_whole;
+pub use mirror::{Replaced, replace_whole};
 pub use reply::{Reply, commit_reply};

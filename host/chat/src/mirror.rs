@@ -4,34 +4,95 @@
 //! bytes as a chat file ([`ChatFile::parse`]) before anything is written;
 //! they are put in place of the old copy atomically and durably (temp
 //! file, fsync, rename, directory fsync) — never through a link, which is
-//! replaced, not followed.
+//! replaced, not followed — and the old copy is kept aside until the caller
+//! knows the new one stays.
 
 use std::fs::{self, File};
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::commit::synced_temp;
+use tempfile::{Builder, NamedTempFile};
+
+use crate::commit::{TEMP_SUFFIX, synced_temp};
 use crate::error::ChatError;
 use crate::file::ChatFile;
 
 /// Make `chat` — the app's copy, checked with [`ChatFile::parse`] — the
-/// file at `path`.
-pub fn replace_whole(path: &Path, chat: &ChatFile) -> Result<(), ChatError> {
+/// file at `path`. The old file, if there was one, is kept aside (a hard
+/// link) until the caller says whether the copy stays: [`Replaced::keep`],
+/// or [`Replaced::undo`] when what it was for (a run) could not start.
+pub fn replace_whole(path: &Path, chat: &ChatFile) -> Result<Replaced, ChatError> {
     let dir = path
         .parent()
         .ok_or_else(|| ChatError::io(path, std::io::Error::other("no parent directory")))?;
-    // The old copy's mode, when there is a plain file to keep it from.
-    let mode = fs::symlink_metadata(path)
+    let old = fs::symlink_metadata(path)
         .ok()
-        .filter(|meta| meta.is_file())
+        .filter(|meta| meta.is_file());
+    // The old copy's mode, when there is a plain file to keep it from.
+    let mode = old
+        .as_ref()
         .map_or(0o600, |meta| meta.permissions().mode() & 0o777);
+    let backup = match old {
+        None => None,
+        Some(_) => Some(
+            Builder::new()
+                .prefix(&format!(".{}.", file_name(path)))
+                .suffix(TEMP_SUFFIX)
+                .make_in(dir, |aside| fs::hard_link(path, aside))
+                .map_err(|e| ChatError::io(path, e))?,
+        ),
+    };
     let temp = synced_temp(path, dir, chat.bytes(), fs::Permissions::from_mode(mode))?;
     temp.persist(path)
         .map_err(|e| ChatError::io(path, e.error))?;
+    sync_dir(dir)?;
+    Ok(Replaced {
+        path: path.to_owned(),
+        backup,
+    })
+}
+
+/// The app's copy in place, the old file kept aside until
+/// [`keep`](Self::keep) or [`undo`](Self::undo); dropped, it keeps.
+#[derive(Debug)]
+pub struct Replaced {
+    path: PathBuf,
+    backup: Option<NamedTempFile<()>>,
+}
+
+impl Replaced {
+    /// The copy stays; the old file goes.
+    pub fn keep(self) {
+        drop(self);
+    }
+
+    /// Put the old file back in place of the copy (none: remove the copy).
+    pub fn undo(mut self) -> Result<(), ChatError> {
+        match self.backup.take() {
+            Some(backup) => {
+                backup
+                    .persist(&self.path)
+                    .map_err(|e| ChatError::io(&self.path, e.error))?;
+            }
+            None => fs::remove_file(&self.path).map_err(|e| ChatError::io(&self.path, e))?,
+        }
+        match self.path.parent() {
+            Some(dir) => sync_dir(dir),
+            None => Ok(()),
+        }
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn sync_dir(dir: &Path) -> Result<(), ChatError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| ChatError::io(dir, e))?;
-    Ok(())
+        .map_err(|e| ChatError::io(dir, e))
 }
 
 #[cfg(test)]
@@ -56,7 +117,7 @@ mod tests {
         fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).expect("chmod");
         let chat = parsed(CHAT).expect("a chat");
         assert_eq!(chat.message_count(), 1);
-        replace_whole(&path, &chat).expect("replaced");
+        replace_whole(&path, &chat).expect("replaced").keep();
         assert_eq!(fs::read_to_string(&path).expect("read"), CHAT);
         let mode = fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
@@ -84,8 +145,37 @@ mod tests {
         fs::write(&outside, "keep").expect("outside");
         let path = dir.path().join("c.jsonl");
         std::os::unix::fs::symlink(&outside, &path).expect("link");
-        replace_whole(&path, &parsed(CHAT).expect("a chat")).expect("replaced");
+        replace_whole(&path, &parsed(CHAT).expect("a chat"))
+            .expect("replaced")
+            .keep();
         assert_eq!(fs::read_to_string(&outside).expect("outside"), "keep");
         assert!(fs::symlink_metadata(&path).expect("meta").is_file());
+    }
+
+    #[test]
+    fn an_undone_copy_puts_the_old_file_back_or_none() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("c.jsonl");
+        fs::write(&path, "the old bytes").expect("old");
+        let chat = parsed(CHAT).expect("a chat");
+        let replaced = replace_whole(&path, &chat).expect("replaced");
+        assert_eq!(fs::read_to_string(&path).expect("read"), CHAT);
+        replaced.undo().expect("undone");
+        assert_eq!(fs::read_to_string(&path).expect("read"), "the old bytes");
+        assert_eq!(
+            fs::read_dir(dir.path()).expect("dir").count(),
+            1,
+            "no backup left"
+        );
+
+        let new = dir.path().join("new.jsonl");
+        replace_whole(&new, &chat)
+            .expect("made")
+            .undo()
+            .expect("undone");
+        assert!(
+            !new.exists(),
+            "a copy that made the file takes it away again"
+        );
     }
 }

@@ -164,6 +164,10 @@ pub async fn serve(host: ToolHost, args: ServiceArgs, watched: Watched) -> Resul
     let data_dir = args
         .data_dir()
         .context("no data directory: give --data-dir (or set HOME)")?;
+    // Absolute: a run's record names its chat by an absolute path, and a
+    // chat's reservation must be the same key however the run was started.
+    let data_dir = std::path::absolute(&data_dir)
+        .with_context(|| format!("the data directory {}", data_dir.display()))?;
     let access = match &args.tokens {
         None => TenantAccess::Local,
         Some(path) => TenantAccess::Tokens(Tokens::load(path)?),

@@ -113,13 +113,18 @@ fn own_site(state: &ServeState, request: &Request) -> Result<(), ApiError> {
             .iter()
             .any(|allowed| origin.eq_ignore_ascii_case(&format!("{}://{allowed}", state.scheme)));
         if !own && !state.origins.contains(origin) {
+            // The flag that would let it in, when it is an origin at all.
+            let message = match crate::cors::AllowedOrigins::parse(&[origin.to_owned()]) {
+                Ok(parsed) if !parsed.is_empty() => format!(
+                    "requests from another site's pages are refused: to let the pages of {0} in, start the server with --allow-origin {0}",
+                    parsed.as_slice()[0]
+                ),
+                _ => "requests from another site's pages are refused".to_owned(),
+            };
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "serve.origin_refused",
-                format!(
-                    "requests from another site's pages are refused: to let the pages of `{}` in, start the server with --allow-origin {0}",
-                    origin.chars().take(200).collect::<String>()
-                ),
+                message,
             ));
         }
     }

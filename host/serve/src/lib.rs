@@ -43,6 +43,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::handler::Handler as _;
 use axum::http::StatusCode;
 use axum::routing::{any, get, post};
 use toolhost_journal::Durability;
@@ -61,9 +62,13 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7700";
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// The largest body `POST /v1/runs` takes: a prompt snapshot's 8 MiB of
-/// message text, a chat app's chat file of up to
-/// [`runs::MAX_CHAT_CONTENT_BYTES`], and room for their JSON escapes.
-pub const MAX_RUN_BODY_BYTES: usize = 40 * 1024 * 1024;
+/// message text and a chat app's chat file of up to
+/// [`runs::MAX_CHAT_CONTENT_BYTES`], each up to twice as long once escaped
+/// in JSON (every `"` and `\` doubled), and room for the rest.
+pub const MAX_RUN_BODY_BYTES: usize = 2 * (8 + 24) * 1024 * 1024 + 1024 * 1024;
+/// Start requests read at once: each may hold tens of MiB while it is
+/// read and checked; more wait their turn before their body is read.
+pub const CONCURRENT_STARTS: usize = 4;
 
 /// Who may use the server.
 #[derive(Debug, Clone)]
@@ -126,6 +131,8 @@ pub struct ServeState {
     warm_ups: health::WarmUps,
     /// Failed bearer tokens, by client address (the guard).
     token_attempts: attempts::TokenAttempts,
+    /// Start requests being read and checked ([`CONCURRENT_STARTS`]).
+    starts: tokio::sync::Semaphore,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -197,6 +204,7 @@ impl ServeState {
                 options.limits.token_attempts,
                 options.limits.token_attempt_window,
             ),
+            starts: tokio::sync::Semaphore::new(CONCURRENT_STARTS),
         })
     }
 
@@ -383,9 +391,12 @@ pub fn router(state: Arc<ServeState>) -> Router {
         // request: several MiB each for a long chat.
         .route(
             "/v1/runs",
-            post(runs::start)
-                .get(runs::list)
-                .layer(DefaultBodyLimit::max(MAX_RUN_BODY_BYTES)),
+            post(runs::start.layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&state),
+                one_of_the_starts,
+            )))
+            .get(runs::list)
+            .layer(DefaultBodyLimit::max(MAX_RUN_BODY_BYTES)),
         )
         .route("/v1/runs/{id}", get(runs::get))
         .route("/v1/runs/{id}/events", get(runs::events))
@@ -423,6 +434,18 @@ pub fn router(state: Arc<ServeState>) -> Router {
             guard::site_guard,
         ))
         .with_state(state)
+}
+
+/// A start request waits for one of [`CONCURRENT_STARTS`] places before
+/// its body is read.
+async fn one_of_the_starts(
+    axum::extract::State(state): axum::extract::State<Arc<ServeState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    // The semaphore is never closed.
+    let _place = state.starts.acquire().await;
+    next.run(request).await
 }
 
 /// Serve `router` on `listener` (over TLS when configured) until

@@ -61,6 +61,13 @@ async fn without_the_flag_the_apps_pages_are_refused() {
         .expect("answered");
     assert_eq!(response.status().as_u16(), 403);
     assert!(header(&response, "access-control-allow-origin").is_none());
+    // An OPTIONS request of no page is what it was: it needs a token.
+    let response = client()
+        .request(reqwest::Method::OPTIONS, server.url("/v1/runs"))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(response.status().as_u16(), 401);
 }
 
 #[tokio::test]
@@ -130,6 +137,17 @@ async fn the_origin_let_in_gets_cors_answers_and_still_needs_its_token() {
             "{token:?}"
         );
     }
+
+    // A page of the origin let in that names another host (DNS rebinding):
+    // refused, its preflight too, with no CORS answer.
+    let port = server.address.port();
+    let response = preflight(&server, "/v1/runs", TAVERN)
+        .header("host", format!("evil.example:{port}"))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(response.status().as_u16(), 421);
+    assert!(header(&response, "access-control-allow-origin").is_none());
 
     // Every other foreign origin: refused before anything, no CORS answer.
     for origin in [

@@ -486,8 +486,47 @@ async fn the_apps_own_chat_comes_with_the_start_request() {
     );
     assert!(!path.exists(), "nothing refused was written");
 
+    // A chat whose last message is the user's has no reply to swipe:
+    // refused before anything is written.
+    let (code, body) = start(
+        json!({"profile": "writer", "model": "demo", "chat": "tavern",
+        "commit": "host", "generationType": "swipe",
+        "chatContent": &tavern[..tavern.rfind('\n').expect("lines")]}),
+    )
+    .await;
+    assert_eq!(
+        (code, body["code"].as_str()),
+        (400, Some("chat.generation_type_unfit")),
+        "{body}"
+    );
+    assert!(!path.exists(), "nothing refused was written");
+
+    // A run refused after the copy was written puts the old file back: here
+    // the snapshot's world info, which only the run's binding reads.
+    let older = &tavern[..tavern.rfind('\n').expect("lines")];
+    std::fs::write(&path, older).expect("older copy");
+    let (code, body) = start(
+        json!({"profile": "writer", "model": "demo", "chat": "tavern",
+        "commit": "host", "chatContent": tavern,
+        "promptSnapshot": {"schemaVersion": 1, "messages": [],
+                           "worldInfoActivation": {"entries": "not a list"}}}),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("copy"),
+        older,
+        "the old file is back"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dirs.chats())
+        .expect("chats")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .filter(|name| name.to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "no copy kept aside: {leftovers:?}");
+
     // An older copy is replaced by the app's.
-    std::fs::write(&path, &tavern[..tavern.rfind('\n').expect("lines")]).expect("older copy");
     let id = acme_starts_run(
         &server,
         &json!({"profile": "writer", "model": "demo", "chat": "tavern", "commit": "host",

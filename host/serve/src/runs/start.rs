@@ -12,7 +12,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolhost_chat::ChatFile;
+use toolhost_chat::{BoundChat, ChatFile};
 use toolhost_core::policy::Policies;
 use toolhost_core::prompt_snapshot::{PromptSnapshot, PromptSnapshotError};
 use toolhost_core::{Classified, Profile};
@@ -152,9 +152,13 @@ fn invalid(code: &str, message: impl Into<String>) -> ApiError {
 pub(crate) async fn start(
     State(state): State<Arc<ServeState>>,
     Extension(Tenant(tenant)): Extension<Tenant>,
-    Body(request): Body<StartRun>,
+    Body(mut request): Body<StartRun>,
 ) -> Result<Response, ApiError> {
-    let prepared = prepare(&state, &tenant, &request)?;
+    if state.node.is_some() && request.chat_content.is_some() {
+        return Err(cluster_chat_content());
+    }
+    let chat_copy = app_chat(&mut request).await?;
+    let prepared = prepare(&state, &tenant, &request, chat_copy)?;
     // A cluster node queues the run for whichever node has room.
     if let Some(node) = &state.node {
         let id = toolhost_journal::new_run_id();
@@ -187,7 +191,7 @@ pub async fn start_taken(
     request: StartRun,
     replica: ReplicaFactory,
 ) -> Result<(), ApiError> {
-    let prepared = prepare(state, tenant, &request)?;
+    let prepared = prepare(state, tenant, &request, None)?;
     let root = state.tenant_dirs(tenant).runs().join(id);
     let id = id.to_owned();
     create_and_launch(
@@ -218,7 +222,7 @@ pub async fn restart_taken(
     request: StartRun,
     replica: ReplicaFactory,
 ) -> Result<(), ApiError> {
-    let prepared = prepare(state, tenant, &request)?;
+    let prepared = prepare(state, tenant, &request, None)?;
     let root = run_root(state, tenant, id)?;
     // The rebuilt record is opened, not made from the request: it must be
     // this tenant's, and be the run the request describes (its chat, its
@@ -259,7 +263,18 @@ struct Prepared {
     bindings: RunBindings,
 }
 
-fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepared, ApiError> {
+/// `chat_copy` is the app's chat, taken out of the request and checked
+/// ([`app_chat`]); a request still carrying one came from a cluster's
+/// queue, which takes none.
+fn prepare(
+    state: &ServeState,
+    tenant: &str,
+    request: &StartRun,
+    chat_copy: Option<ChatFile>,
+) -> Result<Prepared, ApiError> {
+    if request.chat_content.is_some() {
+        return Err(cluster_chat_content());
+    }
     let dirs = state.tenant_dirs(tenant);
     dirs.ensure()
         .map_err(|error| ApiError::internal("creating the tenant's directories", error))?;
@@ -311,10 +326,6 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
             )
         })?;
     }
-    let chat_copy = match &request.chat_content {
-        None => None,
-        Some(content) => Some(app_chat(request, content)?),
-    };
     let chat = TenantDirs::named(dirs.chats(), &request.chat, ".jsonl")
         .filter(|path| match &chat_copy {
             None => is_plain_file(path),
@@ -371,9 +382,14 @@ fn prepare(state: &ServeState, tenant: &str, request: &StartRun) -> Result<Prepa
     })
 }
 
-/// The chat app's copy of its chat, checked as a chat file: only for a run
-/// whose reply the app saves itself.
-fn app_chat(request: &StartRun, content: &str) -> Result<ChatFile, ApiError> {
+/// The chat app's copy of its chat, taken out of the request (no copy of
+/// its bytes is made) and checked on the blocking pool as a chat file that
+/// fits the generation type — before anything is reserved or written: only
+/// for a run whose reply the app saves itself.
+async fn app_chat(request: &mut StartRun) -> Result<Option<ChatFile>, ApiError> {
+    let Some(content) = request.chat_content.take() else {
+        return Ok(None);
+    };
     if request.commit != CommitChoice::Host {
         return Err(invalid(
             "serve.chat_content_needs_host_commit",
@@ -390,8 +406,25 @@ fn app_chat(request: &StartRun, content: &str) -> Result<ChatFile, ApiError> {
             ),
         ));
     }
-    ChatFile::parse(Path::new("chatContent"), content.as_bytes().to_vec())
-        .map_err(|error| invalid(error.code(), error.to_string()))
+    let generation_type = request.generation_type;
+    tokio::task::spawn_blocking(move || {
+        let file = ChatFile::parse(Path::new("chatContent"), content.into_bytes())?;
+        BoundChat::target_for(&file, generation_type)?;
+        Ok::<_, toolhost_chat::ChatError>(file)
+    })
+    .await
+    .map_err(|error| ApiError::internal("checking the chat app's chat", error))?
+    .map(Some)
+    .map_err(|error| invalid(error.code(), error.to_string()))
+}
+
+/// A cluster's nodes share their chats under the cluster's chat locks and
+/// its tickets carry no chat: the app's copy is refused there.
+fn cluster_chat_content() -> ApiError {
+    invalid(
+        "cluster.chat_content_refused",
+        "a cluster takes no chatContent: its nodes read the tenant's chats from their shared data directory; start the run without it, or use a single server",
+    )
 }
 
 /// Take a place, make the run with `create` and start its loop; its id.
@@ -417,44 +450,63 @@ async fn create_and_launch(
     let dirs = state.tenant_dirs(tenant);
     let slot = state.runs.reserve(tenant, Some(&chat))?;
     // No run of the chat goes on now (`reserve`): the app's copy replaces
-    // the old one before the run freezes its prefix.
-    if let Some(copy) = chat_copy {
-        let path = chat.clone();
-        tokio::task::spawn_blocking(move || toolhost_chat::replace_whole(&path, &copy))
+    // the old one before the run freezes its prefix — and the old one is
+    // put back if the run cannot start after all.
+    let replaced = match chat_copy {
+        None => None,
+        Some(copy) => {
+            let path = chat.clone();
+            let written =
+                tokio::task::spawn_blocking(move || toolhost_chat::replace_whole(&path, &copy))
+                    .await
+                    .map_err(|error| ApiError::internal("saving the chat app's chat", error))?;
+            Some(written.map_err(|error| ApiError::internal("saving the chat app's chat", error))?)
+        }
+    };
+    let started = async {
+        let world_info = match &request.world_info {
+            None => None,
+            Some(value) => Some(staged(&dirs.tmp(), value)?),
+        };
+        bindings.world_info = world_info.as_ref().map(|file| file.path().to_owned());
+        let snapshot = match &request.prompt_snapshot {
+            None => None,
+            Some(value) => Some(staged(&dirs.tmp(), value)?),
+        };
+        bindings.prompt_snapshot = snapshot.as_ref().map(|file| file.path().to_owned());
+        let durability = state.durability;
+        let created = tokio::task::spawn_blocking(move || create(&profile, durability, &bindings))
             .await
-            .map_err(|error| ApiError::internal("saving the chat app's chat", error))?
-            .map_err(|error| ApiError::internal("saving the chat app's chat", error))?;
+            .map_err(|error| ApiError::internal("creating the run", error))?;
+        drop((world_info, snapshot));
+        let run = created.map_err(creation_refused)?;
+        let id = run.run_id().to_owned();
+        launch(
+            state,
+            run,
+            Launch {
+                tenant: tenant.to_owned(),
+                slot,
+                models,
+                agents,
+                config,
+                policies,
+            },
+        )?;
+        Ok::<_, ApiError>(id)
     }
-    let world_info = match &request.world_info {
-        None => None,
-        Some(value) => Some(staged(&dirs.tmp(), value)?),
-    };
-    bindings.world_info = world_info.as_ref().map(|file| file.path().to_owned());
-    let snapshot = match &request.prompt_snapshot {
-        None => None,
-        Some(value) => Some(staged(&dirs.tmp(), value)?),
-    };
-    bindings.prompt_snapshot = snapshot.as_ref().map(|file| file.path().to_owned());
-    let durability = state.durability;
-    let created = tokio::task::spawn_blocking(move || create(&profile, durability, &bindings))
-        .await
-        .map_err(|error| ApiError::internal("creating the run", error))?;
-    drop((world_info, snapshot));
-    let run = created.map_err(creation_refused)?;
-    let id = run.run_id().to_owned();
-    launch(
-        state,
-        run,
-        Launch {
-            tenant: tenant.to_owned(),
-            slot,
-            models,
-            agents,
-            config,
-            policies,
-        },
-    )?;
-    Ok(id)
+    .await;
+    match (replaced, &started) {
+        (Some(replaced), Err(_)) => {
+            tokio::task::spawn_blocking(move || replaced.undo())
+                .await
+                .map_err(|error| ApiError::internal("putting the old chat back", error))?
+                .map_err(|error| ApiError::internal("putting the old chat back", error))?;
+        }
+        (Some(replaced), Ok(_)) => replaced.keep(),
+        (None, _) => {}
+    }
+    started
 }
 
 /// Resume an interrupted run.
