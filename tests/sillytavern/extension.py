@@ -22,8 +22,10 @@ Agent swipe adds a swipe; a typed message is sent first, an approval card
 appears and approving it lets the run finish; `/agent type=continue`
 continues the last reply; Agent regenerate replaces its shown swipe; a
 run that delegates shows its child's calls under it; a
-commit that no longer fits the chat is refused, toasted and answered as
-failed. Screenshots go to --screenshots.
+commit that no longer fits the chat — messages added, a second commit after
+the user wrote, a reply swiped meanwhile, a save SillyTavern did not make —
+is refused, toasted, answered as failed and leaves the chat as it was; no
+happy path shows an error. Screenshots go to --screenshots.
 """
 
 import argparse
@@ -137,7 +139,26 @@ class Tavern:
         self.js("document.getElementById('toast-container').replaceChildren()")
 
     def toast(self, code):
-        return wait(f"a toast {code}", lambda: next((t for t in self.toasts() if code in t[1]), None))
+        try:
+            return wait(f"a toast {code}", lambda: next((t for t in self.toasts() if code in t[1]), None))
+        except AssertionError as error:
+            panels = [p.text for p in self.driver.find_elements(By.ID, "toolhost_panel")]
+            raise AssertionError(f"{error}; toasts {self.toasts()}; panel {panels}") from None
+
+    def errors(self):
+        """The error toasts shown, and the extension's errors in the console, since the last look."""
+        toasts = [t for t in self.toasts() if "toast-error" in t[0]]
+        logged = [e["message"] for e in self.driver.get_log("browser")
+                  if e["level"] == "SEVERE" and "[toolhost]" in e["message"]]
+        return toasts + logged
+
+    def no_errors(self):
+        errors = self.errors()
+        assert not errors, errors
+
+    def approve(self):
+        card = wait("an approval card", lambda: self.driver.find_element(By.CSS_SELECTOR, ".toolhost-approval"))
+        card.find_element(By.CSS_SELECTOR, 'button[data-decision="approve"]').click()
 
     def agent_reply(self):
         self.driver.find_element(By.ID, "toolhost_agent_button").click()
@@ -201,6 +222,8 @@ def refusals(page):
     # The dry runs' one change is SillyTavern's own: the greeting's macros.
     assert after[1:] == before[1:] and len(after) == len(before), "nothing written"
     assert page.saves() == 0, page.saves()
+    page.errors()  # each was meant
+    page.clear_toasts()
 
 
 def normal_reply(page):
@@ -239,6 +262,7 @@ def normal_reply(page):
     assert "workspace.write_file" in lines and "Saved as message 5" in lines, lines
     page.shot("sillytavern-reply.png")
     page.close_panel()
+    page.no_errors()
 
 
 def swipe(page):
@@ -258,6 +282,7 @@ def swipe(page):
     counter = page.driver.find_element(By.CSS_SELECTOR, f'.mes[mesid="{len(chat) - 1}"] .swipe_counter').text
     assert counter == "2/2", counter
     page.close_panel()
+    page.no_errors()
 
 
 def approval(page):
@@ -282,6 +307,7 @@ def approval(page):
     assert page.saves() == saves + 2, "the typed message, then the reply"
     assert not page.driver.find_elements(By.CSS_SELECTOR, ".toolhost-approval")
     page.close_panel()
+    page.no_errors()
 
 
 def continue_by_command(page):
@@ -295,6 +321,7 @@ def continue_by_command(page):
     prompts = page.js("return window.harness.prompts.map((p) => p.type)")
     assert prompts[-1] == "continue", prompts
     page.close_panel()
+    page.no_errors()
 
 
 def regenerate(page):
@@ -308,6 +335,7 @@ def regenerate(page):
     # A regeneration's dry run leaves the reply it replaces out, as a swipe's.
     assert page.js("return window.harness.prompts.at(-1).type") == "swipe"
     page.close_panel()
+    page.no_errors()
 
 
 def delegation(page):
@@ -326,6 +354,7 @@ def delegation(page):
     assert len(page.chat()) == before + 1 and page.chat()[-1]["mes"] == REPLY_A
     page.shot("sillytavern-delegation.png")
     page.close_panel()
+    page.no_errors()
     page.settings(profile="writer", agents="")
 
 
@@ -347,6 +376,72 @@ def refused_commit(page):
     events = journal(args.toolhost, args.token, page.run_id())
     failed = [e for e in events if e["type"] == "chat_commit_failed"]
     assert failed and "the chat changed" in failed[0]["payload"]["message"], failed
+    page.close_panel()
+    page.errors()  # the refusal was meant
+    page.clear_toasts()
+
+
+def later_commit_refused(page):
+    """A run's second commit rewrites its message — unless the user wrote
+    after it meanwhile: then it is refused, and the first stays."""
+    args = page.args
+    page.settings(model="twice")
+    page.agent_reply()
+    wait("the first commit", lambda: page.chat()[-1]["mes"] == REPLY_A)
+    length = len(page.chat())
+    wait("an approval card", lambda: page.driver.find_element(By.CSS_SELECTOR, ".toolhost-approval"))
+    page.js("""SillyTavern.getContext().chat.push({name: 'Tam', is_user: true, is_system: false,
+        send_date: 'December 7, 2026 9:50am', mes: 'Go on.', extra: {}});""")
+    page.approve()
+    page.toast("chat.host_commit_failed")
+    page.ended()
+    chat = page.chat()
+    assert len(chat) == length + 1 and chat[length - 1]["mes"] == REPLY_A, chat[length - 1]
+    events = journal(args.toolhost, args.token, page.run_id())
+    failed = [e["payload"]["message"] for e in events if e["type"] == "chat_commit_failed"]
+    assert failed and "added after" in failed[0], failed
+    page.close_panel()
+    page.errors()
+    page.clear_toasts()
+
+
+def swiped_during_run(page):
+    """A swipe run whose reply the user swiped meanwhile writes nothing."""
+    page.settings(model="careful")
+    page.js("return SillyTavern.getContext().executeSlashCommands('/agent type=swipe')")
+    wait("an approval card", lambda: page.driver.find_element(By.CSS_SELECTOR, ".toolhost-approval"))
+    page.js("""const last = SillyTavern.getContext().chat.at(-1);
+        last.swipes.push('A swipe the user made.'); last.swipe_id = last.swipes.length - 1;
+        last.mes = 'A swipe the user made.';""")
+    before = page.chat()[-1]
+    page.approve()
+    _, _, message = page.toast("chat.host_commit_failed")
+    assert "swiped or edited" in message, message
+    wait("the run's end", lambda: page.panel().find_element(By.CSS_SELECTOR, ".toolhost-close").is_displayed())
+    assert page.chat()[-1] == before, "nothing written"
+    page.close_panel()
+    page.errors()
+    page.clear_toasts()
+
+
+def save_failed(page):
+    """SillyTavern's save fails (it only logs that): the reply is taken
+    back out, and the run is told."""
+    before = page.chat()
+    saves = page.saves()
+    page.settings(model="script")
+    page.js("window.harness.failSaves = true")
+    page.agent_reply()
+    _, _, message = page.toast("chat.host_commit_failed")
+    assert "did not save" in message, message
+    wait("the run's end", lambda: page.panel().find_element(By.CSS_SELECTOR, ".toolhost-close").is_displayed())
+    page.js("window.harness.failSaves = false")
+    assert page.chat() == before, "the reply was taken back out"
+    assert page.saves() == saves
+    assert not page.driver.find_elements(By.CSS_SELECTOR, f'.mes[mesid="{len(before)}"]'), "nor shown"
+    page.close_panel()
+    page.errors()
+    page.clear_toasts()
 
 
 def main():
@@ -382,12 +477,15 @@ def main():
         continue_by_command(page)
         regenerate(page)
         delegation(page)
+        swiped_during_run(page)
         refused_commit(page)
+        later_commit_refused(page)
+        save_failed(page)
         # The refusals above are logged by the browser (CORS, a refused
         # connection, 401/400 answers): expected. Nothing else may be.
         servers = [url.split("//", 1)[1] for url in (args.toolhost, args.refusing, args.closed)]
         errors = [entry for entry in driver.get_log("browser")
-                  if entry["level"] == "SEVERE" and "[toolhost]" not in entry["message"]
+                  if entry["level"] == "SEVERE"
                   and not any(server in entry["message"] for server in servers)]
         assert not errors, errors
         print("the SillyTavern extension passed every check")

@@ -93,6 +93,9 @@ async function run(type, task) {
             throw new ExtensionError('chat.generation_type_unfit', `There is no reply to ${type}: the chat's last message is not the character's.`);
         }
     }
+    // Reachable, this page let in, the token taken — before the typed
+    // message becomes part of the chat.
+    await client.tools();
     const input = document.getElementById('send_textarea');
     if (type === 'normal' && input && input.value.trim()) {
         await sendAsUser(ctx, input.value);
@@ -101,7 +104,8 @@ async function run(type, task) {
     }
     const startedAt = new Date();
     const prompt = await capturePrompt(ctx, type);
-    // A fresh context: in a group the dry run chose who speaks.
+    // A fresh context: in a group the dry run set the speaker (its first
+    // enabled member).
     ctx = context();
     if (!prompt) {
         toast('info', 'Not a Chat Completion API: toolhost builds the prompt from the chat itself.');
@@ -122,6 +126,7 @@ async function run(type, task) {
     const speaker = speakerOf(ctx);
     const started = await client.startRun(body);
     const id = String(started.id);
+    document.getElementById('toolhost_panel')?.remove();
     const anchor = document.getElementById('send_form') ?? document.body.lastElementChild;
     const panel = new RunPanel(anchor, id, {
         onCancel: () => client.cancel(id).catch(reportError),
@@ -135,72 +140,154 @@ async function run(type, task) {
         },
     });
     panel.status('running');
-    await follow(client, id, panel, reply, speaker);
+    await new Follower(client, id, panel, reply, speaker).follow();
 }
 
 /** The group member (or character) the reply is written as. */
 function speakerOf(ctx) {
     const character = ctx.characters?.[ctx.characterId];
     if (!ctx.groupId || !character) return { name: String(ctx.name2 || character?.name || '') };
-    const avatar = character.avatar && character.avatar !== 'none' ? character.avatar : '';
+    // As `saveReply` writes a group member's reply.
+    const avatar = String(character.avatar ?? 'none');
     return {
         name: String(character.name ?? ''),
         avatar,
-        thumbnail: avatar && typeof ctx.getThumbnailUrl === 'function' ? ctx.getThumbnailUrl('avatar', avatar) : 'img/ai4.png',
+        thumbnail: avatar !== 'none' && typeof ctx.getThumbnailUrl === 'function'
+            ? ctx.getThumbnailUrl('avatar', avatar) : 'img/ai4.png',
     };
 }
 
+/** How often the run is looked at while its stream is open. */
+const POLL_MS = 3000;
+/** Failed looks in a row after which the run is given up as lost. */
+const MAX_FAILURES = 5;
+
 /**
- * Follow run `id` to its end: its journal into the panel (reconnecting
- * after the last event read when the stream drops), its approvals, and
- * its commits, one at a time.
+ * One run followed to its end: its journal into the panel (reconnecting
+ * after the last event read when the stream drops), and — from its events
+ * and from a look at the run every few seconds, so one failed request
+ * stalls nothing — its approvals and its commits, each one at a time.
  */
-async function follow(client, id, panel, reply, speaker) {
-    let after = 0;
-    let queue = Promise.resolve();
-    const commits = () => {
-        queue = queue.then(() => saveCommits(client, id, panel, reply, speaker)).catch(reportError);
-        return queue;
-    };
-    const approvals = async () => {
+class Follower {
+    constructor(client, id, panel, reply, speaker) {
+        Object.assign(this, { client, id, panel, reply, speaker });
+        this.after = 0;
+        this.queue = Promise.resolve();
+        this.approvalReads = 0;
+        this.failures = 0;
+        this.done = false;
+        this.abort = new AbortController();
+    }
+
+    /** Write and answer the commits the run waits for, after any write under way. */
+    commits() {
+        this.queue = this.queue
+            .then(() => saveCommits(this.client, this.id, this.reply, this.speaker))
+            .then(() => this.succeeded(), (error) => this.failed(error));
+        return this.queue;
+    }
+
+    /** The cards of the calls waiting now; an older read never wins over a newer one. */
+    async approvals() {
+        const read = ++this.approvalReads;
         try {
-            panel.showApprovals((await client.approvals(id)).approvals ?? []);
+            const { approvals = [] } = await this.client.approvals(this.id);
+            if (read === this.approvalReads && !this.done) this.panel.showApprovals(approvals);
+            this.succeeded();
         } catch (error) {
-            reportError(error);
+            this.failed(error);
         }
-    };
-    for (let quiet = 0; ;) {
+    }
+
+    succeeded() {
+        this.failures = 0;
+    }
+
+    /** A failed request: said once per streak; the run lost after too many, or at once when it is gone. */
+    failed(error) {
+        this.failures += 1;
+        if (this.failures === 1) reportError(error);
+        const gone = error?.status === 401 || error?.status === 404;
+        if (gone || this.failures >= MAX_FAILURES) this.lose(error);
+    }
+
+    lose(error) {
+        if (this.done) return;
+        this.done = true;
+        this.abort.abort();
+        this.panel.ended('lost', `${error?.code ?? 'error'}: the run can no longer be followed from here`);
+        toast('error', 'Stopped following the agent run: ' + (error?.message ?? error), error?.code ?? 'extension.error');
+    }
+
+    /** A look at the run: it ended, or waits for a commit or an approval. */
+    async look() {
+        let view;
         try {
-            for await (const event of client.events(id, { after })) {
-                if (Number.isInteger(event.seq)) after = Math.max(after, event.seq);
-                panel.render(event);
-                if (event.type === 'tool_call_approval_requested' || event.type === 'tool_call_approval_decided') approvals();
-                if (event.type === 'chat_commit_requested') commits();
-            }
+            view = await this.client.run(this.id);
+            this.succeeded();
         } catch (error) {
-            reportError(error);
+            this.failed(error);
+            return;
         }
-        await queue;
-        const view = await client.run(id).catch((error) => {
-            reportError(error);
-            return null;
-        });
-        if (view && ENDED.has(view.status)) {
-            if (!panel.cancel.hidden) panel.ended(view.status.replace('_', ' '));
+        if (this.done) return;
+        if (ENDED.has(view.status)) {
+            this.done = true;
+            this.abort.abort();
+            if (!this.panel.cancel.hidden) this.panel.ended(view.status.replace('_', ' '));
             const kind = view.status === 'completed' ? 'success' : 'warning';
             toast(kind, `The agent run ${view.status.replace('_', ' ')}.`, view.status === 'completed' ? undefined : 'run.' + view.status);
             return;
         }
-        if (view?.status === 'awaiting_host_commit') await commits();
-        if (view?.pendingApprovals > 0) await approvals();
-        // The stream dropped while the run goes on: read again after a pause.
-        quiet = Math.min(quiet + 1, 5);
-        await new Promise((resolve) => setTimeout(resolve, 400 * quiet));
+        if (view.status === 'awaiting_host_commit') await this.commits();
+        if (view.pendingApprovals > 0 || this.panel.approvals.childElementCount > 0) await this.approvals();
+    }
+
+    async follow() {
+        let looking = false;
+        const ticker = setInterval(async () => {
+            if (looking || this.done) return;
+            looking = true;
+            try {
+                await this.look();
+            } finally {
+                looking = false;
+            }
+        }, POLL_MS);
+        try {
+            for (let pause = 0; !this.done;) {
+                try {
+                    for await (const event of this.client.events(this.id, { after: this.after, signal: this.abort.signal })) {
+                        if (Number.isInteger(event.seq)) this.after = Math.max(this.after, event.seq);
+                        this.panel.render(event);
+                        if (event.type === 'tool_call_approval_requested' || event.type === 'tool_call_approval_decided') {
+                            this.approvals();
+                        }
+                        if (event.type === 'chat_commit_requested') this.commits();
+                    }
+                    this.succeeded();
+                } catch (error) {
+                    this.failed(error);
+                }
+                await this.queue;
+                if (this.done) break;
+                await this.look();
+                if (this.done) break;
+                // The stream ended while the run goes on: read again after a pause.
+                pause = Math.min(pause + 1, 5);
+                await new Promise((resolve) => setTimeout(resolve, 400 * pause));
+            }
+        } finally {
+            clearInterval(ticker);
+            this.abort.abort();
+        }
     }
 }
 
-/** Write each commit the run waits for into the chat, and answer it. */
-async function saveCommits(client, id, panel, reply, speaker) {
+/**
+ * Write each commit the run waits for into the chat, and answer it: a
+ * commit that cannot be written is answered as failed, with why.
+ */
+async function saveCommits(client, id, reply, speaker) {
     const { commits = [] } = await client.commits(id);
     for (const commit of commits) {
         if (commit.answered) continue;
@@ -217,7 +304,7 @@ async function saveCommits(client, id, panel, reply, speaker) {
             await client.answerCommit(id, commit.commitId, outcome);
         } catch (error) {
             // Answered already (a second look at the same commit): fine.
-            if (error.code !== 'chat.commit_already_answered') reportError(error);
+            if (error.code !== 'chat.commit_already_answered') throw error;
         }
     }
 }

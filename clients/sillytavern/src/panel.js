@@ -87,7 +87,7 @@ export class RunPanel {
                 this.call(invocation, p.callId, null, 'failed', String(p.code ?? p.errorCode ?? 'failed'));
                 break;
             case 'tool_call_unknown':
-                this.line(invocation, 'failed', `✗ ${p.name}: not a tool of this request`);
+                this.line(invocation, 'failed', `${p.name}: not a tool of this request`);
                 break;
             case 'agent_delegate_started':
                 this.line(invocation, 'info', `→ delegated a task to ${p.targetProfileId}`);

@@ -4,12 +4,23 @@
 // `swipes`, `swipe_id`, `swipe_info`, `send_date`, `gen_started`,
 // `gen_finished` and `extra.api` / `extra.model` — then shown with
 // `addOneMessage`, announced with the events the app emits for a reply,
-// and saved with `saveChat`. Later commits of the same run rewrite what
-// its first one wrote. Anything that no longer fits — another chat open,
-// messages added or removed meanwhile — is refused, never written
-// somewhere else.
+// saved with `saveChat` and read back from the app's server, which is the
+// only way to know the save landed (`saveChat` keeps its errors). Later
+// commits of the same run rewrite what its first one wrote. Anything that
+// no longer fits — another chat open, messages added or removed, the
+// reply swiped or edited meanwhile — is refused, and a commit that fails
+// half-way is taken back out of the chat: never written somewhere else,
+// never left behind after a `failed` answer.
 
 export class CommitRefused extends Error {}
+
+/** What of a message a run must find unchanged before it writes into it. */
+function stateOf(message) {
+    return JSON.stringify([message.mes, message.swipe_id, message.swipes?.length ?? 0]);
+}
+
+/** The members a commit changes, to put back if it fails. */
+const WRITTEN = ['mes', 'title', 'send_date', 'gen_started', 'gen_finished', 'extra', 'swipe_id', 'swipes', 'swipe_info'];
 
 /**
  * What one run writes: the chat and the message it was started for,
@@ -23,8 +34,10 @@ export class RunReply {
         this.model = model;
         this.startedAt = startedAt;
         this.length = chat.length;
-        // The reply a swipe, regeneration or continuation goes into.
+        // The reply a swipe, regeneration or continuation goes into, as the
+        // run's prompt had it.
         this.target = generationType === 'normal' ? null : chat[chat.length - 1] ?? null;
+        this.targetState = this.target ? stateOf(this.target) : null;
         this.base = this.target ? String(this.target.mes ?? '') : '';
         this.message = null;
         this.swipe = null;
@@ -33,8 +46,9 @@ export class RunReply {
     }
 
     /**
-     * Write `commit` (a pending commit of `GET …/commits`) and save the
-     * chat; the index of the message written.
+     * Write `commit` (a pending commit of `GET …/commits`), save the chat
+     * and check the save landed; the index of the message written. Throws
+     * with the chat as it was before when anything fails.
      */
     async write(ctx, commit, speaker) {
         const known = this.saved.get(commit.commitId);
@@ -44,22 +58,20 @@ export class RunReply {
         }
         const chat = ctx.chat;
         const now = new Date();
+        const undo = this.message === null ? this.undoFirst(chat) : this.undoLater(chat);
         let index;
-        let rendered;
-        if (this.message === null) {
-            [index, rendered] = this.first(chat, commit.text, speaker, now);
-        } else {
-            index = chat.indexOf(this.message);
-            if (index < 0 || (this.swipe !== null && this.message.swipe_id !== this.swipe)) {
-                throw new CommitRefused('the message the run wrote was deleted or swiped away');
-            }
-            const base = this.generationType === 'continue' ? this.base : '';
-            const text = commit.mode === 'append' ? String(this.message.mes ?? '') + commit.text : base + commit.text;
-            this.stamp(this.message, text, now);
-            rendered = 'swipe';
+        let how;
+        try {
+            [index, how] = this.message === null
+                ? this.first(chat, commit.text, speaker, now)
+                : this.later(chat, commit, now);
+            await show(ctx, this.message, index, how);
+            await ctx.saveChat();
+            await checkSaved(ctx, chat, index);
+        } catch (error) {
+            undo(ctx);
+            throw error;
         }
-        await show(ctx, this.message, index, rendered);
-        await ctx.saveChat();
         this.saved.set(commit.commitId, index);
         return index;
     }
@@ -75,14 +87,15 @@ export class RunReply {
                 extra: {}, name: speaker.name, is_user: false, send_date: '', mes: '', title: '',
                 gen_started: this.startedAt, gen_finished: now,
             };
-            if (speaker.avatar) {
+            if (speaker.avatar !== undefined) {
                 message.force_avatar = speaker.thumbnail;
                 message.original_avatar = speaker.avatar;
                 message.extra.gen_id = now.getTime();
             }
             chat.push(message);
-            this.message = message;
             this.stamp(message, text, now);
+            this.message = message;
+            this.swipe = message.swipe_id;
             return [chat.length - 1, 'normal'];
         }
         const index = chat.length - 1;
@@ -90,10 +103,9 @@ export class RunReply {
         if (!target || chat[index] !== target || chat.length !== this.length) {
             throw new CommitRefused('the message the run was started for is no longer the chat\'s last');
         }
-        if (this.generationType === 'continue' && String(target.mes ?? '') !== this.base) {
-            throw new CommitRefused('the message to continue was edited while the run went');
+        if (stateOf(target) !== this.targetState) {
+            throw new CommitRefused('the reply was swiped or edited while the run went');
         }
-        this.message = target;
         if (!Array.isArray(target.swipes) || !Number.isInteger(target.swipe_id)) {
             target.swipes = [String(target.mes ?? '')];
             target.swipe_id = 0;
@@ -104,9 +116,6 @@ export class RunReply {
             target.swipe_info[target.swipe_id] ??= infoOf(target);
             target.swipes.push('');
             target.swipe_id = target.swipes.length - 1;
-            this.swipe = target.swipe_id;
-        } else {
-            this.swipe = target.swipe_id;
         }
         if (this.generationType !== 'continue' && target.extra && typeof target.extra === 'object') {
             // They belong to the text replaced, as in SillyTavern's swipe.
@@ -114,6 +123,24 @@ export class RunReply {
             delete target.extra.memory;
         }
         this.stamp(target, this.generationType === 'continue' ? this.base + text : text, now);
+        this.message = target;
+        this.swipe = target.swipe_id;
+        return [index, 'swipe'];
+    }
+
+    /** A later commit: the run's message, still last and showing the run's swipe, rewritten. */
+    later(chat, commit, now) {
+        const index = chat.indexOf(this.message);
+        if (index < 0) throw new CommitRefused('the message the run wrote was deleted');
+        if (index !== chat.length - 1) {
+            throw new CommitRefused('messages were added after the message the run wrote');
+        }
+        if (this.message.swipe_id !== this.swipe) {
+            throw new CommitRefused('the message the run wrote was swiped away');
+        }
+        const base = this.generationType === 'continue' ? this.base : '';
+        const text = commit.mode === 'append' ? String(this.message.mes ?? '') + commit.text : base + commit.text;
+        this.stamp(this.message, text, now);
         return [index, 'swipe'];
     }
 
@@ -133,6 +160,44 @@ export class RunReply {
         }
         message.swipes[message.swipe_id] = text;
         message.swipe_info[message.swipe_id] = infoOf(message);
+    }
+
+    /** How to take a first commit back out: its new message, or the target as it was. */
+    undoFirst(chat) {
+        if (this.generationType === 'normal') {
+            const length = chat.length;
+            return (ctx) => {
+                if (chat.length > length) {
+                    chat.splice(length, chat.length - length);
+                    document.querySelector(`#chat .mes[mesid="${length}"]`)?.remove();
+                }
+                this.message = null;
+                this.swipe = null;
+            };
+        }
+        return this.restorer(chat, this.target, () => {
+            this.message = null;
+            this.swipe = null;
+        });
+    }
+
+    undoLater(chat) {
+        const swipe = this.swipe;
+        return this.restorer(chat, this.message, () => {
+            this.swipe = swipe;
+        });
+    }
+
+    /** Put `message`'s written members back as they are now, and show it so. */
+    restorer(chat, message, after) {
+        if (!message) return () => after();
+        const kept = structuredClone(Object.fromEntries(WRITTEN.filter((key) => key in message).map((key) => [key, message[key]])));
+        return (ctx) => {
+            for (const key of WRITTEN) delete message[key];
+            Object.assign(message, kept);
+            if (chat[chat.length - 1] === message) ctx.addOneMessage(message, { type: 'swipe' });
+            after();
+        };
     }
 }
 
@@ -155,6 +220,38 @@ async function show(ctx, message, index, how) {
         ctx.addOneMessage(message, { type: 'swipe' });
     }
     await ctx.eventSource.emit(types.CHARACTER_MESSAGE_RENDERED, index);
+}
+
+/**
+ * The chat as SillyTavern's server has it now holds the message at
+ * `index` as the page does: else the save did not land. (`saveChat`
+ * catches its own failures, and logs them only.)
+ */
+async function checkSaved(ctx, chat, index) {
+    const character = ctx.characters?.[ctx.characterId];
+    const [url, body] = ctx.groupId
+        ? ['/api/chats/group/get', { id: currentChat(ctx) }]
+        : ['/api/chats/get', { ch_name: character?.name, file_name: currentChat(ctx), avatar_url: character?.avatar }];
+    let saved;
+    try {
+        const response = await fetch(url, {
+            method: 'POST',
+            headers: typeof ctx.getRequestHeaders === 'function' ? ctx.getRequestHeaders() : { 'Content-Type': 'application/json' },
+            body: JSON.stringify(body),
+        });
+        saved = response.ok ? await response.json() : null;
+    } catch {
+        saved = null;
+    }
+    // The file's lines: a header (a group chat's file may have none), then
+    // every message of the page, the one written exactly as the page has
+    // it (its `gen_finished` is new).
+    const header = Array.isArray(saved) ? saved.length - chat.length : -1;
+    const same = (header === 0 || header === 1)
+        && JSON.stringify(saved[index + header]) === JSON.stringify(chat[index]);
+    if (!same) {
+        throw new CommitRefused('SillyTavern did not save the chat (the saved chat does not have the reply); nothing was kept');
+    }
 }
 
 function currentChat(ctx) {

@@ -61,8 +61,23 @@ fn delegating() -> Value {
     })
 }
 
+/// Commits `REPLY_A`, rolls a die (waiting for approval), then commits
+/// `REPLY_B` over it and finishes.
+fn twice() -> Value {
+    json!({"schemaVersion": 1, "kind": "toolhost.modelScript", "replies": [
+        {"toolCalls": [
+            call("t-write", "workspace_write_file", json!({"path": "output/main.md", "content": REPLY_A})),
+            call("t-commit", "workspace_commit", json!({}))]},
+        {"toolCalls": [call("t-roll", "dice_roll", json!({"formula": "1d20"}))]},
+        {"toolCalls": [
+            call("t-write2", "workspace_write_file", json!({"path": "output/main.md", "content": REPLY_B})),
+            call("t-commit2", "workspace_commit", json!({}))]},
+        {"toolCalls": [call("t-finish", "workspace_finish", json!({"reason": "done"}))]}
+    ]})
+}
+
 /// Tenant `tavern`: a `writer` profile and the demo's `researcher`, a
-/// policy asking approval for every die rolled, four scripted models and
+/// policy asking approval for every die rolled, five scripted models and
 /// the tokens file.
 fn setup(dir: &Path) {
     let tenant = dir.join("data/tenants/tavern");
@@ -92,6 +107,7 @@ fn setup(dir: &Path) {
         ("swiper", script("swiper", REPLY_B, false)),
         ("careful", script("careful", REPLY_C, true)),
         ("delegating", delegating()),
+        ("twice", twice()),
     ] {
         std::fs::write(dir.join(format!("{name}.json")), script.to_string()).expect("script");
         models.insert(

@@ -5,8 +5,10 @@
 // values), `generate(type, {}, dryRun)` whose dry run emits
 // CHAT_COMPLETION_PROMPT_READY with `{chat, dryRun}` as
 // `public/scripts/openai.js` does (the prompt manager's default order),
-// `addOneMessage`, `saveChat` (counted, the chat kept as saved), the
-// extension settings and the slash-command parser — and `toastr`. Written
+// `addOneMessage`, `saveChat` (counted, the chat kept as saved; a failure
+// only logged, as the app's) with the app's `/api/chats/get` to read it
+// back, the extension settings and the slash-command parser — and
+// `toastr`. Written
 // from SillyTavern's source; none of it copied.
 
 const fixture = await (await fetch('/harness/chat.json')).json();
@@ -38,7 +40,14 @@ class EventEmitter {
     }
     async emit(event, ...args) {
         harness.emitted.push([event, ...args]);
-        for (const listener of [...(this.events[event] ?? [])]) await listener.apply(this, args);
+        for (const listener of [...(this.events[event] ?? [])]) {
+            // As SillyTavern's emitter: a listener's error is logged, not thrown.
+            try {
+                await listener.apply(this, args);
+            } catch (error) {
+                console.error(error);
+            }
+        }
     }
 }
 
@@ -139,9 +148,30 @@ function addOneMessage(message, { type = 'normal', forceId = null } = {}) {
     fill(node, message);
 }
 
+/**
+ * As `saveChatConditional`: the chat to the app's server — and, as it
+ * does, a failed save is only logged (`harness.failSaves` makes it fail).
+ */
 async function saveChat() {
+    if (harness.failSaves) {
+        console.warn('Error saving chat (the harness failed it)');
+        return;
+    }
     harness.saves.push(JSON.parse(JSON.stringify([{ ...fixture.header, chat_metadata: chatMetadata }, ...chat])));
 }
+
+/** The app's server as the page reaches it: the chat as last saved (`/api/chats/get`). */
+const pageFetch = window.fetch.bind(window);
+window.fetch = async (url, options = {}) => {
+    const path = typeof url === 'string' ? url : url.url;
+    if (path === '/api/chats/get' && options.method === 'POST') {
+        const body = JSON.parse(options.body);
+        const known = body.file_name === chatId && body.avatar_url === fixture.character.avatar;
+        const saved = known ? harness.saves.at(-1) ?? [] : {};
+        return new Response(JSON.stringify(saved), { headers: { 'Content-Type': 'application/json' } });
+    }
+    return pageFetch(url, options);
+};
 
 const SlashCommandParser = {
     addCommand(name, callback, aliases, helpString) {
@@ -180,6 +210,7 @@ window.SillyTavern = {
             addOneMessage,
             generate,
             saveChat,
+            getRequestHeaders: () => ({ 'Content-Type': 'application/json', 'X-CSRF-Token': 'harness' }),
             substituteParams,
             extensionSettings,
             saveSettingsDebounced: () => { harness.settingsSaved = (harness.settingsSaved ?? 0) + 1; },
