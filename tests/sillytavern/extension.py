@@ -365,9 +365,10 @@ def refused_commit(page):
     page.settings(model="careful")
     page.agent_reply()
     card = wait("an approval card", lambda: page.driver.find_element(By.CSS_SELECTOR, ".toolhost-approval"))
-    page.js("""const chat = SillyTavern.getContext().chat;
-        chat.push({name: 'Tam', is_user: true, is_system: false, send_date: 'December 7, 2026 9:40am',
-                   mes: 'Wait, I hear something.', extra: {}});""")
+    page.js("""const ctx = SillyTavern.getContext();
+        ctx.chat.push({name: 'Tam', is_user: true, is_system: false, send_date: 'December 7, 2026 9:40am',
+                       mes: 'Wait, I hear something.', extra: {}});
+        return ctx.saveChat();""")
     length = len(page.chat())
     card.find_element(By.CSS_SELECTOR, 'button[data-decision="approve"]').click()
     page.toast("chat.host_commit_failed")
@@ -390,8 +391,10 @@ def later_commit_refused(page):
     wait("the first commit", lambda: page.chat()[-1]["mes"] == REPLY_A)
     length = len(page.chat())
     wait("an approval card", lambda: page.driver.find_element(By.CSS_SELECTOR, ".toolhost-approval"))
-    page.js("""SillyTavern.getContext().chat.push({name: 'Tam', is_user: true, is_system: false,
-        send_date: 'December 7, 2026 9:50am', mes: 'Go on.', extra: {}});""")
+    page.js("""const ctx = SillyTavern.getContext();
+        ctx.chat.push({name: 'Tam', is_user: true, is_system: false,
+                       send_date: 'December 7, 2026 9:50am', mes: 'Go on.', extra: {}});
+        return ctx.saveChat();""")
     page.approve()
     page.toast("chat.host_commit_failed")
     page.ended()
@@ -405,14 +408,37 @@ def later_commit_refused(page):
     page.clear_toasts()
 
 
+def edited_between_commits(page):
+    """A run's second commit over a message the user edited meanwhile is
+    refused: the edit stays."""
+    page.settings(model="twice")
+    page.agent_reply()
+    wait("the first commit", lambda: page.chat()[-1]["mes"] == REPLY_A)
+    wait("an approval card", lambda: page.driver.find_element(By.CSS_SELECTOR, ".toolhost-approval"))
+    page.js("""const ctx = SillyTavern.getContext();
+        const last = ctx.chat.at(-1);
+        last.mes = 'Edited by hand.'; last.swipes[last.swipe_id] = 'Edited by hand.';
+        return ctx.saveChat();""")
+    page.approve()
+    _, _, message = page.toast("chat.host_commit_failed")
+    assert "edited" in message, message
+    page.ended()
+    assert page.chat()[-1]["mes"] == "Edited by hand.", page.chat()[-1]
+    page.close_panel()
+    page.errors()
+    page.clear_toasts()
+
+
 def swiped_during_run(page):
     """A swipe run whose reply the user swiped meanwhile writes nothing."""
     page.settings(model="careful")
     page.js("return SillyTavern.getContext().executeSlashCommands('/agent type=swipe')")
     wait("an approval card", lambda: page.driver.find_element(By.CSS_SELECTOR, ".toolhost-approval"))
-    page.js("""const last = SillyTavern.getContext().chat.at(-1);
+    page.js("""const ctx = SillyTavern.getContext();
+        const last = ctx.chat.at(-1);
         last.swipes.push('A swipe the user made.'); last.swipe_id = last.swipes.length - 1;
-        last.mes = 'A swipe the user made.';""")
+        last.mes = 'A swipe the user made.';
+        return ctx.saveChat();""")
     before = page.chat()[-1]
     page.approve()
     _, _, message = page.toast("chat.host_commit_failed")
@@ -438,6 +464,7 @@ def save_failed(page):
     page.js("window.harness.failSaves = false")
     assert page.chat() == before, "the reply was taken back out"
     assert page.saves() == saves
+    assert page.js("return window.harness.reloads") >= 1, "and the chat shown again from the server"
     assert not page.driver.find_elements(By.CSS_SELECTOR, f'.mes[mesid="{len(before)}"]'), "nor shown"
     page.close_panel()
     page.errors()
@@ -480,6 +507,7 @@ def main():
         swiped_during_run(page)
         refused_commit(page)
         later_commit_refused(page)
+        edited_between_commits(page)
         save_failed(page)
         # The refusals above are logged by the browser (CORS, a refused
         # connection, 401/400 answers): expected. Nothing else may be.

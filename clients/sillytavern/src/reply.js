@@ -47,33 +47,61 @@ export class RunReply {
 
     /**
      * Write `commit` (a pending commit of `GET …/commits`), save the chat
-     * and check the save landed; the index of the message written. Throws
-     * with the chat as it was before when anything fails.
+     * and check the save landed; the index of the message written. When
+     * anything fails after the page was changed, the change is taken back
+     * out — and saved, and the chat shown again from the app's server —
+     * before this throws.
      */
     async write(ctx, commit, speaker) {
         const known = this.saved.get(commit.commitId);
         if (known !== undefined) return known;
-        if (String(currentChat(ctx)) !== String(this.chatId)) {
+        const where = chatOf(ctx);
+        if (where.id !== String(this.chatId)) {
             throw new CommitRefused('another chat is open now; open the chat the run was started in, then commit again');
         }
         const chat = ctx.chat;
         const now = new Date();
         const undo = this.message === null ? this.undoFirst(chat) : this.undoLater(chat);
-        let index;
-        let how;
+        // Refused before anything was written: nothing to take back.
+        const [index, how] = this.message === null
+            ? this.first(chat, commit.text, speaker, now)
+            : this.later(chat, commit, now);
         try {
-            [index, how] = this.message === null
-                ? this.first(chat, commit.text, speaker, now)
-                : this.later(chat, commit, now);
             await show(ctx, this.message, index, how);
             await ctx.saveChat();
-            await checkSaved(ctx, chat, index);
+            await checkSaved(where, chat, this.message);
         } catch (error) {
-            undo(ctx);
+            await this.takeBack(undo);
             throw error;
         }
+        this.written = stateOf(this.message);
         this.saved.set(commit.commitId, index);
+        this.lastUndo = { commitId: commit.commitId, undo };
         return index;
+    }
+
+    /**
+     * Take the last commit back out of the chat: the run stopped waiting
+     * for it (it timed out, or ended) after the page saved it.
+     */
+    async takeBackLast(commitId) {
+        if (this.lastUndo?.commitId !== commitId) return;
+        this.saved.delete(commitId);
+        await this.takeBack(this.lastUndo.undo);
+        this.lastUndo = null;
+    }
+
+    /**
+     * Undo a write in the page — only in the run's chat, still open — save
+     * that, and show the chat again as the app's server has it now.
+     */
+    async takeBack(undo) {
+        const ctx = globalThis.SillyTavern.getContext();
+        if (chatOf(ctx).id !== String(this.chatId)) return;
+        undo(ctx);
+        this.written = this.message ? stateOf(this.message) : null;
+        await ctx.saveChat();
+        if (typeof ctx.reloadCurrentChat === 'function') await ctx.reloadCurrentChat();
     }
 
     /** The run's first commit, as its generation type says. */
@@ -138,6 +166,9 @@ export class RunReply {
         if (this.message.swipe_id !== this.swipe) {
             throw new CommitRefused('the message the run wrote was swiped away');
         }
+        if (stateOf(this.message) !== this.written) {
+            throw new CommitRefused('the message the run wrote was edited');
+        }
         const base = this.generationType === 'continue' ? this.base : '';
         const text = commit.mode === 'append' ? String(this.message.mes ?? '') + commit.text : base + commit.text;
         this.stamp(this.message, text, now);
@@ -165,37 +196,33 @@ export class RunReply {
     /** How to take a first commit back out: its new message, or the target as it was. */
     undoFirst(chat) {
         if (this.generationType === 'normal') {
-            const length = chat.length;
-            return (ctx) => {
-                if (chat.length > length) {
-                    chat.splice(length, chat.length - length);
-                    document.querySelector(`#chat .mes[mesid="${length}"]`)?.remove();
-                }
+            return () => {
+                const at = chat.indexOf(this.message);
+                if (at >= 0) chat.splice(at, 1);
                 this.message = null;
                 this.swipe = null;
             };
         }
-        return this.restorer(chat, this.target, () => {
+        return this.restorer(this.target, () => {
             this.message = null;
             this.swipe = null;
         });
     }
 
-    undoLater(chat) {
+    undoLater() {
         const swipe = this.swipe;
-        return this.restorer(chat, this.message, () => {
+        return this.restorer(this.message, () => {
             this.swipe = swipe;
         });
     }
 
-    /** Put `message`'s written members back as they are now, and show it so. */
-    restorer(chat, message, after) {
+    /** Put `message`'s written members back as they are now. */
+    restorer(message, after) {
         if (!message) return () => after();
         const kept = structuredClone(Object.fromEntries(WRITTEN.filter((key) => key in message).map((key) => [key, message[key]])));
-        return (ctx) => {
+        return () => {
             for (const key of WRITTEN) delete message[key];
             Object.assign(message, kept);
-            if (chat[chat.length - 1] === message) ctx.addOneMessage(message, { type: 'swipe' });
             after();
         };
     }
@@ -222,36 +249,52 @@ async function show(ctx, message, index, how) {
     await ctx.eventSource.emit(types.CHARACTER_MESSAGE_RENDERED, index);
 }
 
-/**
- * The chat as SillyTavern's server has it now holds the message at
- * `index` as the page does: else the save did not land. (`saveChat`
- * catches its own failures, and logs them only.)
- */
-async function checkSaved(ctx, chat, index) {
+/** The open chat: its id, and whose it is (what reading it back names). */
+function chatOf(ctx) {
     const character = ctx.characters?.[ctx.characterId];
-    const [url, body] = ctx.groupId
-        ? ['/api/chats/group/get', { id: currentChat(ctx) }]
-        : ['/api/chats/get', { ch_name: character?.name, file_name: currentChat(ctx), avatar_url: character?.avatar }];
+    return {
+        id: String(currentChat(ctx)),
+        group: ctx.groupId ?? null,
+        name: character?.name,
+        avatar: character?.avatar,
+        headers: typeof ctx.getRequestHeaders === 'function' ? ctx.getRequestHeaders() : { 'Content-Type': 'application/json' },
+    };
+}
+
+/**
+ * The chat as SillyTavern's server has it now holds `message` exactly as
+ * the page does, where the page has it: else the save did not land.
+ * (`saveChat` catches its own failures, and logs them only.) `where` is
+ * the chat as it was when the write began.
+ */
+async function checkSaved(where, chat, message) {
+    if (!where.group && !where.avatar) {
+        throw new CommitRefused('the chat has no character to read it back from');
+    }
+    const [url, body] = where.group
+        ? ['/api/chats/group/get', { id: where.id }]
+        : ['/api/chats/get', { ch_name: where.name, file_name: where.id, avatar_url: where.avatar }];
     let saved;
     try {
-        const response = await fetch(url, {
-            method: 'POST',
-            headers: typeof ctx.getRequestHeaders === 'function' ? ctx.getRequestHeaders() : { 'Content-Type': 'application/json' },
-            body: JSON.stringify(body),
-        });
-        saved = response.ok ? await response.json() : null;
-    } catch {
-        saved = null;
+        const response = await fetch(url, { method: 'POST', headers: where.headers, body: JSON.stringify(body) });
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        saved = await response.json();
+    } catch (error) {
+        throw new CommitRefused(`SillyTavern's saved chat could not be read back (${error.message}), so the save is not known to have landed; nothing was kept`);
     }
-    // The file's lines: a header (a group chat's file may have none), then
-    // every message of the page, the one written exactly as the page has
-    // it (its `gen_finished` is new).
-    const header = Array.isArray(saved) ? saved.length - chat.length : -1;
-    const same = (header === 0 || header === 1)
-        && JSON.stringify(saved[index + header]) === JSON.stringify(chat[index]);
-    if (!same) {
+    const index = chat.indexOf(message);
+    // A character chat's file starts with its header line; a group chat's
+    // (in 1.12) may not.
+    const header = Array.isArray(saved) && saved.length > 0 && isHeader(saved[0]) ? 1 : 0;
+    const line = Array.isArray(saved) && index >= 0 ? saved[index + header] : undefined;
+    if (!line || JSON.stringify(line) !== JSON.stringify(message)) {
         throw new CommitRefused('SillyTavern did not save the chat (the saved chat does not have the reply); nothing was kept');
     }
+}
+
+/** A chat file's first line that is its header, not a message. */
+function isHeader(line) {
+    return line && typeof line === 'object' && !('mes' in line) && ('chat_metadata' in line || 'user_name' in line);
 }
 
 function currentChat(ctx) {

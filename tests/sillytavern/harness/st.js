@@ -148,6 +148,9 @@ function addOneMessage(message, { type = 'normal', forceId = null } = {}) {
     fill(node, message);
 }
 
+/** The chat as the app's server keeps it: the fixture until the page saves. */
+let serverChat = structuredClone(fixture.chat);
+
 /**
  * As `saveChatConditional`: the chat to the app's server — and, as it
  * does, a failed save is only logged (`harness.failSaves` makes it fail).
@@ -157,17 +160,30 @@ async function saveChat() {
         console.warn('Error saving chat (the harness failed it)');
         return;
     }
-    harness.saves.push(JSON.parse(JSON.stringify([{ ...fixture.header, chat_metadata: chatMetadata }, ...chat])));
+    serverChat = JSON.parse(JSON.stringify(chat));
+    harness.saves.push([{ ...fixture.header, chat_metadata: chatMetadata }, ...serverChat]);
 }
 
-/** The app's server as the page reaches it: the chat as last saved (`/api/chats/get`). */
+/** As `reloadCurrentChat`: the chat read again from the app's server and shown. */
+async function reloadCurrentChat() {
+    chat.splice(0, chat.length, ...structuredClone(serverChat));
+    document.getElementById('chat').replaceChildren();
+    chat.forEach((message, id) => {
+        const node = render(message, id);
+        document.getElementById('chat').append(node);
+        fill(node, message);
+    });
+    harness.reloads = (harness.reloads ?? 0) + 1;
+}
+
+/** The app's server as the page reaches it: the chat as saved (`/api/chats/get`). */
 const pageFetch = window.fetch.bind(window);
 window.fetch = async (url, options = {}) => {
     const path = typeof url === 'string' ? url : url.url;
     if (path === '/api/chats/get' && options.method === 'POST') {
         const body = JSON.parse(options.body);
         const known = body.file_name === chatId && body.avatar_url === fixture.character.avatar;
-        const saved = known ? harness.saves.at(-1) ?? [] : {};
+        const saved = known ? [{ ...fixture.header, chat_metadata: chatMetadata }, ...serverChat] : {};
         return new Response(JSON.stringify(saved), { headers: { 'Content-Type': 'application/json' } });
     }
     return pageFetch(url, options);
@@ -210,6 +226,7 @@ window.SillyTavern = {
             addOneMessage,
             generate,
             saveChat,
+            reloadCurrentChat,
             getRequestHeaders: () => ({ 'Content-Type': 'application/json', 'X-CSRF-Token': 'harness' }),
             substituteParams,
             extensionSettings,
