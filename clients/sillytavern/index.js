@@ -4,7 +4,8 @@
 // `/agent` slash command, and the settings drawer. See
 // docs/sillytavern.md in the toolhost repository.
 
-import { agentReply, context, reportError } from './src/agent.js';
+import { agentReply } from './src/agent.js';
+import { context, reportError } from './src/app.js';
 import { Toolhost } from './src/client.js';
 import { element } from './src/dom.js';
 import { GENERATION_TYPES } from './src/prompt.js';
