@@ -603,6 +603,21 @@ async fn a_pending_host_commit_moves_with_its_run() {
     let chat_path = temp.path().join("data/tenants/local/chats/chat-00.jsonl");
     let before = std::fs::read(&chat_path).expect("chat");
     let mut nodes = start_nodes(temp.path(), &nats, &["node-1", "node-2"], 3000, 4, &[]).await;
+    // A chat app's own copy of the chat is refused by a cluster: its nodes
+    // write chats only under the cluster's chat lock, and its tickets carry
+    // no chat.
+    let refused = client()
+        .post(format!("{}/v1/runs", nodes[0].base))
+        .json(
+            &json!({"model": "demo", "profile": "writer", "chat": "chat-00", "commit": "host",
+                      "chatContent": String::from_utf8_lossy(&before)}),
+        )
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(refused.status().as_u16(), 400);
+    let refused: Value = refused.json().await.expect("json");
+    assert_eq!(refused["code"], "cluster.chat_content_refused", "{refused}");
     let started = client()
         .post(format!("{}/v1/runs", nodes[0].base))
         .json(&json!({"model": "demo", "profile": "writer", "chat": "chat-00", "commit": "host"}))
