@@ -3,6 +3,7 @@
 //! requesting tenant's own runs directory, so another tenant's run is
 //! `404`, exactly like one that does not exist.
 
+mod app_chat;
 mod approvals;
 mod calls;
 mod commits;
@@ -28,6 +29,7 @@ use toolhost_journal::{
 };
 use toolhost_runtime::Run;
 
+pub use app_chat::MAX_CHAT_CONTENT_BYTES;
 pub(crate) use approvals::{__path_approvals, __path_decide, approvals, decide};
 pub use approvals::{
     ArgumentsShown, Decided, DecisionChoice, DecisionRequest, PendingCall, PendingCalls,
@@ -43,8 +45,8 @@ pub(crate) use start::{
     __path_resume, __path_start, UNKNOWN_PROFILE, named_profile, resume, start,
 };
 pub use start::{
-    CommitChoice, MAX_CHAT_CONTENT_BYTES, ProfileChoice, StartRun, Started, restart_taken,
-    resume_run, resume_taken, start_taken,
+    CommitChoice, ProfileChoice, StartRun, Started, restart_taken, resume_run, resume_taken,
+    start_taken,
 };
 
 use crate::ServeState;

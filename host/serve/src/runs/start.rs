@@ -12,7 +12,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolhost_chat::{BoundChat, ChatFile};
+use toolhost_chat::ChatFile;
 use toolhost_core::policy::Policies;
 use toolhost_core::prompt_snapshot::{PromptSnapshot, PromptSnapshotError};
 use toolhost_core::{Classified, Profile};
@@ -23,6 +23,7 @@ use toolhost_runtime::{
 };
 use toolhost_skills::{Scope, SkillSource};
 
+use super::app_chat::{self, app_chat, cluster_chat_content};
 use super::drive::{Launch, launch};
 use super::{read_bounded, run_root};
 use crate::ServeState;
@@ -35,8 +36,6 @@ use crate::tokens::Tenant;
 const DEFAULT_TASK: &str = "Write the next reply of this chat.";
 /// Largest profile file read.
 const MAX_PROFILE_BYTES: u64 = 1024 * 1024;
-/// The largest chat a start request may carry (`chatContent`).
-pub const MAX_CHAT_CONTENT_BYTES: usize = 24 * 1024 * 1024;
 
 /// A profile: the name of one of the tenant's profiles, or one inline.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -382,51 +381,6 @@ fn prepare(
     })
 }
 
-/// The chat app's copy of its chat, taken out of the request (no copy of
-/// its bytes is made) and checked on the blocking pool as a chat file that
-/// fits the generation type — before anything is reserved or written: only
-/// for a run whose reply the app saves itself.
-async fn app_chat(request: &mut StartRun) -> Result<Option<ChatFile>, ApiError> {
-    let Some(content) = request.chat_content.take() else {
-        return Ok(None);
-    };
-    if request.commit != CommitChoice::Host {
-        return Err(invalid(
-            "serve.chat_content_needs_host_commit",
-            "chatContent is the chat app's own chat: give it with commit \"host\", where the app saves the reply",
-        ));
-    }
-    if content.len() > MAX_CHAT_CONTENT_BYTES {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "serve.chat_too_large",
-            format!(
-                "chatContent is {} bytes; at most {MAX_CHAT_CONTENT_BYTES} are taken",
-                content.len()
-            ),
-        ));
-    }
-    let generation_type = request.generation_type;
-    tokio::task::spawn_blocking(move || {
-        let file = ChatFile::parse(Path::new("chatContent"), content.into_bytes())?;
-        BoundChat::target_for(&file, generation_type)?;
-        Ok::<_, toolhost_chat::ChatError>(file)
-    })
-    .await
-    .map_err(|error| ApiError::internal("checking the chat app's chat", error))?
-    .map(Some)
-    .map_err(|error| invalid(error.code(), error.to_string()))
-}
-
-/// A cluster's nodes share their chats under the cluster's chat locks and
-/// its tickets carry no chat: the app's copy is refused there.
-fn cluster_chat_content() -> ApiError {
-    invalid(
-        "cluster.chat_content_refused",
-        "a cluster takes no chatContent: its nodes read the tenant's chats from their shared data directory; start the run without it, or use a single server",
-    )
-}
-
 /// Take a place, make the run with `create` and start its loop; its id.
 async fn create_and_launch(
     state: &Arc<ServeState>,
@@ -454,14 +408,7 @@ async fn create_and_launch(
     // put back if the run cannot start after all.
     let replaced = match chat_copy {
         None => None,
-        Some(copy) => {
-            let path = chat.clone();
-            let written =
-                tokio::task::spawn_blocking(move || toolhost_chat::replace_whole(&path, &copy))
-                    .await
-                    .map_err(|error| ApiError::internal("saving the chat app's chat", error))?;
-            Some(written.map_err(|error| ApiError::internal("saving the chat app's chat", error))?)
-        }
+        Some(copy) => Some(app_chat::put_in_place(chat.clone(), copy).await?),
     };
     let started = async {
         let world_info = match &request.world_info {
@@ -496,15 +443,8 @@ async fn create_and_launch(
         Ok::<_, ApiError>(id)
     }
     .await;
-    match (replaced, &started) {
-        (Some(replaced), Err(_)) => {
-            tokio::task::spawn_blocking(move || replaced.undo())
-                .await
-                .map_err(|error| ApiError::internal("putting the old chat back", error))?
-                .map_err(|error| ApiError::internal("putting the old chat back", error))?;
-        }
-        (Some(replaced), Ok(_)) => replaced.keep(),
-        (None, _) => {}
+    if let Some(replaced) = replaced {
+        app_chat::settle(replaced, started.is_ok()).await?;
     }
     started
 }
