@@ -140,9 +140,8 @@ pub(crate) fn write_planned(
         }
         temp.persist(&target)
             .map_err(|e| ChatError::io(&target, e.error))?;
-        File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| {
+        sync_dir(&dir).inspect_err(|e| {
             tracing::warn!(chat = %target.display(), error = %e, "chat committed, directory fsync failed");
-            ChatError::io(&dir, e)
         })?;
         drop(replaced);
         tracing::debug!(chat = %target.display(), index, "committed the run's message");
@@ -228,12 +227,8 @@ pub(crate) fn synced_temp(
     bytes: &[u8],
     permissions: fs::Permissions,
 ) -> Result<tempfile::NamedTempFile, ChatError> {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let mut temp = Builder::new()
-        .prefix(&format!(".{name}."))
+        .prefix(&temp_prefix(target))
         .suffix(TEMP_SUFFIX)
         .tempfile_in(dir)
         .map_err(|e| ChatError::io(dir, e))?;
@@ -243,6 +238,23 @@ pub(crate) fn synced_temp(
         .and_then(|()| temp.as_file().sync_all())
         .map_err(|e| ChatError::io(&temp_path, e))?;
     Ok(temp)
+}
+
+/// The start of a temp file's name beside `target`: hidden, named after
+/// it (with [`TEMP_SUFFIX`] at the end, such files are told apart).
+pub(crate) fn temp_prefix(target: &Path) -> String {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".{name}.")
+}
+
+/// Sync directory `dir`, so a rename in it survives a crash.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), ChatError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| ChatError::io(dir, e))
 }
 
 /// What one commit writes into the run's message.

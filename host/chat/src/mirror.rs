@@ -7,13 +7,13 @@
 //! replaced, not followed — and the old copy is kept aside until the caller
 //! knows the new one stays.
 
-use std::fs::{self, File};
+use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use tempfile::{Builder, NamedTempFile};
 
-use crate::commit::{TEMP_SUFFIX, synced_temp};
+use crate::commit::{TEMP_SUFFIX, sync_dir, synced_temp, temp_prefix};
 use crate::error::ChatError;
 use crate::file::ChatFile;
 
@@ -36,7 +36,7 @@ pub fn replace_whole(path: &Path, chat: &ChatFile) -> Result<Replaced, ChatError
         None => None,
         Some(_) => Some(
             Builder::new()
-                .prefix(&format!(".{}.", file_name(path)))
+                .prefix(&temp_prefix(path))
                 .suffix(TEMP_SUFFIX)
                 .make_in(dir, |aside| fs::hard_link(path, aside))
                 .map_err(|e| ChatError::io(path, e))?,
@@ -81,18 +81,6 @@ impl Replaced {
             None => Ok(()),
         }
     }
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-fn sync_dir(dir: &Path) -> Result<(), ChatError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| ChatError::io(dir, e))
 }
 
 #[cfg(test)]
