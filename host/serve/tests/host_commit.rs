@@ -115,19 +115,49 @@ fn journal(root: &Path) -> Vec<Value> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_app_commits_the_reply_and_toolhost_never_writes_the_chat() {
+/// A tenant (`tenant`), its scripted model, a server, and a host-commit run
+/// of the fixture chat started on it.
+struct Started {
+    temp: tempfile::TempDir,
+    dirs: TenantDirs,
+    models: ModelTable,
+    server: Server,
+    id: String,
+}
+
+async fn host_commit_run() -> Started {
     let temp = tempfile::tempdir().expect("tempdir");
     let dirs = tenant(temp.path());
-    let chat = dirs.chats().join("chat.jsonl");
-    let before = std::fs::read(&chat).expect("chat");
     let models = script_models(temp.path(), &script());
-    let server = serve_in(temp.path(), models, Limits::default()).await;
+    let server = serve_in(temp.path(), models.clone(), Limits::default()).await;
     let id = acme_starts_run(
         &server,
         &json!({"profile": "writer", "model": "demo", "chat": "chat", "commit": "host"}),
     )
     .await;
+    Started {
+        temp,
+        dirs,
+        models,
+        server,
+        id,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_commits_the_reply_and_toolhost_never_writes_the_chat() {
+    // The temporary directory stays bound: dropped, it would take the
+    // server's data with it.
+    let Started {
+        temp: _temp,
+        dirs,
+        server,
+        id,
+        ..
+    } = host_commit_run().await;
+    let chat = dirs.chats().join("chat.jsonl");
+    // The chat as seeded: the fixture, not the file as the run left it.
+    let before = std::fs::read(fixtures().join("chats/long_character_chat.jsonl")).expect("chat");
 
     // The first commit: the app is given the text, and says it failed.
     let first = waiting(&server, &id).await;
@@ -218,15 +248,13 @@ async fn the_app_commits_the_reply_and_toolhost_never_writes_the_chat() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_server_offers_the_same_commit_again_once() {
-    let temp = tempfile::tempdir().expect("tempdir");
-    let dirs = tenant(temp.path());
-    let models = script_models(temp.path(), &script());
-    let server = serve_in(temp.path(), models.clone(), Limits::default()).await;
-    let id = acme_starts_run(
-        &server,
-        &json!({"profile": "writer", "model": "demo", "chat": "chat", "commit": "host"}),
-    )
-    .await;
+    let Started {
+        temp,
+        dirs,
+        models,
+        server,
+        id,
+    } = host_commit_run().await;
     let offered = waiting(&server, &id).await;
     let commit = offered[0]["commitId"].as_str().expect("id").to_owned();
     let server = restart(server, temp.path(), models, &id).await;
@@ -335,15 +363,12 @@ async fn a_swipe_is_offered_as_a_swipe_of_the_last_reply_and_an_unfit_one_is_ref
 /// A cancelled run stops waiting at once, and offers nothing any more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_ends_the_wait_and_the_commit_is_no_longer_offered() {
-    let temp = tempfile::tempdir().expect("tempdir");
-    let _dirs = tenant(temp.path());
-    let models = script_models(temp.path(), &script());
-    let server = serve_in(temp.path(), models, Limits::default()).await;
-    let id = acme_starts_run(
-        &server,
-        &json!({"profile": "writer", "model": "demo", "chat": "chat", "commit": "host"}),
-    )
-    .await;
+    let Started {
+        temp: _temp,
+        server,
+        id,
+        ..
+    } = host_commit_run().await;
     let offered = waiting(&server, &id).await;
     let (code, _) = send(app(
         client().post(server.url(&format!("/v1/runs/{id}/cancel")))
@@ -372,15 +397,13 @@ async fn a_cancel_ends_the_wait_and_the_commit_is_no_longer_offered() {
 /// the next offers only that one, once, and journals nothing twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_after_a_refused_commit_offers_only_the_next_one() {
-    let temp = tempfile::tempdir().expect("tempdir");
-    let dirs = tenant(temp.path());
-    let models = script_models(temp.path(), &script());
-    let server = serve_in(temp.path(), models.clone(), Limits::default()).await;
-    let id = acme_starts_run(
-        &server,
-        &json!({"profile": "writer", "model": "demo", "chat": "chat", "commit": "host"}),
-    )
-    .await;
+    let Started {
+        temp,
+        dirs,
+        models,
+        server,
+        id,
+    } = host_commit_run().await;
     let first = waiting(&server, &id).await;
     let (code, _) = answer(
         &server,
