@@ -10,7 +10,9 @@ import { context, ExtensionError, reportError, toast } from './app.js';
 import { Toolhost } from './client.js';
 import { Follower } from './follow.js';
 import { RunPanel } from './panel.js';
-import { capturePrompt, chatContent, chatName, currentChatId, GENERATION_TYPES, promptSnapshot } from './prompt.js';
+import {
+    capturePrompt, chatContent, chatName, currentChatId, GENERATION_TYPES, promptSnapshot, speakerName,
+} from './prompt.js';
 import { RunReply, sendAsUser } from './reply.js';
 import { agentNames, settings } from './settings.js';
 
@@ -107,11 +109,11 @@ async function run(type, task) {
 /** The group member (or character) the reply is written as. */
 function speakerOf(ctx) {
     const character = ctx.characters?.[ctx.characterId];
-    if (!ctx.groupId || !character) return { name: String(ctx.name2 || character?.name || '') };
+    if (!ctx.groupId || !character) return { name: speakerName(ctx) };
     // As `saveReply` writes a group member's reply.
     const avatar = String(character.avatar ?? 'none');
     return {
-        name: String(character.name ?? ''),
+        name: speakerName(ctx),
         avatar,
         thumbnail: avatar !== 'none' && typeof ctx.getThumbnailUrl === 'function'
             ? ctx.getThumbnailUrl('avatar', avatar) : 'img/ai4.png',

@@ -4,6 +4,11 @@
 
 import { ToolhostError } from './client.js';
 
+/** SillyTavern's event names (`eventTypes`; `event_types` in older releases). */
+export function eventTypes(ctx) {
+    return ctx.eventTypes ?? ctx.event_types;
+}
+
 export function context() {
     return globalThis.SillyTavern.getContext();
 }

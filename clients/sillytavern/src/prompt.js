@@ -3,6 +3,8 @@
 // as a toolhost prompt snapshot, the chat itself as SillyTavern saves it
 // (JSONL), and the name toolhost keeps that chat under.
 
+import { eventTypes } from './app.js';
+
 /** The generation types a run may have, and the dry run each takes. */
 export const GENERATION_TYPES = Object.freeze({
     normal: 'normal',
@@ -23,8 +25,7 @@ const MAX_NAME_BYTES = 256;
  * when the app is not on a chat-completion API (no such event fires).
  */
 export async function capturePrompt(ctx, type) {
-    const types = ctx.eventTypes ?? ctx.event_types;
-    const ready = types?.CHAT_COMPLETION_PROMPT_READY;
+    const ready = eventTypes(ctx)?.CHAT_COMPLETION_PROMPT_READY;
     if (!ready || ctx.mainApi !== 'openai') return null;
     let captured = null;
     const listener = (data) => {
@@ -124,7 +125,7 @@ export function currentChatId(ctx) {
 export function speakerName(ctx) {
     const character = ctx.characters?.[ctx.characterId];
     if (ctx.groupId) return String(character?.name ?? ctx.name2 ?? '');
-    return String(ctx.name2 ?? character?.name ?? '');
+    return String(ctx.name2 || character?.name || '');
 }
 
 /**

@@ -12,6 +12,9 @@
 // half-way is taken back out of the chat: never written somewhere else,
 // never left behind after a `failed` answer.
 
+import { eventTypes } from './app.js';
+import { currentChatId } from './prompt.js';
+
 export class CommitRefused extends Error {}
 
 /** What of a message a run must find unchanged before it writes into it. */
@@ -239,7 +242,7 @@ function infoOf(message) {
 
 /** Show the message and tell the app's other extensions, as a reply does. */
 async function show(ctx, message, index, how) {
-    const types = ctx.eventTypes ?? ctx.event_types;
+    const types = eventTypes(ctx);
     await ctx.eventSource.emit(types.MESSAGE_RECEIVED, index);
     if (how === 'normal') {
         ctx.addOneMessage(message);
@@ -253,7 +256,7 @@ async function show(ctx, message, index, how) {
 function chatOf(ctx) {
     const character = ctx.characters?.[ctx.characterId];
     return {
-        id: String(currentChat(ctx)),
+        id: String(currentChatId(ctx)),
         group: ctx.groupId ?? null,
         name: character?.name,
         avatar: character?.avatar,
@@ -297,10 +300,6 @@ function isHeader(line) {
     return line && typeof line === 'object' && !('mes' in line) && ('chat_metadata' in line || 'user_name' in line);
 }
 
-function currentChat(ctx) {
-    return (typeof ctx.getCurrentChatId === 'function' ? ctx.getCurrentChatId() : ctx.chatId) ?? '';
-}
-
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August',
     'September', 'October', 'November', 'December'];
 
@@ -319,7 +318,7 @@ export function messageTimestamp(date) {
  * one (before the agent replies to it); its index.
  */
 export async function sendAsUser(ctx, text) {
-    const types = ctx.eventTypes ?? ctx.event_types;
+    const types = eventTypes(ctx);
     const message = {
         name: String(ctx.name1 ?? ''),
         is_user: true,
