@@ -981,6 +981,8 @@ mod outbound_http {
     struct Server {
         port: u16,
         stop: Arc<AtomicBool>,
+        /// Each request's path and `authorization` header, as received.
+        seen: Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>,
     }
 
     impl Server {
@@ -989,17 +991,24 @@ mod outbound_http {
             let port = listener.local_addr().expect("address").port();
             let stop = Arc::new(AtomicBool::new(false));
             let stopped = Arc::clone(&stop);
+            let seen = Arc::default();
+            let log = Arc::clone(&seen);
             std::thread::spawn(move || {
                 for stream in listener.incoming() {
                     if stopped.load(Ordering::SeqCst) {
                         break;
                     }
                     if let Ok(stream) = stream {
-                        std::thread::spawn(move || answer(stream, port));
+                        let log = Arc::clone(&log);
+                        std::thread::spawn(move || answer(stream, port, &log));
                     }
                 }
             });
-            Self { port, stop }
+            Self { port, stop, seen }
+        }
+
+        fn seen(&self) -> Vec<(String, Option<String>)> {
+            self.seen.lock().expect("log").clone()
         }
 
         fn url(&self, path: &str) -> String {
@@ -1015,18 +1024,40 @@ mod outbound_http {
         }
     }
 
-    fn answer(stream: TcpStream, port: u16) {
+    fn answer(
+        stream: TcpStream,
+        port: u16,
+        seen: &std::sync::Mutex<Vec<(String, Option<String>)>>,
+    ) {
         let mut reader = BufReader::new(stream.try_clone().expect("clone"));
         let mut request_line = String::new();
         if reader.read_line(&mut request_line).is_err() {
             return;
         }
         let mut line = String::new();
+        let mut authorization = None;
         while reader.read_line(&mut line).is_ok_and(|read| read > 2) {
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("authorization")
+            {
+                authorization = Some(value.trim().to_owned());
+            }
             line.clear();
         }
         let path = request_line.split(' ').nth(1).unwrap_or("/").to_owned();
+        seen.lock()
+            .expect("log")
+            .push((path.clone(), authorization));
         let mut stream = stream;
+        if let Some(to) = path.strip_prefix("/to-port-") {
+            let _ = stream.write_all(
+                format!(
+                    "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:{to}/hello\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+            return;
+        }
         let _ = match path.as_str() {
             "/hello" => stream.write_all(
                 b"HTTP/1.1 200 OK\r\ncontent-length: 19\r\nconnection: close\r\n\r\nhello from loopback",
@@ -1300,6 +1331,191 @@ mod outbound_http {
             assert_eq!(error.as_deref(), Some(code), "{arguments}: {text}");
             assert!(text.contains(says), "{arguments}: {text}");
         }
+    }
+
+    /// The rolling hash the http-fetch guest computes over its memory.
+    fn rolling_hash(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0u64, |h, b| {
+            h.wrapping_mul(1_000_003).wrapping_add(u64::from(*b))
+        })
+    }
+
+    /// Issue 42's secrets: a stored secret reaches only its host's requests,
+    /// in the header named, after admission; a redirect elsewhere carries
+    /// none; the guest's memory, the run's files and the journal never hold
+    /// the value, and the journal names the secret.
+    #[tokio::test]
+    async fn a_secret_reaches_only_its_hosts_requests_and_nothing_the_run_wrote() {
+        use toolhost_extensions::{SecretBinding, SecretStore, SecretValue};
+        use toolhost_runtime::Run;
+
+        let api = Server::start();
+        let elsewhere = Server::start();
+        // Unguessable, so no other byte sequence in a file matches it by chance.
+        let nonce = format!("{:?} {}", std::time::SystemTime::now(), std::process::id());
+        let value = format!("thsk-{}", &sha256_hex(nonce.as_bytes())[..32]);
+        let world = World::new();
+        let extra = format!(
+            "{}[secrets.API_KEY]\ndescription = \"The API's key\"\nhost = \"http://127.0.0.1:*\"\nheader = \"authorization\"\nformat = \"Bearer {{}}\"\n",
+            manifest(&["http://127.0.0.1:*"])
+        );
+        world
+            .install_guest("http-fetch", "acme-fetch", "hostile.http_fetch", &extra)
+            .await;
+        SecretStore::of_registry(world.dir())
+            .set(
+                None,
+                "acme-key",
+                &SecretValue::new(value.as_bytes()).expect("value"),
+            )
+            .expect("stored");
+        let binding = SecretBinding {
+            key: "API_KEY".into(),
+            secret: "acme-key".into(),
+            host: format!("http://127.0.0.1:{}", api.port)
+                .parse()
+                .expect("pattern"),
+            header: "authorization".into(),
+            format: "Bearer {}".into(),
+        };
+        // A key the manifest does not ask for, a header that routes the
+        // request, a host beyond the grant: refused.
+        for bad in [
+            SecretBinding {
+                key: "OTHER".into(),
+                ..binding.clone()
+            },
+            SecretBinding {
+                header: "host".into(),
+                ..binding.clone()
+            },
+            SecretBinding {
+                host: "api.example.com".parse().expect("pattern"),
+                ..binding.clone()
+            },
+        ] {
+            let error = ExtensionRegistry::update(world.dir(), |registry| {
+                registry
+                    .grant(
+                        "acme-fetch",
+                        GrantRequest {
+                            secrets: vec![bad.clone()],
+                            ..GrantRequest::default()
+                        },
+                    )
+                    .map(|_| ())
+            })
+            .expect_err("refused");
+            assert_eq!(error.code(), "ext.grant_invalid", "{bad:?}: {error}");
+        }
+        world.grant_with(
+            "acme-fetch",
+            GrantRequest {
+                secrets: vec![binding],
+                ..GrantRequest::default()
+            },
+        );
+        let host = world.host().await;
+        let profile = profile("fetcher", &[TOOL]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("run");
+        let run = Run::create(&root, &profile, toolhost_journal::Durability::Batched).expect("run");
+        let mut session = run
+            .start_invocation(
+                &profile,
+                host.snapshot_sources(),
+                "inv_root",
+                ExitPolicy::RunFinishAllowed,
+            )
+            .expect("session");
+        let scan = json!({"len": value.len(), "hash": rolling_hash(value.as_bytes())});
+        let mut answers = Vec::new();
+        for url in [
+            api.url("/hello"),
+            api.url(&format!("/to-port-{}", elsewhere.port)),
+        ] {
+            let outcome = session
+                .call_directly(
+                    &host,
+                    TESTER,
+                    &id(TOOL),
+                    Some(json!({"url": url, "scan": scan})),
+                    CallEntropy::seeded(1),
+                )
+                .await
+                .expect("a call");
+            answers.push(outcome.result.content.clone());
+        }
+        drop(session);
+        run.complete().expect("ended");
+
+        let bearer = format!("Bearer {value}");
+        assert_eq!(
+            api.seen(),
+            [
+                ("/hello".to_owned(), Some(bearer.clone())),
+                (format!("/to-port-{}", elsewhere.port), Some(bearer)),
+            ],
+            "the secret's host got it, in its header"
+        );
+        assert_eq!(
+            elsewhere.seen(),
+            [("/hello".to_owned(), None)],
+            "the redirect's target got none"
+        );
+        for answer in &answers {
+            assert!(answer.contains("hello from loopback"), "{answer}");
+            assert!(
+                answer.ends_with("memory matches: 0"),
+                "the guest never held it: {answer}"
+            );
+        }
+        // The scan can find what is there: the guest's own response text.
+        let probe = b"hello from loopback";
+        let outcome = call(&host, TOOL, json!({"url": api.url("/hello"), "scan": {"len": probe.len(), "hash": rolling_hash(probe)}})).await;
+        assert!(
+            !outcome.result.content.ends_with("memory matches: 0"),
+            "{}",
+            outcome.result.content
+        );
+
+        let mut files = 0;
+        for path in walk(&root) {
+            files += 1;
+            let bytes = std::fs::read(&path).expect("read");
+            assert!(
+                !contains(&bytes, value.as_bytes()),
+                "{} holds the secret",
+                path.display()
+            );
+        }
+        assert!(files > 2, "the run wrote files");
+        let registry = std::fs::read(world.dir().join("extensions.json")).expect("registry");
+        assert!(!contains(&registry, value.as_bytes()));
+        let journal = std::fs::read_to_string(root.join("events.jsonl")).expect("journal");
+        assert!(
+            journal.contains("\"secret\":\"acme-key\""),
+            "the journal names the secret: {journal}"
+        );
+    }
+
+    fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+        haystack
+            .windows(needle.len())
+            .any(|window| window == needle)
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                files.extend(walk(&path));
+            } else {
+                files.push(path);
+            }
+        }
+        files
     }
 
     /// A name reaches only public addresses; the loopback address a name

@@ -335,6 +335,7 @@ mod tests {
             tool_results: false,
             allowed_hosts: hosts,
             catalog: false,
+            secrets: &[],
         }
     }
 

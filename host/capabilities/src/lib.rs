@@ -91,6 +91,9 @@ pub struct CallGrant<'a> {
     pub allowed_hosts: &'a AllowedHosts,
     /// The component imports `toolhost:catalog`, which needs no grant.
     pub catalog: bool,
+    /// Stored secrets `outbound-http` writes into admitted requests (an
+    /// extension's grant, resolved for the call's owner; none for a builtin).
+    pub secrets: &'a [http::SecretHeader],
 }
 
 static NO_HOSTS: AllowedHosts = AllowedHosts::none();
@@ -110,7 +113,13 @@ impl<'a> CallGrant<'a> {
             tool_results,
             allowed_hosts: &NO_HOSTS,
             catalog: component.imports_ungated(),
+            secrets: &[],
         }
+    }
+
+    /// With the secrets an extension's grant binds.
+    pub fn with_secrets(self, secrets: &'a [http::SecretHeader]) -> Self {
+        Self { secrets, ..self }
     }
 
     /// With the hosts an extension's grant allows.

@@ -17,6 +17,7 @@ mod load;
 mod mcp;
 mod replay;
 mod run;
+mod secret;
 mod serve;
 mod service;
 mod stdio;
@@ -123,6 +124,13 @@ enum Command {
     Ext {
         #[command(subcommand)]
         command: ext::ExtCommand,
+    },
+    /// Secrets an extension's requests carry without the extension reading
+    /// them: set (from stdin or a file), list (names only), remove; per
+    /// `toolhost serve` tenant with --tenant. Bound with `ext grant --secret`.
+    Secret {
+        #[command(subcommand)]
+        command: secret::SecretCommand,
     },
     /// Re-execute an ended run's calls in a scratch copy, against its
     /// recorded replies, entropy and initial persist/, and report per call
@@ -303,6 +311,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         let dir = ext::ext_dir(cli.ext_dir.as_deref())?;
         return ext::run(&dir, cache_dir, command).await;
     }
+    if let Command::Secret { command } = cli.command {
+        let dir = ext::ext_dir(cli.ext_dir.as_deref())?;
+        return secret::run(&dir, command);
+    }
     let ext_dir = ext::ext_dir(cli.ext_dir.as_deref()).ok();
     let policy = load::PolicyFiles::locate(cli.policy.as_deref(), cli.platform_policy.clone());
     // Managing MCP servers needs no tools either (serving them does).
@@ -408,7 +420,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         | Command::Commits { .. }
         | Command::Cluster { .. }
         | Command::Mcp { .. }
-        | Command::Ext { .. } => {
+        | Command::Ext { .. }
+        | Command::Secret { .. } => {
             unreachable!("handled above")
         }
     }

@@ -9,13 +9,15 @@
 mod error;
 pub mod manifest;
 pub mod registry;
+pub mod secrets;
 
 pub use error::ExtensionError;
 pub use manifest::{
-    CheckedManifest, MANIFEST_FILE, MAX_COMPONENT_BYTES, Manifest, RequestedLimits, WitTarget,
-    read_bounded,
+    BuildLanguage, BuildRecipe, CheckedManifest, MANIFEST_FILE, MAX_COMPONENT_BYTES, Manifest,
+    RequestedLimits, WitTarget, read_bounded,
 };
 pub use registry::{ExtensionRegistry, Grant, GrantRequest, InstalledExtension, sha256_hex};
+pub use secrets::{SecretBinding, SecretError, SecretRequest, SecretStore, SecretValue};
 
 #[cfg(test)]
 mod tests;

@@ -24,6 +24,7 @@
 //! instances = 40                         # core instances per call
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,6 +35,7 @@ use toolhost_core::limits::LimitOverrides;
 use toolhost_core::{Capability, CapabilitySet, ToolProvider};
 
 use crate::error::ExtensionError;
+use crate::secrets::{MAX_SECRETS, SecretRequest, check_format, check_header, is_secret_name};
 
 /// The manifest's file name inside an extension directory.
 pub const MANIFEST_FILE: &str = "toolhost-extension.toml";
@@ -70,9 +72,47 @@ pub struct Manifest {
     /// `outbound-http`, refused without it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_hosts: Vec<HostPattern>,
+    /// Secrets its requests need, by the key the extension names each by:
+    /// the host and header each goes to. Only with `outbound-http`; a user
+    /// binds each key to a stored secret with `ext grant --secret`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secrets: BTreeMap<String, SecretRequest>,
     pub wit: WitTarget,
     #[serde(default)]
     pub limits: RequestedLimits,
+    /// How `toolhost ext install DIR` builds the component of a
+    /// development extension before sealing it; absent, the sealed
+    /// component is installed as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildRecipe>,
+}
+
+/// How a development extension's component is built.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct BuildRecipe {
+    pub language: BuildLanguage,
+    /// Python: the WIT world in `wit/` to build against (componentize-py's
+    /// `-w`) [default: `tool`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<String>,
+    /// Python: the module holding the tool [default: `app`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+}
+
+/// The languages `ext install` builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BuildLanguage {
+    /// `cargo build --release --target wasm32-wasip2`.
+    Rust,
+    /// componentize-py, against the extension's `wit/`.
+    Python,
+    /// `npm run build` (componentize with jco), after `npm ci`/`npm install`.
+    Js,
+    /// As `js`; the package's build script compiles TypeScript.
+    Ts,
 }
 
 /// The WIT versions a component was built against.
@@ -342,6 +382,7 @@ impl Manifest {
                 )));
             }
         }
+        check_secrets(&self.secrets, &requested, &requested_hosts).map_err(invalid)?;
         Ok(CheckedManifest {
             manifest: self,
             dir,
@@ -351,6 +392,53 @@ impl Manifest {
             host_version,
         })
     }
+}
+
+/// Each secret asked for goes with `outbound-http`, to a host it asks to
+/// reach, in a header a secret may go into.
+fn check_secrets(
+    secrets: &BTreeMap<String, SecretRequest>,
+    requested: &CapabilitySet,
+    hosts: &AllowedHosts,
+) -> Result<(), String> {
+    if secrets.is_empty() {
+        return Ok(());
+    }
+    if !requested.contains(Capability::OutboundHttp) {
+        return Err("`secrets` go into HTTP requests: ask for outbound-http too".into());
+    }
+    if secrets.len() > MAX_SECRETS {
+        return Err(format!("`secrets` asks for more than {MAX_SECRETS}"));
+    }
+    for (key, secret) in secrets {
+        let field = |message: String| format!("`secrets.{key}`: {message}");
+        if !is_secret_name(key) {
+            return Err(format!(
+                "`secrets`: key `{}` must be 1 to 64 of A-Z, a-z, 0-9, `_`, `-`, `.`",
+                key.chars().take(64).collect::<String>()
+            ));
+        }
+        if secret.description.trim().is_empty()
+            || secret.description.chars().count() > MAX_TEXT_CHARS
+        {
+            return Err(field(format!(
+                "`description` must be 1 to {MAX_TEXT_CHARS} characters"
+            )));
+        }
+        if !hosts
+            .patterns()
+            .iter()
+            .any(|pattern| pattern.covers(&secret.host))
+        {
+            return Err(field(format!(
+                "host `{}` is not among `allowed-hosts`",
+                secret.host
+            )));
+        }
+        check_header(&secret.header).map_err(field)?;
+        check_format(&secret.format).map_err(field)?;
+    }
+    Ok(())
 }
 
 /// The targeted WIT versions must be ones this host publishes: a different

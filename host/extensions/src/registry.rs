@@ -11,7 +11,7 @@
 //! names the capabilities it gets (never more than its manifest requested)
 //! and, optionally, the only profiles whose snapshots may offer its tools.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +21,7 @@ use toolhost_core::{Capability, CapabilitySet, ProfileVersion, ToolProvider};
 
 use crate::error::ExtensionError;
 use crate::manifest::{CheckedManifest, RequestedLimits};
+use crate::secrets::{MAX_SECRETS, SecretBinding, SecretRequest};
 
 pub const REGISTRY_KIND: &str = "toolhost.extensions";
 pub const REGISTRY_FILE: &str = "extensions.json";
@@ -46,6 +47,9 @@ pub struct InstalledExtension {
     /// The hosts its manifest asks `outbound-http` to reach.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requested_hosts: Vec<HostPattern>,
+    /// The secrets its manifest asks for, by key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requested_secrets: BTreeMap<String, SecretRequest>,
     /// The `toolhost:host` version it targets.
     pub host_wit: String,
     #[serde(default)]
@@ -80,6 +84,10 @@ pub struct Grant {
     /// hosts (empty without `outbound-http`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_hosts: Vec<HostPattern>,
+    /// Stored secrets the host writes into its requests, by name (never
+    /// the value), each for one host and header.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<SecretBinding>,
 }
 
 impl Grant {
@@ -100,6 +108,8 @@ pub struct GrantRequest {
     /// `None`: every host the manifest requests (when `outbound-http` is
     /// granted).
     pub allowed_hosts: Option<AllowedHosts>,
+    /// Secrets bound to the manifest's keys (needs `outbound-http`).
+    pub secrets: Vec<SecretBinding>,
 }
 
 /// A registry written before grants were bound to a profile's content
@@ -189,7 +199,16 @@ impl InstalledExtension {
             .as_ref()
             .map(Grant::allowed_hosts)
             .unwrap_or_default();
-        check_hosts(&granted, &hosts, &self.requested_hosts())
+        check_hosts(&granted, &hosts, &self.requested_hosts())?;
+        let secrets = self
+            .grant
+            .as_ref()
+            .map(|grant| grant.secrets.clone())
+            .unwrap_or_default();
+        for binding in &secrets {
+            binding.clone().checked()?;
+        }
+        check_secret_bindings(&secrets, &granted, &hosts, &self.requested_secrets)
     }
 
     /// Whether a snapshot of this version of a profile may offer its tools.
@@ -349,6 +368,7 @@ impl ExtensionRegistry {
             requested: checked.requested.iter().collect(),
             imports: imports.iter().collect(),
             requested_hosts: checked.requested_hosts.patterns().to_vec(),
+            requested_secrets: manifest.secrets.clone(),
             host_wit: checked.host_version.to_string(),
             limits: manifest.limits,
             grant: None,
@@ -382,6 +402,7 @@ impl ExtensionRegistry {
             profiles,
             tool_results,
             allowed_hosts,
+            secrets,
         } = request;
         let extension = self.get_mut(id)?;
         let requested = extension.requested_set();
@@ -431,11 +452,24 @@ impl ExtensionRegistry {
         };
         check_hosts(&capabilities, &allowed_hosts, &extension.requested_hosts())
             .map_err(invalid)?;
+        let secrets = secrets
+            .into_iter()
+            .map(SecretBinding::checked)
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(invalid)?;
+        check_secret_bindings(
+            &secrets,
+            &capabilities,
+            &allowed_hosts,
+            &extension.requested_secrets,
+        )
+        .map_err(invalid)?;
         extension.grant = Some(Grant {
             capabilities: capabilities.iter().collect(),
             profiles,
             tool_results,
             allowed_hosts: allowed_hosts.patterns().to_vec(),
+            secrets,
         });
         Ok(extension)
     }
@@ -503,6 +537,63 @@ fn check_tenants(profiles: &BTreeSet<ProfileVersion>) -> Result<(), String> {
         )),
         None => Ok(()),
     }
+}
+
+/// A secret goes with `outbound-http`, under a key the manifest asked for,
+/// to a host the grant allows; one secret per host and header.
+fn check_secret_bindings(
+    secrets: &[SecretBinding],
+    granted: &CapabilitySet,
+    hosts: &AllowedHosts,
+    requested: &BTreeMap<String, SecretRequest>,
+) -> Result<(), String> {
+    if secrets.is_empty() {
+        return Ok(());
+    }
+    if !granted.contains(Capability::OutboundHttp) {
+        return Err(
+            "secrets go into HTTP requests, and this grant does not give outbound-http".into(),
+        );
+    }
+    if secrets.len() > MAX_SECRETS {
+        return Err(format!("a grant binds at most {MAX_SECRETS} secrets"));
+    }
+    for (at, binding) in secrets.iter().enumerate() {
+        if !requested.contains_key(&binding.key) {
+            let known: Vec<&str> = requested.keys().map(String::as_str).collect();
+            return Err(format!(
+                "its manifest asks for no secret `{}` (it asks for: {})",
+                binding.key,
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+        if !hosts
+            .patterns()
+            .iter()
+            .any(|pattern| pattern.covers(&binding.host))
+        {
+            return Err(format!(
+                "secret `{}` is for {}, which this grant does not let it reach ({hosts})",
+                binding.key, binding.host
+            ));
+        }
+        // Two secrets that could land in one header of one request: which
+        // one a request carries must never depend on their order.
+        if let Some(other) = secrets[..at].iter().find(|other| {
+            other.header == binding.header
+                && (other.host.covers(&binding.host) || binding.host.covers(&other.host))
+        }) {
+            return Err(format!(
+                "secrets `{}` and `{}` both go into header `{}` of requests to {}",
+                other.key, binding.key, binding.header, binding.host
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Hosts go with `outbound-http` and only with it, and only those the

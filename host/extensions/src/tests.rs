@@ -137,6 +137,7 @@ fn grants_stay_within_the_request_and_cover_the_imports() {
                             .map(|p| p.iter().map(|id| version(id, "a")).collect::<BTreeSet<_>>()),
                         tool_results: false,
                         allowed_hosts: None,
+                        secrets: Vec::new(),
                     },
                 )
                 .cloned()

@@ -13,9 +13,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use toolhost_capabilities::http::SecretHeader;
 use toolhost_core::limits::{Clamped, Limits};
 use toolhost_core::{CapabilitySet, ProfileVersion, ToolProvider};
-use toolhost_extensions::{ExtensionError, ExtensionRegistry, Grant, InstalledExtension, Manifest};
+use toolhost_extensions::{
+    ExtensionError, ExtensionRegistry, Grant, InstalledExtension, Manifest, SecretStore,
+};
 use toolhost_sandbox::capability::newest_host_import;
 use toolhost_sandbox::{
     ComponentSpec, LoadError, LoadEvent, LoadedFrom, Sandbox, ToolComponent, Trust,
@@ -167,6 +170,36 @@ pub async fn install(
         loaded_from: component.loaded_from(),
         load_time: component.load_time(),
     })
+}
+
+/// The stored secrets `grant` binds, read for the call's owner (`None`:
+/// the local use; a served tenant's own otherwise), each ready to be
+/// written into its header; or why the call cannot run.
+pub(crate) fn secret_headers(
+    dir: &Path,
+    grant: &Grant,
+    owner: Option<&str>,
+) -> Result<Vec<SecretHeader>, (&'static str, String)> {
+    let store = SecretStore::of_registry(dir);
+    grant
+        .secrets
+        .iter()
+        .map(|binding| {
+            let value = store.get(owner, &binding.secret).map_err(|error| {
+                (
+                    error.code(),
+                    format!("this tool's secret `{}`: {error}", binding.key),
+                )
+            })?;
+            SecretHeader::new(
+                &binding.secret,
+                binding.host.clone(),
+                &binding.header,
+                &binding.header_value(&value),
+            )
+            .map_err(|message| ("secret.value_invalid", message))
+        })
+        .collect()
 }
 
 /// The grant of a loaded extension as it is now, or why it may not run:

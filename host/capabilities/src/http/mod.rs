@@ -11,6 +11,9 @@
 //!   literal;
 //! - no redirect is followed: a `3xx` goes to the tool, and a request to
 //!   its `Location` is admitted like any other;
+//! - a stored secret the grant binds to the destination is written into
+//!   its header only now, after admission ([`secrets`]): the guest never
+//!   holds it, and a request elsewhere (a redirect's too) never carries it;
 //! - a response body is capped at [`MAX_RESPONSE_BYTES`], and every wait is
 //!   capped by the call's deadline (the sandbox stops the call at it).
 //!
@@ -18,10 +21,15 @@
 //! futures) in WASI's resource table, so both end with the call: dropping
 //! the store aborts whatever is still in flight.
 
+mod secrets;
 mod send;
+
+pub use secrets::{Injections, SecretHeader};
 
 use std::sync::Arc;
 use std::time::Instant;
+
+use secrets::Injected;
 
 use toolhost_core::Capability;
 use toolhost_core::allowed_hosts::{AllowedHosts, Destination, Scheme};
@@ -46,6 +54,8 @@ pub struct HttpPolicy {
     pub allowed: AllowedHosts,
     pub max_requests: u32,
     pub max_response_bytes: u64,
+    /// Secrets written into admitted requests to their hosts.
+    pub secrets: Vec<SecretHeader>,
 }
 
 impl HttpPolicy {
@@ -55,6 +65,7 @@ impl HttpPolicy {
             allowed,
             max_requests: MAX_REQUESTS_PER_CALL,
             max_response_bytes: MAX_RESPONSE_BYTES,
+            secrets: Vec::new(),
         }
     }
 }
@@ -66,13 +77,14 @@ pub struct OutboundHttp {
 }
 
 impl OutboundHttp {
-    fn new(policy: Option<Arc<HttpPolicy>>) -> Self {
+    fn new(policy: Option<Arc<HttpPolicy>>, injected: Arc<Injections>) -> Self {
         Self {
             ctx: WasiHttpCtx::new(),
             hooks: Admission {
                 policy,
                 sent: 0,
                 deadline_at: Instant::now(),
+                injected,
             },
         }
     }
@@ -83,26 +95,50 @@ pub struct Http;
 
 impl HostCapability for Http {
     const KEY: &'static str = "outbound-http";
-    /// Nothing to bind: what a call may reach is its grant's.
-    type Bound = ();
+    /// What a call may reach is its grant's; bound is only the record of
+    /// which secrets its requests carried, for the call's journal event.
+    type Bound = Arc<Injections>;
     type State = OutboundHttp;
 
     fn bind(_inputs: &BindInputs) -> Option<Self::Bound> {
-        Some(())
+        Some(Arc::default())
     }
 
     /// Granted hosts, or none — a component granted `outbound-http` with
     /// no host left (a grant narrowed by hand) gets every request refused.
     fn prepare(
-        _bound: Option<&Self::Bound>,
+        bound: Option<&Self::Bound>,
         grant: &CallGrant<'_>,
     ) -> Result<Option<Self::State>, HostFault> {
         if !grant.has(Capability::OutboundHttp) {
             return Ok(None);
         }
-        let policy = (!grant.allowed_hosts.is_empty())
-            .then(|| Arc::new(HttpPolicy::new(grant.allowed_hosts.clone())));
-        Ok(Some(OutboundHttp::new(policy)))
+        let policy = (!grant.allowed_hosts.is_empty()).then(|| {
+            Arc::new(HttpPolicy {
+                secrets: grant.secrets.to_vec(),
+                ..HttpPolicy::new(grant.allowed_hosts.clone())
+            })
+        });
+        let injected = bound.cloned().unwrap_or_default();
+        Ok(Some(OutboundHttp::new(policy, injected)))
+    }
+
+    fn begin(bound: &Self::Bound, _call: &crate::CallScope) {
+        bound.take();
+    }
+
+    /// The secrets the call's requests carried, by name: the journal shows
+    /// which secret went where, never its value.
+    fn settle(bound: &Self::Bound, settlement: &mut crate::Settlement) {
+        let injected = bound.take();
+        if !injected.is_empty() {
+            settlement.recorded.insert(
+                Self::KEY.to_owned(),
+                serde_json::json!({
+                    "secrets": injected.iter().map(Injected::to_json).collect::<Vec<_>>()
+                }),
+            );
+        }
     }
 
     /// `wasi:http/outgoing-handler` and `wasi:http/types`, over WASI's table.
@@ -117,7 +153,8 @@ fn view(state: &mut CallState) -> WasiHttpCtxView<'_> {
     // A call not prepared with the capability (its component was not
     // granted it, so it cannot import it; or an embedder skipped prepare)
     // refuses every request.
-    let (core, table, http) = state.project_with_table(Http::KEY, || OutboundHttp::new(None));
+    let (core, table, http) =
+        state.project_with_table(Http::KEY, || OutboundHttp::new(None, Arc::default()));
     http.hooks.deadline_at = core.deadline_at();
     WasiHttpCtxView {
         ctx: &mut http.ctx,
@@ -131,6 +168,7 @@ struct Admission {
     policy: Option<Arc<HttpPolicy>>,
     sent: u32,
     deadline_at: Instant,
+    injected: Arc<Injections>,
 }
 
 /// A request the policy admitted.
@@ -185,7 +223,20 @@ impl WasiHttpHooks for Admission {
         options: Option<RequestOptions>,
         _response_errors: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Box<dyn Future<Output = Result<(http::Response<WasiBody>, Driver), Error>> + Send> {
-        let admitted = self.admit(&request);
+        let mut request = request;
+        let admitted = self.admit(&request).inspect(|admitted| {
+            for secret in secrets::inject(
+                &admitted.policy.secrets,
+                &admitted.destination,
+                &mut request,
+            ) {
+                self.injected.push(Injected {
+                    secret: secret.secret.clone(),
+                    destination: admitted.destination.to_string(),
+                    header: secret.name.as_str().to_owned(),
+                });
+            }
+        });
         Box::new(async move { send::send(admitted?, request, options).await })
     }
 }
@@ -215,6 +266,7 @@ mod tests {
             })),
             sent: 0,
             deadline_at: Instant::now(),
+            injected: Arc::default(),
         }
     }
 
@@ -256,7 +308,7 @@ mod tests {
 
     #[test]
     fn without_a_policy_everything_is_refused() {
-        let mut hooks = OutboundHttp::new(None).hooks;
+        let mut hooks = OutboundHttp::new(None, Arc::default()).hooks;
         assert!(matches!(
             refused(hooks.admit(&request("https://api.example.com/"))),
             Error::HttpRequestDenied

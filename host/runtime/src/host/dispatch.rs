@@ -42,6 +42,7 @@ impl ToolHost {
             .ok_or_else(|| ExecuteError::UnknownTool(call.tool_id.clone()))?;
         let mut tool_results = true;
         let mut allowed_hosts = AllowedHosts::none();
+        let mut secrets = Vec::new();
         let component = match entry {
             Entry::Component {
                 component,
@@ -72,6 +73,22 @@ impl ToolHost {
                 };
                 tool_results = grant.tool_results;
                 allowed_hosts = grant.allowed_hosts();
+                // The values of the call's owner: a served tenant's own.
+                let owner = bound.grant_profile().and_then(|p| p.tenant.as_deref());
+                secrets = match crate::extensions::secret_headers(registry, &grant, owner) {
+                    Ok(secrets) => secrets,
+                    Err((code, message)) => {
+                        let (result, _) = AgentToolResult::from_outcome(
+                            call,
+                            ToolOutcome::Error(ToolFailure::new(code, message)),
+                        );
+                        return Ok(Execution {
+                            result,
+                            effect: None,
+                            report: None,
+                        });
+                    }
+                };
                 component
             }
             Entry::Builtin(lazy) => {
@@ -113,7 +130,9 @@ impl ToolHost {
                 limits
             }
         };
-        let grant = CallGrant::of(component, tool_results).allowing(&allowed_hosts);
+        let grant = CallGrant::of(component, tool_results)
+            .allowing(&allowed_hosts)
+            .with_secrets(&secrets);
         let capabilities = bound.prepare(&grant).map_err(ExecuteError::HostFault)?;
         let report = self
             .sandbox

@@ -2,21 +2,21 @@
 //! list, inspect, revoke and remove them; start a new one from a template
 //! and seal its manifest with the built component's sha256.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Subcommand;
-use toolhost_core::allowed_hosts::{AllowedHosts, HostPattern};
-use toolhost_core::{Capability, CapabilitySet, ProfileVersion, ToolProvider};
-use toolhost_extensions::{
-    ExtensionRegistry, GrantRequest, InstalledExtension, MANIFEST_FILE, sha256_hex,
-};
+use toolhost_core::{Capability, CapabilitySet, ProfileVersion};
+use toolhost_extensions::{ExtensionRegistry, InstalledExtension, MANIFEST_FILE, sha256_hex};
 use toolhost_sandbox::Sandbox;
+
+mod grant;
+mod new;
 
 use crate::load;
 use crate::terminal::line;
+use new::new_extension;
 
 #[derive(Subcommand)]
 pub enum ExtCommand {
@@ -61,6 +61,24 @@ pub enum ExtCommand {
         /// requested pattern); repeatable [default: every requested host].
         #[arg(long = "allow-host", value_name = "PATTERN")]
         allow_hosts: Vec<String>,
+        /// Bind the secret its manifest calls KEY to the stored secret NAME
+        /// (`toolhost secret set NAME`; `KEY` alone: NAME = KEY): the host
+        /// writes it into that header of requests to that host, after
+        /// admitting them; the extension never reads it. Repeatable.
+        #[arg(long = "secret", value_name = "KEY=NAME")]
+        secrets: Vec<String>,
+        /// The host each --secret goes to, in order (a pattern the grant
+        /// allows) [default: the manifest's].
+        #[arg(long = "for", value_name = "HOST")]
+        secret_hosts: Vec<String>,
+        /// The header each --secret goes into, in order [default: the
+        /// manifest's].
+        #[arg(long = "header", value_name = "NAME")]
+        secret_headers: Vec<String>,
+        /// The header's value for each --secret, `{}` where the secret goes
+        /// (`"Bearer {}"`), in order [default: the manifest's].
+        #[arg(long = "format", value_name = "FORMAT")]
+        secret_formats: Vec<String>,
     },
     /// Disable an extension again (it stays installed).
     Revoke { id: String },
@@ -153,7 +171,7 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
                     lowered.limit, lowered.requested, lowered.cap
                 );
             }
-            println!("  authorize it with `toolhost ext grant {}`", extension.id);
+            println!("  authorize it with `{}`", grant_line(extension));
         }
         ExtCommand::Grant {
             id,
@@ -162,61 +180,25 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
             tenant,
             tool_results,
             allow_hosts,
+            secrets,
+            secret_hosts,
+            secret_headers,
+            secret_formats,
         } => {
-            let allowed_hosts = if allow_hosts.is_empty() {
-                None
-            } else {
-                Some(AllowedHosts::new(
-                    allow_hosts
-                        .iter()
-                        .map(|pattern| {
-                            pattern
-                                .parse::<HostPattern>()
-                                .with_context(|| format!("--allow-host {pattern}"))
-                        })
-                        .collect::<Result<Vec<_>>>()?,
-                ))
+            let flags = grant::GrantFlags {
+                capabilities,
+                profiles,
+                tenant,
+                tool_results,
+                allow_hosts,
+                secrets,
+                secret_hosts,
+                secret_headers,
+                secret_formats,
             };
-            let capabilities = if capabilities.is_empty() {
-                None
-            } else {
-                Some(
-                    capabilities
-                        .iter()
-                        .map(|name| {
-                            Capability::parse(name)
-                                .with_context(|| format!("--capability {name}: no such capability"))
-                        })
-                        .collect::<Result<CapabilitySet>>()?,
-                )
-            };
-            let profiles = if profiles.is_empty() {
-                None
-            } else {
-                Some(
-                    profiles
-                        .iter()
-                        .map(|path| {
-                            load::profile(Some(path))
-                                .map(|profile| profile.version_for(tenant.as_deref()))
-                        })
-                        .collect::<Result<BTreeSet<ProfileVersion>>>()?,
-                )
-            };
-            let extension = ExtensionRegistry::update(dir, |registry| {
-                registry
-                    .grant(
-                        &id,
-                        GrantRequest {
-                            capabilities,
-                            profiles,
-                            tool_results,
-                            allowed_hosts,
-                        },
-                    )
-                    .cloned()
-            })?;
+            let extension = grant::grant(dir, &id, flags)?;
             println!("granted {}: {}", extension.id, grant_text(&extension));
+            grant::warn_unset_secrets(dir, &extension);
         }
         ExtCommand::Revoke { id } => {
             let extension =
@@ -285,6 +267,34 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `ext grant` line that gives an extension what its manifest asks
+/// for, secrets bound to stored secrets of the same names.
+pub(crate) fn grant_line(extension: &InstalledExtension) -> String {
+    let mut line = format!("toolhost ext grant {}", extension.id);
+    for (key, secret) in &extension.requested_secrets {
+        line.push_str(&format!(
+            " --secret {key}={key} --for {} --header {} --format {}",
+            secret.host,
+            secret.header,
+            shell_word(&secret.format)
+        ));
+    }
+    line
+}
+
+/// `text` as one POSIX shell word.
+fn shell_word(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:@".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 fn set_text(capabilities: &[Capability]) -> String {
     CapabilitySet::new(capabilities.iter().copied()).to_string()
 }
@@ -315,8 +325,18 @@ fn grant_text(extension: &InstalledExtension) -> String {
             } else {
                 format!(" (reaching {})", grant.allowed_hosts())
             };
+            let secrets: String = grant
+                .secrets
+                .iter()
+                .map(|binding| {
+                    format!(
+                        " (secret {} as {} into `{}` of {})",
+                        binding.secret, binding.key, binding.header, binding.host
+                    )
+                })
+                .collect();
             format!(
-                "{}{results}{hosts} for {profiles}",
+                "{}{results}{hosts}{secrets} for {profiles}",
                 set_text(&grant.capabilities)
             )
         }
@@ -361,6 +381,14 @@ fn print_info(registry: &ExtensionRegistry, e: &InstalledExtension) {
                 Some(hosts) if !hosts.is_empty() => hosts.to_string(),
                 _ => "none (grant outbound-http to allow them)".to_owned(),
             }
+        );
+    }
+    for (key, secret) in &e.requested_secrets {
+        println!(
+            "  requests secret {key}: {} (into `{}` of requests to {})",
+            line(&secret.description),
+            secret.header,
+            secret.host
         );
     }
     println!("  imports: {}", set_text(&e.imports));
@@ -433,78 +461,3 @@ fn seal(path: &Path) -> Result<(PathBuf, String)> {
         .with_context(|| format!("writing {}", manifest.display()))?;
     Ok((manifest, sha))
 }
-
-/// The SDK of the checkout this binary was built from, if it is still there.
-fn default_sdk_path() -> Option<PathBuf> {
-    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest-tools/sdk");
-    sdk.join("Cargo.toml")
-        .is_file()
-        .then(|| sdk.canonicalize().ok())
-        .flatten()
-}
-
-fn new_extension(target: &Path, id: &str, tool: &str, sdk_path: Option<&Path>) -> Result<()> {
-    let provider = ToolProvider::parse(&format!("ext/{id}")).map_err(anyhow::Error::new)?;
-    // The id is also the crate's name: Cargo wants a letter first and no dots.
-    if !id.starts_with(|c: char| c.is_ascii_lowercase()) || id.contains('.') {
-        bail!(
-            "`{id}` cannot name a Cargo package: for `ext new`, start the id with a letter and use no `.`"
-        );
-    }
-    provider
-        .check_native_name(tool)
-        .map_err(anyhow::Error::new)
-        .context("pass a valid tool name with --tool")?;
-    if target.exists() && std::fs::read_dir(target)?.next().is_some() {
-        bail!("{} exists and is not empty", target.display());
-    }
-    // A path to a checkout only: the SDK is not published, and a crate name
-    // on crates.io could be anyone's.
-    let Some(sdk) = sdk_path.map(Path::to_owned).or_else(default_sdk_path) else {
-        bail!(
-            "the toolhost checkout this binary was built from is gone: pass --sdk-path DIR (its guest-tools/sdk)"
-        );
-    };
-    if !sdk.join("Cargo.toml").is_file() {
-        bail!("--sdk-path {}: no Cargo.toml there", sdk.display());
-    }
-    let sdk = sdk.canonicalize().unwrap_or(sdk);
-    let sdk = format!("{{ path = {:?} }}", sdk.display().to_string());
-    let crate_name = id.replace(['-', '.'], "_");
-    let fill = |template: &str| {
-        template
-            .replace("{{id}}", id)
-            .replace("{{tool}}", tool)
-            .replace("{{crate}}", &crate_name)
-            .replace("{{sdk}}", &sdk)
-            .replace("{{host}}", toolhost_sandbox::capability::HOST_VERSION)
-            .replace("{{capabilities}}", &extension_capabilities())
-    };
-    std::fs::create_dir_all(target.join("src"))?;
-    for (file, template) in [
-        ("Cargo.toml", TEMPLATE_CARGO),
-        ("src/lib.rs", TEMPLATE_LIB),
-        (MANIFEST_FILE, TEMPLATE_MANIFEST),
-        (".gitignore", "/target\n"),
-    ] {
-        std::fs::write(target.join(file), fill(template))
-            .with_context(|| format!("writing {}", target.join(file).display()))?;
-    }
-    Ok(())
-}
-
-/// Every capability an extension may ask for, as a TOML array: read from
-/// the capability table when the template is filled, so the list an author
-/// sees is the one the host checks against.
-fn extension_capabilities() -> String {
-    let names: Vec<String> = Capability::ALL
-        .iter()
-        .filter(|capability| capability.refused_to_extensions().is_none())
-        .map(|capability| format!("\"{}\"", capability.name()))
-        .collect();
-    format!("[{}]", names.join(", "))
-}
-
-const TEMPLATE_CARGO: &str = include_str!("../templates/extension/Cargo.toml.in");
-const TEMPLATE_LIB: &str = include_str!("../templates/extension/lib.rs.in");
-const TEMPLATE_MANIFEST: &str = include_str!("../templates/extension/toolhost-extension.toml.in");
