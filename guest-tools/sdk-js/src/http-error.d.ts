@@ -1,0 +1,1 @@
+export { HttpError, HttpErrorCode } from './http.js';

@@ -1,0 +1,6 @@
+/** UTF-8 bytes of `text` (lone surrogates become U+FFFD). */
+export function encode(text: string): Uint8Array;
+/** Text of UTF-8 `bytes`, invalid sequences replaced by U+FFFD. */
+export function decode(bytes: Uint8Array): string;
+/** The same, without native shortcuts (for tests). */
+export function decodeLoop(bytes: Uint8Array): string;
