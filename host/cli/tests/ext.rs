@@ -25,6 +25,20 @@ fn toolhost(home: &Path, args: &[&str]) -> Output {
         .env("TOOLHOST_MCP_DIR", home.join("mcp"))
         .env_remove("TOOLHOST_LOG")
         .env_remove("TOOLHOST_RUNS_DIR")
+        // What `ext install` builds with: one cargo target directory for
+        // every template build, the repository's componentize-py and WIT
+        // (the examples' build scripts read it), and none of the test
+        // build's own flags.
+        .env("CARGO_TARGET_DIR", common::template_target_dir())
+        .env(
+            "COMPONENTIZE_PY",
+            repository().join(".venv/bin/componentize-py"),
+        )
+        .env("TOOLHOST_WIT", repository().join("wit"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .output()
         .expect("run toolhost")
 }
@@ -116,7 +130,8 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
     let crate_dir = home.join("acme-repeat");
     let created = expect(home, &common::NEW_ACME_REPEAT, 0);
     assert!(
-        created.contains("cargo build --release --target wasm32-wasip2"),
+        created.contains("toolhost ext install .")
+            && created.contains("toolhost ext grant acme-repeat"),
         "{created}"
     );
     for file in ["Cargo.toml", "src/lib.rs", "toolhost-extension.toml"] {
@@ -143,26 +158,35 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
         home,
         &["ext", "new", "acme.repeat"],
         2,
-        "cannot name a Cargo package",
+        "cannot name a package",
     );
 
-    // The build an author runs.
+    // The release flow stays as it was: built by hand, installed as
+    // sealed (`--no-build`); unsealed, the placeholder digest does not match.
     common::build_template_extension(&crate_dir, "acme-repeat");
-
-    // Unsealed, the manifest's placeholder digest does not match.
     expect_stderr(
         home,
-        &["ext", "install", "acme-repeat"],
+        &["ext", "install", "--no-build", "acme-repeat"],
         2,
         "ext.sha256_mismatch",
     );
-
     let sealed = expect(home, &["ext", "seal", "acme-repeat"], 0);
     assert!(sealed.contains("sha256"), "{sealed}");
-    let install = expect(home, &["ext", "install", "acme-repeat"], 0);
+
+    // The development flow: `ext install DIR` builds (cargo), seals and
+    // installs, and says how to grant it.
+    let (install, built) = expect_output(home, &["ext", "install", "acme-repeat"], 0);
     assert!(
         install.contains("installed acme-repeat 0.1.0 (disabled)"),
         "{install}"
+    );
+    assert!(
+        install.contains("authorize it with `toolhost ext grant acme-repeat`"),
+        "{install}"
+    );
+    assert!(
+        built.contains("building") && built.contains("sealed"),
+        "{built}"
     );
     assert_eq!(installed(home)[0]["grant"], Value::Null);
 
@@ -218,6 +242,164 @@ fn a_rust_extension_from_the_template_is_built_sealed_installed_granted_and_call
     );
     expect(home, &["ext", "remove", "acme-repeat"], 0);
     assert_eq!(installed(home), serde_json::json!([]));
+}
+
+/// `ext new --lang python` → `ext install` (componentize-py, seal,
+/// install) → `ext grant` → `call`.
+#[test]
+fn a_python_extension_from_the_template_takes_four_commands() {
+    if componentize_py().is_none() {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    let created = expect(
+        home,
+        &[
+            "ext",
+            "new",
+            "acme-pick",
+            "--lang",
+            "python",
+            "--tool",
+            "text.pick",
+        ],
+        0,
+    );
+    assert!(created.contains("toolhost ext install ."), "{created}");
+    let install = expect(home, &["ext", "install", "acme-pick"], 0);
+    assert!(
+        install.contains("imports log, random; requests log, random"),
+        "{install}"
+    );
+    expect(home, &["ext", "grant", "acme-pick"], 0);
+    let picked = expect(
+        home,
+        &[
+            "call",
+            "ext/acme-pick:text.pick",
+            r#"{"options":["red","green","blue"]}"#,
+        ],
+        0,
+    );
+    assert!(
+        ["red", "green", "blue"].contains(&picked.trim()),
+        "{picked}"
+    );
+    let refused = expect(home, &["call", "text.pick", r#"{"options":[]}"#], 1);
+    assert!(refused.contains("tool.invalid_arguments"), "{refused}");
+}
+
+/// npm, or `None` (the test skips) outside CI when `make setup` has not
+/// installed the JavaScript toolchain.
+fn npm() -> Option<&'static str> {
+    let installed = repository().join("examples/extensions/fetch-js/node_modules/.bin/jco");
+    if installed.is_file() {
+        return Some("npm");
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing although CI ran make setup",
+        installed.display()
+    );
+    eprintln!(
+        "SKIPPED: {} is missing (run `make setup`)",
+        installed.display()
+    );
+    None
+}
+
+/// `command` in `dir`, which must succeed; its stdout.
+fn run_in(dir: &Path, command: &mut Command) -> String {
+    let output = command.current_dir(dir).output().expect("run");
+    assert!(
+        output.status.success(),
+        "{command:?}\nstdout: {}\nstderr: {}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+/// `ext new --lang js|ts` → `ext install` (npm, jco with QuickJS, seal,
+/// install) → `ext grant` → `call`; then the scaffold's own test, which
+/// calls the built tool through toolhost as the template promises.
+#[test]
+fn a_js_and_a_ts_extension_from_the_template_take_four_commands() {
+    let Some(npm) = npm() else {
+        return;
+    };
+    for lang in ["js", "ts"] {
+        let home = tempfile::tempdir().expect("tempdir");
+        let home = home.path();
+        let id = format!("acme-pick-{lang}");
+        expect(
+            home,
+            &["ext", "new", &id, "--lang", lang, "--tool", "text.pick"],
+            0,
+        );
+        let dir = home.join(&id);
+        assert!(dir.join(format!("src/tool.{lang}")).is_file(), "{lang}");
+        assert_eq!(dir.join("tsconfig.json").is_file(), lang == "ts");
+        let install = expect(home, &["ext", "install", &id], 0);
+        assert!(
+            install.contains("imports log, random; requests log, random"),
+            "{install}"
+        );
+        expect(home, &["ext", "grant", &id], 0);
+        let tool = format!("ext/{id}:text.pick");
+        let picked = expect(
+            home,
+            &["call", &tool, r#"{"options":["red","green","blue"]}"#],
+            0,
+        );
+        assert!(
+            ["red", "green", "blue"].contains(&picked.trim()),
+            "{picked}"
+        );
+        let refused = expect(home, &["call", &tool, r#"{"options":["a"],"x":1}"#], 1);
+        assert!(
+            refused.contains("tool.invalid_arguments: x: is not supported"),
+            "{refused}"
+        );
+        let tested = run_in(
+            &dir,
+            Command::new(npm)
+                .args(["test"])
+                .env("TOOLHOST", env!("CARGO_BIN_EXE_toolhost")),
+        );
+        assert!(tested.contains("# fail 0"), "{tested}");
+        if lang == "ts" {
+            // The types an editor reads are jco's of the world, as committed.
+            let fresh = home.join("fresh-types");
+            run_in(
+                &dir,
+                Command::new(npm)
+                    .args(["run", "types", "--", "-o"])
+                    .arg(&fresh),
+            );
+            for file in ["extension.d.ts", "interfaces/toolhost-host-random.d.ts"] {
+                assert_eq!(
+                    std::fs::read_to_string(fresh.join(file)).expect("generated"),
+                    std::fs::read_to_string(dir.join("types").join(file)).expect("committed"),
+                    "types/{file} is not what `jco types` writes: regenerate the template's"
+                );
+            }
+        }
+    }
+}
+
+/// The JavaScript SDK's own unit tests (node's test runner, no packages).
+#[test]
+fn the_js_sdk_unit_tests_pass() {
+    if npm().is_none() {
+        return;
+    }
+    let out = run_in(
+        &repository(),
+        Command::new("node").args(["--test", "guest-tools/sdk-js/test/"]),
+    );
+    assert!(out.contains("# fail 0"), "{out}");
 }
 
 #[test]
@@ -282,6 +464,8 @@ fn the_python_extension_is_built_installed_granted_and_called() {
 struct Loopback {
     port: u16,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Each request's `authorization` header, as received.
+    authorizations: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
 }
 
 impl Loopback {
@@ -292,6 +476,9 @@ impl Loopback {
         let port = listener.local_addr().expect("address").port();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stopped = std::sync::Arc::clone(&stop);
+        let authorizations: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>> =
+            std::sync::Arc::default();
+        let seen = std::sync::Arc::clone(&authorizations);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stopped.load(Ordering::SeqCst) {
@@ -300,15 +487,30 @@ impl Loopback {
                 let Ok(mut stream) = stream else { continue };
                 let mut reader = BufReader::new(stream.try_clone().expect("clone"));
                 let mut line = String::new();
+                let mut authorization = None;
                 while reader.read_line(&mut line).is_ok_and(|read| read > 2) {
+                    if let Some((name, value)) = line.split_once(':')
+                        && name.eq_ignore_ascii_case("authorization")
+                    {
+                        authorization = Some(value.trim().to_owned());
+                    }
                     line.clear();
                 }
+                seen.lock().expect("log").push(authorization);
                 let _ = stream.write_all(
                     b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 19\r\nconnection: close\r\n\r\nhello from loopback",
                 );
             }
         });
-        Self { port, stop }
+        Self {
+            port,
+            stop,
+            authorizations,
+        }
+    }
+
+    fn authorizations(&self) -> Vec<Option<String>> {
+        self.authorizations.lock().expect("log").clone()
     }
 }
 
@@ -419,4 +621,185 @@ fn the_python_http_extension_reaches_only_the_hosts_it_was_granted() {
         assert!(refused.contains("fetch.http_error"), "{refused}");
         assert!(refused.contains("HTTP-request-denied"), "{refused}");
     }
+}
+
+/// The JavaScript HTTP example, installed in one step, with a stored secret
+/// bound to one of two granted servers: that server's requests carry it in
+/// the header the manifest names, the other's never do, and nothing the
+/// commands printed, logged or wrote holds the value (the secret store
+/// aside).
+#[test]
+fn the_js_http_extension_carries_a_secret_only_to_its_host() {
+    if npm().is_none() {
+        return;
+    }
+    let (api, other) = (Loopback::start(), Loopback::start());
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    let example = repository().join("examples/extensions/fetch-js");
+    let package = home.join("fetch-js");
+    for file in [
+        "package.json",
+        "package-lock.json",
+        "build.mjs",
+        "src/tool.js",
+        "wit/world.wit",
+        "toolhost-extension.toml",
+    ] {
+        let to = package.join(file);
+        std::fs::create_dir_all(to.parent().expect("dir")).expect("dir");
+        std::fs::copy(example.join(file), &to).expect(file);
+    }
+    // `make setup`'s install of the same lock file: no second download.
+    std::os::unix::fs::symlink(example.join("node_modules"), package.join("node_modules"))
+        .expect("node_modules");
+
+    let value = format!("thsk-{}", std::process::id() as u64 * 7919 + 1_000_003);
+    let set = |args: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(home)
+            .args(args)
+            .env("TOOLHOST_EXT_DIR", home.join("extensions"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("toolhost secret set");
+        use std::io::Write;
+        writeln!(child.stdin.take().expect("stdin"), "{value}").expect("value");
+        let output = child.wait_with_output().expect("done");
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stdout) + &text(&output.stderr)
+    };
+    let mut printed = set(&["secret", "set", "api-token"]);
+    printed += &set(&["secret", "set", "api-token", "--tenant", "acme"]);
+    assert_eq!(expect(home, &["secret", "list"], 0).trim(), "api-token");
+
+    let (install, built) = expect_output(home, &["ext", "install", "fetch-js"], 0);
+    assert!(
+        install.contains(
+            "toolhost ext grant fetch-js --secret TOKEN=TOKEN --for http://127.0.0.1:* --header authorization --format 'Bearer {}'"
+        ),
+        "{install}"
+    );
+    printed += &install;
+    printed += &built;
+    let (api_host, other_host) = (
+        format!("http://127.0.0.1:{}", api.port),
+        format!("http://127.0.0.1:{}", other.port),
+    );
+    // A host beyond the grant is refused; so is a key the manifest lacks.
+    expect_stderr(
+        home,
+        &[
+            "ext",
+            "grant",
+            "fetch-js",
+            "--allow-host",
+            &api_host,
+            "--secret",
+            "TOKEN=api-token",
+            "--for",
+            &other_host,
+        ],
+        2,
+        "which this grant does not let it reach",
+    );
+    expect_stderr(
+        home,
+        &["ext", "grant", "fetch-js", "--secret", "KEY=api-token"],
+        2,
+        "its manifest asks for no secret `KEY`",
+    );
+    let granted = expect(
+        home,
+        &[
+            "ext",
+            "grant",
+            "fetch-js",
+            "--allow-host",
+            &api_host,
+            "--allow-host",
+            &other_host,
+            "--secret",
+            "TOKEN=api-token",
+            "--for",
+            &api_host,
+        ],
+        0,
+    );
+    assert!(
+        granted.contains(&format!(
+            "(secret api-token as TOKEN into `authorization` of {api_host})"
+        )),
+        "{granted}"
+    );
+    printed += &granted;
+    for server in [&api_host, &other_host] {
+        let output = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(home)
+            .args(["--cache-dir"])
+            .arg(home.join("cache"))
+            .args(["call", "--json", "web.fetch_text"])
+            .arg(serde_json::json!({ "url": format!("{server}/hello") }).to_string())
+            .env("TOOLHOST_EXT_DIR", home.join("extensions"))
+            .env("TOOLHOST_LOG", "debug")
+            .output()
+            .expect("call");
+        let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+        assert!(output.status.success(), "{stdout}{stderr}");
+        assert!(stdout.contains("hello from loopback"), "{stdout}");
+        printed += &stdout;
+        printed += &stderr;
+    }
+    assert_eq!(api.authorizations(), [Some(format!("Bearer {value}"))]);
+    assert_eq!(
+        other.authorizations(),
+        [None],
+        "the other host got no secret"
+    );
+    assert!(
+        printed.contains("stored secret written"),
+        "the log names the secret: {printed}"
+    );
+    assert!(
+        !printed.contains(&value),
+        "a command printed or logged the secret"
+    );
+    // Every file but the secret store's own.
+    let store = home.join("extensions/secrets");
+    let mut checked = 0;
+    let mut stack = vec![home.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("dir").flatten() {
+            let path = entry.path();
+            let kind = entry.file_type().expect("type");
+            if kind.is_symlink() || path.starts_with(&store) {
+                continue;
+            }
+            if kind.is_dir() {
+                stack.push(path);
+            } else {
+                checked += 1;
+                let bytes = std::fs::read(&path).expect("read");
+                assert!(
+                    !bytes.windows(value.len()).any(|w| w == value.as_bytes()),
+                    "{} holds the secret",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(
+        checked > 10,
+        "the runs, the registry, the build: {checked} files"
+    );
+    let journal_named = std::fs::read_dir(home.join("runs"))
+        .expect("runs")
+        .flatten()
+        .any(|run| {
+            std::fs::read_to_string(run.path().join("events.jsonl"))
+                .is_ok_and(|journal| journal.contains("\"secret\":\"api-token\""))
+        });
+    assert!(journal_named, "a run's journal names the secret it carried");
 }

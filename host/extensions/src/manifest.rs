@@ -93,7 +93,7 @@ pub struct Manifest {
 pub struct BuildRecipe {
     pub language: BuildLanguage,
     /// Python: the WIT world in `wit/` to build against (componentize-py's
-    /// `-w`) [default: `tool`].
+    /// `-w`) [default: `extension`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub world: Option<String>,
     /// Python: the module holding the tool [default: `app`].

@@ -290,6 +290,12 @@ impl SecretStore {
     ) -> Result<PathBuf, SecretError> {
         let path = self.path(tenant, name)?;
         let owner = path.parent().unwrap_or(&self.dir).to_owned();
+        if let Some(registry) = self.dir.parent() {
+            std::fs::create_dir_all(registry).map_err(|source| SecretError::Io {
+                path: registry.to_owned(),
+                source,
+            })?;
+        }
         for dir in [&self.dir, &owner] {
             private_dir(dir)?;
         }
@@ -409,7 +415,8 @@ mod tests {
     #[test]
     fn a_secret_is_stored_private_read_back_and_never_printed() {
         let home = tempfile::tempdir().expect("tempdir");
-        let store = SecretStore::of_registry(home.path());
+        // A registry directory not made yet is made.
+        let store = SecretStore::of_registry(&home.path().join("not-yet"));
         let value = SecretValue::new(b"sk-live-123\n").expect("value");
         assert_eq!(format!("{value:?}"), "SecretValue(11 bytes)");
         let path = store.set(None, "WEATHER", &value).expect("set");

@@ -11,6 +11,7 @@ use toolhost_core::{Capability, CapabilitySet, ProfileVersion};
 use toolhost_extensions::{ExtensionRegistry, InstalledExtension, MANIFEST_FILE, sha256_hex};
 use toolhost_sandbox::Sandbox;
 
+mod build;
 mod grant;
 mod new;
 
@@ -26,9 +27,15 @@ pub enum ExtCommand {
     Install {
         /// Its `toolhost-extension.toml`, or the directory holding it.
         path: PathBuf,
-        /// Replace an installed extension of the same id (its grant is dropped).
+        /// Replace an installed extension of the same id (its grant is
+        /// dropped). A development extension (a manifest with `[build]`)
+        /// always replaces its installed self.
         #[arg(long)]
         upgrade: bool,
+        /// Install the component the manifest is sealed with, even when it
+        /// has a `[build]` table (the release flow: no build, no seal).
+        #[arg(long)]
+        no_build: bool,
     },
     /// Authorize an extension: its tools may be offered to snapshots.
     Grant {
@@ -95,9 +102,11 @@ pub enum ExtCommand {
     },
     /// Uninstall an extension and delete its stored component.
     Remove { id: String },
-    /// Write a ready-to-build Rust extension crate into a new directory.
+    /// Write a ready-to-build extension into a new directory: a Rust crate,
+    /// a JavaScript or TypeScript package, or a Python module; then
+    /// `ext install DIR` builds, seals and installs it.
     New {
-        /// The extension id (`[a-z0-9][a-z0-9._-]*`), also the crate name.
+        /// The extension id (`[a-z][a-z0-9_-]*`), also the package's name.
         name: String,
         /// The tool's native name [default: the extension id].
         #[arg(long, value_name = "NAME")]
@@ -105,8 +114,12 @@ pub enum ExtCommand {
         /// Where to create it [default: ./NAME].
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
-        /// The guest SDK crate to depend on (`guest-tools/sdk` of a toolhost
-        /// checkout) [default: the checkout this binary was built from].
+        /// The language it is written in.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: new::Lang,
+        /// The guest SDK to depend on by path (`guest-tools/sdk` or, for
+        /// js/ts, `guest-tools/sdk-js` of a toolhost checkout) [default: the
+        /// checkout this binary was built from].
         #[arg(long, value_name = "DIR")]
         sdk_path: Option<PathBuf>,
     },
@@ -132,7 +145,25 @@ pub fn ext_dir(flag: Option<&Path>) -> Result<PathBuf> {
 
 pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) -> Result<ExitCode> {
     match command {
-        ExtCommand::Install { path, upgrade } => {
+        ExtCommand::Install {
+            path,
+            upgrade,
+            no_build,
+        } => {
+            // A development extension: built and sealed here, then installed
+            // over its previous build.
+            let manifest = build::manifest_file(&path);
+            let checked = toolhost_extensions::Manifest::load(&manifest)
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
+            let upgrade = match (&checked.manifest.build, no_build) {
+                (Some(recipe), false) => {
+                    build::build(&checked.dir, recipe, &checked.component_path())?;
+                    let (_, sha) = seal(&manifest)?;
+                    eprintln!("sealed {}: sha256 {sha}", manifest.display());
+                    true
+                }
+                _ => upgrade,
+            };
             let sandbox = Sandbox::new(load::sandbox_config(cache_dir))?;
             let progress = load::Progress::new();
             let installed =
@@ -248,15 +279,17 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
             name,
             tool,
             dir: target,
+            lang,
             sdk_path,
         } => {
             let target = target.unwrap_or_else(|| PathBuf::from(&name));
             let tool = tool.unwrap_or_else(|| name.clone());
-            new_extension(&target, &name, &tool, sdk_path.as_deref())?;
+            new_extension(&target, &name, &tool, lang, sdk_path.as_deref())?;
             println!(
-                "created {} — build it:\n  cd {}\n  cargo build --release --target wasm32-wasip2\n  toolhost ext seal && toolhost ext install . && toolhost ext grant {name}",
+                "created {} — build, seal and install it, grant it, call it:\n  cd {}\n  {}",
                 target.display(),
-                target.display()
+                target.display(),
+                lang.next_steps(&name).replace("TOOL", &tool)
             );
         }
         ExtCommand::Seal { path } => {

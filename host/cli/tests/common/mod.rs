@@ -116,9 +116,15 @@ pub fn python(modules: &[&str]) -> Option<PathBuf> {
 /// says. The versions are this repository's (its lock file) and the target
 /// directory is shared between tests and test runs, so the suite needs no
 /// newer crate and compiles the SDK once.
+/// One cargo target directory for every build of a template extension, so
+/// the SDK and its dependencies compile once per test run.
+pub fn template_target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("ext-template-target")
+}
+
 pub fn build_template_extension(crate_dir: &Path, package: &str) {
     std::fs::copy(repo("Cargo.lock"), crate_dir.join("Cargo.lock")).expect("lock");
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ext-template-target");
+    let target_dir = template_target_dir();
     let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     build
         .current_dir(crate_dir)
