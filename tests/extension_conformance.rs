@@ -977,12 +977,15 @@ mod outbound_http {
 
     use super::*;
 
+    /// Each request's path and `authorization` header, as a server got them.
+    type Seen = std::sync::Mutex<Vec<(String, Option<String>)>>;
+
     /// A loopback HTTP/1.1 server for one test; it stops when dropped.
     struct Server {
         port: u16,
         stop: Arc<AtomicBool>,
         /// Each request's path and `authorization` header, as received.
-        seen: Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>,
+        seen: Arc<Seen>,
     }
 
     impl Server {
@@ -1027,7 +1030,7 @@ mod outbound_http {
     fn answer(
         stream: TcpStream,
         port: u16,
-        seen: &std::sync::Mutex<Vec<(String, Option<String>)>>,
+        seen: &Seen,
     ) {
         let mut reader = BufReader::new(stream.try_clone().expect("clone"));
         let mut request_line = String::new();
@@ -1497,6 +1500,64 @@ mod outbound_http {
             journal.contains("\"secret\":\"acme-key\""),
             "the journal names the secret: {journal}"
         );
+
+        // A served tenant's run reads the tenant's own value, never the
+        // local one: none stored is a recoverable refusal naming the fix.
+        let tenant_call = |name: &'static str| {
+            let host = &host;
+            let profile = &profile;
+            let root = dir.path().join(name);
+            let url = api.url("/hello");
+            async move {
+                let run = Run::create(&root, profile, toolhost_journal::Durability::Batched)
+                    .expect("run");
+                let mut session = run
+                    .start_invocation(
+                        profile,
+                        host.snapshot_sources_under(None, Some("acme")),
+                        "inv_root",
+                        ExitPolicy::RunFinishAllowed,
+                    )
+                    .expect("session");
+                let outcome = session
+                    .call_directly(
+                        host,
+                        TESTER,
+                        &id(TOOL),
+                        Some(json!({"url": url})),
+                        CallEntropy::seeded(1),
+                    )
+                    .await
+                    .expect("a call");
+                (
+                    outcome.result.error_code.clone(),
+                    outcome.result.content.clone(),
+                )
+            }
+        };
+        let (code, text) = tenant_call("acme-unset").await;
+        assert_eq!(code.as_deref(), Some("secret.not_set"), "{text}");
+        assert!(
+            text.contains("--tenant acme") && !text.contains(&value),
+            "{text}"
+        );
+        let acme_value = format!("{value}-acme");
+        SecretStore::of_registry(world.dir())
+            .set(
+                Some("acme"),
+                "acme-key",
+                &SecretValue::new(acme_value.as_bytes()).expect("value"),
+            )
+            .expect("stored");
+        let (code, text) = tenant_call("acme-set").await;
+        assert_eq!(code, None, "{text}");
+        assert_eq!(
+            api.seen()
+                .last()
+                .and_then(|(_, authorization)| authorization.clone()),
+            Some(format!("Bearer {acme_value}")),
+            "the tenant's own value"
+        );
     }
 
     fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -1719,5 +1780,134 @@ mod clock {
             .await
             .expect("replayed");
         assert_eq!((report.identical, report.different), (1, 0), "{report:?}");
+    }
+}
+
+/// Guests written in JavaScript (tests/guests-js, built with jco and QuickJS,
+/// the `ext new --lang js` default engine): the default limits stop a
+/// runaway loop and a memory bomb with the typed errors every other guest
+/// gets, and the build's pre-initialized snapshot keeps top-level work out
+/// of every call.
+mod javascript {
+    use std::sync::OnceLock;
+
+    use super::*;
+
+    /// The guests, built once per test binary into the target's temp dir;
+    /// `None` (the tests skip) where npm's packages are not installed,
+    /// which CI's `make setup` always does.
+    fn built() -> Option<&'static Path> {
+        static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+        BUILT
+            .get_or_init(|| {
+                let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+                let jco = root.join("examples/extensions/fetch-js/node_modules/.bin/jco");
+                if !jco.is_file() {
+                    assert!(
+                        std::env::var_os("CI").is_none(),
+                        "{} is missing although CI ran make setup",
+                        jco.display()
+                    );
+                    eprintln!("SKIPPED: {} is missing (run `make setup`)", jco.display());
+                    return None;
+                }
+                let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("js-guests");
+                let status = std::process::Command::new("sh")
+                    .arg(root.join("tests/guests-js/build.sh"))
+                    .arg(&out)
+                    .env("JCO", &jco)
+                    .status()
+                    .expect("run build.sh");
+                assert!(status.success(), "the JS guests build");
+                Some(out)
+            })
+            .as_deref()
+    }
+
+    /// One built guest installed as its manifest says, sealed with its
+    /// digest, and granted.
+    async fn installed(name: &str) -> Option<(World, ToolHost)> {
+        let dir = built()?.join(name);
+        let bytes = std::fs::read(dir.join("tool.wasm")).expect("component");
+        let manifest = std::fs::read_to_string(dir.join("toolhost-extension.toml"))
+            .expect("manifest")
+            .replace(&"0".repeat(64), &sha256_hex(&bytes));
+        let package = tempfile::tempdir().expect("tempdir");
+        std::fs::write(package.path().join("tool.wasm"), &bytes).expect("component");
+        std::fs::write(package.path().join("toolhost-extension.toml"), manifest).expect("manifest");
+        let world = World::new();
+        let sandbox =
+            Sandbox::new(sandbox_config(world.cache.path(), world.policy)).expect("sandbox");
+        let installed = install(&sandbox, world.dir(), package.path(), false, &|_| {})
+            .await
+            .unwrap_or_else(|error| panic!("{name} installs: {error}"));
+        world.grant(&installed.extension.id, None);
+        let host = world.host().await;
+        Some((world, host))
+    }
+
+    #[tokio::test]
+    async fn a_runaway_js_loop_is_stopped_by_fuel_and_the_host_serves_on() {
+        let Some((_world, host)) = installed("spin").await else {
+            return;
+        };
+        for _ in 0..2 {
+            let execution = call(&host, "ext/js-spin:hostile.spin", json!({})).await;
+            assert_eq!(
+                execution.result.error_code.as_deref(),
+                Some("sandbox.out_of_fuel"),
+                "{}",
+                execution.result.content
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_js_memory_bomb_is_stopped_at_the_memory_limit() {
+        let Some((_world, host)) = installed("membomb").await else {
+            return;
+        };
+        let execution = call(&host, "ext/js-membomb:hostile.membomb", json!({})).await;
+        assert_eq!(
+            execution.result.error_code.as_deref(),
+            Some("sandbox.memory_limit"),
+            "{}",
+            execution.result.content
+        );
+        let report = execution.report.expect("a sandbox report");
+        assert!(
+            report.peak_memory_bytes <= Limits::default().memory_bytes,
+            "{report:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn top_level_work_runs_at_build_time_not_in_every_call() {
+        let Some((_world, host)) = installed("preinit").await else {
+            return;
+        };
+        let fuel = |arguments: Value| {
+            let host = &host;
+            async move {
+                let execution = call(host, "ext/js-preinit:bench.preinit", arguments).await;
+                assert!(!execution.result.is_error, "{}", execution.result.content);
+                (
+                    execution.result.content,
+                    execution.report.expect("report").fuel_consumed,
+                )
+            }
+        };
+        let (read, from_snapshot) = fuel(json!({"i": 7})).await;
+        let (rebuilt, in_the_call) = fuel(json!({"i": 7, "rebuild": true})).await;
+        assert_eq!(
+            read, rebuilt,
+            "the snapshot holds the table the module built"
+        );
+        // Building the table costs far more than a call that reads it: the
+        // build ran once, when the component was made.
+        assert!(
+            in_the_call > 10 * from_snapshot,
+            "a call reading the snapshot spent {from_snapshot} fuel, one rebuilding {in_the_call}"
+        );
     }
 }
