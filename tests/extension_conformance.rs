@@ -1027,11 +1027,7 @@ mod outbound_http {
         }
     }
 
-    fn answer(
-        stream: TcpStream,
-        port: u16,
-        seen: &Seen,
-    ) {
+    fn answer(stream: TcpStream, port: u16, seen: &Seen) {
         let mut reader = BufReader::new(stream.try_clone().expect("clone"));
         let mut request_line = String::new();
         if reader.read_line(&mut request_line).is_err() {
@@ -1359,8 +1355,9 @@ mod outbound_http {
         let value = format!("thsk-{}", &sha256_hex(nonce.as_bytes())[..32]);
         let world = World::new();
         let extra = format!(
-            "{}[secrets.API_KEY]\ndescription = \"The API's key\"\nhost = \"http://127.0.0.1:*\"\nheader = \"authorization\"\nformat = \"Bearer {{}}\"\n",
-            manifest(&["http://127.0.0.1:*"])
+            "{}[secrets.API_KEY]\ndescription = \"The API's key\"\nhost = \"http://127.0.0.1:{}\"\nheader = \"authorization\"\nformat = \"Bearer {{}}\"\n",
+            manifest(&["http://127.0.0.1:*"]),
+            api.port
         );
         world
             .install_guest("http-fetch", "acme-fetch", "hostile.http_fetch", &extra)
@@ -1382,10 +1379,14 @@ mod outbound_http {
             format: "Bearer {}".into(),
         };
         // A key the manifest does not ask for, a header that routes the
-        // request, a host beyond the grant: refused.
+        // request, a host beyond the grant, any port: refused.
         for bad in [
             SecretBinding {
                 key: "OTHER".into(),
+                ..binding.clone()
+            },
+            SecretBinding {
+                host: "http://127.0.0.1:*".parse().expect("pattern"),
                 ..binding.clone()
             },
             SecretBinding {

@@ -15,6 +15,7 @@
 import { ToolError, invalidArguments } from './errors.js';
 import { compile } from './schema.js';
 import { HttpError } from './http-error.js';
+import { wellFormed } from './utf8.js';
 
 const ANNOTATIONS = ['readOnly', 'mutating', 'control', 'idempotent', 'openWorld', 'sourceKind'];
 const FIELDS = new Set(['name', 'title', 'description', 'input', 'output', 'annotations', 'run']);
@@ -70,7 +71,7 @@ function toOutput(result) {
   if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
     throw new TypeError('run must return its answer, not a Promise (toolhost JS tools are synchronous)');
   }
-  if (typeof result === 'string') return { content: result, structured: undefined, resourceRefs: [], effect: undefined };
+  if (typeof result === 'string') return { content: wellFormed(result), structured: undefined, resourceRefs: [], effect: undefined };
   if (result === null || typeof result !== 'object' || typeof result.content !== 'string') {
     throw new TypeError('run must return a string or { content: string, structured?, resourceRefs? }');
   }
@@ -79,9 +80,9 @@ function toOutput(result) {
     throw new TypeError('resourceRefs must be a list of strings');
   }
   return {
-    content: result.content,
-    structured: result.structured === undefined ? undefined : JSON.stringify(result.structured),
-    resourceRefs: refs,
+    content: wellFormed(result.content),
+    structured: result.structured === undefined ? undefined : wellFormed(JSON.stringify(result.structured)),
+    resourceRefs: refs.map(wellFormed),
     effect: undefined,
   };
 }

@@ -1,5 +1,17 @@
 // UTF-8 without TextEncoder/TextDecoder, which QuickJS lacks.
 
+/**
+ * `text` with every lone surrogate replaced by U+FFFD. A string crossing
+ * into the host must be valid Unicode — the engine traps on one that is not,
+ * and a JS string cut in the middle of an emoji is not — so every string the
+ * SDK hands over goes through here. Native regex, no per-character loop.
+ */
+export function wellFormed(text) {
+  const s = String(text);
+  if (!/[\uD800-\uDFFF]/.test(s)) return s;
+  return s.replace(/([\uD800-\uDBFF][\uDC00-\uDFFF])|[\uD800-\uDFFF]/g, (_, pair) => pair ?? '\uFFFD');
+}
+
 /** Bytes of `text` (lone surrogates become U+FFFD). */
 export function encode(text) {
   const out = [];

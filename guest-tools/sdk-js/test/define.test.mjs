@@ -108,3 +108,15 @@ test('ToolError codes are checked', () => {
   }
   assert.equal(new ToolError('a.b_c.d1', 'm').code, 'a.b_c.d1');
 });
+
+test('a string cut inside a character crosses to the host well formed', () => {
+  const cut = `${'x'.repeat(3)}\u{1F600}`.slice(0, 4);
+  const text = defineTool({ ...base, run: () => cut }).call('{"n":1}');
+  assert.equal(text.content, 'xxx\uFFFD');
+  const rich = defineTool({ ...base, run: () => ({ content: cut, resourceRefs: [cut] }) }).call('{"n":1}');
+  assert.deepEqual([rich.content, rich.resourceRefs], ['xxx\uFFFD', ['xxx\uFFFD']]);
+  assert.throws(
+    () => defineTool({ ...base, run: () => { throw new ToolError('x.cut', cut); } }).call('{"n":1}'),
+    (thrown) => thrown.message === 'xxx\uFFFD' && thrown.code === 'x.cut',
+  );
+});

@@ -86,3 +86,12 @@ test('wasi:http error codes map to the Rust SDK codes', () => {
   const asTool = fromErrorCode({ tag: 'HTTP-request-denied' }, 'http://x/').toToolError();
   assert.equal(asTool.code, 'http.denied');
 });
+
+test('wellFormed replaces lone surrogates and keeps pairs', async () => {
+  const { wellFormed } = await import('../src/utf8.js');
+  const emoji = '\u{1F600}';
+  assert.equal(wellFormed(`a${emoji}b`), `a${emoji}b`);
+  assert.equal(wellFormed(`cut ${emoji}`.slice(0, -1)), 'cut \uFFFD');
+  assert.equal(wellFormed('\uDC00x\uD800'), '\uFFFDx\uFFFD');
+  assert.equal(wellFormed('plain'), 'plain');
+});

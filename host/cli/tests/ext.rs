@@ -290,25 +290,6 @@ fn a_python_extension_from_the_template_takes_four_commands() {
     assert!(refused.contains("tool.invalid_arguments"), "{refused}");
 }
 
-/// npm, or `None` (the test skips) outside CI when `make setup` has not
-/// installed the JavaScript toolchain.
-fn npm() -> Option<&'static str> {
-    let installed = repository().join("examples/extensions/fetch-js/node_modules/.bin/jco");
-    if installed.is_file() {
-        return Some("npm");
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing although CI ran make setup",
-        installed.display()
-    );
-    eprintln!(
-        "SKIPPED: {} is missing (run `make setup`)",
-        installed.display()
-    );
-    None
-}
-
 /// `command` in `dir`, which must succeed; its stdout.
 fn run_in(dir: &Path, command: &mut Command) -> String {
     let output = command.current_dir(dir).output().expect("run");
@@ -326,9 +307,10 @@ fn run_in(dir: &Path, command: &mut Command) -> String {
 /// calls the built tool through toolhost as the template promises.
 #[test]
 fn a_js_and_a_ts_extension_from_the_template_take_four_commands() {
-    let Some(npm) = npm() else {
+    if !common::js_toolchain() {
         return;
-    };
+    }
+    let npm = "npm";
     for lang in ["js", "ts"] {
         let home = tempfile::tempdir().expect("tempdir");
         let home = home.path();
@@ -392,7 +374,7 @@ fn a_js_and_a_ts_extension_from_the_template_take_four_commands() {
 /// The JavaScript SDK's own unit tests (node's test runner, no packages).
 #[test]
 fn the_js_sdk_unit_tests_pass() {
-    if npm().is_none() {
+    if !common::js_toolchain() {
         return;
     }
     let out = run_in(
@@ -460,73 +442,12 @@ fn the_python_extension_is_built_installed_granted_and_called() {
     assert!(refused.contains("tool.invalid_arguments"), "{refused}");
 }
 
-/// A loopback HTTP server answering `GET /hello`; it stops when dropped.
-struct Loopback {
-    port: u16,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// Each request's `authorization` header, as received.
-    authorizations: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
-}
-
-impl Loopback {
-    fn start() -> Self {
-        use std::io::{BufRead, BufReader, Write};
-        use std::sync::atomic::Ordering;
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let port = listener.local_addr().expect("address").port();
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stopped = std::sync::Arc::clone(&stop);
-        let authorizations: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>> =
-            std::sync::Arc::default();
-        let seen = std::sync::Arc::clone(&authorizations);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if stopped.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let mut line = String::new();
-                let mut authorization = None;
-                while reader.read_line(&mut line).is_ok_and(|read| read > 2) {
-                    if let Some((name, value)) = line.split_once(':')
-                        && name.eq_ignore_ascii_case("authorization")
-                    {
-                        authorization = Some(value.trim().to_owned());
-                    }
-                    line.clear();
-                }
-                seen.lock().expect("log").push(authorization);
-                let _ = stream.write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 19\r\nconnection: close\r\n\r\nhello from loopback",
-                );
-            }
-        });
-        Self {
-            port,
-            stop,
-            authorizations,
-        }
-    }
-
-    fn authorizations(&self) -> Vec<Option<String>> {
-        self.authorizations.lock().expect("log").clone()
-    }
-}
-
-impl Drop for Loopback {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
-    }
-}
-
 #[test]
 fn the_python_http_extension_reaches_only_the_hosts_it_was_granted() {
     let Some(componentize) = componentize_py() else {
         return;
     };
-    let server = Loopback::start();
+    let server = common::loopback::Loopback::start();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     let example = repository().join("examples/extensions/fetch-py");
@@ -630,29 +551,16 @@ fn the_python_http_extension_reaches_only_the_hosts_it_was_granted() {
 /// aside).
 #[test]
 fn the_js_http_extension_carries_a_secret_only_to_its_host() {
-    if npm().is_none() {
+    if !common::js_toolchain() {
         return;
     }
-    let (api, other) = (Loopback::start(), Loopback::start());
+    let (api, other) = (
+        common::loopback::Loopback::start(),
+        common::loopback::Loopback::start(),
+    );
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    let example = repository().join("examples/extensions/fetch-js");
-    let package = home.join("fetch-js");
-    for file in [
-        "package.json",
-        "package-lock.json",
-        "build.mjs",
-        "src/tool.js",
-        "wit/world.wit",
-        "toolhost-extension.toml",
-    ] {
-        let to = package.join(file);
-        std::fs::create_dir_all(to.parent().expect("dir")).expect("dir");
-        std::fs::copy(example.join(file), &to).expect(file);
-    }
-    // `make setup`'s install of the same lock file: no second download.
-    std::os::unix::fs::symlink(example.join("node_modules"), package.join("node_modules"))
-        .expect("node_modules");
+    common::loopback::copy_fetch_js(home);
 
     let value = format!("thsk-{}", std::process::id() as u64 * 7919 + 1_000_003);
     let set = |args: &[&str]| {
@@ -678,7 +586,7 @@ fn the_js_http_extension_carries_a_secret_only_to_its_host() {
     let (install, built) = expect_output(home, &["ext", "install", "fetch-js"], 0);
     assert!(
         install.contains(
-            "toolhost ext grant fetch-js --secret TOKEN=TOKEN --for http://127.0.0.1:* --header authorization --format 'Bearer {}'"
+            "toolhost ext grant fetch-js --secret TOKEN=fetch-js.TOKEN --for http://127.0.0.1:8000 --header authorization --format 'Bearer {}'"
         ),
         "{install}"
     );

@@ -461,7 +461,7 @@ async fn an_inline_profile_gets_only_extension_grants_for_every_profile_or_its_o
     toolhost(&common::NEW_ACME_REPEAT);
     common::build_template_extension(&dir.join("acme-repeat"), "acme-repeat");
     toolhost(&["ext", "seal", "acme-repeat"]);
-    toolhost(&["ext", "install", "acme-repeat"]);
+    toolhost(&["ext", "install", "--no-build", "acme-repeat"]);
     let repeater = json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "repeater",
         "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish",
                             "ext/acme-repeat:text.repeat"],
@@ -525,4 +525,118 @@ async fn an_inline_profile_gets_only_extension_grants_for_every_profile_or_its_o
         assert!(Instant::now() < deadline, "never granted: {status} {body}");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Issue 42's secrets under `toolhost serve`: one extension granted with one
+/// bound secret name, and each tenant's calls carry the value that tenant
+/// stored — never the local use's, never another tenant's; a tenant with
+/// none stored is told so and nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_tenants_extension_calls_carry_its_own_secret() {
+    if !common::js_toolchain() {
+        return;
+    }
+    let setup = Setup::new();
+    let dir = setup.dir.path();
+    let api = common::loopback::Loopback::start();
+    let toolhost = |args: &[&str], stdin: Option<&str>| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .current_dir(dir)
+            .arg("--cache-dir")
+            .arg(cache_dir())
+            .args(["--mcp-dir", "mcp", "--ext-dir", "extensions"])
+            .args(args)
+            .env("TOOLHOST_WIT", common::repo("wit"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolhost");
+        if let Some(value) = stdin {
+            use std::io::Write;
+            writeln!(child.stdin.take().expect("stdin"), "{value}").expect("value");
+        }
+        drop(child.stdin.take());
+        let output = child.wait_with_output().expect("toolhost");
+        assert!(
+            output.status.success(),
+            "toolhost {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    common::loopback::copy_fetch_js(dir);
+    toolhost(&["ext", "install", "fetch-js"], None);
+    let granted = format!("http://127.0.0.1:{}", api.port);
+    toolhost(
+        &[
+            "ext",
+            "grant",
+            "fetch-js",
+            "--allow-host",
+            &granted,
+            "--secret",
+            "TOKEN=api-token",
+            "--for",
+            &granted,
+        ],
+        None,
+    );
+    toolhost(&["secret", "set", "api-token"], Some("local-value"));
+    toolhost(
+        &["secret", "set", "api-token", "--tenant", "acme"],
+        Some("acme-value"),
+    );
+    let (_server, base) = setup.serve();
+    ready(&base).await;
+
+    let profile = json!({"schemaVersion": 1, "kind": "toolhost.agentProfile", "id": "fetcher",
+        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish",
+                            "ext/fetch-js:web.fetch_text"],
+                  "maxRounds": 6}});
+    let mut answers = Vec::new();
+    for token in ["acme-secret", "globex-secret"] {
+        let started: Value = client()
+            .post(format!("{base}/v1/runs"))
+            .bearer_auth(token)
+            .json(&json!({"profile": profile, "model": "demo", "chat": "chat"}))
+            .send()
+            .await
+            .expect("start")
+            .json()
+            .await
+            .expect("json");
+        let id = started["id"].as_str().expect("run id").to_owned();
+        let run = wait_for_as(&base, token, &id, |run| run["status"] != "running").await;
+        assert_eq!(run["status"], "completed", "{run}");
+        let body: Value = client()
+            .post(format!("{base}/v1/runs/{id}/calls"))
+            .bearer_auth(token)
+            .json(&json!({"tool": "ext/fetch-js:web.fetch_text",
+                          "arguments": {"url": format!("{granted}/hello")}}))
+            .send()
+            .await
+            .expect("call")
+            .json()
+            .await
+            .expect("json");
+        answers.push(body);
+    }
+    assert_eq!(answers[0]["isError"], false, "{}", answers[0]);
+    assert!(
+        answers[0]["text"]
+            .as_str()
+            .expect("text")
+            .contains("hello from loopback")
+    );
+    assert_eq!(answers[1]["isError"], true, "{}", answers[1]);
+    let refused = answers[1]["text"].as_str().expect("text");
+    assert!(
+        refused.contains("secret.not_set") && refused.contains("--tenant globex"),
+        "{refused}"
+    );
+    assert_eq!(
+        api.authorizations(),
+        [Some("Bearer acme-value".to_owned())],
+        "acme's own value, once; nothing sent for globex"
+    );
 }

@@ -35,7 +35,9 @@ use toolhost_core::limits::LimitOverrides;
 use toolhost_core::{Capability, CapabilitySet, ToolProvider};
 
 use crate::error::ExtensionError;
-use crate::secrets::{MAX_SECRETS, SecretRequest, check_format, check_header, is_secret_name};
+use crate::secrets::{
+    MAX_SECRETS, SecretRequest, check_format, check_header, check_secret_host, is_secret_name,
+};
 
 /// The manifest's file name inside an extension directory.
 pub const MANIFEST_FILE: &str = "toolhost-extension.toml";
@@ -437,6 +439,7 @@ fn check_secrets(
         }
         check_header(&secret.header).map_err(field)?;
         check_format(&secret.format).map_err(field)?;
+        check_secret_host(&secret.host).map_err(field)?;
     }
     Ok(())
 }

@@ -200,14 +200,14 @@ impl InstalledExtension {
             .map(Grant::allowed_hosts)
             .unwrap_or_default();
         check_hosts(&granted, &hosts, &self.requested_hosts())?;
+        // Compared as checked (headers lowercased): a hand-edited record
+        // spelling one header two ways is still two secrets in one header.
         let secrets = self
             .grant
-            .as_ref()
-            .map(|grant| grant.secrets.clone())
-            .unwrap_or_default();
-        for binding in &secrets {
-            binding.clone().checked()?;
-        }
+            .iter()
+            .flat_map(|grant| grant.secrets.iter().cloned())
+            .map(SecretBinding::checked)
+            .collect::<Result<Vec<_>, String>>()?;
         check_secret_bindings(&secrets, &granted, &hosts, &self.requested_secrets)
     }
 

@@ -18,7 +18,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use toolhost_core::allowed_hosts::HostPattern;
+use toolhost_core::allowed_hosts::{HostMatch, HostPattern, PortMatch, Scheme};
 
 /// Most secrets a manifest may ask for, and a grant may bind.
 pub const MAX_SECRETS: usize = 16;
@@ -94,34 +94,21 @@ pub fn is_secret_name(name: &str) -> bool {
         && !name.starts_with(['.', '-'])
 }
 
-/// A header a secret may go into, lowercased; or why not.
+/// A header a secret may go into, lowercased; or why not. Letters, digits,
+/// `-` and `_` only: every real header name fits, and a name that could mean
+/// something to a shell or a proxy never reaches a printed command line.
 pub fn check_header(name: &str) -> Result<String, String> {
     let lower = name.to_ascii_lowercase();
-    // RFC 9110 token characters.
-    let token = !lower.is_empty()
+    let plain = !lower.is_empty()
         && lower.len() <= 64
-        && lower.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'!' | b'#'
-                        | b'$'
-                        | b'%'
-                        | b'&'
-                        | b'\''
-                        | b'*'
-                        | b'+'
-                        | b'-'
-                        | b'.'
-                        | b'^'
-                        | b'_'
-                        | b'`'
-                        | b'|'
-                        | b'~'
-                )
-        });
-    if !token {
-        return Err(format!("header `{}` is not a header name", escape(name)));
+        && lower
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'));
+    if !plain {
+        return Err(format!(
+            "header `{}` must be 1 to 64 of A-Z, a-z, 0-9, `-`, `_`",
+            escape(name)
+        ));
     }
     if FORBIDDEN_HEADERS.contains(&lower.as_str()) || lower.starts_with("proxy-") {
         return Err(format!(
@@ -129,6 +116,31 @@ pub fn check_header(name: &str) -> Result<String, String> {
         ));
     }
     Ok(lower)
+}
+
+/// The one destination a secret may go to: a scheme, a host and a port,
+/// exactly. A wildcard (`*.example.com`, `:*`) would hand the secret to any
+/// subdomain or port the guest picks, and plain `http` to whoever answers
+/// on the way — except a loopback address, which never leaves the machine.
+pub fn check_secret_host(host: &HostPattern) -> Result<(), String> {
+    if matches!(host.host, HostMatch::Subdomains(_)) {
+        return Err(format!(
+            "a secret goes to one host, not to `{host}`: name it (`api.example.com`)"
+        ));
+    }
+    if host.port == PortMatch::Any {
+        return Err(format!(
+            "a secret goes to one port, not to `{host}`: name it (`{}:443`)",
+            host.to_string().trim_end_matches(":*")
+        ));
+    }
+    let loopback = matches!(host.host, HostMatch::Address(address) if address.is_loopback());
+    if host.scheme == Scheme::Http && !loopback {
+        return Err(format!(
+            "a secret is never sent in clear text: `{host}` is plain http (use https, or a loopback address)"
+        ));
+    }
+    Ok(())
 }
 
 /// A header value's pattern: `{}` once, where the secret goes, and
@@ -203,6 +215,7 @@ impl SecretBinding {
         }
         self.header = check_header(&self.header)?;
         check_format(&self.format)?;
+        check_secret_host(&self.host)?;
         Ok(self)
     }
 
@@ -331,7 +344,10 @@ impl SecretStore {
         };
         let file = match std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            // Never through a link, and never waiting on a fifo planted there.
+            .custom_flags(
+                (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+            )
             .open(&path)
         {
             Ok(file) => file,
@@ -353,6 +369,13 @@ impl SecretStore {
         if !metadata.is_file() {
             return Err(io(std::io::Error::other("not a regular file")));
         }
+        // Another user's file, or a second name of a file kept elsewhere
+        // (a hard link planted in a shared directory), is not this store's.
+        if metadata.uid() != rustix::process::geteuid().as_raw() || metadata.nlink() != 1 {
+            return Err(io(std::io::Error::other(
+                "not a file this user stored here (another owner, or a hard link)",
+            )));
+        }
         if metadata.mode() & 0o077 != 0 {
             return Err(SecretError::Insecure {
                 path: path.clone(),
@@ -369,6 +392,17 @@ impl SecretStore {
     /// Forget `name`; whether it was stored.
     pub fn remove(&self, tenant: Option<&str>, name: &str) -> Result<bool, SecretError> {
         let path = self.path(tenant, name)?;
+        // A copy a crashed `set` left behind goes too.
+        if let Some(entries) = path.parent().and_then(|dir| std::fs::read_dir(dir).ok()) {
+            let prefix = format!(".{name}.");
+            for entry in entries.flatten() {
+                let file = entry.file_name();
+                let file = file.to_string_lossy();
+                if file.starts_with(&prefix) && file.ends_with(".tmp") {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -485,6 +519,13 @@ mod tests {
             store.get(None, "OPEN").expect_err("open").code(),
             "secret.insecure"
         );
+        // A second name of a stored file (a hard link planted beside it).
+        let kept = store.set(None, "KEPT", &value).expect("set");
+        std::fs::hard_link(&kept, kept.with_file_name("TWIN")).expect("hard link");
+        assert_eq!(
+            store.get(None, "TWIN").expect_err("twin").code(),
+            "secret.io_error"
+        );
         let elsewhere = home.path().join("elsewhere");
         std::fs::write(&elsewhere, "stolen").expect("write");
         std::os::unix::fs::symlink(&elsewhere, path.with_file_name("LINK")).expect("link");
@@ -506,8 +547,30 @@ mod tests {
             "a b",
             "a:b",
             "é",
+            "x`rm$IFS-rf`",
+            "a|b",
         ] {
             assert!(check_header(bad).is_err(), "{bad}");
+        }
+        for host in [
+            "api.example.com",
+            "https://api.example.com:8443",
+            "http://127.0.0.1:8080",
+            "http://[::1]:9",
+        ] {
+            check_secret_host(&host.parse().expect("pattern")).expect(host);
+        }
+        for host in [
+            "*.example.com",
+            "api.example.com:*",
+            "http://api.example.com",
+            "http://10.0.0.1:80",
+            "http://127.0.0.1:*",
+        ] {
+            assert!(
+                check_secret_host(&host.parse().expect("pattern")).is_err(),
+                "{host}"
+            );
         }
         check_format("Bearer {}").expect("ok");
         for bad in ["Bearer", "{}{}", "a\r\n{}", "é{}"] {

@@ -17,7 +17,8 @@ use toolhost_capabilities::http::SecretHeader;
 use toolhost_core::limits::{Clamped, Limits};
 use toolhost_core::{CapabilitySet, ProfileVersion, ToolProvider};
 use toolhost_extensions::{
-    ExtensionError, ExtensionRegistry, Grant, InstalledExtension, Manifest, SecretStore,
+    ExtensionError, ExtensionRegistry, Grant, InstalledExtension, Manifest, SecretError,
+    SecretStore,
 };
 use toolhost_sandbox::capability::newest_host_import;
 use toolhost_sandbox::{
@@ -186,10 +187,24 @@ pub(crate) fn secret_headers(
         .iter()
         .map(|binding| {
             let value = store.get(owner, &binding.secret).map_err(|error| {
-                (
-                    error.code(),
-                    format!("this tool's secret `{}`: {error}", binding.key),
-                )
+                // The model (a served tenant's) reads this: the code and the
+                // fix, never a path of the host's; the operator's log has it all.
+                tracing::warn!(%error, key = %binding.key, "a bound secret cannot be read");
+                let fix = match (&error, owner) {
+                    (SecretError::NotSet { .. }, Some(tenant)) => format!(
+                        "no secret `{}` is stored for tenant `{tenant}` (toolhost secret set {} --tenant {tenant})",
+                        binding.secret, binding.secret
+                    ),
+                    (SecretError::NotSet { .. }, None) => format!(
+                        "no secret `{}` is stored (toolhost secret set {})",
+                        binding.secret, binding.secret
+                    ),
+                    _ => format!(
+                        "the stored secret `{}` cannot be read; it must be set again",
+                        binding.secret
+                    ),
+                };
+                (error.code(), format!("this tool's secret `{}`: {fix}", binding.key))
             })?;
             SecretHeader::new(
                 &binding.secret,

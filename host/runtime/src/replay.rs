@@ -225,6 +225,15 @@ async fn replay_call(
     if is_effect_tool(&tool_id) {
         return from_record("a control tool: its effect belongs to the run loop");
     }
+    // Requests that carried a stored secret acted somewhere with someone's
+    // credential (a served tenant's, perhaps): a replay sends none again,
+    // with this machine's credential or any other.
+    if payload["recorded"]["outbound-http"]["secrets"]
+        .as_array()
+        .is_some_and(|secrets| !secrets.is_empty())
+    {
+        return from_record("its requests carried stored secrets: they are not sent again");
+    }
     let Some(sandbox) = payload.get("sandbox").filter(|sandbox| !sandbox.is_null()) else {
         return from_record("it never ran (refused before the sandbox)");
     };

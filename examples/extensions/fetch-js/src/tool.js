@@ -37,7 +37,9 @@ export const tool = defineTool({
     log.info(`GET ${url}`);
     const response = http.get(url, { maxBytes: MAX_BYTES, truncate: true });
     const full = response.text();
-    const text = full.slice(0, MAX_CHARS);
+    // Never cut a character in two (a surrogate pair at the boundary).
+    const end = /[\uD800-\uDBFF]/.test(full.charAt(MAX_CHARS - 1)) ? MAX_CHARS - 1 : MAX_CHARS;
+    const text = full.slice(0, end);
     const truncated = response.truncated || full.length > MAX_CHARS;
     const contentType = response.header('content-type') ?? null;
     const head = `GET ${response.url} → HTTP ${response.status}${contentType ? ` (${contentType})` : ''}`;

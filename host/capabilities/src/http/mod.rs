@@ -207,6 +207,11 @@ impl Admission {
 fn destination(uri: &http::Uri) -> Option<Destination> {
     let scheme = Scheme::parse(uri.scheme_str()?)?;
     let authority = uri.authority()?;
+    // A user part would go out in `Host` beside the host admitted (and a
+    // secret matched against it): refused, as a pattern never has one.
+    if authority.as_str().contains('@') {
+        return None;
+    }
     Some(Destination {
         scheme,
         host: authority.host().to_owned(),
@@ -224,20 +229,33 @@ impl WasiHttpHooks for Admission {
         _response_errors: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Box<dyn Future<Output = Result<(http::Response<WasiBody>, Driver), Error>> + Send> {
         let mut request = request;
-        let admitted = self.admit(&request).inspect(|admitted| {
-            for secret in secrets::inject(
+        let admitted = self.admit(&request).and_then(|admitted| {
+            let written = secrets::inject(
                 &admitted.policy.secrets,
                 &admitted.destination,
                 &mut request,
-            ) {
-                self.injected.push(Injected {
+            )?;
+            let record: Vec<Injected> = written
+                .iter()
+                .map(|secret| Injected {
                     secret: secret.secret.clone(),
                     destination: admitted.destination.to_string(),
                     header: secret.name.as_str().to_owned(),
-                });
-            }
+                })
+                .collect();
+            Ok((admitted, record))
         });
-        Box::new(async move { send::send(admitted?, request, options).await })
+        let injected = Arc::clone(&self.injected);
+        Box::new(async move {
+            let (admitted, record) = admitted?;
+            let sent = send::send(admitted, request, options).await?;
+            // Recorded once the request went out and was answered: the
+            // journal says which secret a server received.
+            for entry in record {
+                injected.push(entry);
+            }
+            Ok(sent)
+        })
     }
 }
 

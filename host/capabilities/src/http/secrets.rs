@@ -91,15 +91,24 @@ impl Injections {
 }
 
 /// Write every secret for `destination` into `request`, replacing what the
-/// guest put in those headers; the secrets written.
+/// guest put in those headers; the secrets written. A `TRACE` (which asks
+/// the server to echo the request, headers and all) or a `CONNECT` to a
+/// secret's host is refused: the secret would come back to the guest.
 pub(super) fn inject<'a>(
     secrets: &'a [SecretHeader],
     destination: &Destination,
     request: &mut http::Request<WasiBody>,
-) -> Vec<&'a SecretHeader> {
+) -> Result<Vec<&'a SecretHeader>, wasmtime_wasi_http::Error> {
     let mut written = Vec::new();
     for secret in secrets {
         if secret.host.matches(destination) {
+            if matches!(
+                *request.method(),
+                http::Method::TRACE | http::Method::CONNECT
+            ) {
+                tracing::warn!(%destination, method = %request.method(), "refused: a secret's host is never sent this method");
+                return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
+            }
             request
                 .headers_mut()
                 .insert(secret.name.clone(), secret.value.clone());
@@ -112,7 +121,7 @@ pub(super) fn inject<'a>(
             written.push(secret);
         }
     }
-    written
+    Ok(written)
 }
 
 #[cfg(test)]
@@ -150,7 +159,8 @@ mod tests {
             &secrets,
             &destination("https://api.example.com/v1"),
             &mut to_host,
-        );
+        )
+        .expect("a GET");
         assert_eq!(written.len(), 1);
         let values: Vec<_> = to_host.headers().get_all("authorization").iter().collect();
         assert_eq!(values, ["Bearer s3cret"], "the guest's value is replaced");
@@ -161,7 +171,11 @@ mod tests {
             "https://api.example.com:8443/v1",
         ] {
             let mut other = request(elsewhere);
-            assert!(inject(&secrets, &destination(elsewhere), &mut other).is_empty());
+            assert!(
+                inject(&secrets, &destination(elsewhere), &mut other)
+                    .expect("a GET")
+                    .is_empty()
+            );
             assert_eq!(
                 other.headers()["authorization"],
                 "guest's own",
@@ -169,6 +183,18 @@ mod tests {
             );
         }
         assert!(!format!("{:?}", secrets[0]).contains("s3cret"));
+        // A method that echoes the request back is never sent a secret.
+        let mut trace = request("https://api.example.com/v1");
+        *trace.method_mut() = http::Method::TRACE;
+        assert!(
+            inject(
+                &secrets,
+                &destination("https://api.example.com/v1"),
+                &mut trace
+            )
+            .is_err()
+        );
+        assert_eq!(trace.headers()["authorization"], "guest's own");
     }
 
     #[test]

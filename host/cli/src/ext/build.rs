@@ -29,6 +29,15 @@ pub(super) fn build(dir: &Path, recipe: &BuildRecipe, component: &Path) -> Resul
         dir.display(),
         language_name(recipe.language)
     );
+    // A build that writes nothing must not leave the last build's component
+    // to be sealed and installed as if it were new.
+    match std::fs::remove_file(component) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(error).with_context(|| format!("removing the old {}", component.display()));
+        }
+    }
     match recipe.language {
         BuildLanguage::Rust => rust(dir, component),
         BuildLanguage::Js | BuildLanguage::Ts => js(dir),

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use toolhost_core::allowed_hosts::{AllowedHosts, HostPattern};
 use toolhost_core::{Capability, CapabilitySet, ProfileVersion};
 use toolhost_extensions::{
-    ExtensionRegistry, GrantRequest, InstalledExtension, SecretBinding, SecretStore,
+    ExtensionRegistry, Grant, GrantRequest, InstalledExtension, SecretBinding, SecretStore,
 };
 
 use crate::load;
@@ -26,7 +26,24 @@ pub(super) struct GrantFlags {
     pub secret_formats: Vec<String>,
 }
 
-pub(super) fn grant(dir: &Path, id: &str, flags: GrantFlags) -> Result<InstalledExtension> {
+/// The stored secret the printed grant line binds `key` to: named after
+/// the extension and the key, or the key alone when that is too long.
+pub(super) fn stored_name(id: &str, key: &str) -> String {
+    let scoped = format!("{id}.{key}");
+    if toolhost_extensions::secrets::is_secret_name(&scoped) {
+        scoped
+    } else {
+        key.to_owned()
+    }
+}
+
+/// Grant as the flags say; the extension as granted, and the grant it
+/// replaced.
+pub(super) fn grant(
+    dir: &Path,
+    id: &str,
+    flags: GrantFlags,
+) -> Result<(InstalledExtension, Option<Grant>)> {
     let allowed_hosts = if flags.allow_hosts.is_empty() {
         None
     } else {
@@ -82,14 +99,20 @@ pub(super) fn grant(dir: &Path, id: &str, flags: GrantFlags) -> Result<Installed
             );
         }
     }
+    let mut before = None;
     let extension = ExtensionRegistry::update(dir, |registry| {
-        let requested = registry.get(id)?.requested_secrets.clone();
+        let installed = registry.get(id)?;
+        before = installed.grant.clone();
+        let requested = installed.requested_secrets.clone();
         let secrets = flags
             .secrets
             .iter()
             .enumerate()
             .map(|(at, pair)| {
-                let (key, name) = pair.split_once('=').unwrap_or((pair, pair));
+                let (key, name) = match pair.split_once('=') {
+                    Some((key, name)) => (key, name.to_owned()),
+                    None => (pair.as_str(), stored_name(id, pair)),
+                };
                 // The manifest's proposal for what the flags leave out.
                 let proposed = requested.get(key);
                 let pick = |given: &[String], proposal: Option<String>, what: &str| {
@@ -115,7 +138,7 @@ pub(super) fn grant(dir: &Path, id: &str, flags: GrantFlags) -> Result<Installed
                 })?;
                 Ok(SecretBinding {
                     key: key.to_owned(),
-                    secret: name.to_owned(),
+                    secret: name,
                     host,
                     header: pick(
                         &flags.secret_headers,
@@ -143,16 +166,46 @@ pub(super) fn grant(dir: &Path, id: &str, flags: GrantFlags) -> Result<Installed
             )
             .cloned()
     })?;
-    Ok(extension)
+    Ok((extension, before))
 }
 
-/// A bound secret not stored yet for the local use is worth a line: the
-/// tool's calls would be refused until it is.
-pub(super) fn warn_unset_secrets(dir: &Path, extension: &InstalledExtension) {
+/// What a person should know after a grant: a bound secret not stored for
+/// the local use yet (the tool's calls would be refused until it is), a
+/// stored secret another extension's grant already sends elsewhere, and a
+/// binding the new grant dropped (a grant replaces the old one whole).
+pub(super) fn notes(dir: &Path, extension: &InstalledExtension, before: Option<&Grant>) {
     let store = SecretStore::of_registry(dir);
-    for binding in extension.grant.iter().flat_map(|grant| &grant.secrets) {
+    let bindings = extension.grant.iter().flat_map(|grant| &grant.secrets);
+    let others = ExtensionRegistry::load(dir).ok();
+    for binding in bindings.clone() {
         if let Err(error) = store.get(None, &binding.secret) {
             eprintln!("note: {error}");
+        }
+        let elsewhere = others
+            .iter()
+            .flat_map(|registry| registry.extensions())
+            .filter(|other| other.id != extension.id)
+            .flat_map(|other| {
+                other
+                    .grant
+                    .iter()
+                    .flat_map(|grant| &grant.secrets)
+                    .filter(|theirs| theirs.secret == binding.secret && theirs.host != binding.host)
+                    .map(move |theirs| format!("{} ({})", other.id, theirs.host))
+            });
+        for other in elsewhere {
+            eprintln!(
+                "note: secret {} is also sent by {other}: one stored secret now goes to two hosts",
+                binding.secret
+            );
+        }
+    }
+    for dropped in before.iter().flat_map(|grant| &grant.secrets) {
+        if !bindings.clone().any(|binding| binding.key == dropped.key) {
+            eprintln!(
+                "note: dropped the binding of secret {} ({}); give --secret {}={} again to keep it",
+                dropped.key, dropped.secret, dropped.key, dropped.secret
+            );
         }
     }
 }

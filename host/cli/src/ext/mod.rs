@@ -28,8 +28,10 @@ pub enum ExtCommand {
         /// Its `toolhost-extension.toml`, or the directory holding it.
         path: PathBuf,
         /// Replace an installed extension of the same id (its grant is
-        /// dropped). A development extension (a manifest with `[build]`)
-        /// always replaces its installed self.
+        /// dropped). A development extension (a manifest with `[build]`) is
+        /// first built by running its directory's own build (cargo, npm,
+        /// componentize-py: install only code you would build), sealed, and
+        /// always replaces an installed extension of its id.
         #[arg(long)]
         upgrade: bool,
         /// Install the component the manifest is sealed with, even when it
@@ -69,7 +71,7 @@ pub enum ExtCommand {
         #[arg(long = "allow-host", value_name = "PATTERN")]
         allow_hosts: Vec<String>,
         /// Bind the secret its manifest calls KEY to the stored secret NAME
-        /// (`toolhost secret set NAME`; `KEY` alone: NAME = KEY): the host
+        /// (`toolhost secret set NAME`; `KEY` alone: NAME = ID.KEY): the host
         /// writes it into that header of requests to that host, after
         /// admitting them; the extension never reads it. Repeatable.
         #[arg(long = "secret", value_name = "KEY=NAME")]
@@ -157,6 +159,14 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
                 .map_err(|error| anyhow::anyhow!("{error}"))?;
             let upgrade = match (&checked.manifest.build, no_build) {
                 (Some(recipe), false) => {
+                    if let Ok(registry) = ExtensionRegistry::load(dir)
+                        && let Ok(installed) = registry.get(&checked.manifest.id)
+                    {
+                        eprintln!(
+                            "note: this replaces the installed {} {} (its grant is dropped: grant it again)",
+                            installed.id, installed.version
+                        );
+                    }
                     build::build(&checked.dir, recipe, &checked.component_path())?;
                     let (_, sha) = seal(&manifest)?;
                     eprintln!("sealed {}: sha256 {sha}", manifest.display());
@@ -202,6 +212,12 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
                     lowered.limit, lowered.requested, lowered.cap
                 );
             }
+            for key in extension.requested_secrets.keys() {
+                println!(
+                    "  it asks for secret {key}: store it with `toolhost secret set {}`",
+                    shell_word(&grant::stored_name(&extension.id, key))
+                );
+            }
             println!("  authorize it with `{}`", grant_line(extension));
         }
         ExtCommand::Grant {
@@ -227,9 +243,9 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
                 secret_headers,
                 secret_formats,
             };
-            let extension = grant::grant(dir, &id, flags)?;
+            let (extension, before) = grant::grant(dir, &id, flags)?;
             println!("granted {}: {}", extension.id, grant_text(&extension));
-            grant::warn_unset_secrets(dir, &extension);
+            grant::notes(dir, &extension, before.as_ref());
         }
         ExtCommand::Revoke { id } => {
             let extension =
@@ -301,14 +317,19 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
 }
 
 /// The `ext grant` line that gives an extension what its manifest asks
-/// for, secrets bound to stored secrets of the same names.
+/// for, each secret bound to a stored secret named after the extension and
+/// the key (`fetch-js.TOKEN`): a manifest naming its key after a secret the
+/// user keeps for something else (`GITHUB_TOKEN`) does not get that one by
+/// a paste. Every word is quoted for a POSIX shell: it is there to be
+/// pasted, and a manifest's words are its author's.
 pub(crate) fn grant_line(extension: &InstalledExtension) -> String {
-    let mut line = format!("toolhost ext grant {}", extension.id);
+    let mut line = format!("toolhost ext grant {}", shell_word(&extension.id));
     for (key, secret) in &extension.requested_secrets {
         line.push_str(&format!(
-            " --secret {key}={key} --for {} --header {} --format {}",
-            secret.host,
-            secret.header,
+            " --secret {} --for {} --header {} --format {}",
+            shell_word(&format!("{key}={}", grant::stored_name(&extension.id, key))),
+            shell_word(&secret.host.to_string()),
+            shell_word(&secret.header),
             shell_word(&secret.format)
         ));
     }
@@ -320,7 +341,7 @@ fn shell_word(text: &str) -> String {
     if !text.is_empty()
         && text
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:@".contains(&b))
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:@=".contains(&b))
     {
         text.to_owned()
     } else {

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own share
 
 pub mod browser;
+pub mod loopback;
 pub mod serve;
 
 use std::path::{Path, PathBuf};
@@ -145,4 +146,21 @@ pub fn build_template_extension(crate_dir: &Path, package: &str) {
     let expected = crate_dir.join("target/wasm32-wasip2/release");
     std::fs::create_dir_all(&expected).expect("target dir");
     std::fs::copy(&built, expected.join(&wasm)).expect("component where the manifest says");
+}
+
+/// Whether `make setup` installed the JavaScript toolchain (the fetch-js
+/// example's npm packages). Missing in CI is a failure; elsewhere the test
+/// says it skips.
+pub fn js_toolchain() -> bool {
+    let jco = repo("examples/extensions/fetch-js/node_modules/.bin/jco");
+    if jco.is_file() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing although CI ran make setup",
+        jco.display()
+    );
+    eprintln!("SKIPPED: {} is missing (run `make setup`)", jco.display());
+    false
 }
