@@ -1502,6 +1502,16 @@ mod outbound_http {
             "the journal names the secret: {journal}"
         );
 
+        // A replay takes those calls from the record: nothing is sent
+        // again, with this machine's secret or any other.
+        let before = api.seen().len();
+        std::thread::sleep(Duration::from_millis(5));
+        let report = toolhost_runtime::replay_run(&host, &root, &dir.path().join("scratch"))
+            .await
+            .expect("replayed");
+        assert_eq!(report.from_record, 2, "{report:?}");
+        assert_eq!(api.seen().len(), before, "the replay sent a request again");
+
         // A served tenant's run reads the tenant's own value, never the
         // local one: none stored is a recoverable refusal naming the fix.
         let tenant_call = |name: &'static str| {
