@@ -191,6 +191,30 @@ fn profile(profile_id: &str, allow: &[&str]) -> Profile {
 }
 
 /// The snapshot's tool ids, and each omitted tool's message.
+/// A run at `root` with one invocation of `profile` open, for `tenant`
+/// (`None`: the local use).
+fn open_invocation(
+    host: &ToolHost,
+    profile: &Profile,
+    root: &Path,
+    tenant: Option<&str>,
+) -> (
+    std::sync::Arc<toolhost_runtime::Run>,
+    toolhost_runtime::Invocation,
+) {
+    let run = toolhost_runtime::Run::create(root, profile, toolhost_journal::Durability::Batched)
+        .expect("run");
+    let session = run
+        .start_invocation(
+            profile,
+            host.snapshot_sources_under(None, tenant),
+            "inv_root",
+            ExitPolicy::RunFinishAllowed,
+        )
+        .expect("session");
+    (run, session)
+}
+
 fn snapshot(host: &ToolHost, profile: &Profile) -> (Vec<String>, Vec<String>) {
     let compiled = compile(
         profile,
@@ -1346,7 +1370,6 @@ mod outbound_http {
     #[tokio::test]
     async fn a_secret_reaches_only_its_hosts_requests_and_nothing_the_run_wrote() {
         use toolhost_extensions::{SecretBinding, SecretStore, SecretValue};
-        use toolhost_runtime::Run;
 
         let api = Server::start();
         let elsewhere = Server::start();
@@ -1423,15 +1446,7 @@ mod outbound_http {
         let profile = profile("fetcher", &[TOOL]);
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("run");
-        let run = Run::create(&root, &profile, toolhost_journal::Durability::Batched).expect("run");
-        let mut session = run
-            .start_invocation(
-                &profile,
-                host.snapshot_sources(),
-                "inv_root",
-                ExitPolicy::RunFinishAllowed,
-            )
-            .expect("session");
+        let (run, mut session) = open_invocation(&host, &profile, &root, None);
         let scan = json!({"len": value.len(), "hash": rolling_hash(value.as_bytes())});
         let mut answers = Vec::new();
         for url in [
@@ -1520,16 +1535,7 @@ mod outbound_http {
             let root = dir.path().join(name);
             let url = api.url("/hello");
             async move {
-                let run = Run::create(&root, profile, toolhost_journal::Durability::Batched)
-                    .expect("run");
-                let mut session = run
-                    .start_invocation(
-                        profile,
-                        host.snapshot_sources_under(None, Some("acme")),
-                        "inv_root",
-                        ExitPolicy::RunFinishAllowed,
-                    )
-                    .expect("session");
+                let (_run, mut session) = open_invocation(host, profile, &root, Some("acme"));
                 let outcome = session
                     .call_directly(
                         host,
@@ -1748,21 +1754,13 @@ mod clock {
     #[tokio::test]
     async fn a_run_journals_its_clock_readings_and_its_replay_is_identical() {
         use toolhost_journal::Event as _;
-        use toolhost_runtime::{Run, replay_run};
+        use toolhost_runtime::replay_run;
 
         let (_world, host) = granted().await;
         let profile = profile("timekeeper", &[TOOL]);
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("run");
-        let run = Run::create(&root, &profile, toolhost_journal::Durability::Batched).expect("run");
-        let mut session = run
-            .start_invocation(
-                &profile,
-                host.snapshot_sources(),
-                "inv_root",
-                ExitPolicy::RunFinishAllowed,
-            )
-            .expect("session");
+        let (run, mut session) = open_invocation(&host, &profile, &root, None);
         let caller = TESTER;
         let outcome = session
             .call_directly(

@@ -411,8 +411,9 @@ async fn repeat_in_a_run_of(base: &str, profile: Value) -> (u16, Value) {
     repeat_in_a_run_as(base, "acme-secret", profile).await
 }
 
-/// [`repeat_in_a_run_of`] for the tenant whose token is `token`.
-async fn repeat_in_a_run_as(base: &str, token: &str, profile: Value) -> (u16, Value) {
+/// A run of `profile` with the script model, started as the tenant whose
+/// token is `token` and waited to its completion: its id.
+async fn completed_run_as(base: &str, token: &str, profile: &Value) -> String {
     let started: Value = client()
         .post(format!("{base}/v1/runs"))
         .bearer_auth(token)
@@ -426,6 +427,12 @@ async fn repeat_in_a_run_as(base: &str, token: &str, profile: Value) -> (u16, Va
     let id = started["id"].as_str().expect("run id").to_owned();
     let run = wait_for_as(base, token, &id, |run| run["status"] != "running").await;
     assert_eq!(run["status"], "completed", "{run}");
+    id
+}
+
+/// [`repeat_in_a_run_of`] for the tenant whose token is `token`.
+async fn repeat_in_a_run_as(base: &str, token: &str, profile: Value) -> (u16, Value) {
+    let id = completed_run_as(base, token, &profile).await;
     let response = client()
         .post(format!("{base}/v1/runs/{id}/calls"))
         .bearer_auth(token)
@@ -595,19 +602,7 @@ async fn a_served_tenants_extension_calls_carry_its_own_secret() {
                   "maxRounds": 6}});
     let mut answers = Vec::new();
     for token in ["acme-secret", "globex-secret"] {
-        let started: Value = client()
-            .post(format!("{base}/v1/runs"))
-            .bearer_auth(token)
-            .json(&json!({"profile": profile, "model": "demo", "chat": "chat"}))
-            .send()
-            .await
-            .expect("start")
-            .json()
-            .await
-            .expect("json");
-        let id = started["id"].as_str().expect("run id").to_owned();
-        let run = wait_for_as(&base, token, &id, |run| run["status"] != "running").await;
-        assert_eq!(run["status"], "completed", "{run}");
+        let id = completed_run_as(&base, token, &profile).await;
         let body: Value = client()
             .post(format!("{base}/v1/runs/{id}/calls"))
             .bearer_auth(token)

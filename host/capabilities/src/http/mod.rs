@@ -264,7 +264,7 @@ mod tests {
     use super::*;
     use http_body_util::{BodyExt, Empty};
 
-    fn request(uri: &str) -> http::Request<WasiBody> {
+    pub(super) fn request(uri: &str) -> http::Request<WasiBody> {
         http::Request::builder()
             .uri(uri)
             .body(

@@ -127,18 +127,15 @@ pub(super) fn inject<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http_body_util::{BodyExt, Empty};
 
+    /// A GET to `uri` in which the guest set its own `authorization`.
     fn request(uri: &str) -> http::Request<WasiBody> {
-        http::Request::builder()
-            .uri(uri)
-            .header("authorization", "guest's own")
-            .body(
-                Empty::new()
-                    .map_err(|never: std::convert::Infallible| match never {})
-                    .boxed_unsync(),
-            )
-            .expect("request")
+        let mut request = super::super::tests::request(uri);
+        request.headers_mut().insert(
+            http::header::AUTHORIZATION,
+            http::HeaderValue::from_static("guest's own"),
+        );
+        request
     }
 
     fn destination(uri: &str) -> Destination {

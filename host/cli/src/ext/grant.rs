@@ -14,15 +14,54 @@ use toolhost_extensions::{
 use crate::load;
 
 /// `ext grant`'s flags as given.
-pub(super) struct GrantFlags {
+#[derive(clap::Args)]
+pub(crate) struct GrantFlags {
+    /// Grant only these of the requested capabilities; repeatable
+    /// [default: everything its manifest requests].
+    #[arg(long = "capability", value_name = "NAME")]
     pub capabilities: Vec<String>,
+    /// Only snapshots of this profile, as its file is now, may offer its
+    /// tools (bound to its id and content digest: a changed profile
+    /// needs a new grant); repeatable [default: every profile that
+    /// allows them].
+    #[arg(long = "profile", value_name = "FILE")]
     pub profiles: Vec<PathBuf>,
+    /// The `toolhost serve` tenant whose profiles these are: only that
+    /// tenant's runs of them may offer and call its tools (another
+    /// tenant sending the same profile gets nothing). Without it, the
+    /// profiles are granted for the local use (`toolhost run`, `call`,
+    /// `mcp serve`) and for no served tenant; a server without a tokens
+    /// file serves the tenant `local`.
+    #[arg(long, value_name = "TENANT", requires = "profiles")]
     pub tenant: Option<String>,
+    /// Also let it read `tool-results/` through workspace-read: other
+    /// calls' results (chat text, skill text, MCP output). Builtins
+    /// always see it; an extension only with this.
+    #[arg(long)]
     pub tool_results: bool,
+    /// Let outbound-http reach only these of the requested hosts
+    /// (`[scheme://]host[:port]`, `*.suffix`, or narrower than a
+    /// requested pattern); repeatable [default: every requested host].
+    #[arg(long = "allow-host", value_name = "PATTERN")]
     pub allow_hosts: Vec<String>,
+    /// Bind the secret its manifest calls KEY to the stored secret NAME
+    /// (`toolhost secret set NAME`; `KEY` alone: NAME = ID.KEY): the host
+    /// writes it into that header of requests to that host, after
+    /// admitting them; the extension never reads it. Repeatable.
+    #[arg(long = "secret", value_name = "KEY=NAME")]
     pub secrets: Vec<String>,
+    /// The host each --secret goes to, in order: one the grant allows,
+    /// exactly (a scheme, a name, a port; plain http only to loopback)
+    /// [default: the manifest's].
+    #[arg(long = "for", value_name = "HOST")]
     pub secret_hosts: Vec<String>,
+    /// The header each --secret goes into, in order [default: the
+    /// manifest's].
+    #[arg(long = "header", value_name = "NAME")]
     pub secret_headers: Vec<String>,
+    /// The header's value for each --secret, `{}` where the secret goes
+    /// (`"Bearer {}"`), in order [default: the manifest's].
+    #[arg(long = "format", value_name = "FORMAT")]
     pub secret_formats: Vec<String>,
 }
 

@@ -42,52 +42,8 @@ pub enum ExtCommand {
     /// Authorize an extension: its tools may be offered to snapshots.
     Grant {
         id: String,
-        /// Grant only these of the requested capabilities; repeatable
-        /// [default: everything its manifest requests].
-        #[arg(long = "capability", value_name = "NAME")]
-        capabilities: Vec<String>,
-        /// Only snapshots of this profile, as its file is now, may offer its
-        /// tools (bound to its id and content digest: a changed profile
-        /// needs a new grant); repeatable [default: every profile that
-        /// allows them].
-        #[arg(long = "profile", value_name = "FILE")]
-        profiles: Vec<PathBuf>,
-        /// The `toolhost serve` tenant whose profiles these are: only that
-        /// tenant's runs of them may offer and call its tools (another
-        /// tenant sending the same profile gets nothing). Without it, the
-        /// profiles are granted for the local use (`toolhost run`, `call`,
-        /// `mcp serve`) and for no served tenant; a server without a tokens
-        /// file serves the tenant `local`.
-        #[arg(long, value_name = "TENANT", requires = "profiles")]
-        tenant: Option<String>,
-        /// Also let it read `tool-results/` through workspace-read: other
-        /// calls' results (chat text, skill text, MCP output). Builtins
-        /// always see it; an extension only with this.
-        #[arg(long)]
-        tool_results: bool,
-        /// Let outbound-http reach only these of the requested hosts
-        /// (`[scheme://]host[:port]`, `*.suffix`, or narrower than a
-        /// requested pattern); repeatable [default: every requested host].
-        #[arg(long = "allow-host", value_name = "PATTERN")]
-        allow_hosts: Vec<String>,
-        /// Bind the secret its manifest calls KEY to the stored secret NAME
-        /// (`toolhost secret set NAME`; `KEY` alone: NAME = ID.KEY): the host
-        /// writes it into that header of requests to that host, after
-        /// admitting them; the extension never reads it. Repeatable.
-        #[arg(long = "secret", value_name = "KEY=NAME")]
-        secrets: Vec<String>,
-        /// The host each --secret goes to, in order (a pattern the grant
-        /// allows) [default: the manifest's].
-        #[arg(long = "for", value_name = "HOST")]
-        secret_hosts: Vec<String>,
-        /// The header each --secret goes into, in order [default: the
-        /// manifest's].
-        #[arg(long = "header", value_name = "NAME")]
-        secret_headers: Vec<String>,
-        /// The header's value for each --secret, `{}` where the secret goes
-        /// (`"Bearer {}"`), in order [default: the manifest's].
-        #[arg(long = "format", value_name = "FORMAT")]
-        secret_formats: Vec<String>,
+        #[command(flatten)]
+        flags: grant::GrantFlags,
     },
     /// Disable an extension again (it stays installed).
     Revoke { id: String },
@@ -220,29 +176,7 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
             }
             println!("  authorize it with `{}`", grant_line(extension));
         }
-        ExtCommand::Grant {
-            id,
-            capabilities,
-            profiles,
-            tenant,
-            tool_results,
-            allow_hosts,
-            secrets,
-            secret_hosts,
-            secret_headers,
-            secret_formats,
-        } => {
-            let flags = grant::GrantFlags {
-                capabilities,
-                profiles,
-                tenant,
-                tool_results,
-                allow_hosts,
-                secrets,
-                secret_hosts,
-                secret_headers,
-                secret_formats,
-            };
+        ExtCommand::Grant { id, flags } => {
             let (extension, before) = grant::grant(dir, &id, flags)?;
             println!("granted {}: {}", extension.id, grant_text(&extension));
             grant::notes(dir, &extension, before.as_ref());

@@ -59,17 +59,7 @@ impl ToolHost {
                     bound.grant_profile(),
                 ) {
                     Ok(grant) => grant,
-                    Err((code, message)) => {
-                        let (result, _) = AgentToolResult::from_outcome(
-                            call,
-                            ToolOutcome::Error(ToolFailure::new(code, message)),
-                        );
-                        return Ok(Execution {
-                            result,
-                            effect: None,
-                            report: None,
-                        });
-                    }
+                    Err((code, message)) => return Ok(refusal(call, code, message)),
                 };
                 tool_results = grant.tool_results;
                 allowed_hosts = grant.allowed_hosts();
@@ -77,17 +67,7 @@ impl ToolHost {
                 let owner = bound.grant_profile().and_then(|p| p.tenant.as_deref());
                 secrets = match crate::extensions::secret_headers(registry, &grant, owner) {
                     Ok(secrets) => secrets,
-                    Err((code, message)) => {
-                        let (result, _) = AgentToolResult::from_outcome(
-                            call,
-                            ToolOutcome::Error(ToolFailure::new(code, message)),
-                        );
-                        return Ok(Execution {
-                            result,
-                            effect: None,
-                            report: None,
-                        });
-                    }
+                    Err((code, message)) => return Ok(refusal(call, code, message)),
                 };
                 component
             }
@@ -159,17 +139,7 @@ impl ToolHost {
         registration: Uuid,
     ) -> Result<Execution, ExecuteError> {
         let tool = call.tool_id.native_name();
-        let refused = |code: &str, message: String| {
-            let (result, _) = AgentToolResult::from_outcome(
-                call,
-                ToolOutcome::Error(ToolFailure::new(code, message)),
-            );
-            Ok(Execution {
-                result,
-                effect: None,
-                report: None,
-            })
-        };
+        let refused = |code: &str, message: String| Ok(refusal(call, code, message));
         // The registration as it is now, not as it was when the run began.
         let current = match registration_now(dir, registration) {
             Ok(current) => current,
@@ -307,4 +277,15 @@ fn mcp_view(
         execution.result = views.externalize(execution.result)?;
     }
     Ok(execution)
+}
+
+/// A call refused before it ran: a recoverable result the model reads.
+fn refusal(call: &ToolCall, code: &str, message: String) -> Execution {
+    let (result, _) =
+        AgentToolResult::from_outcome(call, ToolOutcome::Error(ToolFailure::new(code, message)));
+    Execution {
+        result,
+        effect: None,
+        report: None,
+    }
 }
