@@ -229,33 +229,27 @@ impl WasiHttpHooks for Admission {
         _response_errors: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Box<dyn Future<Output = Result<(http::Response<WasiBody>, Driver), Error>> + Send> {
         let mut request = request;
-        let admitted = self.admit(&request).and_then(|admitted| {
+        let admitted = self.admit(&request);
+        let injected = &self.injected;
+        let admitted = admitted.and_then(|admitted| {
             let written = secrets::inject(
                 &admitted.policy.secrets,
                 &admitted.destination,
                 &mut request,
             )?;
-            let record: Vec<Injected> = written
-                .iter()
-                .map(|secret| Injected {
+            // Recorded as the secret goes into the request, whatever the
+            // request meets next: the journal names every secret a request
+            // was sent with, and a replay never sends such a call again.
+            for secret in written {
+                injected.push(Injected {
                     secret: secret.secret.clone(),
                     destination: admitted.destination.to_string(),
                     header: secret.name.as_str().to_owned(),
-                })
-                .collect();
-            Ok((admitted, record))
-        });
-        let injected = Arc::clone(&self.injected);
-        Box::new(async move {
-            let (admitted, record) = admitted?;
-            let sent = send::send(admitted, request, options).await?;
-            // Recorded once the request went out and was answered: the
-            // journal says which secret a server received.
-            for entry in record {
-                injected.push(entry);
+                });
             }
-            Ok(sent)
-        })
+            Ok(admitted)
+        });
+        Box::new(async move { send::send(admitted?, request, options).await })
     }
 }
 
