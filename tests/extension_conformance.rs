@@ -936,6 +936,7 @@ async fn an_extension_sees_tool_results_only_when_granted_and_never_records_read
                         ..BindInputs::default()
                     })),
                     views: None,
+                    replaying: false,
                 },
             )
             .await
@@ -1435,6 +1436,28 @@ mod outbound_http {
             .expect_err("refused");
             assert_eq!(error.code(), "ext.grant_invalid", "{bad:?}: {error}");
         }
+        // First granted with no secret: a run whose call to the API
+        // carries none, for the replay below.
+        world.grant_with("acme-fetch", GrantRequest::default());
+        let host = world.host().await;
+        let profile = profile("fetcher", &[TOOL]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let before_binding = dir.path().join("before-binding");
+        let (unbound, mut session) = open_invocation(&host, &profile, &before_binding, None);
+        let outcome = session
+            .call_directly(
+                &host,
+                TESTER,
+                &id(TOOL),
+                Some(json!({"url": api.url("/hello")})),
+                CallEntropy::seeded(1),
+            )
+            .await
+            .expect("a call");
+        assert!(!outcome.result.is_error, "{}", outcome.result.content);
+        drop(session);
+        unbound.complete().expect("ended");
+        let _ = api.seen.lock().expect("log").drain(..);
         world.grant_with(
             "acme-fetch",
             GrantRequest {
@@ -1442,9 +1465,6 @@ mod outbound_http {
                 ..GrantRequest::default()
             },
         );
-        let host = world.host().await;
-        let profile = profile("fetcher", &[TOOL]);
-        let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("run");
         let (run, mut session) = open_invocation(&host, &profile, &root, None);
         let scan = json!({"len": value.len(), "hash": rolling_hash(value.as_bytes())});
@@ -1526,6 +1546,16 @@ mod outbound_http {
             .expect("replayed");
         assert_eq!(report.from_record, 2, "{report:?}");
         assert_eq!(api.seen().len(), before, "the replay sent a request again");
+        // A call that carried no secret is run again, with none bound now:
+        // a replay acts with nobody's credential.
+        toolhost_runtime::replay_run(&host, &before_binding, &dir.path().join("scratch-2"))
+            .await
+            .expect("replayed");
+        assert_eq!(
+            api.seen()[before..],
+            [("/hello".to_owned(), None)],
+            "the replay's request carried no secret"
+        );
 
         // A served tenant's run reads the tenant's own value, never the
         // local one: none stored is a recoverable refusal naming the fix.

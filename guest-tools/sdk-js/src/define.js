@@ -15,7 +15,7 @@
 import { ToolError, invalidArguments } from './errors.js';
 import { compile } from './schema.js';
 import { HttpError } from './http-error.js';
-import { wellFormed } from './utf8.js';
+import { jsonText, wellFormed } from './utf8.js';
 
 const ANNOTATIONS = ['readOnly', 'mutating', 'control', 'idempotent', 'openWorld', 'sourceKind'];
 const FIELDS = new Set(['name', 'title', 'description', 'input', 'output', 'annotations', 'run']);
@@ -81,7 +81,7 @@ function toOutput(result) {
   }
   return {
     content: wellFormed(result.content),
-    structured: result.structured === undefined ? undefined : wellFormed(JSON.stringify(result.structured)),
+    structured: result.structured === undefined ? undefined : jsonText(result.structured),
     resourceRefs: refs.map(wellFormed),
     effect: undefined,
   };

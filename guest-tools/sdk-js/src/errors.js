@@ -1,7 +1,7 @@
 // Recoverable errors: what the model reads before the run goes on.
 // A ToolError thrown from `run` becomes the WIT `tool-error`; any other
 // exception is a bug in the tool (see define.js for what happens to it).
-import { wellFormed } from './utf8.js';
+import { jsonText, wellFormed } from './utf8.js';
 
 // Dotted lowercase, like the host's own codes: "dice.invalid_formula".
 const CODE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
@@ -29,7 +29,7 @@ export class ToolError extends Error {
     return {
       code: this.code,
       message: wellFormed(this.message),
-      structured: this.structured === undefined ? undefined : wellFormed(JSON.stringify(this.structured)),
+      structured: this.structured === undefined ? undefined : jsonText(this.structured),
     };
   }
 }

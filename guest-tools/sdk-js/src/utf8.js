@@ -12,6 +12,28 @@ export function wellFormed(text) {
   return s.replace(/([\uD800-\uDBFF][\uDC00-\uDFFF])|[\uD800-\uDFFF]/g, (_, pair) => pair ?? '\uFFFD');
 }
 
+/**
+ * `value` as JSON text the host can parse: `JSON.stringify` writes a lone
+ * surrogate as a `\udXXX` escape, which a strict parser (the host's)
+ * refuses, so every string in it — keys too — is made well formed first.
+ */
+export function jsonText(value) {
+  const text = JSON.stringify(value);
+  if (text === undefined || !/\\u[dD][89a-fA-F]/.test(text)) return text;
+  return JSON.stringify(wellFormedDeep(JSON.parse(text)));
+}
+
+function wellFormedDeep(value) {
+  if (typeof value === 'string') return wellFormed(value);
+  if (Array.isArray(value)) return value.map(wellFormedDeep);
+  if (value !== null && typeof value === 'object') {
+    const out = {};
+    for (const [key, item] of Object.entries(value)) out[wellFormed(key)] = wellFormedDeep(item);
+    return out;
+  }
+  return value;
+}
+
 /** Bytes of `text` (lone surrogates become U+FFFD). */
 export function encode(text) {
   const out = [];

@@ -120,3 +120,14 @@ test('a string cut inside a character crosses to the host well formed', () => {
     (thrown) => thrown.message === 'xxx\uFFFD' && thrown.code === 'x.cut',
   );
 });
+
+test('structured results and error details cross as JSON a strict parser reads', () => {
+  const cut = '\u{1F600}'.slice(0, 1);
+  const strict = (text) => !/\\u[dD][89a-fA-F]/.test(text) && JSON.parse(text);
+  const rich = defineTool({ ...base, run: () => ({ content: 'c', structured: { [cut]: [cut, 1], ok: 'é\u{1F600}' } }) }).call('{"n":1}');
+  assert.deepEqual(strict(rich.structured), { '\uFFFD': ['\uFFFD', 1], ok: 'é\u{1F600}' });
+  assert.throws(
+    () => defineTool({ ...base, run: () => { throw new ToolError('x.cut', 'm', { why: cut }); } }).call('{"n":1}'),
+    (thrown) => strict(thrown.structured).why === '\uFFFD',
+  );
+});

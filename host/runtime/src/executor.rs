@@ -21,6 +21,10 @@ pub struct CallContext {
     /// How an MCP result too long to read inline becomes a readable view;
     /// none outside an invocation, where the whole result is inline.
     pub views: Option<Arc<ResultViews>>,
+    /// A replay: no stored secret is written into any request — a replay
+    /// acts with nobody's credential (neither the run owner's, a served
+    /// tenant's perhaps, nor this machine's).
+    pub replaying: bool,
 }
 
 /// A system failure while executing: the run cannot go on.

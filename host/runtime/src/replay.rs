@@ -275,6 +275,7 @@ async fn replay_call(
         CallContext {
             bound: Arc::clone(&entry.bound),
             views: None,
+            replaying: true,
         },
     )
     .await;

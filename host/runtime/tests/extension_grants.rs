@@ -167,6 +167,7 @@ async fn another_tenant_with_the_same_profile_neither_sees_nor_calls_the_extensi
             },
         )),
         views: None,
+        replaying: false,
     };
     let refused =
         ToolExecutor::execute(&host, &invocation, &binding, CallEntropy::seeded(7), inputs)

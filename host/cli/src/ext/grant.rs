@@ -66,14 +66,12 @@ pub(crate) struct GrantFlags {
 }
 
 /// The stored secret the printed grant line binds `key` to: named after
-/// the extension and the key, or the key alone when that is too long.
-pub(super) fn stored_name(id: &str, key: &str) -> String {
+/// the extension and the key, so a manifest never picks a secret kept for
+/// something else; `None` when that name would be too long (then the user
+/// names one).
+pub(super) fn stored_name(id: &str, key: &str) -> Option<String> {
     let scoped = format!("{id}.{key}");
-    if toolhost_extensions::secrets::is_secret_name(&scoped) {
-        scoped
-    } else {
-        key.to_owned()
-    }
+    toolhost_extensions::secrets::is_secret_name(&scoped).then_some(scoped)
 }
 
 /// Grant as the flags say; the extension as granted, and the grant it
@@ -150,7 +148,17 @@ pub(super) fn grant(
             .map(|(at, pair)| {
                 let (key, name) = match pair.split_once('=') {
                     Some((key, name)) => (key, name.to_owned()),
-                    None => (pair.as_str(), stored_name(id, pair)),
+                    None => (
+                        pair.as_str(),
+                        stored_name(id, pair).ok_or_else(|| {
+                            toolhost_extensions::ExtensionError::GrantInvalid {
+                                id: id.to_owned(),
+                                message: format!(
+                                    "`{id}.{pair}` is too long for a secret's name: give --secret {pair}=NAME"
+                                ),
+                            }
+                        })?,
+                    ),
                 };
                 // The manifest's proposal for what the flags leave out.
                 let proposed = requested.get(key);
@@ -208,17 +216,31 @@ pub(super) fn grant(
     Ok((extension, before))
 }
 
-/// What a person should know after a grant: a bound secret not stored for
-/// the local use yet (the tool's calls would be refused until it is), a
-/// stored secret another extension's grant already sends elsewhere, and a
-/// binding the new grant dropped (a grant replaces the old one whole).
+/// What a person should know after a grant: a bound secret not stored yet
+/// for an owner the grant covers (the tool's calls would be refused until
+/// it is), a stored secret another extension's grant already sends
+/// elsewhere, and a binding the new grant dropped (a grant replaces the old
+/// one whole).
 pub(super) fn notes(dir: &Path, extension: &InstalledExtension, before: Option<&Grant>) {
     let store = SecretStore::of_registry(dir);
-    let bindings = extension.grant.iter().flat_map(|grant| &grant.secrets);
+    let Some(grant) = &extension.grant else {
+        return;
+    };
+    // Whose values its calls read: the tenants of the profiles it is
+    // granted to, or the local use.
+    let owners: BTreeSet<Option<String>> = match &grant.profiles {
+        Some(profiles) => profiles
+            .iter()
+            .map(|profile| profile.tenant.clone())
+            .collect(),
+        None => BTreeSet::from([None]),
+    };
     let others = ExtensionRegistry::load(dir).ok();
-    for binding in bindings.clone() {
-        if let Err(error) = store.get(None, &binding.secret) {
-            eprintln!("note: {error}");
+    for binding in &grant.secrets {
+        for owner in &owners {
+            if let Err(error) = store.get(owner.as_deref(), &binding.secret) {
+                eprintln!("note: {error}");
+            }
         }
         let elsewhere = others
             .iter()
@@ -240,11 +262,31 @@ pub(super) fn notes(dir: &Path, extension: &InstalledExtension, before: Option<&
         }
     }
     for dropped in before.iter().flat_map(|grant| &grant.secrets) {
-        if !bindings.clone().any(|binding| binding.key == dropped.key) {
+        if !grant
+            .secrets
+            .iter()
+            .any(|binding| binding.key == dropped.key)
+        {
             eprintln!(
                 "note: dropped the binding of secret {} ({}); give --secret {}={} again to keep it",
                 dropped.key, dropped.secret, dropped.key, dropped.secret
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stored_name;
+
+    /// A printed binding names the extension, so a manifest never picks a
+    /// secret kept for something else; too long a name is left to the user.
+    #[test]
+    fn a_printed_binding_names_the_extension_or_asks_for_a_name() {
+        assert_eq!(
+            stored_name("fetch-js", "TOKEN").as_deref(),
+            Some("fetch-js.TOKEN")
+        );
+        assert_eq!(stored_name(&"a".repeat(60), "GITHUB_TOKEN"), None);
     }
 }

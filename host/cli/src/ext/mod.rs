@@ -23,7 +23,9 @@ use new::new_extension;
 pub enum ExtCommand {
     /// Check an extension (manifest, sha256, WIT version, imports against
     /// the requested capabilities, its describe()), precompile it into the
-    /// cache and record it disabled.
+    /// cache and record it disabled. A manifest with `[build]` is first
+    /// built by its directory's own build (cargo, npm, componentize-py:
+    /// install only code you would run) and sealed; `--no-build` skips it.
     Install {
         /// Its `toolhost-extension.toml`, or the directory holding it.
         path: PathBuf,
@@ -171,7 +173,8 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
             for key in extension.requested_secrets.keys() {
                 println!(
                     "  it asks for secret {key}: store it with `toolhost secret set {}`",
-                    shell_word(&grant::stored_name(&extension.id, key))
+                    grant::stored_name(&extension.id, key)
+                        .map_or_else(|| "NAME".to_owned(), |name| shell_word(&name))
                 );
             }
             println!("  authorize it with `{}`", grant_line(extension));
@@ -238,7 +241,7 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
             println!(
                 "created {} — build, seal and install it, grant it, call it:\n  cd {}\n  {}",
                 target.display(),
-                target.display(),
+                shell_word(&target.display().to_string()),
                 lang.next_steps(&name).replace("TOOL", &tool)
             );
         }
@@ -261,7 +264,10 @@ pub(crate) fn grant_line(extension: &InstalledExtension) -> String {
     for (key, secret) in &extension.requested_secrets {
         line.push_str(&format!(
             " --secret {} --for {} --header {} --format {}",
-            shell_word(&format!("{key}={}", grant::stored_name(&extension.id, key))),
+            shell_word(&format!(
+                "{key}={}",
+                grant::stored_name(&extension.id, key).unwrap_or_else(|| "NAME".to_owned())
+            )),
             shell_word(&secret.host.to_string()),
             shell_word(&secret.header),
             shell_word(&secret.format)

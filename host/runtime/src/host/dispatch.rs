@@ -63,12 +63,15 @@ impl ToolHost {
                 };
                 tool_results = grant.tool_results;
                 allowed_hosts = grant.allowed_hosts();
-                // The values of the call's owner: a served tenant's own.
+                // The values of the call's owner: a served tenant's own; in
+                // a replay, none at all.
                 let owner = bound.grant_profile().and_then(|p| p.tenant.as_deref());
-                secrets = match crate::extensions::secret_headers(registry, &grant, owner) {
-                    Ok(secrets) => secrets,
-                    Err((code, message)) => return Ok(refusal(call, code, message)),
-                };
+                if !context.replaying {
+                    secrets = match crate::extensions::secret_headers(registry, &grant, owner) {
+                        Ok(secrets) => secrets,
+                        Err((code, message)) => return Ok(refusal(call, code, message)),
+                    };
+                }
                 component
             }
             Entry::Builtin(lazy) => {

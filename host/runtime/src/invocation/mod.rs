@@ -456,6 +456,7 @@ impl Invocation {
         let context = CallContext {
             bound: Arc::clone(&self.bound),
             views: Some(Arc::clone(&self.views)),
+            replaying: false,
         };
         let executed = executor.execute(call, binding, entropy, context).await;
         let settlement = self.bound.settle();
