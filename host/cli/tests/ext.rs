@@ -351,6 +351,22 @@ fn a_js_and_a_ts_extension_from_the_template_take_four_commands() {
                 .env("TOOLHOST", env!("CARGO_BIN_EXE_toolhost")),
         );
         assert!(tested.contains("# fail 0"), "{tested}");
+        if lang == "js" {
+            // A build that writes nothing installs nothing: the last
+            // build's component is gone before the build runs.
+            let package = dir.join("package.json");
+            let json = std::fs::read_to_string(&package).expect("package.json");
+            let broken = json.replace(
+                "\"build\": \"jco componentize",
+                "\"build\": \"true || jco componentize",
+            );
+            assert_ne!(
+                json, broken,
+                "the build script is where the template puts it"
+            );
+            std::fs::write(&package, broken).expect("package.json");
+            expect_stderr(home, &["ext", "install", &id], 2, "left no component");
+        }
         if lang == "ts" {
             // The types an editor reads are jco's of the world, as committed.
             let fresh = home.join("fresh-types");

@@ -137,7 +137,7 @@ pub fn check_secret_host(host: &HostPattern) -> Result<(), String> {
     let loopback = matches!(host.host, HostMatch::Address(address) if address.is_loopback());
     if host.scheme == Scheme::Http && !loopback {
         return Err(format!(
-            "a secret is never sent in clear text: `{host}` is plain http (use https, or a loopback address)"
+            "a secret is never sent in clear text: `{host}` is plain http (use https, or a loopback IP address such as 127.0.0.1 or [::1])"
         ));
     }
     Ok(())
@@ -317,6 +317,8 @@ impl SecretStore {
             let path = path.to_owned();
             move |source| SecretError::Io { path, source }
         };
+        // What a crashed `set` of the same process id left behind.
+        let _ = std::fs::remove_file(&temp);
         let written = (|| {
             let mut file = std::fs::OpenOptions::new()
                 .write(true)

@@ -157,5 +157,9 @@ fn python(dir: &Path, recipe: &BuildRecipe, component: &Path) -> Result<()> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
     }
-    run(command, dir, "componentize-py")
+    run(
+        command,
+        dir,
+        "componentize-py (set $COMPONENTIZE_PY to it, e.g. a checkout's .venv/bin/componentize-py after `make setup`)",
+    )
 }

@@ -117,6 +117,7 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
                 .map_err(|error| anyhow::anyhow!("{error}"))?;
             let upgrade = match (&checked.manifest.build, no_build) {
                 (Some(recipe), false) => {
+                    build::build(&checked.dir, recipe, &checked.component_path())?;
                     if let Ok(registry) = ExtensionRegistry::load(dir)
                         && let Ok(installed) = registry.get(&checked.manifest.id)
                     {
@@ -125,7 +126,6 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
                             installed.id, installed.version
                         );
                     }
-                    build::build(&checked.dir, recipe, &checked.component_path())?;
                     let (_, sha) = seal(&manifest)?;
                     eprintln!("sealed {}: sha256 {sha}", manifest.display());
                     true

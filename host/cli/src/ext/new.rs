@@ -72,7 +72,12 @@ pub(super) fn new_extension(
         .check_native_name(tool)
         .map_err(anyhow::Error::new)
         .context("pass a valid tool name with --tool")?;
-    if target.exists() && std::fs::read_dir(target)?.next().is_some() {
+    if target.exists()
+        && std::fs::read_dir(target)
+            .with_context(|| format!("{} is not a directory to write into", target.display()))?
+            .next()
+            .is_some()
+    {
         bail!("{} exists and is not empty", target.display());
     }
     // A path to a checkout only: the SDKs are not published, and a package
