@@ -14,7 +14,7 @@ pub mod secrets;
 pub use error::ExtensionError;
 pub use manifest::{
     BuildLanguage, BuildRecipe, CheckedManifest, MANIFEST_FILE, MAX_COMPONENT_BYTES, Manifest,
-    RequestedLimits, WitTarget, read_bounded,
+    RequestedLimits, WitTarget, manifest_path, read_bounded,
 };
 pub use registry::{ExtensionRegistry, Grant, GrantRequest, InstalledExtension, sha256_hex};
 pub use secrets::{SecretBinding, SecretError, SecretRequest, SecretStore, SecretValue};

@@ -224,15 +224,21 @@ pub fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, ExtensionE
     })
 }
 
+/// The manifest file `path` names: the file itself, or the
+/// `toolhost-extension.toml` inside the directory it is.
+pub fn manifest_path(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join(MANIFEST_FILE)
+    } else {
+        path.to_owned()
+    }
+}
+
 impl Manifest {
     /// Read and check a manifest file, or `toolhost-extension.toml` inside a
     /// directory.
     pub fn load(path: &Path) -> Result<CheckedManifest, ExtensionError> {
-        let path = if path.is_dir() {
-            path.join(MANIFEST_FILE)
-        } else {
-            path.to_owned()
-        };
+        let path = manifest_path(path);
         let invalid = |message: String| ExtensionError::ManifestInvalid {
             path: path.clone(),
             message,

@@ -200,15 +200,12 @@ impl InstalledExtension {
             .map(Grant::allowed_hosts)
             .unwrap_or_default();
         check_hosts(&granted, &hosts, &self.requested_hosts())?;
-        // Compared as checked (headers lowercased): a hand-edited record
-        // spelling one header two ways is still two secrets in one header.
         let secrets = self
             .grant
             .iter()
             .flat_map(|grant| grant.secrets.iter().cloned())
-            .map(SecretBinding::checked)
-            .collect::<Result<Vec<_>, String>>()?;
-        check_secret_bindings(&secrets, &granted, &hosts, &self.requested_secrets)
+            .collect();
+        check_secret_bindings(secrets, &granted, &hosts, &self.requested_secrets).map(|_| ())
     }
 
     /// Whether a snapshot of this version of a profile may offer its tools.
@@ -452,13 +449,8 @@ impl ExtensionRegistry {
         };
         check_hosts(&capabilities, &allowed_hosts, &extension.requested_hosts())
             .map_err(invalid)?;
-        let secrets = secrets
-            .into_iter()
-            .map(SecretBinding::checked)
-            .collect::<Result<Vec<_>, String>>()
-            .map_err(invalid)?;
-        check_secret_bindings(
-            &secrets,
+        let secrets = check_secret_bindings(
+            secrets,
             &capabilities,
             &allowed_hosts,
             &extension.requested_secrets,
@@ -542,14 +534,21 @@ fn check_tenants(profiles: &BTreeSet<ProfileVersion>) -> Result<(), String> {
 /// A secret goes with `outbound-http`, under a key the manifest asked for,
 /// to a host the grant allows; one secret per host and header.
 fn check_secret_bindings(
-    secrets: &[SecretBinding],
+    secrets: Vec<SecretBinding>,
     granted: &CapabilitySet,
     hosts: &AllowedHosts,
     requested: &BTreeMap<String, SecretRequest>,
-) -> Result<(), String> {
+) -> Result<Vec<SecretBinding>, String> {
     if secrets.is_empty() {
-        return Ok(());
+        return Ok(secrets);
     }
+    // Each well formed, and compared as checked (headers lowercased): a
+    // hand-edited record spelling one header two ways is still two secrets
+    // in one header.
+    let secrets = secrets
+        .into_iter()
+        .map(SecretBinding::checked)
+        .collect::<Result<Vec<_>, String>>()?;
     if !granted.contains(Capability::OutboundHttp) {
         return Err(
             "secrets go into HTTP requests, and this grant does not give outbound-http".into(),
@@ -593,7 +592,7 @@ fn check_secret_bindings(
             ));
         }
     }
-    Ok(())
+    Ok(secrets)
 }
 
 /// Hosts go with `outbound-http` and only with it, and only those the

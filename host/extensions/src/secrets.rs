@@ -312,6 +312,9 @@ impl SecretStore {
         for dir in [&self.dir, &owner] {
             private_dir(dir)?;
         }
+        // Not `document::write_atomically`: its temp file is anonymous, and
+        // this one is named after the secret, so `remove` can clear the copy
+        // a crashed `set` left.
         let temp = owner.join(format!(".{name}.{}.tmp", std::process::id()));
         let io = |path: &Path| {
             let path = path.to_owned();
@@ -328,7 +331,7 @@ impl SecretStore {
             file.write_all(value.expose().as_bytes())?;
             file.sync_all()?;
             std::fs::rename(&temp, &path)?;
-            std::fs::File::open(&owner)?.sync_all()
+            toolhost_core::document::sync_dir(&owner)
         })();
         if written.is_err() {
             let _ = std::fs::remove_file(&temp);

@@ -7,16 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
-use toolhost_extensions::{BuildLanguage, BuildRecipe, MANIFEST_FILE};
-
-/// The manifest file of `path` (a file, or the directory holding it).
-pub(super) fn manifest_file(path: &Path) -> PathBuf {
-    if path.is_dir() {
-        path.join(MANIFEST_FILE)
-    } else {
-        path.to_owned()
-    }
-}
+use toolhost_extensions::{BuildLanguage, BuildRecipe};
 
 /// Build the component `recipe` says how to build, into the manifest's
 /// `component` path.

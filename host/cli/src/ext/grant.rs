@@ -1,14 +1,15 @@
 //! `toolhost ext grant`: the flags turned into a grant request, checked by
 //! the registry under its lock.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use toolhost_core::allowed_hosts::{AllowedHosts, HostPattern};
 use toolhost_core::{Capability, CapabilitySet, ProfileVersion};
 use toolhost_extensions::{
-    ExtensionRegistry, Grant, GrantRequest, InstalledExtension, SecretBinding, SecretStore,
+    ExtensionRegistry, Grant, GrantRequest, InstalledExtension, SecretBinding, SecretRequest,
+    SecretStore,
 };
 
 use crate::load;
@@ -72,6 +73,12 @@ pub(crate) struct GrantFlags {
 pub(super) fn stored_name(id: &str, key: &str) -> Option<String> {
     let scoped = format!("{id}.{key}");
     toolhost_extensions::secrets::is_secret_name(&scoped).then_some(scoped)
+}
+
+/// [`stored_name`] as a command line shows it: `NAME` for the user to
+/// fill in when there is none.
+pub(super) fn printed_name(id: &str, key: &str) -> String {
+    stored_name(id, key).unwrap_or_else(|| "NAME".to_owned())
 }
 
 /// Grant as the flags say; the extension as granted, and the grant it
@@ -140,66 +147,15 @@ pub(super) fn grant(
     let extension = ExtensionRegistry::update(dir, |registry| {
         let installed = registry.get(id)?;
         before = installed.grant.clone();
-        let requested = installed.requested_secrets.clone();
-        let secrets = flags
-            .secrets
-            .iter()
-            .enumerate()
-            .map(|(at, pair)| {
-                let (key, name) = match pair.split_once('=') {
-                    Some((key, name)) => (key, name.to_owned()),
-                    None => (
-                        pair.as_str(),
-                        stored_name(id, pair).ok_or_else(|| {
-                            toolhost_extensions::ExtensionError::GrantInvalid {
-                                id: id.to_owned(),
-                                message: format!(
-                                    "`{id}.{pair}` is too long for a secret's name: give --secret {pair}=NAME"
-                                ),
-                            }
-                        })?,
-                    ),
-                };
-                // The manifest's proposal for what the flags leave out.
-                let proposed = requested.get(key);
-                let pick = |given: &[String], proposal: Option<String>, what: &str| {
-                    given.get(at).cloned().or(proposal).ok_or_else(|| {
-                        toolhost_extensions::ExtensionError::GrantInvalid {
-                            id: id.to_owned(),
-                            message: format!(
-                                "its manifest asks for no secret `{key}`, so give its {what}"
-                            ),
-                        }
-                    })
-                };
-                let host = pick(
-                    &flags.secret_hosts,
-                    proposed.map(|p| p.host.to_string()),
-                    "--for",
-                )?;
-                let host = host.parse::<HostPattern>().map_err(|error| {
-                    toolhost_extensions::ExtensionError::GrantInvalid {
-                        id: id.to_owned(),
-                        message: format!("--for {host}: {error}"),
-                    }
-                })?;
-                Ok(SecretBinding {
-                    key: key.to_owned(),
-                    secret: name,
-                    host,
-                    header: pick(
-                        &flags.secret_headers,
-                        proposed.map(|p| p.header.clone()),
-                        "--header",
-                    )?,
-                    format: pick(
-                        &flags.secret_formats,
-                        proposed.map(|p| p.format.clone()),
-                        "--format",
-                    )?,
-                })
-            })
-            .collect::<Result<Vec<_>, toolhost_extensions::ExtensionError>>()?;
+        let secrets = (0..flags.secrets.len())
+            .map(|at| binding(id, at, &flags, &installed.requested_secrets))
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(
+                |message| toolhost_extensions::ExtensionError::GrantInvalid {
+                    id: id.to_owned(),
+                    message,
+                },
+            )?;
         registry
             .grant(
                 id,
@@ -214,6 +170,48 @@ pub(super) fn grant(
             .cloned()
     })?;
     Ok((extension, before))
+}
+
+/// The `at`-th `--secret KEY[=NAME]` with its `--for`, `--header` and
+/// `--format`, each the manifest's proposal for the key when not given.
+fn binding(
+    id: &str,
+    at: usize,
+    flags: &GrantFlags,
+    requested: &BTreeMap<String, SecretRequest>,
+) -> Result<SecretBinding, String> {
+    let pair = &flags.secrets[at];
+    let (key, secret) = match pair.split_once('=') {
+        Some((key, name)) => (key, name.to_owned()),
+        None => (
+            pair.as_str(),
+            stored_name(id, pair).ok_or_else(|| {
+                format!("`{id}.{pair}` is too long for a secret's name: give --secret {pair}=NAME")
+            })?,
+        ),
+    };
+    let proposed = requested
+        .get(key)
+        .ok_or_else(|| format!("its manifest asks for no secret `{key}`"))?;
+    let host = match flags.secret_hosts.get(at) {
+        Some(text) => text
+            .parse::<HostPattern>()
+            .map_err(|error| format!("--for {text}: {error}"))?,
+        None => proposed.host.clone(),
+    };
+    let given = |values: &[String], proposal: &str| {
+        values
+            .get(at)
+            .cloned()
+            .unwrap_or_else(|| proposal.to_owned())
+    };
+    Ok(SecretBinding {
+        key: key.to_owned(),
+        secret,
+        host,
+        header: given(&flags.secret_headers, &proposed.header),
+        format: given(&flags.secret_formats, &proposed.format),
+    })
 }
 
 /// What a person should know after a grant: a bound secret not stored yet

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use toolhost_core::{Capability, CapabilitySet, ProfileVersion};
-use toolhost_extensions::{ExtensionRegistry, InstalledExtension, MANIFEST_FILE, sha256_hex};
+use toolhost_extensions::{ExtensionRegistry, InstalledExtension, sha256_hex};
 use toolhost_sandbox::Sandbox;
 
 mod build;
@@ -30,9 +30,7 @@ pub enum ExtCommand {
         /// Its `toolhost-extension.toml`, or the directory holding it.
         path: PathBuf,
         /// Replace an installed extension of the same id (its grant is
-        /// dropped). A development extension (a manifest with `[build]`) is
-        /// first built by running its directory's own build (cargo, npm,
-        /// componentize-py: install only code you would build), sealed, and
+        /// dropped). A development extension (a manifest with `[build]`)
         /// always replaces an installed extension of its id.
         #[arg(long)]
         upgrade: bool,
@@ -112,7 +110,7 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
         } => {
             // A development extension: built and sealed here, then installed
             // over its previous build.
-            let manifest = build::manifest_file(&path);
+            let manifest = toolhost_extensions::manifest_path(&path);
             let checked = toolhost_extensions::Manifest::load(&manifest)
                 .map_err(|error| anyhow::anyhow!("{error}"))?;
             let upgrade = match (&checked.manifest.build, no_build) {
@@ -173,8 +171,7 @@ pub async fn run(dir: &Path, cache_dir: Option<PathBuf>, command: ExtCommand) ->
             for key in extension.requested_secrets.keys() {
                 println!(
                     "  it asks for secret {key}: store it with `toolhost secret set {}`",
-                    grant::stored_name(&extension.id, key)
-                        .map_or_else(|| "NAME".to_owned(), |name| shell_word(&name))
+                    shell_word(&grant::printed_name(&extension.id, key))
                 );
             }
             println!("  authorize it with `{}`", grant_line(extension));
@@ -266,7 +263,7 @@ pub(crate) fn grant_line(extension: &InstalledExtension) -> String {
             " --secret {} --for {} --header {} --format {}",
             shell_word(&format!(
                 "{key}={}",
-                grant::stored_name(&extension.id, key).unwrap_or_else(|| "NAME".to_owned())
+                grant::printed_name(&extension.id, key)
             )),
             shell_word(&secret.host.to_string()),
             shell_word(&secret.header),
@@ -427,11 +424,7 @@ fn print_info(registry: &ExtensionRegistry, e: &InstalledExtension) {
 /// Write the sha256 of the manifest's component into it, keeping its
 /// comments and layout.
 fn seal(path: &Path) -> Result<(PathBuf, String)> {
-    let manifest = if path.is_dir() {
-        path.join(MANIFEST_FILE)
-    } else {
-        path.to_owned()
-    };
+    let manifest = toolhost_extensions::manifest_path(path);
     let text = std::fs::read_to_string(&manifest)
         .with_context(|| format!("reading {}", manifest.display()))?;
     let mut document: toml_edit::DocumentMut = text
